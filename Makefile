@@ -1,0 +1,31 @@
+# The two commands the README promises. Everything else is a detail of these.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: setup build run test tsan fuzz clean
+
+setup:
+	@scripts/setup.sh
+
+build: setup
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+# The main job: until the agent exists, measure and print this machine's roofline.
+run: build
+	@$(BUILD)/recur sysinfo
+
+test: build
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
+	@$(MAKE) --no-print-directory tsan
+
+# ThreadSanitizer build of the concurrency tests (label "tsan").
+tsan: setup
+	@cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRECUR_SANITIZE=thread \
+	  -DRECUR_BUILD_BENCHMARKS=OFF $(CMAKE_FLAGS) >/dev/null
+	@cmake --build build-tsan -j $(JOBS) --target recur_tsan_tests
+	@cd build-tsan && ctest --output-on-failure -L tsan -j $(JOBS) --timeout 600
+
+clean:
+	rm -rf $(BUILD) build-tsan build-fuzz

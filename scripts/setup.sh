@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs the Debian packages recur needs to build and test. Idempotent: it runs
+# `apt-get update` only when a package is missing, and says what it installs.
+set -euo pipefail
+
+packages=(
+  # toolchain
+  build-essential g++ cmake ninja-build pkg-config make git
+  clang-14 libclang-rt-14-dev valgrind
+  # libraries (docs/dependencies.md says why each one)
+  libcli11-dev libfmt-dev nlohmann-json3-dev libsimdjson-dev
+  libprotobuf-dev protobuf-compiler zlib1g-dev libsqlite3-dev libtomlplusplus-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then sudo="sudo"; else
+    echo "setup: missing packages (${missing[*]}) and not root; install them or rerun as root" >&2
+    exit 1
+  fi
+fi
+
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "setup: done"
