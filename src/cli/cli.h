@@ -1,8 +1,9 @@
-// The recur command line: each verb lives in its own file and registers itself here.
+// The recur command line: each verb lives in its own file, src/cli/<verb>_command.cc, and
+// registers itself with RECUR_CLI_COMMAND; main() adds every registered verb, sorted by name.
 //
 // A verb parses its flags and calls one library function. Results go to stdout (a table for
 // people, or JSON with --json); logs go to stderr. Exit codes: 0 success, 1 the command ran
-// and failed, 2 bad usage (unknown flag, bad value).
+// and failed, 2 bad usage (unknown flag, bad value, invalid argument).
 #pragma once
 
 #include <functional>
@@ -18,16 +19,25 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
 
-// Verbs set `run` to the action chosen on the command line; main() calls it after parsing.
+// Verbs set `run` to the action chosen on the command line; main() calls it after parsing,
+// so nothing runs until every flag has been validated.
 struct Invocation {
   std::function<int()> run;
 };
 
-// Prints an error from a library call to stderr and returns kExitFailure (or kExitUsage
-// for invalid arguments, which are the user's to fix).
+using RegisterFn = void (*)(CLI::App& app, Invocation& inv);
+
+// Called by RECUR_CLI_COMMAND at static-initialisation time.
+bool add_command(const char* name, RegisterFn fn);
+// Registers every verb on `app`, in name order.
+void register_all_commands(CLI::App& app, Invocation& inv);
+
+// Prints an error from a library call to stderr and returns the exit code: kExitUsage for
+// invalid arguments (the user's to fix), kExitFailure otherwise.
 int report_failure(const Error& error);
 
-void register_version(CLI::App& app, Invocation& inv);
-void register_sysinfo(CLI::App& app, Invocation& inv);
-
 }  // namespace recur::cli
+
+// RECUR_CLI_COMMAND(sysinfo, register_sysinfo) in the verb's own file.
+#define RECUR_CLI_COMMAND(name, fn) \
+  static const bool recur_cli_registered_##name = ::recur::cli::add_command(#name, fn)

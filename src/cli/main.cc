@@ -5,15 +5,6 @@
 #include "core/cpu_features.h"
 #include "core/log.h"
 
-namespace recur::cli {
-
-int report_failure(const Error& error) {
-  std::fprintf(stderr, "recur: %s\n", error.to_string().c_str());
-  return error.code() == ErrorCode::kInvalidArgument ? kExitUsage : kExitFailure;
-}
-
-}  // namespace recur::cli
-
 int main(int argc, char** argv) {
   using namespace recur;
   CLI::App app{
@@ -32,7 +23,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"scalar", "avx2", "avx512"}));
 
   cli::Invocation inv;
-  cli::register_version(app, inv);
+  cli::register_all_commands(app, inv);
 
   try {
     app.parse(argc, argv);

@@ -8,6 +8,7 @@
 #include "core/version.h"
 
 namespace recur::cli {
+namespace {
 
 void register_version(CLI::App& app, Invocation& inv) {
   auto* cmd = app.add_subcommand("version", "Print recur's version, build type and dispatch level");
@@ -29,5 +30,9 @@ void register_version(CLI::App& app, Invocation& inv) {
     };
   });
 }
+
+}  // namespace
+
+RECUR_CLI_COMMAND(version, register_version);
 
 }  // namespace recur::cli
