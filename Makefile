@@ -19,6 +19,7 @@ run: build
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
 	@$(MAKE) --no-print-directory tsan
+	@$(MAKE) --no-print-directory fuzz
 
 # ThreadSanitizer build of the concurrency tests (label "tsan").
 tsan: setup
@@ -26,6 +27,15 @@ tsan: setup
 	  -DRECUR_BUILD_BENCHMARKS=OFF $(CMAKE_FLAGS) >/dev/null
 	@cmake --build build-tsan -j $(JOBS) --target recur_tsan_tests
 	@cd build-tsan && ctest --output-on-failure -L tsan -j $(JOBS) --timeout 600
+
+# libFuzzer targets (clang-14), each run for FUZZ_SECONDS.
+FUZZ_SECONDS ?= 30
+fuzz: setup
+	@cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRECUR_FUZZ=ON \
+	  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+	  -DRECUR_BUILD_TESTS=OFF -DRECUR_BUILD_BENCHMARKS=OFF >/dev/null
+	@cmake --build build-fuzz -j $(JOBS) --target recur_fuzz_targets
+	@scripts/run_fuzzers.sh build-fuzz $(FUZZ_SECONDS)
 
 clean:
 	rm -rf $(BUILD) build-tsan build-fuzz

@@ -3,14 +3,16 @@
 // A Result<T> holds either a value or an Error; Status is Result<void>. Messages name the
 // input, the position and what was expected ("trace.json: byte 1834: expected ',' or '}'").
 // Exceptions never cross a module boundary; functions that can fail return one of these.
+// Spell the underlying types recur::expected / recur::unexpected, never std:: (expected.h).
 #pragma once
 
-#include <expected>
 #include <string>
 #include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
+
+#include "core/expected.h"
 
 namespace recur {
 
@@ -45,38 +47,38 @@ class Error {
 };
 
 template <typename T>
-using Result = std::expected<T, Error>;
-using Status = std::expected<void, Error>;
+using Result = expected<T, Error>;
+using Status = expected<void, Error>;
 
 inline Status ok_status() { return {}; }
 
 template <typename... Args>
-std::unexpected<Error> make_error(ErrorCode code, fmt::format_string<Args...> f, Args&&... args) {
-  return std::unexpected<Error>(Error(code, fmt::format(f, std::forward<Args>(args)...)));
+unexpected<Error> make_error(ErrorCode code, fmt::format_string<Args...> f, Args&&... args) {
+  return unexpected<Error>(Error(code, fmt::format(f, std::forward<Args>(args)...)));
 }
 
 template <typename... Args>
-std::unexpected<Error> invalid_argument(fmt::format_string<Args...> f, Args&&... args) {
+unexpected<Error> invalid_argument(fmt::format_string<Args...> f, Args&&... args) {
   return make_error(ErrorCode::kInvalidArgument, f, std::forward<Args>(args)...);
 }
 template <typename... Args>
-std::unexpected<Error> parse_error(fmt::format_string<Args...> f, Args&&... args) {
+unexpected<Error> parse_error(fmt::format_string<Args...> f, Args&&... args) {
   return make_error(ErrorCode::kParse, f, std::forward<Args>(args)...);
 }
 template <typename... Args>
-std::unexpected<Error> not_found(fmt::format_string<Args...> f, Args&&... args) {
+unexpected<Error> not_found(fmt::format_string<Args...> f, Args&&... args) {
   return make_error(ErrorCode::kNotFound, f, std::forward<Args>(args)...);
 }
 template <typename... Args>
-std::unexpected<Error> io_error(fmt::format_string<Args...> f, Args&&... args) {
+unexpected<Error> io_error(fmt::format_string<Args...> f, Args&&... args) {
   return make_error(ErrorCode::kIo, f, std::forward<Args>(args)...);
 }
 template <typename... Args>
-std::unexpected<Error> unsupported(fmt::format_string<Args...> f, Args&&... args) {
+unexpected<Error> unsupported(fmt::format_string<Args...> f, Args&&... args) {
   return make_error(ErrorCode::kUnsupported, f, std::forward<Args>(args)...);
 }
 template <typename... Args>
-std::unexpected<Error> internal_error(fmt::format_string<Args...> f, Args&&... args) {
+unexpected<Error> internal_error(fmt::format_string<Args...> f, Args&&... args) {
   return make_error(ErrorCode::kInternal, f, std::forward<Args>(args)...);
 }
 
@@ -86,7 +88,7 @@ std::unexpected<Error> internal_error(fmt::format_string<Args...> f, Args&&... a
 #define RECUR_RETURN_IF_ERROR(expr)                              \
   do {                                                           \
     if (auto recur_status_ = (expr); !recur_status_)             \
-      return std::unexpected(std::move(recur_status_).error());  \
+      return ::recur::unexpected(std::move(recur_status_).error());  \
   } while (0)
 
 #define RECUR_CONCAT_INNER_(a, b) a##b
@@ -96,5 +98,5 @@ std::unexpected<Error> internal_error(fmt::format_string<Args...> f, Args&&... a
   RECUR_ASSIGN_OR_RETURN_IMPL_(RECUR_CONCAT_(recur_result_, __LINE__), lhs, expr)
 #define RECUR_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr)   \
   auto tmp = (expr);                                   \
-  if (!tmp) return std::unexpected(std::move(tmp).error()); \
+  if (!tmp) return ::recur::unexpected(std::move(tmp).error()); \
   lhs = std::move(*tmp)
