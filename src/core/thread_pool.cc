@@ -1,0 +1,129 @@
+#include "core/thread_pool.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include "core/log.h"
+
+namespace recur {
+namespace {
+
+// Set while a thread runs a pool task, so nested parallel_for runs inline.
+thread_local bool t_inside_pool_task = false;
+
+bool pin_current_thread(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
+}
+
+}  // namespace
+
+Range static_chunk(int64_t n, int parts, int index) {
+  if (n <= 0 || parts <= 0) return {0, 0};
+  int64_t base = n / parts, extra = n % parts;
+  int64_t begin = index * base + (index < extra ? index : extra);
+  int64_t len = base + (index < extra ? 1 : 0);
+  return {begin, begin + len};
+}
+
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+    int n = int(std::thread::hardware_concurrency());
+    for (int i = 0; i < (n > 0 ? n : 1); ++i) cpus.push_back(i);
+    return cpus;
+  }
+  for (int i = 0; i < CPU_SETSIZE; ++i)
+    if (CPU_ISSET(i, &set)) cpus.push_back(i);
+  return cpus;
+}
+
+Result<std::unique_ptr<ThreadPool>> ThreadPool::create(const ThreadPoolOptions& options) {
+  if (options.threads < 0) return invalid_argument("thread pool size {} is negative", options.threads);
+  if (options.threads > 1024) return invalid_argument("thread pool size {} exceeds 1024", options.threads);
+  std::vector<int> cpus = allowed_cpus();
+  int size = options.threads == 0 ? int(cpus.size()) : options.threads;
+  std::unique_ptr<ThreadPool> pool(new ThreadPool(size));
+  pool->pinned_cpus_.assign(size, -1);
+  pool->threads_.reserve(size - 1);
+  for (int w = 1; w < size; ++w) {
+    int cpu = (options.pin && !cpus.empty()) ? cpus[w % cpus.size()] : -1;
+    pool->threads_.emplace_back([p = pool.get(), w, cpu] {
+      if (cpu >= 0 && !pin_current_thread(cpu)) LOG_DEBUG("thread pool: could not pin worker {} to cpu {}", w, cpu);
+      p->worker_loop(w);
+    });
+    pool->pinned_cpus_[w] = cpu;
+  }
+  return pool;
+}
+
+ThreadPool::ThreadPool(int size) : size_(size < 1 ? 1 : size) {}
+
+ThreadPool::~ThreadPool() {
+  stop_.store(true, std::memory_order_release);
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+  generation_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void ThreadPool::worker_loop(int worker) {
+  uint32_t seen = 0;
+  for (;;) {
+    generation_.wait(seen, std::memory_order_acquire);
+    uint32_t now = generation_.load(std::memory_order_acquire);
+    if (now == seen) continue;  // spurious wake
+    seen = now;
+    if (stop_.load(std::memory_order_acquire)) return;
+    Range r = static_chunk(job_n_, size_, worker);
+    if (r.end > r.begin) {
+      t_inside_pool_task = true;
+      (*job_fn_)(r.begin, r.end, worker);
+      t_inside_pool_task = false;
+    }
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();
+  }
+}
+
+void ThreadPool::dispatch(int64_t n, const RangeFn* fn) {
+  job_fn_ = fn;
+  job_n_ = n;
+  pending_.store(size_ - 1, std::memory_order_relaxed);
+  generation_.fetch_add(1, std::memory_order_acq_rel);  // publishes job_fn_ / job_n_
+  generation_.notify_all();
+
+  Range r = static_chunk(n, size_, 0);
+  if (r.end > r.begin) {
+    t_inside_pool_task = true;
+    (*fn)(r.begin, r.end, 0);
+    t_inside_pool_task = false;
+  }
+  for (int left = pending_.load(std::memory_order_acquire); left != 0;
+       left = pending_.load(std::memory_order_acquire))
+    pending_.wait(left, std::memory_order_acquire);
+}
+
+void ThreadPool::parallel_for(int64_t n, const RangeFn& fn) {
+  if (n <= 0) return;
+  if (t_inside_pool_task || size_ == 1) {
+    // Nested call (or no workers): same chunks, run in order on this thread.
+    for (int w = 0; w < size_; ++w) {
+      Range r = static_chunk(n, size_, w);
+      if (r.end > r.begin) fn(r.begin, r.end, w);
+    }
+    return;
+  }
+  std::lock_guard<std::mutex> lock(submit_mutex_);
+  dispatch(n, &fn);
+}
+
+void ThreadPool::run_on_all(const std::function<void(int worker)>& fn) {
+  parallel_for(size_, [&fn](int64_t begin, int64_t end, int) {
+    for (int64_t w = begin; w < end; ++w) fn(int(w));
+  });
+}
+
+}  // namespace recur
