@@ -23,6 +23,7 @@ struct PeakMeasurement {
   int threads = 0;
   std::string unit;    // "GB/s", "GFLOP/s", "GOP/s"
   std::string method;  // how it was measured, in one line
+  double elapsed_s = 0;  // wall time of the whole probe, calibration included
   // (max - min) / median
   double spread() const { return median > 0 ? (max - min) / median : 0; }
 };

@@ -1,0 +1,55 @@
+// Baseline x86-64 loops (SSE2 at most): what code gets on a CPU without AVX2.
+#include "probe/roofline_kernels.h"
+
+#include <cstring>
+
+namespace recur::roofline {
+
+uint64_t read_scalar(const std::byte* data, size_t bytes) {
+  uint64_t a = 0, b = 0, c = 0, d = 0;
+  for (size_t i = 0; i < bytes; i += 32) {
+    uint64_t w[4];
+    std::memcpy(w, data + i, 32);
+    a += w[0];
+    b += w[1];
+    c += w[2];
+    d += w[3];
+  }
+  return a + b + c + d;  // the sum of all words, whatever the grouping
+}
+
+namespace {
+
+double fma_scalar(int64_t iters) {
+  float acc[12];
+  for (int j = 0; j < 12; ++j) acc[j] = 1.0f + 0.01f * float(j);
+  const float m = 0.999999f, k = 1e-7f;
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+    for (int j = 0; j < 12; ++j) acc[j] = acc[j] * m + k;
+  }
+  double s = 0;
+  for (float v : acc) s += v;
+  return s;
+}
+
+double int8_scalar(int64_t iters) {
+  int32_t acc[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  volatile uint8_t ua = 3;
+  volatile int8_t sb = -2;
+  const int32_t a = ua, b = sb;
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) acc[j] += a * (b + j);
+  }
+  double s = 0;
+  for (int32_t v : acc) s += v;
+  return s;
+}
+
+}  // namespace
+
+const ComputeLoop kFmaScalar{fma_scalar, 12 * 2, "mulss+addss"};
+const ComputeLoop kInt8Scalar{int8_scalar, 8 * 2, "imul+add"};
+
+}  // namespace recur::roofline

@@ -1,0 +1,30 @@
+// JSON for SystemInfo: the `recur sysinfo --json` output and the on-disk roofline cache.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "probe/sysinfo.h"
+
+namespace recur {
+
+// One cached measurement per ISA level ("avx512", "avx2", "scalar").
+struct CachedRoofline {
+  Roofline roofline;
+  std::string measured_at;
+};
+struct SysinfoCache {
+  static constexpr int kSchema = 1;
+  SystemInfo machine;  // the machine the measurements belong to
+  std::map<std::string, CachedRoofline> rooflines;
+};
+
+nlohmann::json sysinfo_to_json(const SystemInfo& info);
+std::string sysinfo_cache_to_json(const SysinfoCache& cache);
+// Errors name the field that is missing or has the wrong type.
+Result<SysinfoCache> parse_sysinfo_cache(std::string_view text);
+
+}  // namespace recur
