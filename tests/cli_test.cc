@@ -1,0 +1,101 @@
+// The recur binary as users and agents see it: exit codes (0 ok, 1 failure, 2 usage),
+// results on stdout, logs on stderr, --help on every verb, --json that parses.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.h"
+
+namespace recur::testing {
+namespace {
+
+using nlohmann::json;
+
+TEST(Cli, VersionPrintsOnStdout) {
+  CliResult r = run_recur({"version"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("recur 0."), std::string::npos) << r.out;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+
+  CliResult j = run_recur({"version", "--json"});
+  ASSERT_EQ(j.exit_code, 0);
+  json v = json::parse(j.out);
+  EXPECT_TRUE(v["version"].is_string());
+  EXPECT_TRUE(v["isa"].is_string());
+}
+
+TEST(Cli, UsageErrorsExitTwoWithAMessageOnStderr) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{}, {"--bogus", "version"}, {"version", "--bogus"}, {"no-such-verb"},
+        {"--isa", "sse9", "version"}, {"--log-level", "loud", "version"}}) {
+    CliResult r = run_recur(args);
+    EXPECT_EQ(r.exit_code, 2) << "args: " << (args.empty() ? "(none)" : args[0]);
+    EXPECT_FALSE(r.err.empty());
+    EXPECT_TRUE(r.out.empty()) << "stdout is for results only: " << r.out;
+  }
+}
+
+TEST(Cli, EveryVerbHasHelp) {
+  CliResult top = run_recur({"--help"});
+  ASSERT_EQ(top.exit_code, 0);
+  for (const char* verb : {"version", "sysinfo"}) {
+    EXPECT_NE(top.out.find(verb), std::string::npos) << verb << " missing from --help";
+    CliResult r = run_recur({verb, "--help"});
+    EXPECT_EQ(r.exit_code, 0) << verb;
+    EXPECT_NE(r.out.find("--json"), std::string::npos) << verb << " --help does not mention --json";
+  }
+}
+
+TEST(Cli, IsaFlagLowersDispatch) {
+  CliResult r = run_recur({"--isa", "scalar", "version", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["isa"], "scalar");
+  CliResult e = run_recur({"version", "--json"}, {{"RECUR_ISA", "scalar"}});
+  EXPECT_EQ(json::parse(e.out)["isa"], "scalar");
+}
+
+// Measures the roofline once (about 2 s), then reads it back from the cache.
+TEST(Cli, SysinfoMeasuresThenCaches) {
+  TempDir cache;
+  std::map<std::string, std::string> env = {{"RECUR_CACHE_DIR", cache.path()}};
+  CliResult first = run_recur({"sysinfo", "--json"}, env);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  json a = json::parse(first.out);
+  EXPECT_FALSE(a["from_cache"].get<bool>());
+  EXPECT_GE(a["logical_cpus"].get<int>(), 1);
+  for (const char* peak : {"read_bw_1t", "read_bw_all", "fp32_fma_1t", "fp32_fma_all", "int8_dot_1t"}) {
+    const json& p = a["roofline"][peak];
+    EXPECT_GT(p["median"].get<double>(), 0) << peak;
+    EXPECT_LE(p["min"].get<double>(), p["median"].get<double>()) << peak;
+    EXPECT_GE(p["max"].get<double>(), p["median"].get<double>()) << peak;
+    EXPECT_GE(p["samples"].get<int>(), 5) << peak;
+    EXPECT_GT(p["elapsed_s"].get<double>(), 0) << peak;
+    EXPECT_FALSE(p["method"].get<std::string>().empty()) << peak;
+  }
+  EXPECT_NE(first.err.find("measuring"), std::string::npos) << "progress goes to stderr";
+
+  CliResult second = run_recur({"sysinfo", "--json"}, env);
+  ASSERT_EQ(second.exit_code, 0);
+  json b = json::parse(second.out);
+  EXPECT_TRUE(b["from_cache"].get<bool>());
+  EXPECT_EQ(b["roofline"]["read_bw_1t"]["median"], a["roofline"]["read_bw_1t"]["median"]);
+
+  CliResult human = run_recur({"sysinfo"}, env);
+  EXPECT_NE(human.out.find("read bandwidth"), std::string::npos);
+}
+
+TEST(Cli, SysinfoRecoversFromACorruptCache) {
+  TempDir cache;
+  {
+    std::FILE* f = std::fopen((cache.path() + "/sysinfo.json").c_str(), "w");
+    std::fputs("{\"schema\": 1, \"machine\": 7", f);
+    std::fclose(f);
+  }
+  CliResult r = run_recur({"sysinfo", "--json"}, {{"RECUR_CACHE_DIR", cache.path()}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("unreadable cache"), std::string::npos) << r.err;
+  EXPECT_FALSE(json::parse(r.out)["from_cache"].get<bool>());
+}
+
+}  // namespace
+}  // namespace recur::testing
