@@ -99,3 +99,27 @@ TEST(Cli, SysinfoRecoversFromACorruptCache) {
 
 }  // namespace
 }  // namespace recur::testing
+
+namespace recur::testing {
+namespace {
+
+TEST(Cli, ModelInspectReadsGgufAndExplainsBadFiles) {
+  std::string good = std::string(RECUR_SOURCE_DIR) + "/fuzz/corpus/fuzz_gguf_reader/small.gguf";
+  CliResult r = run_recur({"model", "inspect", good, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["version"], 3);
+  ASSERT_EQ(j["tensors"].size(), 2u);
+  EXPECT_EQ(j["tensors"][0]["type"], "Q8_0");
+  EXPECT_EQ(j["metadata"]["general.architecture"], "llama");
+
+  CliResult bad = run_recur({"model", "inspect", std::string(RECUR_SOURCE_DIR) + "/README.md"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("README.md: byte 0: not a GGUF file"), std::string::npos) << bad.err;
+  EXPECT_TRUE(bad.out.empty());
+
+  EXPECT_EQ(run_recur({"model", "inspect"}).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace recur::testing

@@ -1,0 +1,1 @@
+recur_fuzz_target(fuzz_gguf_reader SOURCES ${CMAKE_CURRENT_LIST_DIR}/gguf_reader_fuzz.cc LIBS recur_engine)
