@@ -1,0 +1,160 @@
+#include "engine/tokenizer_bpe.h"
+
+#include <array>
+#include <limits>
+
+#include "engine/utf8.h"
+
+namespace recur {
+namespace {
+
+const std::array<std::string, 256>& byte_table() {
+  static const std::array<std::string, 256> table = [] {
+    std::array<std::string, 256> t;
+    uint32_t next = 256;
+    for (int b = 0; b < 256; ++b) {
+      bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+      t[b] = utf8::encode(printable ? uint32_t(b) : next++);
+    }
+    return t;
+  }();
+  return table;
+}
+
+enum class CharClass { kLetter, kDigit, kSpace, kOther };
+
+// ASCII classes exactly; every non-ASCII character counts as a letter (no Unicode tables),
+// which keeps words in other scripts together, as GPT-2's \p{L} would for most of them.
+CharClass classify(std::string_view s, size_t i) {
+  unsigned char c = s[i];
+  if (c >= 0x80) return CharClass::kLetter;
+  if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') return CharClass::kLetter;
+  if (c >= '0' && c <= '9') return CharClass::kDigit;
+  if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f') return CharClass::kSpace;
+  return CharClass::kOther;
+}
+
+// GPT-2's pre-tokenizer: 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+std::vector<std::string_view> pre_tokenize(std::string_view s) {
+  std::vector<std::string_view> out;
+  size_t i = 0;
+  auto run = [&](size_t from, CharClass cls) {
+    size_t j = from;
+    while (j < s.size() && classify(s, j) == cls) j += utf8::char_length(s, j);
+    return j;
+  };
+  while (i < s.size()) {
+    if (s[i] == '\'') {
+      bool matched = false;
+      for (std::string_view c : {"'s", "'t", "'re", "'ve", "'m", "'ll", "'d"}) {
+        if (s.substr(i, c.size()) == c) {
+          out.push_back(s.substr(i, c.size()));
+          i += c.size();
+          matched = true;
+          break;
+        }
+      }
+      if (matched) continue;
+    }
+    size_t start = i;
+    size_t body = (s[i] == ' ' && i + 1 < s.size() && classify(s, i + 1) != CharClass::kSpace) ? i + 1 : i;
+    CharClass cls = classify(s, body);
+    if (cls != CharClass::kSpace) {
+      size_t end = run(body, cls);
+      out.push_back(s.substr(start, end - start));
+      i = end;
+      continue;
+    }
+    // A whitespace run; if non-space follows, leave its last character for the next token.
+    size_t end = run(i, CharClass::kSpace);
+    if (end < s.size() && end - i > 1) end -= 1;
+    out.push_back(s.substr(i, end - i));
+    i = end;
+  }
+  return out;
+}
+
+class BpeTokenizer final : public Tokenizer {
+ public:
+  explicit BpeTokenizer(Vocabulary v) : Tokenizer(std::move(v)) {
+    for (size_t r = 0; r < vocab_.merges.size(); ++r) rank_.emplace(vocab_.merges[r], int(r));
+    const auto& table = byte_table();
+    for (int b = 0; b < 256; ++b) {
+      auto it = id_of_.find(table[b]);
+      byte_token_[b] = it == id_of_.end() ? -1 : it->second;
+      unicode_to_byte_.emplace(table[b], uint8_t(b));
+    }
+  }
+
+  std::vector<TokenId> encode(std::string_view text, bool add_bos) const override {
+    std::vector<TokenId> out;
+    if (add_bos && vocab_.bos >= 0) out.push_back(vocab_.bos);
+    const auto& table = byte_table();
+    for (std::string_view word : pre_tokenize(text)) {
+      std::vector<std::string> parts;
+      for (unsigned char b : word) parts.push_back(table[b]);
+      // Merge the lowest-ranked adjacent pair until no pair has a rank.
+      for (;;) {
+        int best = std::numeric_limits<int>::max();
+        size_t at = 0;
+        for (size_t k = 0; k + 1 < parts.size(); ++k) {
+          auto it = rank_.find(parts[k] + " " + parts[k + 1]);
+          if (it != rank_.end() && it->second < best) best = it->second, at = k;
+        }
+        if (best == std::numeric_limits<int>::max()) break;
+        parts[at] += parts[at + 1];
+        parts.erase(parts.begin() + long(at) + 1);
+      }
+      for (const std::string& p : parts) {
+        auto it = id_of_.find(p);
+        if (it != id_of_.end()) {
+          out.push_back(it->second);
+          continue;
+        }
+        for (size_t k = 0; k < p.size();) {  // not in the vocabulary: one token per byte
+          size_t n = utf8::char_length(p, k);
+          auto b = unicode_to_byte_.find(p.substr(k, n));
+          if (b != unicode_to_byte_.end() && byte_token_[b->second] >= 0) out.push_back(byte_token_[b->second]);
+          else if (vocab_.unknown >= 0) out.push_back(vocab_.unknown);
+          k += n;
+        }
+      }
+    }
+    return out;
+  }
+
+  std::string piece(TokenId id) const override {
+    if (id < 0 || size_t(id) >= vocab_.tokens.size()) return {};
+    if (vocab_.kinds[id] == TokenKind::kControl || vocab_.kinds[id] == TokenKind::kUnused) return {};
+    const std::string& t = vocab_.tokens[id];
+    std::string out;
+    for (size_t k = 0; k < t.size();) {
+      size_t n = utf8::char_length(t, k);
+      auto b = unicode_to_byte_.find(t.substr(k, n));
+      if (b != unicode_to_byte_.end()) out += char(b->second);
+      else out += t.substr(k, n);  // user-defined tokens may hold raw text
+      k += n;
+    }
+    return out;
+  }
+
+ private:
+  std::unordered_map<std::string, int> rank_;
+  std::unordered_map<std::string, uint8_t> unicode_to_byte_;
+  TokenId byte_token_[256];
+};
+
+}  // namespace
+
+const std::string& byte_to_unicode(uint8_t b) { return byte_table()[b]; }
+
+std::vector<std::string_view> bpe_pre_tokenize(std::string_view text) { return pre_tokenize(text); }
+
+Result<std::unique_ptr<Tokenizer>> make_bpe_tokenizer(Vocabulary vocab) {
+  for (size_t r = 0; r < vocab.merges.size(); ++r)
+    if (vocab.merges[r].find(' ') == std::string::npos)
+      return invalid_argument("BPE merge #{} '{}' has no space between its two parts", r, vocab.merges[r]);
+  return std::unique_ptr<Tokenizer>(new BpeTokenizer(std::move(vocab)));
+}
+
+}  // namespace recur
