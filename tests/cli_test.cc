@@ -38,7 +38,7 @@ TEST(Cli, UsageErrorsExitTwoWithAMessageOnStderr) {
 TEST(Cli, EveryVerbHasHelp) {
   CliResult top = run_recur({"--help"});
   ASSERT_EQ(top.exit_code, 0);
-  for (const char* verb : {"version", "sysinfo"}) {
+  for (const char* verb : {"version", "sysinfo", "knobs"}) {
     EXPECT_NE(top.out.find(verb), std::string::npos) << verb << " missing from --help";
     CliResult r = run_recur({verb, "--help"});
     EXPECT_EQ(r.exit_code, 0) << verb;
@@ -119,6 +119,37 @@ TEST(Cli, ModelInspectReadsGgufAndExplainsBadFiles) {
   EXPECT_TRUE(bad.out.empty());
 
   EXPECT_EQ(run_recur({"model", "inspect"}).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace recur::testing
+
+namespace recur::testing {
+namespace {
+
+TEST(Cli, KnobsListAndSetValidates) {
+  CliResult r = run_recur({"--set", "core.isa=scalar", "knobs", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json knobs = nlohmann::json::parse(r.out);
+  bool found = false;
+  for (const auto& k : knobs) {
+    if (k["name"] != "core.isa") continue;
+    found = true;
+    EXPECT_EQ(k["value"], "scalar");
+    EXPECT_EQ(k["default"], "auto");
+    EXPECT_EQ(k["components"][0], "core:dispatch");
+  }
+  EXPECT_TRUE(found);
+  CliResult v = run_recur({"--set", "core.isa=scalar", "version", "--json"});
+  EXPECT_EQ(nlohmann::json::parse(v.out)["isa"], "scalar");
+
+  CliResult bad = run_recur({"--set", "core.isa=sse9", "version"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("not one of auto, scalar, avx2, avx512"), std::string::npos) << bad.err;
+  CliResult unknown = run_recur({"--set", "no.such.knob=1", "version"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("unknown knob 'no.such.knob'"), std::string::npos);
+  EXPECT_EQ(run_recur({"--set", "novalue", "version"}).exit_code, 2);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/knobs.h"
 #include "core/status.h"
 
 namespace recur::cli {
@@ -31,6 +32,9 @@ using RegisterFn = void (*)(CLI::App& app, Invocation& inv);
 bool add_command(const char* name, RegisterFn fn);
 // Registers every verb on `app`, in name order.
 void register_all_commands(CLI::App& app, Invocation& inv);
+
+// Knob values from --set name=value (validated before any verb runs).
+Config& global_config();
 
 // Prints an error from a library call to stderr and returns the exit code: kExitUsage for
 // invalid arguments (the user's to fix), kExitFailure otherwise.

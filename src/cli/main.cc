@@ -1,9 +1,17 @@
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "cli/cli.h"
 #include "core/cpu_features.h"
 #include "core/log.h"
+
+namespace recur {
+// The dispatch level is a knob like any other, so an experiment can lower it with --set.
+RECUR_KNOB(core_isa, {.name = "core.isa", .type = KnobType::kEnum, .choices = {"auto", "scalar", "avx2", "avx512"},
+                      .default_value = "auto", .components = {"core:dispatch"},
+                      .help = "highest instruction set kernels may use (auto: the best the CPU has)"});
+}  // namespace recur
 
 int main(int argc, char** argv) {
   using namespace recur;
@@ -22,6 +30,10 @@ int main(int argc, char** argv) {
                  "the CPU has; also RECUR_ISA)")
       ->check(CLI::IsMember({"scalar", "avx2", "avx512"}));
 
+  std::vector<std::string> assignments;
+  app.add_option("--set", assignments, "Set a knob for this run: --set name=value (repeatable; recur knobs lists them)")
+      ->type_name("NAME=VALUE");
+
   cli::Invocation inv;
   cli::register_all_commands(app, inv);
 
@@ -37,8 +49,13 @@ int main(int argc, char** argv) {
   }
 
   if (!log_level_name.empty()) set_log_level(*parse_log_level(log_level_name));
-  if (!isa_name_flag.empty()) {
-    if (auto s = set_isa_cap(*parse_isa(isa_name_flag)); !s) return cli::report_failure(s.error());
+  for (const std::string& a : assignments) {
+    if (auto s = cli::global_config().set_assignment(a); !s) return cli::report_failure(s.error());
+  }
+  // --isa wins over --set core.isa; "auto" keeps the detected level (or RECUR_ISA).
+  std::string isa = isa_name_flag.empty() ? *cli::global_config().get("core.isa") : isa_name_flag;
+  if (isa != "auto") {
+    if (auto s = set_isa_cap(*parse_isa(isa)); !s) return cli::report_failure(s.error());
   }
   if (!inv.run) return cli::kExitUsage;
   return inv.run();

@@ -27,6 +27,11 @@ void register_all_commands(CLI::App& app, Invocation& inv) {
   for (auto& [name, fn] : commands) fn(app, inv);
 }
 
+Config& global_config() {
+  static Config config;
+  return config;
+}
+
 int report_failure(const Error& error) {
   std::fprintf(stderr, "recur: %s\n", error.to_string().c_str());
   return error.code() == ErrorCode::kInvalidArgument ? kExitUsage : kExitFailure;

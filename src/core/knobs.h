@@ -1,0 +1,78 @@
+// Knobs: the action space. Every tunable of the stack is a registered knob with a typed name,
+// its allowed values, a default and the components it touches (shared/DESIGN.md).
+//
+//   RECUR_KNOB(kda_variant, {.name = "kernel.kda_decode.variant", .type = KnobType::kEnum,
+//                            .choices = {"vtile", "vtile_recip", "hoisted"}, .default_value = "hoisted",
+//                            .components = {"kernel:kda_decode"}, .help = "decode work split"});
+//
+// A name ending in "[]" is an indexed family: "engine.kv_dtype.layer[]" accepts
+// "engine.kv_dtype.layer[3]". The engine reads knob values from one Config; the CLI fills it
+// with --set name=value; the agent's search space is the registry. Registration happens at
+// static-initialisation time; lookups afterwards are read-only and thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace recur {
+
+enum class KnobType { kBool, kInt, kFloat, kEnum, kString };
+std::string_view knob_type_name(KnobType t);
+
+struct KnobSpec {
+  std::string name;
+  KnobType type = KnobType::kString;
+  std::vector<std::string> choices;  // kEnum
+  double min = -1e300, max = 1e300;  // kInt, kFloat (inclusive)
+  std::string default_value;
+  std::vector<std::string> components;  // "kernel:kda_decode", "lock:gil", "thread:kv_transfer"
+  std::string help;
+
+  // Checks `value` against the type, choices and range; errors say what was expected.
+  Status check(std::string_view value) const;
+};
+
+class KnobRegistry {
+ public:
+  static KnobRegistry& global();
+  // Fails on a duplicate name or a default that does not pass its own check.
+  Status add(KnobSpec spec);
+  // Exact name, or the "[]" family an indexed name belongs to.
+  const KnobSpec* find(std::string_view name) const;
+  std::vector<const KnobSpec*> all() const;  // sorted by name
+
+ private:
+  std::map<std::string, KnobSpec, std::less<>> specs_;
+};
+
+// Registers at static-initialisation time; a bad spec is a programming error and aborts.
+bool register_knob(KnobSpec spec);
+#define RECUR_KNOB(id, ...) static const bool recur_knob_##id = ::recur::register_knob(KnobSpec __VA_ARGS__)
+
+// Knob values chosen for one run. Unset knobs read as their default.
+class Config {
+ public:
+  explicit Config(const KnobRegistry& registry = KnobRegistry::global()) : registry_(&registry) {}
+
+  Status set(std::string_view name, std::string_view value);
+  // "name=value", as --set takes it.
+  Status set_assignment(std::string_view assignment);
+
+  Result<std::string> get(std::string_view name) const;
+  Result<int64_t> get_int(std::string_view name) const;
+  Result<double> get_float(std::string_view name) const;
+  Result<bool> get_bool(std::string_view name) const;
+  // Values that differ from their defaults, sorted by name: the "config diff" of an experiment.
+  const std::map<std::string, std::string, std::less<>>& overrides() const { return values_; }
+
+ private:
+  const KnobRegistry* registry_;
+  std::map<std::string, std::string, std::less<>> values_;
+};
+
+}  // namespace recur
