@@ -77,7 +77,7 @@ struct Params {
   float eps = 1e-6f;
   float scale = 0.0f;          // q scale; 0 means K^-1/2
   float lower_bound = -5.0f;   // kSigmoidBounded only
-  int block_v = 32;            // V-tile width BV (the last tile of a head may be narrower)
+  int block_v = 64;            // V-tile width BV (the last tile of a head may be narrower)
 };
 
 struct Inputs {

@@ -155,6 +155,8 @@ void delta_out_t(const float* v, const float* u, const float* w, float beta, flo
   });
 }
 
+constexpr int kPrefetchRows = 8;
+
 // --- state tiles, layout [K][V]: a strip of NV vectors (the last one has `last` lanes) ---
 
 template <class V, int NV>
@@ -165,6 +167,10 @@ void reduce2_kv_strip(const float* S, int K, int ldv, const float* x1, const flo
   for (int i = 0; i < NV; ++i) a[i] = b[i] = V::zero();
   for (int c = 0; c < K; ++c) {
     const float* row = S + int64_t(c) * ldv;
+    // Rows are ldv apart and a strip is only a few lines of each: help the prefetcher.
+    if (c + kPrefetchRows < K) {
+      for (int i = 0; i < NV; ++i) __builtin_prefetch(row + kPrefetchRows * int64_t(ldv) + i * V::W);
+    }
     R s1 = V::set1(x1[c]), s2 = V::set1(x2[c]);
     for (int i = 0; i < NV; ++i) {
       R s = ld<V>(row + i * V::W, i == NV - 1 ? last : V::W);

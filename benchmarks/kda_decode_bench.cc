@@ -1,0 +1,208 @@
+// KDA decode step: every variant against `vtile`, plain and ReplaySSM, in one interleaved run.
+//
+//   build/benchmarks/bench_kda_decode [--runs N] [--sample-ms M] [--threads T] [--window L]
+//                                     [--block-v BV] [--hv 16,32,64] [--batch 1,8,32]
+//
+// For each (HV, batch) with K = V = 128, HK = HV, softplus gate, block_v BV (64) and for each mode
+// (plain, replay with window L), each run times every variant back to back in a rotated
+// order over a whole number of windows of steps, so machine drift hits all variants alike and
+// every ReplaySSM sample contains the same number of flushes. Reports the median time per step
+// with [min .. max] over the runs, the speedup against vtile in the same run, bytes moved and
+// FLOPs from the cost model (kda_cost.h) and their roofline fractions against
+// recur::machine_roofline() (read bandwidth and fp32 FMA peak on all threads).
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/clock.h"
+#include "core/cpu_features.h"
+#include "core/thread_pool.h"
+#include "kernels/kda/kda.h"
+#include "kernels/kda/kda_cost.h"
+#include "kernels/kda/kda_replay.h"
+#include "probe/sysinfo.h"
+
+namespace {
+
+using namespace recur;
+using namespace recur::kda;
+
+struct Options {
+  int runs = 7;
+  double sample_ms = 25;
+  int threads = 0;
+  int window = 16;
+  int block_v = 64;
+  std::vector<int> hv = {16, 32, 64};
+  std::vector<int> batch = {1, 8, 32};
+};
+
+std::vector<int> parse_list(const char* s) {
+  std::vector<int> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(std::atoi(item.c_str()));
+  return out;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> const char* {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "bench_kda_decode: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--runs") o.runs = std::max(1, std::atoi(next()));
+    else if (a == "--sample-ms") o.sample_ms = std::atof(next());
+    else if (a == "--threads") o.threads = std::atoi(next());
+    else if (a == "--window") o.window = std::max(1, std::atoi(next()));
+    else if (a == "--block-v") o.block_v = std::max(1, std::atoi(next()));
+    else if (a == "--hv") o.hv = parse_list(next());
+    else if (a == "--batch") o.batch = parse_list(next());
+    else {
+      std::fprintf(stderr, "usage: bench_kda_decode [--runs N] [--sample-ms M] [--threads T] [--window L] [--block-v BV] [--hv a,b] [--batch a,b]\n");
+      std::exit(2);
+    }
+  }
+  return o;
+}
+
+struct Data {
+  Shape shape;
+  Params params;
+  std::vector<float> q, k, v, g, b, a_log, dt_bias, state;
+  Inputs inputs() const {
+    return Inputs{q.data(), k.data(), v.data(), g.data(), b.data(), a_log.data(), dt_bias.data()};
+  }
+};
+
+Data make_data(const Shape& s, const Params& p) {
+  Data d{s, p, {}, {}, {}, {}, {}, {}, {}, {}};
+  std::mt19937_64 rng(1);
+  std::normal_distribution<float> n01(0.0f, 1.0f);
+  auto fill = [&](std::vector<float>& x, size_t n, float sd) {
+    x.resize(n);
+    for (auto& e : x) e = sd * n01(rng);
+  };
+  fill(d.q, size_t(s.batch * s.hk * s.k), 1);
+  fill(d.k, size_t(s.batch * s.hk * s.k), 1);
+  fill(d.v, size_t(s.batch * s.hv * s.v), 1);
+  fill(d.g, size_t(s.batch * s.hv * s.k), 1.5f);
+  fill(d.b, size_t(s.batch * s.hv), 2);
+  fill(d.a_log, size_t(s.hv), 0.5f);
+  fill(d.dt_bias, size_t(s.hv * s.k), 1);
+  fill(d.state, size_t(s.batch * s.hv * s.k * s.v), 0.3f);
+  return d;
+}
+
+double median(std::vector<double> x) {
+  std::sort(x.begin(), x.end());
+  size_t n = x.size();
+  return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt = parse(argc, argv);
+  auto roof = machine_roofline();
+  if (!roof) {
+    std::fprintf(stderr, "bench_kda_decode: roofline: %s\n", roof.error().to_string().c_str());
+    return 1;
+  }
+  auto pool_r = ThreadPool::create({.threads = opt.threads, .pin = true});
+  if (!pool_r) {
+    std::fprintf(stderr, "bench_kda_decode: %s\n", pool_r.error().to_string().c_str());
+    return 1;
+  }
+  std::unique_ptr<ThreadPool> pool = std::move(*pool_r);
+  const double bw = pool->size() == 1 ? roof->read_bw_1t.median : roof->read_bw_all.median;
+  const double fl = pool->size() == 1 ? roof->fp32_fma_1t.median : roof->fp32_fma_all.median;
+  fmt::print("# bench_kda_decode: isa {}, {} threads, K=V=128, HK=HV, softplus gate, block_v {}, "
+             "window {}, {} runs\n",
+             isa_name(active_isa()), pool->size(), opt.block_v, opt.window, opt.runs);
+  fmt::print("# roofline: read bandwidth {:.1f} GB/s, fp32 FMA {:.1f} GFLOP/s ({} threads)\n\n", bw, fl,
+             pool->size());
+  fmt::print("| mode | HV | B | state MiB | variant | us/step [min..max] | x vtile | GB/s | BW frac | GFLOP/s | FLOP frac |\n");
+  fmt::print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+
+  const DecodeVariant variants[] = {DecodeVariant::kVtile, DecodeVariant::kVtileRecip, DecodeVariant::kHoisted};
+  for (int hv : opt.hv) {
+    for (int batch : opt.batch) {
+      const Shape shape{.batch = batch, .tokens = 1, .hk = hv, .hv = hv, .k = 128, .v = 128};
+      const Params params{.gate = GateForm::kSoftplus, .block_v = opt.block_v};
+      for (bool replay : {false, true}) {
+        Data d = make_data(shape, params);
+        // One state / cache per variant so each sees its own steady state.
+        std::vector<std::vector<float>> states(3, d.state);
+        std::vector<ReplayCache> caches;
+        if (replay) {
+          for (int i = 0; i < 3; ++i) {
+            auto c = ReplayCache::create(shape, params.layout, opt.window);
+            if (!c) {
+              std::fprintf(stderr, "bench_kda_decode: %s\n", c.error().to_string().c_str());
+              return 1;
+            }
+            c->reset(d.state.data());
+            caches.push_back(std::move(*c));
+          }
+        }
+        std::vector<float> out(size_t(batch * hv * 128));
+        Workspace ws;
+        auto step = [&](int vi) {
+          Status st = replay ? replay_step(caches[size_t(vi)], shape, params, d.inputs(), out.data(),
+                                           variants[vi], pool.get(), ws)
+                             : decode(shape, params, d.inputs(), states[size_t(vi)].data(), out.data(),
+                                      variants[vi], pool.get(), ws);
+          if (!st) {
+            std::fprintf(stderr, "bench_kda_decode: %s\n", st.error().to_string().c_str());
+            std::exit(1);
+          }
+        };
+        // Steps per sample: a whole number of windows lasting about sample_ms.
+        for (int vi = 0; vi < 3; ++vi) for (int i = 0; i < opt.window; ++i) step(vi);  // warm-up
+        int64_t t0 = now_ns();
+        for (int i = 0; i < opt.window; ++i) step(0);
+        double window_ms = double(now_ns() - t0) / 1e6;
+        int windows = std::max(1, int(opt.sample_ms / std::max(window_ms, 1e-3)));
+        int steps = windows * opt.window;
+        std::vector<std::vector<double>> us(3);
+        for (int r = 0; r < opt.runs; ++r) {
+          for (int j = 0; j < 3; ++j) {
+            int vi = (r + j) % 3;
+            int64_t s0 = now_ns();
+            for (int i = 0; i < steps; ++i) step(vi);
+            us[size_t(vi)].push_back(double(now_ns() - s0) / 1e3 / steps);
+          }
+        }
+        const double base = median(us[0]);
+        for (int vi = 0; vi < 3; ++vi) {
+          Cost c = replay ? replay_cost(shape, params, opt.window, variants[vi] == DecodeVariant::kHoisted)
+                          : decode_cost(shape, params);
+          const double m = median(us[size_t(vi)]);
+          const double gbs = c.bytes / (m * 1e3);
+          const double gfl = c.flops / (m * 1e3);
+          fmt::print("| {} | {} | {} | {:.0f} | {} | {:.1f} [{:.1f}..{:.1f}] | {:.2f} | {:.1f} | {:.2f} | {:.1f} | {:.2f} |\n",
+                     replay ? fmt::format("replay L={}", opt.window) : std::string("plain"), hv, batch,
+                     double(batch) * hv * 128 * 128 * 4 / (1 << 20), decode_variant_name(variants[vi]), m,
+                     *std::min_element(us[size_t(vi)].begin(), us[size_t(vi)].end()),
+                     *std::max_element(us[size_t(vi)].begin(), us[size_t(vi)].end()), base / m, gbs,
+                     gbs / bw, gfl, gfl / fl);
+        }
+        std::fflush(stdout);
+      }
+    }
+  }
+  return 0;
+}
