@@ -154,3 +154,42 @@ TEST(Cli, KnobsListAndSetValidates) {
 
 }  // namespace
 }  // namespace recur::testing
+
+namespace recur::testing {
+namespace {
+
+TEST(Cli, ModelNewThenGenerate) {
+  TempDir dir;
+  std::string path = dir.path() + "/tiny.gguf";
+  CliResult made = run_recur({"model", "new", path, "--dim", "64", "--layers", "2", "--heads", "4", "--kv-heads", "2",
+                              "--vocab", "512", "--dtype", "q8_0", "--seed", "9"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_NE(made.err.find("q8_0"), std::string::npos);
+  CliResult info = run_recur({"model", "inspect", path, "--json"});
+  ASSERT_EQ(info.exit_code, 0);
+  nlohmann::json j = nlohmann::json::parse(info.out);
+  EXPECT_EQ(j["metadata"]["llama.block_count"], 2);
+  EXPECT_EQ(j["metadata"]["tokenizer.ggml.tokens"]["count"], 512);
+
+  CliResult a = run_recur({"generate", "-m", path, "-p", "hello", "-n", "8", "--json"});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  nlohmann::json g = nlohmann::json::parse(a.out);
+  EXPECT_EQ(g["generated_tokens"], 8);
+  EXPECT_GT(g["decode_tok_s"].get<double>(), 0);
+  CliResult b = run_recur({"generate", "-m", path, "-p", "hello", "-n", "8", "--json"});
+  EXPECT_EQ(nlohmann::json::parse(b.out)["tokens"], g["tokens"]) << "greedy generation is deterministic";
+
+  CliResult streamed = run_recur({"generate", "-m", path, "-p", "hello", "-n", "4"});
+  ASSERT_EQ(streamed.exit_code, 0);
+  EXPECT_NE(streamed.err.find("decode 4 tokens"), std::string::npos) << streamed.err;
+  EXPECT_FALSE(streamed.out.empty());
+
+  EXPECT_EQ(run_recur({"model", "new", path, "--vocab", "10"}).exit_code, 2);
+  EXPECT_EQ(run_recur({"generate", "-m", path, "--temp", "-1"}).exit_code, 2);
+  CliResult missing = run_recur({"generate", "-m", dir.path() + "/none.gguf"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("none.gguf"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace recur::testing

@@ -10,6 +10,7 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "core/knobs.h"
 #include "core/status.h"
@@ -35,6 +36,10 @@ void register_all_commands(CLI::App& app, Invocation& inv);
 
 // Knob values from --set name=value (validated before any verb runs).
 Config& global_config();
+
+// Prints a JSON document on stdout. Strings from user data (model metadata, generated text) may
+// hold invalid UTF-8; they are printed with U+FFFD replacements instead of throwing.
+void print_json(const nlohmann::json& j);
 
 // Prints an error from a library call to stderr and returns the exit code: kExitUsage for
 // invalid arguments (the user's to fix), kExitFailure otherwise.

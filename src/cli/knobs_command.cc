@@ -42,7 +42,7 @@ void register_knobs(CLI::App& app, Invocation& inv) {
           if (k->type == KnobType::kInt || k->type == KnobType::kFloat) j["range"] = {k->min, k->max};
           out.push_back(j);
         }
-        std::puts(out.dump(2).c_str());
+        print_json(out);
         return kExitOk;
       }
       for (const KnobSpec* k : knobs) {

@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -58,5 +59,11 @@ int main(int argc, char** argv) {
     if (auto s = set_isa_cap(*parse_isa(isa)); !s) return cli::report_failure(s.error());
   }
   if (!inv.run) return cli::kExitUsage;
-  return inv.run();
+  try {
+    return inv.run();
+  } catch (const std::exception& e) {
+    // Library code reports errors as Status; this is the last line against a bug escaping.
+    std::fprintf(stderr, "recur: internal error: %s\n", e.what());
+    return cli::kExitFailure;
+  }
 }

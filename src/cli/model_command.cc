@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "engine/gguf.h"
+#include "engine/synthetic.h"
 
 namespace recur::cli {
 namespace {
@@ -53,7 +54,7 @@ int run_inspect(const InspectFlags& flags) {
                          {"bytes", t.bytes}, {"offset", file->data_offset + t.offset}});
     json out = {{"path", flags.path}, {"version", file->version}, {"alignment", file->alignment},
                 {"tensor_bytes", total}, {"metadata", meta}, {"tensors", tensors}};
-    std::puts(out.dump(2).c_str());
+    print_json(out);
     return kExitOk;
   }
   fmt::print("{}: GGUF v{}, {} metadata keys, {} tensors, {:.1f} MiB of tensor data\n", flags.path, file->version,
@@ -69,8 +70,52 @@ int run_inspect(const InspectFlags& flags) {
   return kExitOk;
 }
 
+struct NewFlags {
+  std::string arch = "llama";
+  std::string dtype = "f32";
+  std::string out;
+  int dim = 256, layers = 4, heads = 8, kv_heads = 0, ffn = 0, vocab = 4096, context = 2048;
+  uint64_t seed = 1;
+  bool tied = false;
+};
+
+Result<gguf::TensorType> parse_storage(const std::string& name) {
+  if (name == "f32") return gguf::TensorType::kF32;
+  if (name == "f16") return gguf::TensorType::kF16;
+  if (name == "bf16") return gguf::TensorType::kBF16;
+  if (name == "q8_0") return gguf::TensorType::kQ8_0;
+  return unsupported("--dtype {} is not written yet (f32, f16, bf16, q8_0 are)", name);
+}
+
+int run_new(const NewFlags& f) {
+  SyntheticModelOptions o;
+  ModelConfig& c = o.config;
+  c.arch = f.arch == "hybrid" ? Arch::kHybrid : Arch::kLlama;
+  c.dim = f.dim;
+  c.n_layers = f.layers;
+  c.n_heads = f.heads;
+  c.n_kv_heads = f.kv_heads > 0 ? f.kv_heads : f.heads;
+  c.head_dim = f.heads > 0 ? f.dim / f.heads : 0;
+  c.ffn_dim = f.ffn > 0 ? f.ffn : (f.dim * 8 / 3 + 31) / 32 * 32;
+  c.vocab = f.vocab;
+  c.context = f.context;
+  c.tied_embeddings = f.tied;
+  o.seed = f.seed;
+  auto dtype = parse_storage(f.dtype);
+  if (!dtype) return report_failure(dtype.error());
+  o.dtype = *dtype;
+  if (auto s = write_synthetic_model(o, f.out); !s) return report_failure(s.error());
+  auto written = gguf::read(f.out);
+  if (!written) return report_failure(written.error());
+  uint64_t params = 0, bytes = 0;
+  for (const auto& t : written->tensors) params += t.elements(), bytes += t.bytes;
+  fmt::print(stderr, "recur: wrote {} ({} {}, {:.1f}M parameters, {:.1f} MiB, seed {})\n", f.out,
+             arch_name(c.arch), f.dtype, double(params) / 1e6, double(bytes) / (1 << 20), f.seed);
+  return kExitOk;
+}
+
 void register_model(CLI::App& app, Invocation& inv) {
-  auto* model = app.add_subcommand("model", "Model files: inspect GGUF files");
+  auto* model = app.add_subcommand("model", "Model files: write synthetic models, inspect GGUF files");
   model->require_subcommand(1);
   auto flags = std::make_shared<InspectFlags>();
   auto* inspect = model->add_subcommand("inspect", "Print a GGUF file's metadata and tensors, or the first problem found");
@@ -78,6 +123,24 @@ void register_model(CLI::App& app, Invocation& inv) {
   inspect->add_flag("--json", flags->json, "Print a JSON object");
   inspect->add_flag("--all", flags->all_items, "Print every item of array metadata (default: the first 8)");
   inspect->callback([&inv, flags] { inv.run = [flags] { return run_inspect(*flags); }; });
+
+  auto nf = std::make_shared<NewFlags>();
+  auto* create = model->add_subcommand("new", "Write a model with random weights (seeded) and a synthetic vocabulary, "
+                                              "with weight statistics that keep activations finite through every layer");
+  create->add_option("OUT", nf->out, "output .gguf path")->required();
+  create->add_option("--arch", nf->arch, "architecture")->check(CLI::IsMember({"llama", "hybrid"}))->capture_default_str();
+  create->add_option("--dim", nf->dim, "embedding width")->check(CLI::Range(16, 1 << 16))->capture_default_str();
+  create->add_option("--layers", nf->layers, "layers")->check(CLI::Range(1, 1024))->capture_default_str();
+  create->add_option("--heads", nf->heads, "attention heads")->check(CLI::Range(1, 1024))->capture_default_str();
+  create->add_option("--kv-heads", nf->kv_heads, "key/value heads (default: --heads)")->check(CLI::Range(0, 1024));
+  create->add_option("--ffn", nf->ffn, "SwiGLU width (default: 8/3 dim rounded to 32)")->check(CLI::Range(0, 1 << 20));
+  create->add_option("--vocab", nf->vocab, "vocabulary size (>= 354)")->check(CLI::Range(354, 1 << 20))->capture_default_str();
+  create->add_option("--context", nf->context, "context length")->check(CLI::Range(1, 1 << 22))->capture_default_str();
+  create->add_option("--dtype", nf->dtype, "storage of 2-d weights")
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "w8a8"}))->capture_default_str();
+  create->add_option("--seed", nf->seed, "random seed")->capture_default_str();
+  create->add_flag("--tied", nf->tied, "tie the LM head to the embedding");
+  create->callback([&inv, nf] { inv.run = [nf] { return run_new(*nf); }; });
 }
 
 }  // namespace

@@ -32,6 +32,10 @@ Config& global_config() {
   return config;
 }
 
+void print_json(const nlohmann::json& j) {
+  std::puts(j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+}
+
 int report_failure(const Error& error) {
   std::fprintf(stderr, "recur: %s\n", error.to_string().c_str());
   return error.code() == ErrorCode::kInvalidArgument ? kExitUsage : kExitFailure;

@@ -66,7 +66,7 @@ void register_sysinfo(CLI::App& app, Invocation& inv) {
     inv.run = [flags] {
       auto info = load_or_measure_sysinfo(flags->refresh);
       if (!info) return report_failure(info.error());
-      if (flags->json) std::puts(sysinfo_to_json(*info).dump(2).c_str());
+      if (flags->json) print_json(sysinfo_to_json(*info));
       else print_human(*info);
       return kExitOk;
     };

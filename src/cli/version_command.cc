@@ -21,7 +21,7 @@ void register_version(CLI::App& app, Invocation& inv) {
                           {"compiler", kRecurCompiler},
                           {"isa", std::string(isa_name(active_isa()))}};
       if (*as_json) {
-        std::puts(j.dump(2).c_str());
+        print_json(j);
       } else {
         std::printf("recur %s (%s, %s, isa %s)\n", kRecurVersion, kRecurBuildType, kRecurCompiler,
                     std::string(isa_name(active_isa())).c_str());

@@ -130,6 +130,8 @@ class Writer {
                     std::span<const std::byte> data);
 
   std::vector<std::byte> serialize() const;
+  // Header, metadata and tensor infos, padded to the alignment: the bytes before the data.
+  std::vector<std::byte> serialize_header() const;
   // Writes to path.tmp and renames, so a crash never leaves half a model behind.
   Status write(const std::string& path) const;
 

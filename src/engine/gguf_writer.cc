@@ -79,7 +79,7 @@ Status Writer::add_tensor(std::string name, TensorType type, std::vector<uint64_
   return ok_status();
 }
 
-std::vector<std::byte> Writer::serialize() const {
+std::vector<std::byte> Writer::serialize_header() const {
   Sink s;
   s.put<uint32_t>(kMagic);
   s.put<uint32_t>(kVersion);
@@ -107,24 +107,43 @@ std::vector<std::byte> Writer::serialize() const {
     offset += (t.data.size() + alignment_ - 1) / alignment_ * alignment_;
   }
   s.pad_to(alignment_);
-  for (const auto& t : tensors_) {
-    s.append(t.data.data(), t.data.size());
-    s.pad_to(alignment_);
-  }
   return std::move(s.out);
 }
 
+std::vector<std::byte> Writer::serialize() const {
+  std::vector<std::byte> out = serialize_header();
+  for (const auto& t : tensors_) {
+    size_t at = out.size();
+    size_t padded = (t.data.size() + alignment_ - 1) / alignment_ * alignment_;
+    out.resize(at + padded);  // zero padding
+    if (!t.data.empty()) std::memcpy(out.data() + at, t.data.data(), t.data.size());
+  }
+  return out;
+}
+
 Status Writer::write(const std::string& path) const {
-  std::vector<std::byte> bytes = serialize();
+  // Streams header then tensors, so a model is never held twice in memory.
+  std::vector<std::byte> header = serialize_header();
   std::string tmp = path + ".tmp." + std::to_string(getpid());
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) return io_error("{}: cannot open for writing: {}", tmp, std::strerror(errno));
-  size_t written = std::fwrite(bytes.data(), 1, bytes.size(), f);
-  bool ok = written == bytes.size() && std::fflush(f) == 0 && fsync(fileno(f)) == 0;
+  const std::byte zeros[64] = {};
+  bool ok = std::fwrite(header.data(), 1, header.size(), f) == header.size();
+  for (const auto& t : tensors_) {
+    if (!ok) break;
+    size_t pad = (alignment_ - t.data.size() % alignment_) % alignment_;
+    ok = std::fwrite(t.data.data(), 1, t.data.size(), f) == t.data.size();
+    while (ok && pad > 0) {
+      size_t n = std::min(pad, sizeof zeros);
+      ok = std::fwrite(zeros, 1, n, f) == n;
+      pad -= n;
+    }
+  }
+  ok = ok && std::fflush(f) == 0 && fsync(fileno(f)) == 0;
   std::fclose(f);
   if (!ok) {
     std::remove(tmp.c_str());
-    return io_error("{}: write failed after {} of {} bytes", tmp, written, bytes.size());
+    return io_error("{}: write failed: {}", tmp, std::strerror(errno));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());

@@ -1,0 +1,33 @@
+// Text generation over a LlamaModel: tokenize, prefill the prompt, decode N tokens, stream
+// each piece to a callback, and time both phases.
+#pragma once
+
+#include <functional>
+#include <string_view>
+
+#include "core/status.h"
+#include "engine/llama.h"
+#include "engine/sampler.h"
+
+namespace recur {
+
+struct GenerateOptions {
+  int max_new_tokens = 32;
+  SamplerOptions sampling;
+  bool stop_at_eos = true;
+};
+
+struct GenerateStats {
+  int prompt_tokens = 0;
+  int generated_tokens = 0;
+  double prefill_s = 0;
+  double decode_s = 0;
+  double prefill_tok_s() const { return prefill_s > 0 ? prompt_tokens / prefill_s : 0; }
+  double decode_tok_s() const { return decode_s > 0 ? generated_tokens / decode_s : 0; }
+  std::vector<TokenId> tokens;  // the generated ids
+};
+
+Result<GenerateStats> generate(const LlamaModel& model, ThreadPool& pool, std::string_view prompt,
+                               const GenerateOptions& options, const std::function<void(std::string_view)>& on_piece);
+
+}  // namespace recur

@@ -1,0 +1,72 @@
+// The llama architecture as GGUF defines it (what llama.cpp runs), forward pass in fp32 over
+// weights in their stored type. It reads top to bottom like llama2.c: embed, then per layer
+// RMSNorm -> GQA attention with RoPE (interleaved pairs, GGUF's layout) -> residual ->
+// RMSNorm -> SwiGLU -> residual; final RMSNorm and the LM head.
+//
+// A LlamaModel is immutable after load and may be shared; a LlamaSession holds one sequence's
+// KV cache and scratch and is used by one thread at a time (it uses the pool it is given).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/gguf.h"
+#include "engine/model_config.h"
+#include "engine/tokenizer.h"
+#include "engine/weights.h"
+
+namespace recur {
+
+class ThreadPool;
+
+struct LlamaLayerWeights {
+  Weight attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
+};
+
+class LlamaModel {
+ public:
+  // Loads a GGUF file of architecture llama: config, tokenizer and every tensor, checked.
+  static Result<std::unique_ptr<LlamaModel>> load(const std::string& path);
+  // Binds an already parsed file (the File must outlive the model's use of the bytes).
+  static Result<std::unique_ptr<LlamaModel>> from_file(gguf::File file);
+
+  const ModelConfig& config() const { return config_; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  const gguf::File& file() const { return file_; }
+
+  Weight token_embedding, output_norm, output;
+  std::vector<LlamaLayerWeights> layers;
+
+ private:
+  gguf::File file_;
+  ModelConfig config_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+};
+
+class LlamaSession {
+ public:
+  LlamaSession(const LlamaModel& model, ThreadPool& pool, int max_tokens);
+
+  // Appends `token` at the next position and returns the logits for the token after it.
+  Result<std::span<const float>> step(TokenId token);
+  int position() const { return pos_; }
+  // Called after every layer with the residual stream, for tests and activation statistics.
+  void set_layer_observer(std::function<void(int layer, std::span<const float> residual)> f) { observer_ = std::move(f); }
+  void reset() { pos_ = 0; }
+
+ private:
+  void attention(int layer);
+
+  std::function<void(int, std::span<const float>)> observer_;
+  const LlamaModel& model_;
+  ThreadPool& pool_;
+  int max_tokens_;
+  int pos_ = 0;
+  std::vector<float> x_, x2_, norm_w_, xb_, q_, k_, v_, att_, hb_, hb2_, logits_;
+  std::vector<float> key_cache_, value_cache_;  // [layer][pos][kv_heads * head_dim]
+};
+
+}  // namespace recur

@@ -1,0 +1,37 @@
+// Synthetic models: random weights, seeded, in any storage type, written as GGUF.
+//
+// Weight statistics keep activations finite and non-degenerate through every layer: matrices
+// are N(0, 1/fan_in) so W x keeps the RMS of x, the two projections that write into the
+// residual stream (attention output, FFN down) are further scaled by 1/sqrt(2 * layers) so the
+// residual grows like sqrt(1 + layer / layers), norm weights are 1, embeddings N(0, 1).
+// The vocabulary is a synthetic SentencePiece one: control tokens, 256 byte tokens, then
+// printable characters and letter n-grams with and without the word-start marker.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/status.h"
+#include "engine/gguf.h"
+#include "engine/model_config.h"
+#include "engine/tokenizer.h"
+
+namespace recur {
+
+struct SyntheticModelOptions {
+  ModelConfig config;
+  gguf::TensorType dtype = gguf::TensorType::kF32;  // 2-d weights; norms stay F32
+  uint64_t seed = 1;
+};
+
+// A SentencePiece vocabulary of exactly `size` tokens (at least 259 + 95).
+Result<Vocabulary> synthetic_vocabulary(int size);
+// Builds the whole file in memory (config, vocabulary, tensors).
+Result<gguf::Writer> synthetic_model(const SyntheticModelOptions& options);
+Status write_synthetic_model(const SyntheticModelOptions& options, const std::string& path);
+
+// Quantizes n floats (a multiple of 32) to Q8_0 blocks: per 32 values an fp16 scale
+// d = max|x| / 127 and round(x / d) as int8.
+std::vector<std::byte> quantize_q8_0(const float* x, int64_t n);
+
+}  // namespace recur

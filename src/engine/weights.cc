@@ -1,0 +1,124 @@
+#include "engine/weights.h"
+
+#include <cstring>
+
+#include <fmt/ranges.h>
+
+#include "core/convert.h"
+#include "core/thread_pool.h"
+
+namespace recur {
+namespace {
+
+constexpr int kQ8Block = 32;
+constexpr int kQ8BlockBytes = 34;  // fp16 scale + 32 int8
+
+float dot_f32(const float* a, const float* b, int64_t n) {
+  // Eight partial sums: lets the compiler vectorize without reassociation flags.
+  float s[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) s[j] += a[i + j] * b[i + j];
+  float t = 0;
+  for (; i < n; ++i) t += a[i] * b[i];
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])) + t;
+}
+
+float dot_q8_0(const std::byte* row, const float* x, int64_t n) {
+  float total = 0;
+  for (int64_t b = 0; b < n / kQ8Block; ++b) {
+    const std::byte* blk = row + b * kQ8BlockBytes;
+    uint16_t d16;
+    std::memcpy(&d16, blk, 2);
+    const auto* q = reinterpret_cast<const int8_t*>(blk + 2);
+    const float* xb = x + b * kQ8Block;
+    float s[8] = {};
+    for (int i = 0; i < kQ8Block; i += 8)
+      for (int j = 0; j < 8; ++j) s[j] += float(q[i + j]) * xb[i + j];
+    total += fp16_to_fp32(d16) * (((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])));
+  }
+  return total;
+}
+
+}  // namespace
+
+size_t Weight::row_bytes() const {
+  gguf::BlockLayout b = gguf::block_layout(type);
+  return size_t(cols / b.elements) * b.bytes;
+}
+
+void Weight::dequantize_row(int64_t r, float* out) const {
+  const std::byte* row = data + size_t(r) * row_bytes();
+  switch (type) {
+    case gguf::TensorType::kF32:
+      std::memcpy(out, row, size_t(cols) * 4);
+      return;
+    case gguf::TensorType::kF16:
+    case gguf::TensorType::kBF16: {
+      const bool half = type == gguf::TensorType::kF16;
+      for (int64_t i = 0; i < cols; ++i) {
+        uint16_t h;
+        std::memcpy(&h, row + 2 * i, 2);
+        out[i] = half ? fp16_to_fp32(h) : bf16_to_fp32(h);
+      }
+      return;
+    }
+    case gguf::TensorType::kQ8_0:
+      for (int64_t b = 0; b < cols / kQ8Block; ++b) {
+        const std::byte* blk = row + b * kQ8BlockBytes;
+        uint16_t d16;
+        std::memcpy(&d16, blk, 2);
+        float d = fp16_to_fp32(d16);
+        const auto* q = reinterpret_cast<const int8_t*>(blk + 2);
+        for (int i = 0; i < kQ8Block; ++i) out[b * kQ8Block + i] = d * float(q[i]);
+      }
+      return;
+    case gguf::TensorType::kI8: {
+      const auto* q = reinterpret_cast<const int8_t*>(row);
+      for (int64_t i = 0; i < cols; ++i) out[i] = float(q[i]);
+      return;
+    }
+    case gguf::TensorType::kI32: {
+      for (int64_t i = 0; i < cols; ++i) {
+        int32_t v;
+        std::memcpy(&v, row + 4 * i, 4);
+        out[i] = float(v);
+      }
+      return;
+    }
+  }
+}
+
+Result<Weight> bind_weight(const gguf::File& file, const std::string& name, int64_t rows, int64_t cols) {
+  const gguf::TensorInfo* t = file.tensor(name);
+  if (t == nullptr) return not_found("{}: tensor '{}' is missing", file.source(), name);
+  std::vector<uint64_t> want = rows == 1 ? std::vector<uint64_t>{uint64_t(cols)} : std::vector<uint64_t>{uint64_t(cols), uint64_t(rows)};
+  std::vector<uint64_t> got = t->dims;
+  while (got.size() > want.size() && got.back() == 1) got.pop_back();
+  if (got != want)
+    return parse_error("{}: tensor '{}' (info at byte {}) has shape [{}], expected [{}]", file.source(), name,
+                       t->info_position, fmt::join(t->dims, ", "), fmt::join(want, ", "));
+  if (t->type == gguf::TensorType::kI8 || t->type == gguf::TensorType::kI32)
+    return unsupported("{}: tensor '{}' has type {}, which the forward pass does not run", file.source(), name,
+                       gguf::tensor_type_name(uint32_t(t->type)));
+  return Weight{name, t->type, rows, cols, t->data};
+}
+
+void matvec(const Weight& w, const float* x, float* y, ThreadPool& pool) {
+  pool.parallel_for(w.rows, [&](int64_t begin, int64_t end, int) {
+    const size_t rb = w.row_bytes();
+    if (w.type == gguf::TensorType::kF32) {
+      for (int64_t r = begin; r < end; ++r) y[r] = dot_f32(reinterpret_cast<const float*>(w.data + r * rb), x, w.cols);
+    } else if (w.type == gguf::TensorType::kQ8_0) {
+      for (int64_t r = begin; r < end; ++r) y[r] = dot_q8_0(w.data + r * rb, x, w.cols);
+    } else {
+      std::vector<float> row(size_t(w.cols));
+      for (int64_t r = begin; r < end; ++r) {
+        w.dequantize_row(r, row.data());
+        y[r] = dot_f32(row.data(), x, w.cols);
+      }
+    }
+  });
+}
+
+}  // namespace recur

@@ -1,0 +1,38 @@
+// Weight: a view of one 2-d weight matrix (or 1-d vector) inside a model file, in its stored
+// type, with the operations the forward pass needs: dequantize a row, and y = W x.
+//
+// Layout follows GGUF: dims {cols, rows}, rows contiguous; a [out, in] matrix has rows = out.
+// Supported storage: F32, F16, BF16, Q8_0 (blocks of 32 int8 with an fp16 scale).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "core/status.h"
+#include "engine/gguf.h"
+
+namespace recur {
+
+class ThreadPool;
+
+struct Weight {
+  std::string name;
+  gguf::TensorType type = gguf::TensorType::kF32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  const std::byte* data = nullptr;
+
+  size_t row_bytes() const;
+  // Row r as fp32 into out[cols].
+  void dequantize_row(int64_t r, float* out) const;
+};
+
+// Binds tensor `name` of `file`, checking it has the expected shape ({cols} or {cols, rows});
+// errors name the tensor, the shape found and the shape expected.
+Result<Weight> bind_weight(const gguf::File& file, const std::string& name, int64_t rows, int64_t cols);
+
+// y[rows] = W x[cols], rows split statically over the pool.
+void matvec(const Weight& w, const float* x, float* y, ThreadPool& pool);
+
+}  // namespace recur
