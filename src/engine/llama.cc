@@ -5,33 +5,9 @@
 #include <fmt/format.h>
 
 #include "core/thread_pool.h"
+#include "engine/layers.h"
 
 namespace recur {
-namespace {
-
-void rmsnorm(float* out, const float* x, const Weight& w, int n, float eps, float* scratch) {
-  double ss = 0;
-  for (int i = 0; i < n; ++i) ss += double(x[i]) * x[i];
-  float inv = 1.0f / std::sqrt(float(ss / n) + eps);
-  w.dequantize_row(0, scratch);
-  for (int i = 0; i < n; ++i) out[i] = x[i] * inv * scratch[i];
-}
-
-// GGUF llama RoPE: consecutive pairs (x[2i], x[2i+1]) rotate by pos * theta^(-2i/d).
-void rope(float* v, int heads, int head_dim, int pos, float theta) {
-  for (int h = 0; h < heads; ++h) {
-    float* x = v + h * head_dim;
-    for (int i = 0; i < head_dim; i += 2) {
-      float freq = std::pow(theta, -float(i) / float(head_dim));
-      float a = float(pos) * freq, c = std::cos(a), s = std::sin(a);
-      float x0 = x[i], x1 = x[i + 1];
-      x[i] = x0 * c - x1 * s;
-      x[i + 1] = x0 * s + x1 * c;
-    }
-  }
-}
-
-}  // namespace
 
 Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path) {
   RECUR_ASSIGN_OR_RETURN(gguf::File file, gguf::read(path));
@@ -95,34 +71,9 @@ LlamaSession::LlamaSession(const LlamaModel& model, ThreadPool& pool, int max_to
 
 void LlamaSession::attention(int layer) {
   const ModelConfig& c = model_.config();
-  const int hd = c.head_dim, kv_dim = c.n_kv_heads * hd, group = c.n_heads / c.n_kv_heads;
-  const float* keys = key_cache_.data() + size_t(layer) * max_tokens_ * kv_dim;
-  const float* values = value_cache_.data() + size_t(layer) * max_tokens_ * kv_dim;
-  const float scale = 1.0f / std::sqrt(float(hd));
-  pool_.parallel_for(c.n_heads, [&](int64_t h0, int64_t h1, int) {
-    for (int64_t h = h0; h < h1; ++h) {
-      const float* q = q_.data() + h * hd;
-      float* att = att_.data() + h * max_tokens_;
-      const int64_t kvh = h / group;
-      float max_score = -INFINITY;
-      for (int t = 0; t <= pos_; ++t) {
-        const float* k = keys + size_t(t) * kv_dim + kvh * hd;
-        float s = 0;
-        for (int i = 0; i < hd; ++i) s += q[i] * k[i];
-        att[t] = s * scale;
-        max_score = std::max(max_score, att[t]);
-      }
-      float sum = 0;
-      for (int t = 0; t <= pos_; ++t) sum += (att[t] = std::exp(att[t] - max_score));
-      float* out = xb_.data() + h * hd;
-      std::fill(out, out + hd, 0.0f);
-      for (int t = 0; t <= pos_; ++t) {
-        const float* v = values + size_t(t) * kv_dim + kvh * hd;
-        float a = att[t] / sum;
-        for (int i = 0; i < hd; ++i) out[i] += a * v[i];
-      }
-    }
-  });
+  const size_t kv_dim = size_t(c.n_kv_heads) * c.head_dim, layer_base = size_t(layer) * max_tokens_ * kv_dim;
+  attention_decode(q_.data(), key_cache_.data() + layer_base, value_cache_.data() + layer_base, c.n_heads,
+                   c.n_kv_heads, c.head_dim, pos_ + 1, xb_.data(), att_.data(), pool_);
 }
 
 Result<std::span<const float>> LlamaSession::step(TokenId token) {
@@ -138,8 +89,8 @@ Result<std::span<const float>> LlamaSession::step(TokenId token) {
     matvec(L.wq, xb_.data(), q_.data(), pool_);
     matvec(L.wk, xb_.data(), k_.data(), pool_);
     matvec(L.wv, xb_.data(), v_.data(), pool_);
-    rope(q_.data(), c.n_heads, c.head_dim, pos_, c.rope_theta);
-    rope(k_.data(), c.n_kv_heads, c.head_dim, pos_, c.rope_theta);
+    rope_interleaved(q_.data(), c.n_heads, c.head_dim, pos_, c.rope_theta);
+    rope_interleaved(k_.data(), c.n_kv_heads, c.head_dim, pos_, c.rope_theta);
     size_t at = (size_t(l) * max_tokens_ + pos_) * kv_dim;
     std::copy(k_.begin(), k_.end(), key_cache_.begin() + long(at));
     std::copy(v_.begin(), v_.end(), value_cache_.begin() + long(at));
@@ -150,7 +101,7 @@ Result<std::span<const float>> LlamaSession::step(TokenId token) {
     rmsnorm(xb_.data(), x_.data(), L.ffn_norm, dim, c.rms_eps, norm_w_.data());
     matvec(L.w_gate, xb_.data(), hb_.data(), pool_);
     matvec(L.w_up, xb_.data(), hb2_.data(), pool_);
-    for (int i = 0; i < c.ffn_dim; ++i) hb_[i] = hb_[i] / (1.0f + std::exp(-hb_[i])) * hb2_[i];
+    swiglu(hb_.data(), hb2_.data(), c.ffn_dim);
     matvec(L.w_down, hb_.data(), xb_.data(), pool_);
     for (int i = 0; i < dim; ++i) x_[i] += xb_[i];
     if (observer_) observer_(l, x_);
