@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "engine/generate.h"
+#include "engine/model.h"
 #include "engine/synthetic.h"
 
 namespace recur::cli {
@@ -26,29 +27,35 @@ struct GenerateFlags {
   bool json = false;
 };
 
-// The embedded default: a small synthetic llama, written once into the model cache.
-// (The hybrid architecture becomes the default when its forward pass lands.)
+// The embedded default: a synthetic hybrid model (KDA:attention 3:1, dense SwiGLU, about 110M
+// parameters, f32), written once into the model cache.
 Result<std::string> default_model() {
   namespace fs = std::filesystem;
   const char* home = std::getenv("HOME");
   fs::path dir = std::getenv("RECUR_CACHE_DIR") ? fs::path(std::getenv("RECUR_CACHE_DIR")) / "models"
                                                 : fs::path(home ? home : "/tmp") / ".cache/recur/models";
-  fs::path path = dir / "default-llama-d512-l8-v8192-f32-seed1.gguf";
+  fs::path path = dir / "default-hybrid-d768-l12-v32000-f32-seed1.gguf";
   if (fs::exists(path)) return path.string();
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return io_error("{}: cannot create: {}", dir.string(), ec.message());
   SyntheticModelOptions o;
   ModelConfig& c = o.config;
-  c.arch = Arch::kLlama;
-  c.dim = 512;
-  c.n_layers = 8;
-  c.n_heads = 8;
+  c.arch = Arch::kHybrid;
+  c.dim = 768;
+  c.n_layers = 12;
+  c.n_heads = 12;
   c.n_kv_heads = 4;
   c.head_dim = 64;
-  c.ffn_dim = 1376;
-  c.vocab = 8192;
-  c.context = 2048;
+  c.ffn_dim = 2048;
+  c.vocab = 32000;
+  c.context = 4096;
+  c.layer_pattern = "kkka";
+  c.kda_heads = 6;
+  c.kda_key_heads = 6;
+  c.kda_head_dim = 128;
+  c.conv_size = 4;
+  c.tied_embeddings = true;
   o.seed = 1;
   LOG_INFO("writing the default model to {} (once)", path.string());
   RECUR_RETURN_IF_ERROR(write_synthetic_model(o, path.string()));
@@ -62,7 +69,7 @@ int run_generate(const GenerateFlags& f) {
     if (!d) return report_failure(d.error());
     path = *d;
   }
-  auto model = LlamaModel::load(path);
+  auto model = load_model(path);
   if (!model) return report_failure(model.error());
   auto pool = ThreadPool::create({.threads = f.threads, .pin = true});
   if (!pool) return report_failure(pool.error());
@@ -76,7 +83,7 @@ int run_generate(const GenerateFlags& f) {
       std::fwrite(piece.data(), 1, piece.size(), stdout);
       std::fflush(stdout);
     }
-  });
+  }, global_config());
   if (!stats) return report_failure(stats.error());
   if (f.json) {
     nlohmann::json j = {{"model", path}, {"prompt", f.prompt}, {"text", text}, {"tokens", stats->tokens},
@@ -94,7 +101,7 @@ int run_generate(const GenerateFlags& f) {
 
 void register_generate(CLI::App& app, Invocation& inv) {
   auto f = std::make_shared<GenerateFlags>();
-  auto* cmd = app.add_subcommand("generate", "Generate text with a GGUF model (llama architecture). Tokens stream to "
+  auto* cmd = app.add_subcommand("generate", "Generate text with a GGUF model (llama or hybrid architecture). Tokens stream to "
                                              "stdout; prefill and decode tokens/s go to stderr. Without -m, a small "
                                              "synthetic model is written once into ~/.cache/recur/models/ and used.");
   cmd->add_option("-m,--model", f->model, "GGUF model file");

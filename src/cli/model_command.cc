@@ -1,4 +1,5 @@
 // `recur model inspect FILE`: what a GGUF model file holds (metadata, tensors), or why it is broken.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -77,6 +78,10 @@ struct NewFlags {
   int dim = 256, layers = 4, heads = 8, kv_heads = 0, ffn = 0, vocab = 4096, context = 2048;
   uint64_t seed = 1;
   bool tied = false;
+  // hybrid
+  std::string pattern = "kkka";
+  int kda_heads = 0, kda_key_heads = 0, kda_head_dim = 128, conv = 4, experts = 0, experts_used = 2;
+  bool shared_expert = false;
 };
 
 Result<gguf::TensorType> parse_storage(const std::string& name) {
@@ -100,6 +105,16 @@ int run_new(const NewFlags& f) {
   c.vocab = f.vocab;
   c.context = f.context;
   c.tied_embeddings = f.tied;
+  if (c.arch == Arch::kHybrid) {
+    c.layer_pattern = f.pattern;
+    c.kda_head_dim = f.kda_head_dim;
+    c.kda_heads = f.kda_heads > 0 ? f.kda_heads : std::max(1, f.dim / f.kda_head_dim);
+    c.kda_key_heads = f.kda_key_heads > 0 ? f.kda_key_heads : c.kda_heads;
+    c.conv_size = f.conv;
+    c.n_experts = f.experts;
+    c.n_experts_used = f.experts > 0 ? f.experts_used : 0;
+    c.shared_expert = f.shared_expert;
+  }
   o.seed = f.seed;
   auto dtype = parse_storage(f.dtype);
   if (!dtype) return report_failure(dtype.error());
@@ -140,6 +155,14 @@ void register_model(CLI::App& app, Invocation& inv) {
       ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "w8a8"}))->capture_default_str();
   create->add_option("--seed", nf->seed, "random seed")->capture_default_str();
   create->add_flag("--tied", nf->tied, "tie the LM head to the embedding");
+  create->add_option("--pattern", nf->pattern, "hybrid: layer pattern, k = KDA, a = attention, repeated")->capture_default_str();
+  create->add_option("--kda-heads", nf->kda_heads, "hybrid: KDA value heads (default dim / head dim)")->check(CLI::Range(0, 1024));
+  create->add_option("--kda-key-heads", nf->kda_key_heads, "hybrid: KDA key heads (default: value heads)")->check(CLI::Range(0, 1024));
+  create->add_option("--kda-head-dim", nf->kda_head_dim, "hybrid: KDA head dim K = V")->check(CLI::Range(2, 1024))->capture_default_str();
+  create->add_option("--conv", nf->conv, "hybrid: short convolution taps")->check(CLI::Range(1, 64))->capture_default_str();
+  create->add_option("--experts", nf->experts, "hybrid: MoE experts (0 = dense SwiGLU)")->check(CLI::Range(0, 1024))->capture_default_str();
+  create->add_option("--experts-used", nf->experts_used, "hybrid: experts per token (top-k)")->check(CLI::Range(1, 1024))->capture_default_str();
+  create->add_flag("--shared-expert", nf->shared_expert, "hybrid: add a shared expert");
   create->callback([&inv, nf] { inv.run = [nf] { return run_new(*nf); }; });
 }
 

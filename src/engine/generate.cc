@@ -4,8 +4,9 @@
 
 namespace recur {
 
-Result<GenerateStats> generate(const LlamaModel& model, ThreadPool& pool, std::string_view prompt,
-                               const GenerateOptions& options, const std::function<void(std::string_view)>& on_piece) {
+Result<GenerateStats> generate(const Model& model, ThreadPool& pool, std::string_view prompt,
+                               const GenerateOptions& options, const std::function<void(std::string_view)>& on_piece,
+                               const Config& knobs) {
   RECUR_RETURN_IF_ERROR(options.sampling.validate());
   if (options.max_new_tokens < 0) return invalid_argument("cannot generate {} tokens", options.max_new_tokens);
   const Tokenizer& tok = model.tokenizer();
@@ -15,7 +16,7 @@ Result<GenerateStats> generate(const LlamaModel& model, ThreadPool& pool, std::s
   if (capacity > model.config().context)
     return invalid_argument("prompt of {} tokens plus {} new ones exceeds the context of {}", ids.size(),
                             options.max_new_tokens, model.config().context);
-  LlamaSession session(model, pool, capacity);
+  RECUR_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, model.new_session(pool, capacity, knobs));
   Sampler sampler(options.sampling);
   GenerateStats stats;
   stats.prompt_tokens = int(ids.size());
@@ -23,7 +24,7 @@ Result<GenerateStats> generate(const LlamaModel& model, ThreadPool& pool, std::s
   int64_t t0 = now_ns();
   std::span<const float> logits;
   for (TokenId id : ids) {
-    RECUR_ASSIGN_OR_RETURN(logits, session.step(id));
+    RECUR_ASSIGN_OR_RETURN(logits, session->step(id));
   }
   int64_t t1 = now_ns();
   stats.prefill_s = double(t1 - t0) / 1e9;
@@ -40,7 +41,7 @@ Result<GenerateStats> generate(const LlamaModel& model, ThreadPool& pool, std::s
     first = false;
     on_piece(piece);
     if (i + 1 == options.max_new_tokens) break;
-    RECUR_ASSIGN_OR_RETURN(logits, session.step(next));
+    RECUR_ASSIGN_OR_RETURN(logits, session->step(next));
   }
   stats.decode_s = double(now_ns() - t1) / 1e9;
   return stats;

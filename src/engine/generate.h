@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "core/status.h"
-#include "engine/llama.h"
+#include "engine/model.h"
 #include "engine/sampler.h"
 
 namespace recur {
@@ -27,7 +27,8 @@ struct GenerateStats {
   std::vector<TokenId> tokens;  // the generated ids
 };
 
-Result<GenerateStats> generate(const LlamaModel& model, ThreadPool& pool, std::string_view prompt,
-                               const GenerateOptions& options, const std::function<void(std::string_view)>& on_piece);
+Result<GenerateStats> generate(const Model& model, ThreadPool& pool, std::string_view prompt,
+                               const GenerateOptions& options, const std::function<void(std::string_view)>& on_piece,
+                               const Config& knobs = Config());
 
 }  // namespace recur

@@ -50,6 +50,12 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::from_file(gguf::File file) {
   return m;
 }
 
+Result<std::unique_ptr<Session>> LlamaModel::new_session(ThreadPool& pool, int max_tokens, const Config&) const {
+  if (max_tokens <= 0 || max_tokens > config_.context)
+    return invalid_argument("session of {} tokens (the context is {})", max_tokens, config_.context);
+  return std::unique_ptr<Session>(new LlamaSession(*this, pool, max_tokens));
+}
+
 LlamaSession::LlamaSession(const LlamaModel& model, ThreadPool& pool, int max_tokens)
     : model_(model), pool_(pool), max_tokens_(max_tokens) {
   const ModelConfig& c = model.config();

@@ -14,6 +14,7 @@
 
 #include "core/status.h"
 #include "engine/gguf.h"
+#include "engine/model.h"
 #include "engine/model_config.h"
 #include "engine/tokenizer.h"
 #include "engine/weights.h"
@@ -26,15 +27,16 @@ struct LlamaLayerWeights {
   Weight attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
 };
 
-class LlamaModel {
+class LlamaModel final : public Model {
  public:
   // Loads a GGUF file of architecture llama: config, tokenizer and every tensor, checked.
   static Result<std::unique_ptr<LlamaModel>> load(const std::string& path);
   // Binds an already parsed file (the File must outlive the model's use of the bytes).
   static Result<std::unique_ptr<LlamaModel>> from_file(gguf::File file);
 
-  const ModelConfig& config() const { return config_; }
-  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  const ModelConfig& config() const override { return config_; }
+  const Tokenizer& tokenizer() const override { return *tokenizer_; }
+  Result<std::unique_ptr<Session>> new_session(ThreadPool& pool, int max_tokens, const Config& knobs) const override;
   const gguf::File& file() const { return file_; }
 
   Weight token_embedding, output_norm, output;
@@ -46,21 +48,18 @@ class LlamaModel {
   std::unique_ptr<Tokenizer> tokenizer_;
 };
 
-class LlamaSession {
+class LlamaSession final : public Session {
  public:
   LlamaSession(const LlamaModel& model, ThreadPool& pool, int max_tokens);
 
   // Appends `token` at the next position and returns the logits for the token after it.
-  Result<std::span<const float>> step(TokenId token);
-  int position() const { return pos_; }
-  // Called after every layer with the residual stream, for tests and activation statistics.
-  void set_layer_observer(std::function<void(int layer, std::span<const float> residual)> f) { observer_ = std::move(f); }
+  Result<std::span<const float>> step(TokenId token) override;
+  int position() const override { return pos_; }
   void reset() { pos_ = 0; }
 
  private:
   void attention(int layer);
 
-  std::function<void(int, std::span<const float>)> observer_;
   const LlamaModel& model_;
   ThreadPool& pool_;
   int max_tokens_;

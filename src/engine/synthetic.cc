@@ -50,9 +50,39 @@ class TensorMaker {
     for (float& v : x) v = dist(rng_);
     return w_.add_tensor(name, type_, {uint64_t(cols), uint64_t(rows)}, encode_as(type_, x));
   }
-  Status ones(const std::string& name, int64_t n) {
-    std::vector<float> x(size_t(n), 1.0f);
-    return w_.add_tensor(name, gguf::TensorType::kF32, {uint64_t(n)}, encode_as(gguf::TensorType::kF32, x));
+  Status ones(const std::string& name, int64_t n) { return vector(name, std::vector<float>(size_t(n), 1.0f)); }
+  Status vector(const std::string& name, const std::vector<float>& x) {
+    return w_.add_tensor(name, gguf::TensorType::kF32, {uint64_t(x.size())}, encode_as(gguf::TensorType::kF32, x));
+  }
+  // n experts of [rows, cols] as one 3-d tensor {cols, rows, n}, llama.cpp's MoE layout.
+  Status experts(const std::string& name, int n, int64_t rows, int64_t cols, double stddev) {
+    std::normal_distribution<float> dist(0.0f, float(stddev));
+    std::vector<float> x(size_t(n) * size_t(rows * cols));
+    for (float& v : x) v = dist(rng_);
+    return w_.add_tensor(name, type_, {uint64_t(cols), uint64_t(rows), uint64_t(n)}, encode_as(type_, x));
+  }
+  // Short-convolution taps: the current input passes through (last tap near 1), the window
+  // adds a little of the previous inputs.
+  Status conv(const std::string& name, int64_t channels, int taps) {
+    std::normal_distribution<float> dist(0.0f, 0.2f);
+    std::vector<float> x(size_t(channels * taps));
+    for (int64_t c = 0; c < channels; ++c)
+      for (int t = 0; t < taps; ++t) x[size_t(c * taps + t)] = (t == taps - 1 ? 1.0f : 0.0f) + dist(rng_);
+    return w_.add_tensor(name, gguf::TensorType::kF32, {uint64_t(taps), uint64_t(channels)},
+                         encode_as(gguf::TensorType::kF32, x));
+  }
+  // KDA decay parameters as Kimi initialises them: A = U(1, 16), dt = logU(1e-3, 1e-1), and
+  // dt_bias = softplus^-1(dt), so exp(g) starts between about 0.98 and 0.9999.
+  Status kda_decay(const std::string& prefix, int heads, int k) {
+    std::uniform_real_distribution<float> a(1.0f, 16.0f), u(0.0f, 1.0f);
+    std::vector<float> a_log(static_cast<size_t>(heads)), dt_bias(static_cast<size_t>(heads) * size_t(k));
+    for (float& v : a_log) v = std::log(a(rng_));
+    for (float& v : dt_bias) {
+      float dt = std::exp(std::log(1e-3f) + u(rng_) * (std::log(1e-1f) - std::log(1e-3f)));
+      v = std::log(std::expm1(dt));
+    }
+    RECUR_RETURN_IF_ERROR(vector(prefix + "kda_a_log", a_log));
+    return vector(prefix + "kda_dt_bias", dt_bias);
   }
 
  private:
@@ -125,9 +155,9 @@ Result<Vocabulary> synthetic_vocabulary(int size) {
 Result<gguf::Writer> synthetic_model(const SyntheticModelOptions& o) {
   const ModelConfig& c = o.config;
   RECUR_RETURN_IF_ERROR(c.validate());
-  if (c.arch != Arch::kLlama) return unsupported("synthetic models of architecture {} are not written yet", arch_name(c.arch));
-  if (o.dtype == gguf::TensorType::kQ8_0 && (c.dim % 32 != 0 || c.ffn_dim % 32 != 0 || (c.n_heads * c.head_dim) % 32 != 0))
-    return invalid_argument("Q8_0 needs dim, ffn and heads x head_dim to be multiples of 32");
+  if (o.dtype == gguf::TensorType::kQ8_0 && (c.dim % 32 != 0 || c.ffn_dim % 32 != 0 || (c.n_heads * c.head_dim) % 32 != 0 ||
+                                            (c.arch == Arch::kHybrid && (c.kda_head_dim * c.kda_key_heads) % 32 != 0)))
+    return invalid_argument("Q8_0 needs dim, ffn and the head widths to be multiples of 32");
   if (o.dtype == gguf::TensorType::kI8 || o.dtype == gguf::TensorType::kI32)
     return invalid_argument("synthetic weights are F32, F16, BF16 or Q8_0");
   gguf::Writer w;
@@ -141,17 +171,46 @@ Result<gguf::Writer> synthetic_model(const SyntheticModelOptions& o) {
   const double in_dim = 1.0 / std::sqrt(double(c.dim));
   const double residual = 1.0 / std::sqrt(2.0 * c.n_layers);
   RECUR_RETURN_IF_ERROR(make.matrix("token_embd.weight", c.vocab, c.dim, 1.0));
+  const int64_t K = c.kda_head_dim, qk = int64_t(c.kda_key_heads) * K, vd = int64_t(c.kda_heads) * K;
   for (int l = 0; l < c.n_layers; ++l) {
     const std::string p = fmt::format("blk.{}.", l);
     RECUR_RETURN_IF_ERROR(make.ones(p + "attn_norm.weight", c.dim));
-    RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_q.weight", q_dim, c.dim, in_dim));
-    RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_k.weight", kv_dim, c.dim, in_dim));
-    RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_v.weight", kv_dim, c.dim, in_dim));
-    RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_output.weight", c.dim, q_dim, residual / std::sqrt(double(q_dim))));
+    if (c.is_kda_layer(l)) {
+      RECUR_RETURN_IF_ERROR(make.matrix(p + "kda_q.weight", qk, c.dim, in_dim));
+      RECUR_RETURN_IF_ERROR(make.matrix(p + "kda_k.weight", qk, c.dim, in_dim));
+      RECUR_RETURN_IF_ERROR(make.matrix(p + "kda_v.weight", vd, c.dim, in_dim));
+      RECUR_RETURN_IF_ERROR(make.conv(p + "kda_conv_q.weight", qk, c.conv_size));
+      RECUR_RETURN_IF_ERROR(make.conv(p + "kda_conv_k.weight", qk, c.conv_size));
+      RECUR_RETURN_IF_ERROR(make.conv(p + "kda_conv_v.weight", vd, c.conv_size));
+      RECUR_RETURN_IF_ERROR(make.matrix(p + "kda_f.weight", vd, c.dim, in_dim));
+      RECUR_RETURN_IF_ERROR(make.kda_decay(p, c.kda_heads, c.kda_head_dim));
+      RECUR_RETURN_IF_ERROR(make.matrix(p + "kda_b.weight", c.kda_heads, c.dim, in_dim));
+      RECUR_RETURN_IF_ERROR(make.matrix(p + "kda_out_gate.weight", vd, c.dim, in_dim));
+      RECUR_RETURN_IF_ERROR(make.ones(p + "kda_out_norm.weight", K));
+      RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_output.weight", c.dim, vd, residual / std::sqrt(double(vd))));
+    } else {
+      RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_q.weight", q_dim, c.dim, in_dim));
+      RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_k.weight", kv_dim, c.dim, in_dim));
+      RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_v.weight", kv_dim, c.dim, in_dim));
+      RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_output.weight", c.dim, q_dim, residual / std::sqrt(double(q_dim))));
+    }
     RECUR_RETURN_IF_ERROR(make.ones(p + "ffn_norm.weight", c.dim));
-    RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_gate.weight", c.ffn_dim, c.dim, in_dim));
-    RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_up.weight", c.ffn_dim, c.dim, in_dim));
-    RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_down.weight", c.dim, c.ffn_dim, residual / std::sqrt(double(c.ffn_dim))));
+    const double down = residual / std::sqrt(double(c.ffn_dim));
+    if (c.n_experts == 0) {
+      RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_gate.weight", c.ffn_dim, c.dim, in_dim));
+      RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_up.weight", c.ffn_dim, c.dim, in_dim));
+      RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_down.weight", c.dim, c.ffn_dim, down));
+    } else {
+      RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_gate_inp.weight", c.n_experts, c.dim, in_dim));
+      RECUR_RETURN_IF_ERROR(make.experts(p + "ffn_gate_exps.weight", c.n_experts, c.ffn_dim, c.dim, in_dim));
+      RECUR_RETURN_IF_ERROR(make.experts(p + "ffn_up_exps.weight", c.n_experts, c.ffn_dim, c.dim, in_dim));
+      RECUR_RETURN_IF_ERROR(make.experts(p + "ffn_down_exps.weight", c.n_experts, c.dim, c.ffn_dim, down));
+      if (c.shared_expert) {
+        RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_gate_shexp.weight", c.ffn_dim, c.dim, in_dim));
+        RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_up_shexp.weight", c.ffn_dim, c.dim, in_dim));
+        RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_down_shexp.weight", c.dim, c.ffn_dim, down));
+      }
+    }
   }
   RECUR_RETURN_IF_ERROR(make.ones("output_norm.weight", c.dim));
   if (!c.tied_embeddings) RECUR_RETURN_IF_ERROR(make.matrix("output.weight", c.vocab, c.dim, in_dim));

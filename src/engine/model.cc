@@ -1,0 +1,26 @@
+#include "engine/model.h"
+
+#include "engine/hybrid.h"
+#include "engine/llama.h"
+
+namespace recur {
+
+Result<std::unique_ptr<Model>> model_from_file(gguf::File file) {
+  RECUR_ASSIGN_OR_RETURN(std::string arch, file.get_string("general.architecture"));
+  if (arch == "llama") {
+    RECUR_ASSIGN_OR_RETURN(auto m, LlamaModel::from_file(std::move(file)));
+    return std::unique_ptr<Model>(std::move(m));
+  }
+  if (arch == "hybrid") {
+    RECUR_ASSIGN_OR_RETURN(auto m, HybridModel::from_file(std::move(file)));
+    return std::unique_ptr<Model>(std::move(m));
+  }
+  return unsupported("{}: architecture '{}' (recur runs llama and hybrid)", file.source(), arch);
+}
+
+Result<std::unique_ptr<Model>> load_model(const std::string& path) {
+  RECUR_ASSIGN_OR_RETURN(gguf::File file, gguf::read(path));
+  return model_from_file(std::move(file));
+}
+
+}  // namespace recur

@@ -1,0 +1,50 @@
+// Model and Session: what generation, benchmarks and the server see of any architecture.
+//
+// A Model is immutable after load and may be shared by threads. A Session holds one sequence's
+// state (KV cache, KDA states, convolution windows) and is used by one thread at a time; it
+// runs its work on the pool it was given.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "core/knobs.h"
+#include "core/status.h"
+#include "engine/gguf.h"
+#include "engine/model_config.h"
+#include "engine/tokenizer.h"
+
+namespace recur {
+
+class ThreadPool;
+
+class Session {
+ public:
+  virtual ~Session() = default;
+  // Appends `token` at the next position and returns the logits for the token after it.
+  virtual Result<std::span<const float>> step(TokenId token) = 0;
+  virtual int position() const = 0;
+  // Called after every layer with the residual stream (activation statistics, tests).
+  void set_layer_observer(std::function<void(int layer, std::span<const float> residual)> f) { observer_ = std::move(f); }
+
+ protected:
+  std::function<void(int, std::span<const float>)> observer_;
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual const ModelConfig& config() const = 0;
+  virtual const Tokenizer& tokenizer() const = 0;
+  // A fresh sequence of at most max_tokens tokens; knobs choose kernel variants.
+  virtual Result<std::unique_ptr<Session>> new_session(ThreadPool& pool, int max_tokens,
+                                                       const Config& knobs) const = 0;
+};
+
+// Reads general.architecture and loads a llama or hybrid model.
+Result<std::unique_ptr<Model>> load_model(const std::string& path);
+Result<std::unique_ptr<Model>> model_from_file(gguf::File file);
+
+}  // namespace recur
