@@ -184,6 +184,15 @@ TEST(Cli, ModelNewThenGenerate) {
   EXPECT_NE(streamed.err.find("decode 4 tokens"), std::string::npos) << streamed.err;
   EXPECT_FALSE(streamed.out.empty());
 
+  CliResult bench = run_recur({"engine", "bench", "-m", path, "--prefill", "8", "--decode", "4", "--runs", "2", "--json"},
+                              {{"RECUR_CACHE_DIR", dir.path()}});
+  ASSERT_EQ(bench.exit_code, 0) << bench.err;
+  nlohmann::json fb = nlohmann::json::parse(bench.out);
+  EXPECT_EQ(fb["probe"], "bench.engine");
+  EXPECT_EQ(fb["tier"], 3);
+  EXPECT_GT(fb["metrics"][1]["value"].get<double>(), 0);
+  EXPECT_EQ(fb["metrics"][1]["name"], "decode_tok_s");
+
   EXPECT_EQ(run_recur({"model", "new", path, "--vocab", "10"}).exit_code, 2);
   EXPECT_EQ(run_recur({"generate", "-m", path, "--temp", "-1"}).exit_code, 2);
   CliResult missing = run_recur({"generate", "-m", dir.path() + "/none.gguf"});

@@ -37,6 +37,7 @@ class LlamaModel final : public Model {
   const ModelConfig& config() const override { return config_; }
   const Tokenizer& tokenizer() const override { return *tokenizer_; }
   Result<std::unique_ptr<Session>> new_session(ThreadPool& pool, int max_tokens, const Config& knobs) const override;
+  uint64_t weight_bytes_per_token() const override { return decode_weight_bytes(file_, config_); }
   const gguf::File& file() const { return file_; }
 
   Weight token_embedding, output_norm, output;

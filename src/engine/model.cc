@@ -5,6 +5,21 @@
 
 namespace recur {
 
+uint64_t decode_weight_bytes(const gguf::File& file, const ModelConfig& c) {
+  double total = 0;
+  for (const gguf::TensorInfo& t : file.tensors) {
+    if (t.name == "token_embd.weight") {
+      if (c.tied_embeddings) total += double(t.bytes);
+      continue;
+    }
+    if (t.name.find("_exps.") != std::string::npos && c.n_experts > 0)
+      total += double(t.bytes) * c.n_experts_used / c.n_experts;
+    else
+      total += double(t.bytes);
+  }
+  return uint64_t(total);
+}
+
 Result<std::unique_ptr<Model>> model_from_file(gguf::File file) {
   RECUR_ASSIGN_OR_RETURN(std::string arch, file.get_string("general.architecture"));
   if (arch == "llama") {

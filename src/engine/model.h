@@ -38,10 +38,16 @@ class Model {
   virtual ~Model() = default;
   virtual const ModelConfig& config() const = 0;
   virtual const Tokenizer& tokenizer() const = 0;
+  // Weight bytes one decode step streams: every weight except the embedding table (one row is
+  // read), which counts once as the LM head when tied; MoE experts scaled by top-k / experts.
+  virtual uint64_t weight_bytes_per_token() const = 0;
   // A fresh sequence of at most max_tokens tokens; knobs choose kernel variants.
   virtual Result<std::unique_ptr<Session>> new_session(ThreadPool& pool, int max_tokens,
                                                        const Config& knobs) const = 0;
 };
+
+// The rule of Model::weight_bytes_per_token over a GGUF file.
+uint64_t decode_weight_bytes(const gguf::File& file, const ModelConfig& config);
 
 // Reads general.architecture and loads a llama or hybrid model.
 Result<std::unique_ptr<Model>> load_model(const std::string& path);
