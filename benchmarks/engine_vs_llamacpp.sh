@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# recur against llama.cpp on the same GGUF files, interleaved in one run.
+#
+#   benchmarks/engine_vs_llamacpp.sh LLAMA_CPP_BIN_DIR [ROUNDS=5] [DTYPES="f32 f16 q8_0"] [THREADS="1 2"]
+#
+# LLAMA_CPP_BIN_DIR holds a llama.cpp CPU build's llama-bench (built by you, outside this
+# repository). The model is the issue's random-weight Llama: dim 2048, 16 layers, 32 heads,
+# 4 KV heads, FFN 5632, vocab 32000 (836M parameters), written by `recur model new` into
+# $RECUR_BENCH_DIR (default /tmp/recur-bench). Each round runs recur and llama.cpp back to
+# back, alternating which goes first, for prefill 128 and decode 32 tokens; llama.cpp runs with
+# -mmp 0 (weights read into memory, no mmap eviction effects). Prints medians [min..max] of
+# tok/s per engine and the ratio recur / llama.cpp, and the decode bandwidth roofline fraction.
+set -euo pipefail
+bin=${1:?usage: engine_vs_llamacpp.sh LLAMA_CPP_BIN_DIR [ROUNDS] [DTYPES] [THREADS]}
+rounds=${2:-5}
+dtypes=${3:-"f32 f16 q8_0"}
+threads=${4:-"1 2"}
+root=$(cd "$(dirname "$0")/.." && pwd)
+recur=$root/build/recur
+work=${RECUR_BENCH_DIR:-/tmp/recur-bench}
+[ -x "$bin/llama-bench" ] || { echo "no llama-bench in $bin" >&2; exit 2; }
+[ -x "$recur" ] || { echo "build recur first (make build)" >&2; exit 2; }
+[ "$rounds" -ge 5 ] || { echo "use at least 5 rounds" >&2; exit 2; }
+mkdir -p "$work"
+results=$work/results.jsonl
+: > "$results"
+
+for dt in $dtypes; do
+  model=$work/llama-836m-$dt.gguf
+  if [ ! -f "$model" ]; then
+    "$recur" model new "$model" --dim 2048 --layers 16 --heads 32 --kv-heads 4 --ffn 5632 --vocab 32000 \
+      --dtype "$dt" --context 4096 --seed 1
+  fi
+  for r in $(seq 1 "$rounds"); do
+    for t in $threads; do
+      run_recur() {
+        "$recur" engine bench -m "$model" --prefill 128 --decode 32 --runs 1 --warmup 0 --threads "$t" --json |
+          /usr/bin/python3 -c "import json,sys; j=json.load(sys.stdin); m={x['name']:x['value'] for x in j['metrics']}; print(json.dumps({'engine':'recur','dtype':'$dt','threads':$t,'prefill':m['prefill_tok_s'],'decode':m['decode_tok_s'],'frac':m['bandwidth_frac']}))" >> "$results"
+      }
+      run_llama() {
+        "$bin/llama-bench" -m "$model" -p 128 -n 32 -t "$t" -mmp 0 -r 1 -o json 2>/dev/null |
+          /usr/bin/python3 -c "
+import json,sys
+rows=json.load(sys.stdin)
+p=[x['avg_ts'] for x in rows if x['n_prompt']>0][0]; d=[x['avg_ts'] for x in rows if x['n_gen']>0][0]
+print(json.dumps({'engine':'llama.cpp','dtype':'$dt','threads':$t,'prefill':p,'decode':d}))" >> "$results"
+      }
+      if [ $((r % 2)) -eq 1 ]; then run_recur; run_llama; else run_llama; run_recur; fi
+      echo "round $r/$rounds $dt t=$t done" >&2
+    done
+  done
+done
+
+/usr/bin/python3 - "$results" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+keys = sorted({(r['dtype'], r['threads']) for r in rows})
+def stat(v): return f"{statistics.median(v):7.1f} [{min(v):.1f}..{max(v):.1f}]"
+print(f"{'dtype':6} {'thr':>3}  {'phase':7} {'recur tok/s':>22} {'llama.cpp tok/s':>22} {'ratio':>6}")
+for dt, t in keys:
+    for phase in ('prefill', 'decode'):
+        a = [r[phase] for r in rows if r['engine'] == 'recur' and r['dtype'] == dt and r['threads'] == t]
+        b = [r[phase] for r in rows if r['engine'] == 'llama.cpp' and r['dtype'] == dt and r['threads'] == t]
+        if not a or not b: continue
+        print(f"{dt:6} {t:>3}  {phase:7} {stat(a):>22} {stat(b):>22} {statistics.median(a)/statistics.median(b):6.2f}")
+    f = [r['frac'] for r in rows if r['engine'] == 'recur' and r['dtype'] == dt and r['threads'] == t]
+    if f: print(f"{dt:6} {t:>3}  recur decode bandwidth roofline fraction {statistics.median(f):.2f}")
+PY
