@@ -173,7 +173,7 @@ class HybridSession final : public Session {
     std::copy_n(k_.begin(), kv_dim, keys_[size_t(l)].begin() + long(size_t(pos_) * kv_dim));
     std::copy_n(v_.begin(), kv_dim, values_[size_t(l)].begin() + long(size_t(pos_) * kv_dim));
     attention_decode(q_.data(), keys_[size_t(l)].data(), values_[size_t(l)].data(), c.n_heads, c.n_kv_heads,
-                     c.head_dim, pos_ + 1, o_.data(), att_.data(), pool_);
+                     c.head_dim, pos_ + 1, o_.data(), att_.data(), &pool_);
     matvec(L.wo, o_.data(), tmp_.data(), pool_);
   }
 
@@ -219,6 +219,9 @@ class HybridSession final : public Session {
 Result<std::unique_ptr<Session>> HybridModel::new_session(ThreadPool& pool, int max_tokens, const Config& knobs) const {
   if (max_tokens <= 0 || max_tokens > config_.context)
     return invalid_argument("session of {} tokens (the context is {})", max_tokens, config_.context);
+  RECUR_ASSIGN_OR_RETURN(int64_t tp, knobs.get_int("engine.tp"));
+  if (tp != 1)
+    return unsupported("engine.tp={}: tensor parallelism runs the llama architecture so far; hybrid runs tp=1", tp);
   RECUR_ASSIGN_OR_RETURN(std::string name, knobs.get("engine.kda.decode_variant"));
   auto variant = kda::parse_decode_variant(name);
   if (!variant) return invalid_argument("engine.kda.decode_variant '{}' is not a KDA decode variant", name);

@@ -30,14 +30,16 @@ void rope_interleaved(float* v, int heads, int head_dim, int pos, float theta) {
 }
 
 void attention_decode(const float* q_all, const float* keys, const float* values, int heads, int kv_heads,
-                      int head_dim, int n_tokens, float* out_all, float* att_scratch, ThreadPool& pool) {
-  const int kv_dim = kv_heads * head_dim, group = heads / kv_heads;
+                      int head_dim, int n_tokens, float* out_all, float* att_scratch, ThreadPool* pool, int group,
+                      int q_head_offset, int kv_offset) {
+  const int kv_dim = kv_heads * head_dim;
+  if (group == 0) group = heads / kv_heads;
   const float scale = 1.0f / std::sqrt(float(head_dim));
-  pool.parallel_for(heads, [&](int64_t h0, int64_t h1, int) {
+  auto run = [&](int64_t h0, int64_t h1, int) {
     for (int64_t h = h0; h < h1; ++h) {
       const float* q = q_all + h * head_dim;
       float* att = att_scratch + h * n_tokens;
-      const int64_t kvh = h / group;
+      const int64_t kvh = (h + q_head_offset) / group - kv_offset;
       float max_score = -INFINITY;
       for (int t = 0; t < n_tokens; ++t) {
         const float* k = keys + size_t(t) * kv_dim + kvh * head_dim;
@@ -56,7 +58,9 @@ void attention_decode(const float* q_all, const float* keys, const float* values
         for (int i = 0; i < head_dim; ++i) out[i] += a * v[i];
       }
     }
-  });
+  };
+  if (pool != nullptr) pool->parallel_for(heads, run);
+  else run(0, heads, 0);
 }
 
 void swiglu(float* gate, const float* up, int n) {

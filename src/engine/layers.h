@@ -20,9 +20,11 @@ void rmsnorm(float* out, const float* x, const Weight& w, int n, float eps, floa
 void rope_interleaved(float* v, int heads, int head_dim, int pos, float theta);
 
 // One query token against tokens [0, n_tokens) of a KV cache laid out [token][kv_heads*head_dim];
-// GQA maps query head h to kv head h / (heads / kv_heads). att_scratch: heads * n_tokens floats.
+// GQA: query head h reads kv head h / group - kv_offset (kv_offset: the first kv head in the cache,
+// for a tensor-parallel shard). att_scratch: heads * n_tokens floats. pool may be null.
 void attention_decode(const float* q, const float* keys, const float* values, int heads, int kv_heads,
-                      int head_dim, int n_tokens, float* out, float* att_scratch, ThreadPool& pool);
+                      int head_dim, int n_tokens, float* out, float* att_scratch, ThreadPool* pool,
+                      int group = 0, int q_head_offset = 0, int kv_offset = 0);
 
 // gate[i] = silu(gate[i]) * up[i]
 void swiglu(float* gate, const float* up, int n);

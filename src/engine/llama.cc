@@ -6,6 +6,7 @@
 
 #include "core/thread_pool.h"
 #include "engine/layers.h"
+#include "engine/tensor_parallel.h"
 
 namespace recur {
 
@@ -50,70 +51,141 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::from_file(gguf::File file) {
   return m;
 }
 
-Result<std::unique_ptr<Session>> LlamaModel::new_session(ThreadPool& pool, int max_tokens, const Config&) const {
+Result<std::unique_ptr<Session>> LlamaModel::new_session(ThreadPool& pool, int max_tokens, const Config& knobs) const {
   if (max_tokens <= 0 || max_tokens > config_.context)
     return invalid_argument("session of {} tokens (the context is {})", max_tokens, config_.context);
-  return std::unique_ptr<Session>(new LlamaSession(*this, pool, max_tokens));
+  RECUR_ASSIGN_OR_RETURN(int64_t tp, knobs.get_int("engine.tp"));
+  RECUR_ASSIGN_OR_RETURN(auto session, LlamaSession::create(*this, pool, max_tokens, int(tp)));
+  return std::unique_ptr<Session>(std::move(session));
 }
+
+// A rank's shard: head, KV-head, FFN and vocabulary ranges, its weights and its buffers.
+struct LlamaSession::Rank {
+  struct Layer {
+    Weight wq, wk, wv, w_gate, w_up;
+    std::unique_ptr<OwnedWeight> wo, w_down;
+  };
+  int index = 0;
+  Span heads, kv_heads, ffn, vocab;
+  std::vector<Layer> layers;
+  Weight output;
+  std::vector<float> x, xb, partial, norm_w, q, k, v, att, attn_out, hb, hb2;
+  std::vector<float> key_cache, value_cache;  // [layer][pos][local kv heads * head_dim]
+};
 
 LlamaSession::LlamaSession(const LlamaModel& model, ThreadPool& pool, int max_tokens)
-    : model_(model), pool_(pool), max_tokens_(max_tokens) {
+    : model_(model), pool_(pool), max_tokens_(max_tokens) {}
+LlamaSession::~LlamaSession() = default;
+int LlamaSession::tp() const { return int(ranks_.size()); }
+
+Result<std::unique_ptr<LlamaSession>> LlamaSession::create(const LlamaModel& model, ThreadPool& pool, int max_tokens,
+                                                           int tp) {
   const ModelConfig& c = model.config();
-  const size_t q_dim = size_t(c.n_heads) * c.head_dim, kv_dim = size_t(c.n_kv_heads) * c.head_dim;
-  x_.resize(c.dim);
-  x2_.resize(c.dim);
-  norm_w_.resize(c.dim);
-  xb_.resize(std::max<size_t>(c.dim, q_dim));
-  q_.resize(q_dim);
-  k_.resize(kv_dim);
-  v_.resize(kv_dim);
-  att_.resize(size_t(c.n_heads) * max_tokens);
-  hb_.resize(c.ffn_dim);
-  hb2_.resize(c.ffn_dim);
-  logits_.resize(c.vocab);
-  key_cache_.resize(size_t(c.n_layers) * max_tokens * kv_dim);
-  value_cache_.resize(size_t(c.n_layers) * max_tokens * kv_dim);
+  if (tp < 1) return invalid_argument("engine.tp must be at least 1, got {}", tp);
+  if (c.n_heads % tp != 0)
+    return invalid_argument("engine.tp={} does not divide the {} attention heads", tp, c.n_heads);
+  const int64_t block = gguf::block_layout(model.layers[0].w_down.type).elements;
+  if ((c.ffn_dim / tp) % block != 0 || c.ffn_dim % tp != 0)
+    return invalid_argument("engine.tp={}: FFN width {} does not split into whole {}-element blocks", tp, c.ffn_dim,
+                            block);
+  if (((c.n_heads / tp) * c.head_dim) % block != 0)
+    return invalid_argument("engine.tp={}: a rank's {} heads of {} are not whole {}-element blocks", tp,
+                            c.n_heads / tp, c.head_dim, block);
+  std::unique_ptr<LlamaSession> s(new LlamaSession(model, pool, max_tokens));
+  const int hd = c.head_dim, group = c.n_heads / c.n_kv_heads;
+  for (int r = 0; r < tp; ++r) {
+    auto rank = std::make_unique<Rank>();
+    rank->index = r;
+    rank->heads = rank_span(c.n_heads, tp, r);
+    rank->kv_heads = {rank->heads.begin / group, (rank->heads.end - 1) / group + 1};
+    rank->ffn = rank_span(c.ffn_dim, tp, r);
+    rank->vocab = rank_span(c.vocab, tp, r);
+    for (const LlamaLayerWeights& L : model.layers) {
+      Rank::Layer shard;
+      shard.wq = weight_rows(L.wq, rank->heads.begin * hd, rank->heads.end * hd);
+      shard.wk = weight_rows(L.wk, rank->kv_heads.begin * hd, rank->kv_heads.end * hd);
+      shard.wv = weight_rows(L.wv, rank->kv_heads.begin * hd, rank->kv_heads.end * hd);
+      shard.w_gate = weight_rows(L.w_gate, rank->ffn.begin, rank->ffn.end);
+      shard.w_up = weight_rows(L.w_up, rank->ffn.begin, rank->ffn.end);
+      if (tp > 1) {
+        RECUR_ASSIGN_OR_RETURN(shard.wo, weight_cols(L.wo, rank->heads.begin * hd, rank->heads.end * hd));
+        RECUR_ASSIGN_OR_RETURN(shard.w_down, weight_cols(L.w_down, rank->ffn.begin, rank->ffn.end));
+      } else {  // one rank: the whole matrices, no copy
+        shard.wo = std::make_unique<OwnedWeight>(OwnedWeight{L.wo, {}});
+        shard.w_down = std::make_unique<OwnedWeight>(OwnedWeight{L.w_down, {}});
+      }
+      rank->layers.push_back(std::move(shard));
+    }
+    rank->output = weight_rows(model.output, rank->vocab.begin, rank->vocab.end);
+    const size_t q_local = size_t(rank->heads.size()) * hd, kv_local = size_t(rank->kv_heads.size()) * hd;
+    rank->x.resize(size_t(c.dim));
+    rank->xb.resize(size_t(c.dim));
+    rank->partial.resize(size_t(c.dim));
+    rank->norm_w.resize(size_t(c.dim));
+    rank->q.resize(q_local);
+    rank->k.resize(kv_local);
+    rank->v.resize(kv_local);
+    rank->att.resize(size_t(rank->heads.size()) * size_t(max_tokens));
+    rank->attn_out.resize(q_local);
+    rank->hb.resize(size_t(rank->ffn.size()));
+    rank->hb2.resize(size_t(rank->ffn.size()));
+    rank->key_cache.resize(size_t(c.n_layers) * size_t(max_tokens) * kv_local);
+    rank->value_cache.resize(size_t(c.n_layers) * size_t(max_tokens) * kv_local);
+    s->ranks_.push_back(std::move(rank));
+  }
+  s->logits_.resize(size_t(c.vocab));
+  s->group_ = std::make_unique<RankGroup>(tp, c.dim);
+  if (tp > 1) {
+    RECUR_ASSIGN_OR_RETURN(s->rank_pool_, ThreadPool::create({.threads = tp, .pin = true}));
+  }
+  return s;
 }
 
-void LlamaSession::attention(int layer) {
+void LlamaSession::rank_step(Rank& r, TokenId token) {
   const ModelConfig& c = model_.config();
-  const size_t kv_dim = size_t(c.n_kv_heads) * c.head_dim, layer_base = size_t(layer) * max_tokens_ * kv_dim;
-  attention_decode(q_.data(), key_cache_.data() + layer_base, value_cache_.data() + layer_base, c.n_heads,
-                   c.n_kv_heads, c.head_dim, pos_ + 1, xb_.data(), att_.data(), pool_);
+  const int dim = c.dim, hd = c.head_dim, group = c.n_heads / c.n_kv_heads;
+  ThreadPool* intra = ranks_.size() == 1 ? &pool_ : nullptr;  // one rank: parallel inside each product
+  const size_t kv_local = size_t(r.kv_heads.size()) * hd;
+  model_.token_embedding.dequantize_row(token, r.x.data());
+  for (int l = 0; l < c.n_layers; ++l) {
+    const LlamaLayerWeights& L = model_.layers[size_t(l)];
+    const Rank::Layer& S = r.layers[size_t(l)];
+    rmsnorm(r.xb.data(), r.x.data(), L.attn_norm, dim, c.rms_eps, r.norm_w.data());
+    matvec(S.wq, r.xb.data(), r.q.data(), intra);
+    matvec(S.wk, r.xb.data(), r.k.data(), intra);
+    matvec(S.wv, r.xb.data(), r.v.data(), intra);
+    rope_interleaved(r.q.data(), int(r.heads.size()), hd, pos_, c.rope_theta);
+    rope_interleaved(r.k.data(), int(r.kv_heads.size()), hd, pos_, c.rope_theta);
+    const size_t layer_base = size_t(l) * size_t(max_tokens_) * kv_local;
+    std::copy(r.k.begin(), r.k.end(), r.key_cache.begin() + long(layer_base + size_t(pos_) * kv_local));
+    std::copy(r.v.begin(), r.v.end(), r.value_cache.begin() + long(layer_base + size_t(pos_) * kv_local));
+    attention_decode(r.q.data(), r.key_cache.data() + layer_base, r.value_cache.data() + layer_base,
+                     int(r.heads.size()), int(r.kv_heads.size()), hd, pos_ + 1, r.attn_out.data(), r.att.data(), intra,
+                     group, int(r.heads.begin), int(r.kv_heads.begin));
+    matvec(S.wo->view, r.attn_out.data(), r.partial.data(), intra);
+    group_->all_reduce_sum(r.index, r.partial.data(), r.partial.data(), dim);
+    for (int i = 0; i < dim; ++i) r.x[size_t(i)] += r.partial[size_t(i)];
+
+    rmsnorm(r.xb.data(), r.x.data(), L.ffn_norm, dim, c.rms_eps, r.norm_w.data());
+    matvec(S.w_gate, r.xb.data(), r.hb.data(), intra);
+    matvec(S.w_up, r.xb.data(), r.hb2.data(), intra);
+    swiglu(r.hb.data(), r.hb2.data(), int(r.ffn.size()));
+    matvec(S.w_down->view, r.hb.data(), r.partial.data(), intra);
+    group_->all_reduce_sum(r.index, r.partial.data(), r.partial.data(), dim);
+    for (int i = 0; i < dim; ++i) r.x[size_t(i)] += r.partial[size_t(i)];
+    if (observer_ && r.index == 0) observer_(l, r.x);
+  }
+  rmsnorm(r.xb.data(), r.x.data(), model_.output_norm, dim, c.rms_eps, r.norm_w.data());
+  // Vocabulary-parallel LM head: this rank's slice of the shared logits (the all-gather).
+  matvec(r.output, r.xb.data(), logits_.data() + r.vocab.begin, intra);
 }
 
 Result<std::span<const float>> LlamaSession::step(TokenId token) {
   const ModelConfig& c = model_.config();
   if (token < 0 || token >= c.vocab) return invalid_argument("token {} outside the vocabulary of {}", token, c.vocab);
   if (pos_ >= max_tokens_) return invalid_argument("sequence is full ({} tokens)", max_tokens_);
-  const int dim = c.dim, kv_dim = c.n_kv_heads * c.head_dim;
-  model_.token_embedding.dequantize_row(token, x_.data());
-
-  for (int l = 0; l < c.n_layers; ++l) {
-    const LlamaLayerWeights& L = model_.layers[size_t(l)];
-    rmsnorm(xb_.data(), x_.data(), L.attn_norm, dim, c.rms_eps, norm_w_.data());
-    matvec(L.wq, xb_.data(), q_.data(), pool_);
-    matvec(L.wk, xb_.data(), k_.data(), pool_);
-    matvec(L.wv, xb_.data(), v_.data(), pool_);
-    rope_interleaved(q_.data(), c.n_heads, c.head_dim, pos_, c.rope_theta);
-    rope_interleaved(k_.data(), c.n_kv_heads, c.head_dim, pos_, c.rope_theta);
-    size_t at = (size_t(l) * max_tokens_ + pos_) * kv_dim;
-    std::copy(k_.begin(), k_.end(), key_cache_.begin() + long(at));
-    std::copy(v_.begin(), v_.end(), value_cache_.begin() + long(at));
-    attention(l);
-    matvec(L.wo, xb_.data(), x2_.data(), pool_);
-    for (int i = 0; i < dim; ++i) x_[i] += x2_[i];
-
-    rmsnorm(xb_.data(), x_.data(), L.ffn_norm, dim, c.rms_eps, norm_w_.data());
-    matvec(L.w_gate, xb_.data(), hb_.data(), pool_);
-    matvec(L.w_up, xb_.data(), hb2_.data(), pool_);
-    swiglu(hb_.data(), hb2_.data(), c.ffn_dim);
-    matvec(L.w_down, hb_.data(), xb_.data(), pool_);
-    for (int i = 0; i < dim; ++i) x_[i] += xb_[i];
-    if (observer_) observer_(l, x_);
-  }
-  rmsnorm(xb_.data(), x_.data(), model_.output_norm, dim, c.rms_eps, norm_w_.data());
-  matvec(model_.output, xb_.data(), logits_.data(), pool_);
+  if (ranks_.size() == 1) rank_step(*ranks_[0], token);
+  else rank_pool_->run_on_all([&](int r) { rank_step(*ranks_[size_t(r)], token); });
   ++pos_;
   return std::span<const float>(logits_);
 }

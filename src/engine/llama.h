@@ -22,6 +22,7 @@
 namespace recur {
 
 class ThreadPool;
+class RankGroup;
 
 struct LlamaLayerWeights {
   Weight attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
@@ -49,24 +50,32 @@ class LlamaModel final : public Model {
   std::unique_ptr<Tokenizer> tokenizer_;
 };
 
+// One sequence. With tp == 1 a single rank spreads each matrix product over `pool`; with
+// tp > 1 the session runs tp ranks on a pinned pool of its own (tensor_parallel.h).
 class LlamaSession final : public Session {
  public:
-  LlamaSession(const LlamaModel& model, ThreadPool& pool, int max_tokens);
+  static Result<std::unique_ptr<LlamaSession>> create(const LlamaModel& model, ThreadPool& pool, int max_tokens,
+                                                      int tp = 1);
+  ~LlamaSession() override;
 
   // Appends `token` at the next position and returns the logits for the token after it.
   Result<std::span<const float>> step(TokenId token) override;
   int position() const override { return pos_; }
-  void reset() { pos_ = 0; }
+  int tp() const;
 
  private:
-  void attention(int layer);
+  struct Rank;
+  LlamaSession(const LlamaModel& model, ThreadPool& pool, int max_tokens);
+  void rank_step(Rank& r, TokenId token);
 
   const LlamaModel& model_;
   ThreadPool& pool_;
   int max_tokens_;
   int pos_ = 0;
-  std::vector<float> x_, x2_, norm_w_, xb_, q_, k_, v_, att_, hb_, hb2_, logits_;
-  std::vector<float> key_cache_, value_cache_;  // [layer][pos][kv_heads * head_dim]
+  std::vector<std::unique_ptr<Rank>> ranks_;
+  std::unique_ptr<ThreadPool> rank_pool_;  // tp > 1
+  std::unique_ptr<RankGroup> group_;
+  std::vector<float> logits_;  // all-gathered: each rank writes its vocabulary slice
 };
 
 }  // namespace recur

@@ -126,7 +126,9 @@ TEST(Llama, MatchesTheFloat64ReferenceOnF32Weights) {
   auto model = make_model(gguf::TensorType::kF32, storage);
   auto pool = ThreadPool::create({.threads = 2, .pin = false});
   ASSERT_TRUE(pool.has_value());
-  LlamaSession session(*model, **pool, 16);
+  auto session_owned = LlamaSession::create(*model, **pool, 16);
+  ASSERT_TRUE(session_owned.has_value());
+  LlamaSession& session = **session_owned;
   ReferenceLlama ref(model->file(), model->config());
   for (int token : {1, 300, 17, 42, 399, 5}) {
     auto logits = session.step(token);
@@ -146,7 +148,9 @@ TEST(Llama, ActivationsStayFiniteAndAliveThroughEveryLayer) {
     std::vector<std::byte> storage;
     auto model = make_model(dtype, storage);
     auto pool = ThreadPool::create({.threads = 1, .pin = false});
-    LlamaSession session(*model, **pool, 32);
+    auto session_owned = LlamaSession::create(*model, **pool, 32);
+  ASSERT_TRUE(session_owned.has_value());
+  LlamaSession& session = **session_owned;
     std::vector<double> rms(model->config().n_layers, 0.0);
     session.set_layer_observer([&](int layer, std::span<const float> x) {
       double ss = 0;
@@ -178,7 +182,9 @@ TEST(Llama, QuantizedStorageStaysCloseToF32) {
   auto f16 = make_model(gguf::TensorType::kF16, s16);
   auto q8 = make_model(gguf::TensorType::kQ8_0, sq8);
   auto pool = ThreadPool::create({.threads = 2, .pin = false});
-  LlamaSession a(*f32, **pool, 8), b(*f16, **pool, 8), c(*q8, **pool, 8);
+  auto a_owned = LlamaSession::create(*f32, **pool, 8), b_owned = LlamaSession::create(*f16, **pool, 8),
+       c_owned = LlamaSession::create(*q8, **pool, 8);
+  LlamaSession &a = **a_owned, &b = **b_owned, &c = **c_owned;
   for (int token : {1, 77, 250}) {
     auto la = a.step(token);
     auto lb = b.step(token);

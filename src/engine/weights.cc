@@ -104,8 +104,15 @@ Result<Weight> bind_weight(const gguf::File& file, const std::string& name, int6
   return Weight{name, t->type, rows, cols, t->data};
 }
 
-void matvec(const Weight& w, const float* x, float* y, ThreadPool& pool) {
-  pool.parallel_for(w.rows, [&](int64_t begin, int64_t end, int) {
+Weight weight_rows(const Weight& w, int64_t r0, int64_t r1) {
+  Weight v = w;
+  v.rows = r1 - r0;
+  v.data = w.data + size_t(r0) * w.row_bytes();
+  return v;
+}
+
+void matvec(const Weight& w, const float* x, float* y, ThreadPool* pool) {
+  auto rows = [&](int64_t begin, int64_t end, int) {
     const size_t rb = w.row_bytes();
     if (w.type == gguf::TensorType::kF32) {
       for (int64_t r = begin; r < end; ++r) y[r] = dot_f32(reinterpret_cast<const float*>(w.data + r * rb), x, w.cols);
@@ -118,7 +125,9 @@ void matvec(const Weight& w, const float* x, float* y, ThreadPool& pool) {
         y[r] = dot_f32(row.data(), x, w.cols);
       }
     }
-  });
+  };
+  if (pool != nullptr) pool->parallel_for(w.rows, rows);
+  else rows(0, w.rows, 0);
 }
 
 }  // namespace recur

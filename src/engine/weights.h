@@ -32,7 +32,11 @@ struct Weight {
 // errors name the tensor, the shape found and the shape expected.
 Result<Weight> bind_weight(const gguf::File& file, const std::string& name, int64_t rows, int64_t cols);
 
-// y[rows] = W x[cols], rows split statically over the pool.
-void matvec(const Weight& w, const float* x, float* y, ThreadPool& pool);
+// y[rows] = W x[cols], rows split statically over the pool; with no pool, on this thread.
+void matvec(const Weight& w, const float* x, float* y, ThreadPool* pool);
+inline void matvec(const Weight& w, const float* x, float* y, ThreadPool& pool) { matvec(w, x, y, &pool); }
+
+// Rows [r0, r1) of w as a view (no copy): the column-parallel shard of a weight.
+Weight weight_rows(const Weight& w, int64_t r0, int64_t r1);
 
 }  // namespace recur

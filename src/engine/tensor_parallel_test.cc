@@ -1,0 +1,137 @@
+// Tensor parallelism: TP=P must give TP=1's greedy tokens, with logits equal up to summation
+// order, for every P the knob allows, including more ranks than KV heads and than cores.
+#include "engine/tensor_parallel.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <thread>
+
+#include "core/thread_pool.h"
+#include "engine/llama.h"
+#include "engine/sampler.h"
+#include "engine/synthetic.h"
+
+namespace recur {
+namespace {
+
+ModelConfig tp_config() {
+  ModelConfig c;
+  c.arch = Arch::kLlama;
+  c.dim = 256;
+  c.n_layers = 2;
+  c.n_heads = 8;
+  c.n_kv_heads = 2;  // TP=4 and 8 put several ranks on one KV head
+  c.head_dim = 32;
+  c.ffn_dim = 256;
+  c.vocab = 400;
+  c.context = 64;
+  return c;
+}
+
+TEST(TensorParallel, RankSpansCoverEverythingOnce) {
+  for (int p : {1, 2, 3, 4, 8}) {
+    int64_t next = 0;
+    for (int r = 0; r < p; ++r) {
+      Span s = rank_span(256, p, r, 32);
+      EXPECT_EQ(s.begin, next);
+      EXPECT_EQ(s.begin % 32, 0);
+      next = s.end;
+    }
+    EXPECT_EQ(next, 256);
+  }
+}
+
+TEST(TensorParallel, AllReduceSumsInRankOrderOnEveryRank) {
+  constexpr int P = 4;
+  RankGroup group(P, 3);
+  auto pool = ThreadPool::create({.threads = P, .pin = false});
+  std::vector<std::vector<float>> out(P, std::vector<float>(3));
+  (*pool)->run_on_all([&](int r) {
+    float partial[3] = {float(r), 1e8f * (r == 0) - 1e8f * (r == 1), 0.1f * float(r + 1)};
+    group.all_reduce_sum(r, partial, out[size_t(r)].data(), 3);
+  });
+  for (int r = 0; r < P; ++r) {
+    EXPECT_EQ(out[size_t(r)][0], 6.0f);
+    // ((1e8 - 1e8) + 0) + 0 in rank order: exactly 0 on every rank.
+    EXPECT_EQ(out[size_t(r)][1], 0.0f);
+    EXPECT_EQ(out[size_t(r)][2], out[0][2]) << "ranks must hold bit-identical sums";
+  }
+}
+
+TEST(TensorParallel, ColumnShardsCopyWholeBlocks) {
+  std::vector<float> data(4 * 64);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = float(i);
+  Weight w{"w", gguf::TensorType::kF32, 4, 64, reinterpret_cast<const std::byte*>(data.data())};
+  auto shard = weight_cols(w, 16, 48);
+  ASSERT_TRUE(shard.has_value());
+  float row[32];
+  (*shard)->view.dequantize_row(2, row);
+  EXPECT_EQ(row[0], float(2 * 64 + 16));
+  EXPECT_EQ(row[31], float(2 * 64 + 47));
+  Weight q8{"q", gguf::TensorType::kQ8_0, 1, 64, nullptr};
+  EXPECT_FALSE(weight_cols(q8, 16, 48).has_value()) << "Q8_0 shards must be whole 32-value blocks";
+}
+
+void expect_tp_matches_tp1(gguf::TensorType dtype) {
+  auto w = synthetic_model({tp_config(), dtype, 11});
+  ASSERT_TRUE(w.has_value());
+  std::vector<std::byte> bytes = w->serialize();
+  auto file = gguf::parse(bytes, "tp.gguf");
+  auto model = LlamaModel::from_file(std::move(*file));
+  ASSERT_TRUE(model.has_value()) << model.error().message();
+  auto pool = ThreadPool::create({.threads = 2, .pin = false});
+  auto run = [&](int tp, std::vector<std::vector<float>>* logits_out) {
+    auto s = LlamaSession::create(**model, **pool, 24, tp);
+    EXPECT_TRUE(s.has_value()) << (s ? "" : s.error().message());
+    std::vector<TokenId> tokens;
+    TokenId t = 5;
+    for (int i = 0; i < 20; ++i) {
+      auto logits = (*s)->step(t);
+      EXPECT_TRUE(logits.has_value());
+      logits_out->emplace_back(logits->begin(), logits->end());
+      t = argmax(*logits);
+      tokens.push_back(t);
+    }
+    return tokens;
+  };
+  std::vector<std::vector<float>> base;
+  std::vector<TokenId> want = run(1, &base);
+  for (int tp : {2, 4, 8}) {
+    std::vector<std::vector<float>> got;
+    EXPECT_EQ(run(tp, &got), want) << "tp=" << tp;
+    double max_diff = 0, scale = 0;
+    for (size_t i = 0; i < base.size(); ++i)
+      for (size_t j = 0; j < base[i].size(); ++j) {
+        max_diff = std::max(max_diff, double(std::fabs(base[i][j] - got[i][j])));
+        scale = std::max(scale, double(std::fabs(base[i][j])));
+      }
+    EXPECT_LT(max_diff, 1e-4 * scale) << "tp=" << tp;
+  }
+}
+
+TEST(TensorParallel, LlamaF32GreedyTokensMatchTp1) { expect_tp_matches_tp1(gguf::TensorType::kF32); }
+TEST(TensorParallel, LlamaQ8GreedyTokensMatchTp1) { expect_tp_matches_tp1(gguf::TensorType::kQ8_0); }
+
+TEST(TensorParallel, RejectsSplitsThatDoNotDivide) {
+  ModelConfig c = tp_config();
+  c.n_heads = 6;
+  c.n_kv_heads = 2;
+  c.head_dim = 32;
+  c.dim = 192;
+  auto w = synthetic_model({c, gguf::TensorType::kF32, 1});
+  ASSERT_TRUE(w.has_value()) << w.error().message();
+  std::vector<std::byte> bytes = w->serialize();
+  auto model = LlamaModel::from_file(std::move(*gguf::parse(bytes, "m")));
+  auto pool = ThreadPool::create({.threads = 1, .pin = false});
+  auto s = LlamaSession::create(**model, **pool, 8, 4);
+  ASSERT_FALSE(s.has_value());
+  EXPECT_NE(s.error().message().find("does not divide the 6 attention heads"), std::string::npos);
+  Config knobs;
+  EXPECT_FALSE(knobs.set("engine.tp", "3").has_value());
+  ASSERT_TRUE(knobs.set("engine.tp", "2").has_value());
+  EXPECT_TRUE((*model)->new_session(**pool, 8, knobs).has_value());
+}
+
+}  // namespace
+}  // namespace recur
