@@ -1,4 +1,5 @@
 #include "kernels/builtin_kernels.h"
+#include "kernels/kda/kda_register.h"
 
 namespace recur::kernels {
 
@@ -6,6 +7,9 @@ std::vector<KernelSpec> builtin_kernel_specs() {
   std::vector<KernelSpec> specs;
   specs.push_back(rmsnorm_spec());
   specs.push_back(gemv_spec());
+  specs.push_back(kda_decode_spec());
+  specs.push_back(kda_replay_decode_spec());
+  specs.push_back(kda_prefill_spec());
   return specs;
 }
 
