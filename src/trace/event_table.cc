@@ -1,0 +1,398 @@
+#include "trace/event_table.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include <fmt/format.h>
+
+namespace recur::trace {
+
+// ---- StringPool ----
+
+StringPool::StringPool() {
+  views_.emplace_back();
+  index_.emplace(std::string_view(), 0);
+}
+
+StringId StringPool::intern(std::string_view s) {
+  if (auto it = index_.find(s); it != index_.end()) return it->second;
+  if (s.size() > block_size_ - block_used_) {
+    block_size_ = std::max<size_t>(s.size(), 64 * 1024);
+    blocks_.emplace_back(new char[block_size_]);
+    block_used_ = 0;
+  }
+  char* dst = blocks_.back().get() + block_used_;
+  if (!s.empty()) std::memcpy(dst, s.data(), s.size());
+  block_used_ += s.size();
+  text_bytes_ += s.size();
+  std::string_view stored(dst, s.size());
+  StringId id = StringId(views_.size());
+  views_.push_back(stored);
+  index_.emplace(stored, id);
+  return id;
+}
+
+std::optional<StringId> StringPool::find(std::string_view s) const {
+  if (auto it = index_.find(s); it != index_.end()) return it->second;
+  return std::nullopt;
+}
+
+// ---- EventTable ----
+
+const Arg* EventTable::find_arg(size_t i, std::string_view key) const {
+  auto id = strings_.find(key);
+  if (!id) return nullptr;
+  for (size_t k = args_begin(i), e = args_end(i); k < e; ++k) {
+    if (args_[k].key == *id) return &args_[k];
+  }
+  return nullptr;
+}
+
+std::optional<int64_t> EventTable::int_arg(size_t i, std::string_view key) const {
+  const Arg* a = find_arg(i, key);
+  if (a == nullptr) return std::nullopt;
+  switch (a->type) {
+    case ArgType::kInt: return a->i;
+    case ArgType::kUint: return int64_t(a->u);
+    case ArgType::kDouble: return int64_t(a->d);
+    case ArgType::kBool: return int64_t(a->b);
+    default: return std::nullopt;
+  }
+}
+
+Process& EventTable::process(int64_t pid) {
+  for (Process& p : processes_) {
+    if (p.pid == pid) return p;
+  }
+  processes_.push_back(Process{.pid = pid});
+  return processes_.back();
+}
+
+const Process* EventTable::find_process(int64_t pid) const {
+  for (const Process& p : processes_) {
+    if (p.pid == pid) return &p;
+  }
+  return nullptr;
+}
+
+uint32_t EventTable::track_for(int64_t pid, int64_t tid) {
+  auto key = std::make_pair(pid, tid);
+  if (auto it = track_index_.find(key); it != track_index_.end()) return it->second;
+  uint32_t id = uint32_t(tracks_.size());
+  tracks_.push_back(Track{.pid = pid, .tid = tid});
+  track_index_.emplace(key, id);
+  process(pid);
+  return id;
+}
+
+int64_t EventTable::pid_for_label(std::string_view label) {
+  std::string key = fmt::format("p\x1f{}", label);
+  if (auto it = label_ids_.find(key); it != label_ids_.end()) return it->second;
+  int64_t id = next_synthetic_++;
+  label_ids_.emplace(std::move(key), id);
+  process(id).label = strings_.intern(label);
+  return id;
+}
+
+int64_t EventTable::tid_for_label(int64_t pid, std::string_view label) {
+  std::string key = fmt::format("t\x1f{}\x1f{}", pid, label);
+  if (auto it = label_ids_.find(key); it != label_ids_.end()) return it->second;
+  int64_t id = next_synthetic_++;
+  label_ids_.emplace(std::move(key), id);
+  tracks_[track_for(pid, id)].tid_label = strings_.intern(label);
+  return id;
+}
+
+size_t EventTable::add_event(char phase, StringId name, StringId cat, int64_t ts_ns,
+                             int64_t dur_ns, uint32_t track, uint64_t id, uint8_t flags) {
+  phase_.push_back(phase);
+  name_.push_back(name);
+  cat_.push_back(cat);
+  ts_.push_back(ts_ns);
+  dur_.push_back(dur_ns);
+  track_.push_back(track);
+  id_.push_back(id);
+  flags_.push_back(flags);
+  args_begin_.push_back(uint32_t(args_.size()));
+  return phase_.size() - 1;
+}
+
+void EventTable::pop_event() {
+  if (phase_.empty()) return;
+  args_.resize(args_begin_.back());
+  phase_.pop_back();
+  name_.pop_back();
+  cat_.pop_back();
+  ts_.pop_back();
+  dur_.pop_back();
+  track_.pop_back();
+  id_.pop_back();
+  flags_.pop_back();
+  args_begin_.pop_back();
+}
+
+void EventTable::add_arg_int(StringId key, int64_t v) {
+  Arg a;
+  a.key = key;
+  a.type = ArgType::kInt;
+  a.i = v;
+  args_.push_back(a);
+}
+void EventTable::add_arg_uint(StringId key, uint64_t v) {
+  Arg a;
+  a.key = key;
+  a.type = ArgType::kUint;
+  a.u = v;
+  args_.push_back(a);
+}
+void EventTable::add_arg_double(StringId key, double v) {
+  Arg a;
+  a.key = key;
+  a.type = ArgType::kDouble;
+  a.d = v;
+  args_.push_back(a);
+}
+void EventTable::add_arg_bool(StringId key, bool v) {
+  Arg a;
+  a.key = key;
+  a.type = ArgType::kBool;
+  a.i = 0;
+  a.b = v;
+  args_.push_back(a);
+}
+void EventTable::add_arg_string(StringId key, std::string_view v) {
+  Arg a;
+  a.key = key;
+  a.type = ArgType::kString;
+  a.i = 0;
+  a.s = strings_.intern(v);
+  args_.push_back(a);
+}
+void EventTable::add_arg_json(StringId key, std::string_view raw) {
+  Arg a;
+  a.key = key;
+  a.type = ArgType::kJson;
+  a.i = 0;
+  a.s = strings_.intern(raw);
+  args_.push_back(a);
+}
+void EventTable::add_arg_null(StringId key) {
+  Arg a;
+  a.key = key;
+  a.type = ArgType::kNull;
+  args_.push_back(a);
+}
+
+void EventTable::keep_rows(const std::vector<uint8_t>& keep) {
+  size_t out = 0;
+  std::vector<Arg> args;
+  args.reserve(args_.size());
+  size_t n = size();
+  std::vector<uint32_t> begins;
+  begins.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (!keep[i]) continue;
+    size_t b = args_begin(i), e = args_end(i);
+    begins.push_back(uint32_t(args.size()));
+    args.insert(args.end(), args_.begin() + b, args_.begin() + e);
+    phase_[out] = phase_[i];
+    name_[out] = name_[i];
+    cat_[out] = cat_[i];
+    ts_[out] = ts_[i];
+    dur_[out] = dur_[i];
+    track_[out] = track_[i];
+    id_[out] = id_[i];
+    flags_[out] = flags_[i];
+    ++out;
+  }
+  phase_.resize(out);
+  name_.resize(out);
+  cat_.resize(out);
+  ts_.resize(out);
+  dur_.resize(out);
+  track_.resize(out);
+  id_.resize(out);
+  flags_.resize(out);
+  args_begin_ = std::move(begins);
+  args_ = std::move(args);
+}
+
+template <typename T>
+static void permute(std::vector<T>& v, const std::vector<uint32_t>& order) {
+  std::vector<T> out(v.size());
+  for (size_t i = 0; i < order.size(); ++i) out[i] = v[order[i]];
+  v = std::move(out);
+}
+
+void EventTable::sort_by_ts() {
+  size_t n = size();
+  if (std::is_sorted(ts_.begin(), ts_.end())) return;
+  std::vector<uint32_t> order(n);
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return ts_[a] < ts_[b]; });
+  std::vector<Arg> args;
+  args.reserve(args_.size());
+  std::vector<uint32_t> begins(n);
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t src = order[i];
+    begins[i] = uint32_t(args.size());
+    args.insert(args.end(), args_.begin() + args_begin(src), args_.begin() + args_end(src));
+  }
+  permute(phase_, order);
+  permute(name_, order);
+  permute(cat_, order);
+  permute(ts_, order);
+  permute(dur_, order);
+  permute(track_, order);
+  permute(id_, order);
+  permute(flags_, order);
+  args_begin_ = std::move(begins);
+  args_ = std::move(args);
+}
+
+void EventTable::finalize() {
+  size_t n = size();
+  // Pair B/E per track, in ts order (stable, so file order breaks ties).
+  std::vector<uint32_t> be;
+  for (size_t i = 0; i < n; ++i) {
+    if (phase_[i] == 'B' || phase_[i] == 'E') be.push_back(uint32_t(i));
+  }
+  if (!be.empty()) {
+    std::stable_sort(be.begin(), be.end(), [&](uint32_t a, uint32_t b) {
+      if (track_[a] != track_[b]) return track_[a] < track_[b];
+      return ts_[a] < ts_[b];
+    });
+    std::vector<uint8_t> keep(n, 1);
+    std::vector<uint32_t> open;
+    std::vector<int64_t> track_last(tracks_.size(), INT64_MIN);
+    for (size_t i = 0; i < n; ++i) {
+      int64_t end = ts_[i] + (phase_[i] == 'X' ? std::max<int64_t>(dur_[i], 0) : 0);
+      track_last[track_[i]] = std::max(track_last[track_[i]], end);
+    }
+    std::vector<std::pair<uint32_t, uint32_t>> merges;  // (B, E) whose E args move to B
+    auto close_open = [&] {
+      // Rule 2: a B still open at the end of its track ends at the track's last timestamp.
+      for (uint32_t b : open) {
+        phase_[b] = 'X';
+        dur_[b] = track_last[track_[b]] - ts_[b];
+        ++info_.unclosed_begin_events;
+      }
+      open.clear();
+    };
+    uint32_t cur_track = UINT32_MAX;
+    for (uint32_t i : be) {
+      if (track_[i] != cur_track) {
+        close_open();
+        cur_track = track_[i];
+      }
+      if (phase_[i] == 'B') {
+        open.push_back(i);
+      } else if (open.empty()) {
+        // Rule 1: an E with no open B on its track is dropped and counted.
+        keep[i] = 0;
+        ++info_.unmatched_end_events;
+      } else {
+        uint32_t b = open.back();
+        open.pop_back();
+        phase_[b] = 'X';
+        dur_[b] = ts_[i] - ts_[b];
+        keep[i] = 0;
+        if (args_end(i) > args_begin(i)) merges.emplace_back(b, i);
+      }
+    }
+    close_open();
+    if (!merges.empty()) {
+      // Rule 3: the E's args join its B's (appended after the B's own).
+      std::vector<std::vector<Arg>> extra(n);
+      for (auto [b, e] : merges) {
+        extra[b].insert(extra[b].end(), args_.begin() + args_begin(e), args_.begin() + args_end(e));
+      }
+      std::vector<Arg> args;
+      std::vector<uint32_t> begins(n);
+      for (size_t i = 0; i < n; ++i) {
+        begins[i] = uint32_t(args.size());
+        args.insert(args.end(), args_.begin() + args_begin(i), args_.begin() + args_end(i));
+        args.insert(args.end(), extra[i].begin(), extra[i].end());
+      }
+      args_begin_ = std::move(begins);
+      args_ = std::move(args);
+    }
+    keep_rows(keep);
+  }
+  sort_by_ts();
+  uint64_t dropped = 0;
+  for (const Track& t : tracks_) dropped += t.dropped_events;
+  info_.dropped_events = std::max(info_.dropped_events, dropped);
+}
+
+std::string format_us(int64_t ns) {
+  bool neg = ns < 0;
+  uint64_t a = neg ? uint64_t(0) - uint64_t(ns) : uint64_t(ns);
+  return fmt::format("{}{}.{:03}", neg ? "-" : "", a / 1000, a % 1000);
+}
+
+std::string EventTable::describe(size_t i) const {
+  const Track& t = tracks_[track_[i]];
+  std::string s = fmt::format("{} {} cat={} ts={} dur={} pid={} tid={} id={} flags={}", phase_[i],
+                              name(i), cat(i), ts_[i], dur_[i], t.pid, t.tid, id_[i], flags_[i]);
+  for (size_t k = args_begin(i), e = args_end(i); k < e; ++k) {
+    const Arg& a = args_[k];
+    s += fmt::format(" {}=", strings_.str(a.key));
+    switch (a.type) {
+      case ArgType::kNull: s += "null"; break;
+      case ArgType::kBool: s += a.b ? "true" : "false"; break;
+      case ArgType::kInt: s += fmt::format("{}", a.i); break;
+      case ArgType::kUint: s += fmt::format("{}u", a.u); break;
+      case ArgType::kDouble: s += fmt::format("{}d", a.d); break;
+      case ArgType::kString: s += fmt::format("\"{}\"", strings_.str(a.s)); break;
+      case ArgType::kJson: s += strings_.str(a.s); break;
+    }
+  }
+  return s;
+}
+
+void EventTable::append(const EventTable& other, int64_t pid_offset) {
+  auto re = [&](StringId id) { return strings_.intern(other.strings_.str(id)); };
+  std::vector<uint32_t> track_map(other.tracks_.size());
+  for (size_t t = 0; t < other.tracks_.size(); ++t) {
+    const Track& src = other.tracks_[t];
+    uint32_t id = track_for(src.pid + pid_offset, src.tid);
+    Track& dst = tracks_[id];
+    if (src.pid_label) dst.pid_label = re(src.pid_label);
+    if (src.tid_label) dst.tid_label = re(src.tid_label);
+    if (src.thread_name) dst.thread_name = re(src.thread_name);
+    if (src.thread_sort_index) dst.thread_sort_index = src.thread_sort_index;
+    dst.dropped_events += src.dropped_events;
+    track_map[t] = id;
+  }
+  for (const Process& p : other.processes_) {
+    Process& dst = process(p.pid + pid_offset);
+    if (p.label) dst.label = re(p.label);
+    if (p.name) dst.name = re(p.name);
+    if (p.sort_index) dst.sort_index = p.sort_index;
+  }
+  for (size_t i = 0; i < other.size(); ++i) {
+    add_event(other.phase_[i], re(other.name_[i]), re(other.cat_[i]), other.ts_[i], other.dur_[i],
+              track_map[other.track_[i]], other.id_[i], other.flags_[i]);
+    for (size_t k = other.args_begin(i), e = other.args_end(i); k < e; ++k) {
+      Arg a = other.args_[k];
+      a.key = re(a.key);
+      if (a.type == ArgType::kString || a.type == ArgType::kJson) a.s = re(a.s);
+      args_.push_back(a);
+    }
+  }
+  info_.dropped_events += other.info_.dropped_events;
+  info_.unmatched_end_events += other.info_.unmatched_end_events;
+  info_.unclosed_begin_events += other.info_.unclosed_begin_events;
+}
+
+size_t EventTable::memory_bytes() const {
+  size_t per_event = sizeof(char) + 2 * sizeof(StringId) + 2 * sizeof(int64_t) +
+                     sizeof(uint32_t) + sizeof(uint64_t) + sizeof(uint8_t) + sizeof(uint32_t);
+  return phase_.capacity() * per_event + args_.capacity() * sizeof(Arg) + strings_.text_bytes() +
+         strings_.size() * (sizeof(std::string_view) + 32);
+}
+
+}  // namespace recur::trace
