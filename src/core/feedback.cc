@@ -62,6 +62,7 @@ Result<const json*> read_array(const json& obj, const char* key) {
 std::string format_value(double v) {
   if (v == 0) return "0";
   double a = std::fabs(v);
+  if (a < 1e15 && v == std::floor(v) && a >= 1) return fmt::format("{}", int64_t(v));
   if (a >= 1e6 || a < 1e-3) return fmt::format("{:.3g}", v);
   if (a >= 100) return fmt::format("{:.1f}", v);
   return fmt::format("{:.4g}", v);

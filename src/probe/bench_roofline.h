@@ -39,7 +39,7 @@ struct RooflineReport {
   double bandwidth_frac = 0;  // gbps / dram_gbps (above 1 is possible in cache)
   double compute_frac = 0;    // gflops / peak
   double intensity = 0;       // FLOP per byte
-  double ridge = 0;           // FLOP per byte where the bound memory roof meets the compute roof
+  double ridge = 0;           // FLOP per byte where the DRAM roof meets the compute roof
   bool in_cache = false;      // working set <= LLC
   bool memory_bound = false;  // intensity < ridge
   double bound_s = 0;         // the speed-of-light time: max(bytes / memory roof, flops / peak)

@@ -1,0 +1,1 @@
+recur_fuzz_target(fuzz_callgrind_parser SOURCES ${CMAKE_CURRENT_LIST_DIR}/probe_callgrind_parser_fuzz.cc LIBS recur_probe)

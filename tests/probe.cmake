@@ -1,0 +1,5 @@
+# End-to-end tests of the probe verbs (recur kernels, check, bench): exit codes, --json Feedback.
+if(RECUR_BUILD_TESTS)
+  add_test(NAME probe_cli_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/probe_cli_test.sh $<TARGET_FILE:recur>)
+  set_tests_properties(probe_cli_test PROPERTIES LABELS "e2e" TIMEOUT 120)
+endif()
