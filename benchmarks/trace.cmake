@@ -1,2 +1,0 @@
-add_executable(bench_trace_zone_cost ${CMAKE_CURRENT_LIST_DIR}/trace_zone_cost.cc)
-target_link_libraries(bench_trace_zone_cost PRIVATE recur_trace recur_core)
