@@ -1,5 +1,6 @@
 #include "kernels/builtin_kernels.h"
 #include "kernels/kda/kda_register.h"
+#include "kernels/layer/layer_specs.h"
 
 namespace recur::kernels {
 
@@ -10,6 +11,7 @@ std::vector<KernelSpec> builtin_kernel_specs() {
   specs.push_back(kda_decode_spec());
   specs.push_back(kda_replay_decode_spec());
   specs.push_back(kda_prefill_spec());
+  for (KernelSpec& k : layer_kernel_specs()) specs.push_back(std::move(k));
   return specs;
 }
 
