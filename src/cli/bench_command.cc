@@ -17,7 +17,7 @@ namespace {
 
 struct BenchFlags {
   std::string kernel, variant, vs, shape, hypothesis = "faster";
-  double budget_s = 8, resolution = 0.01, target_ms = 2;
+  double budget_s = 8, resolution = 0.01, target_ms = 1;
   uint64_t seed = 1;
   int rotate = 4;
   int callgrind_iters = 3;

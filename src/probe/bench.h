@@ -4,16 +4,19 @@
 //   1. Warm-up: each arm runs for ~warmup_s.
 //   2. Calibration: iterations per sample grow until one sample of the baseline takes
 //      >= target_sample_s; both arms then use that count, so samples are per-call times.
-//   3. Rounds, interleaved: an A/B round is A B B A (or B A A B, alternating), giving one paired
+//   3. Samples: each is the fastest of slot_repeats back-to-back timings, which filters
+//      preemption by other tenants (it only ever adds time).
+//   4. Rounds, interleaved: an A/B round is A B B A (or B A A B, alternating), giving one paired
 //      log-ratio  0.5 (log b1 + log b2) - 0.5 (log a1 + log a2); ABBA cancels linear drift.
 //      After every A/B round comes an A/A round of the same kind (A A A A, the same formula):
 //      the in-run noise calibration.
-//   4. Decision (decide()): the median log-ratio with a bootstrap 95% CI, and the Wilcoxon
+//   5. Decision (decide()): the median log-ratio with a bootstrap 95% CI, and the Wilcoxon
 //      signed-rank p-value. The noise threshold t is the largest |bound| of the A/A CI: the
 //      biggest apparent effect the machine produces right now for identical code. The change is
 //      faster/slower only when the A/B CI lies wholly beyond -t/+t and p < alpha; `same` when
-//      the CI lies wholly inside +-max(t, resolution); otherwise inconclusive.
-//   5. Adaptive stop: decide() runs after min_rounds and each time the round count grows by
+//      the CI and t both lie inside +-resolution (the noise is resolved and the change is below
+//      it); otherwise inconclusive.
+//   6. Adaptive stop: decide() runs after min_rounds and each time the round count grows by
 //      half; bench stops at the first decisive verdict or when budget_s runs out (inconclusive).
 // Not thread-safe (one measurement at a time per process: a concurrent one would be noise).
 #pragma once
@@ -43,7 +46,8 @@ Verdict verdict_for_hypothesis(BenchVerdict outcome, BenchVerdict hypothesis);
 struct BenchOptions {
   double budget_s = 8;            // wall-clock budget for rounds (warm-up and calibration extra)
   double warmup_s = 0.05;
-  double target_sample_s = 2e-3;  // one sample's duration after calibration
+  double target_sample_s = 1e-3;  // one timing's duration after calibration
+  int slot_repeats = 3;           // a sample is the fastest of this many back-to-back timings
   int min_rounds = 12;
   int max_rounds = 100000;
   double resolution = 0.01;       // ratios within 1 +- resolution are "same" when resolved

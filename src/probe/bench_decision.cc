@@ -47,7 +47,7 @@ BenchDecision decide(std::span<const double> lr, std::span<const double> aa, con
     d.aa_hi = ahi;
     d.threshold = std::max(std::fabs(alo), std::fabs(ahi));
   }
-  const double same_band = std::max(d.threshold, std::log1p(o.resolution));
+  const double same_band = std::log1p(o.resolution);
   const std::string ci = fmt::format("ratio {:.4f} [{:.4f}, {:.4f}], noise threshold +-{:.2f}%, p={:.3g}", d.ratio,
                                      d.ratio_lo, d.ratio_hi, 100 * (std::exp(d.threshold) - 1), d.p_value);
   if (lo > d.threshold && d.p_value < o.alpha) {
@@ -56,9 +56,10 @@ BenchDecision decide(std::span<const double> lr, std::span<const double> aa, con
   } else if (hi < -d.threshold && d.p_value < o.alpha) {
     d.verdict = BenchVerdict::kFaster;
     d.reason = "CI wholly below the noise threshold: " + ci;
-  } else if (lo > -same_band && hi < same_band) {
+  } else if (lo > -same_band && hi < same_band && d.threshold < same_band) {
+    // "same" needs both the A/B CI and the machine's noise resolved below the resolution.
     d.verdict = BenchVerdict::kSame;
-    d.reason = fmt::format("CI wholly inside +-{:.2f}%: {}", 100 * (std::exp(same_band) - 1), ci);
+    d.reason = fmt::format("CI and noise threshold wholly inside +-{:.2f}%: {}", 100 * o.resolution, ci);
   } else {
     d.reason = "CI overlaps the noise band: " + ci;
   }
