@@ -118,6 +118,14 @@ size_t EventTable::add_event(char phase, StringId name, StringId cat, int64_t ts
   return phase_.size() - 1;
 }
 
+size_t EventTable::add_event_with_args(size_t args_begin, char phase, StringId name,
+                                       StringId cat, int64_t ts_ns, int64_t dur_ns,
+                                       uint32_t track, uint64_t id, uint8_t flags) {
+  size_t i = add_event(phase, name, cat, ts_ns, dur_ns, track, id, flags);
+  args_begin_.back() = uint32_t(args_begin);
+  return i;
+}
+
 void EventTable::pop_event() {
   if (phase_.empty()) return;
   args_.resize(args_begin_.back());

@@ -153,6 +153,13 @@ class EventTable {
   // Appends an event; args added next belong to it.
   size_t add_event(char phase, StringId name, StringId cat, int64_t ts_ns, int64_t dur_ns,
                    uint32_t track, uint64_t id = 0, uint8_t flags = 0);
+  // Same, for a reader that parsed the event's args before knowing its other fields: the
+  // event takes the args from index `args_begin` (arg_count() when it started) to the end.
+  size_t add_event_with_args(size_t args_begin, char phase, StringId name, StringId cat,
+                             int64_t ts_ns, int64_t dur_ns, uint32_t track, uint64_t id,
+                             uint8_t flags);
+  size_t arg_count() const { return args_.size(); }
+  void truncate_args(size_t n) { args_.resize(n); }
   void add_arg(const Arg& a) { args_.push_back(a); }
   void add_arg_int(StringId key, int64_t v);
   void add_arg_uint(StringId key, uint64_t v);

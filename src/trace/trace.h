@@ -1,131 +1,199 @@
-// The tracer: every thread's timeline, recorded cheaply, written as Chrome Trace Event JSON.
+// recur's tracer: zones, counters, instants, flows and thread names, recorded into per-thread
+// buffers and captured into an EventTable that the writers turn into Chrome JSON or Perfetto.
 //
-//   RECUR_ZONE("kda_decode");        // a scoped zone with a static name and source location
-//   zone.arg("layer", 3);            // typed args attach to the innermost open zone
-//   trace::counter("kv_pages", 12);  trace::instant("flush");
-//   trace::flow_start(17, "kv_block");  ...  trace::flow_end(17, "kv_block");   // across threads
-//   trace::TracedMutex m("kv_pool");    // lock wait / acquired / released, with the holder
+//   recur::trace::set_enabled(true);
+//   {
+//     RECUR_ZONE("kda_decode");            // a scoped zone named kda_decode, variable `zone`
+//     zone.arg("layer", 3);                // up to kMaxZoneArgs typed args
+//     RECUR_FLOW_BEGIN("kv_block", 17);    // flow: starts inside this zone ...
+//   }
+//   // ... on another thread:  { RECUR_ZONE("send"); RECUR_FLOW_END("kv_block", 17); }
+//   RECUR_COUNTER("kv_blocks_free", 42);
+//   recur::trace::EventTable t = recur::trace::capture();
 //
-// Hot path: events go to a per-thread buffer of fixed-size chunks (no locks: one thread writes,
-// and a count published with a release store lets a concurrent writer read complete events
-// only). An event is a raw rdtsc tick, a pointer and a value; names are static strings.
-// Runtime on/off: while off, a site costs one relaxed load and a predictable branch.
-// Bounded memory: chunks come from a global budget (set_capacity); when it is spent, events are
-// dropped and counted per thread, and the writer reports the count in the trace.
-// Thread-safety: recording is per thread; start/stop/write/clear may run from any thread.
+// Cost: enabled, a zone is two clock reads, a few stores and one release store; disabled, one
+// predictable branch on a global flag per site. Names, categories, arg keys and string arg
+// values must be string literals or otherwise outlive the capture (only pointers are stored).
+//
+// Thread-safety: recording is safe from any thread and lock-free after a thread's first event.
+// capture() may run while threads record (it sees every event published before it read that
+// thread's chunk). reset() and set_config() require that no thread is recording.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
-#include <mutex>
-#include <string>
+#include <cstring>
+#include <string_view>
+#include <type_traits>
 
 #include "core/status.h"
+#include "trace/event_table.h"
+#include "trace/recorder.h"
 
 namespace recur::trace {
 
-struct SourceLocation {
-  const char* name;
-  const char* function;
-  const char* file;
-  int line;
+struct TraceConfig {
+  // Cap per thread; events past it are dropped and counted (reported in the trace).
+  uint64_t max_events_per_thread = uint64_t(1) << 20;  // 32 MiB of 32-byte slots
 };
 
-enum class EventKind : uint8_t {
-  kZoneBegin, kZoneEnd, kArgInt, kArgFloat, kArgString, kInstant, kCounter,
-  kFlowStart, kFlowStep, kFlowEnd, kLockWait, kLockAcquired, kLockReleased,
-};
+// Turns recording on or off at run time. The first enable calibrates the clock (~20 ms).
+void set_enabled(bool on);
+void set_config(const TraceConfig& config);
+TraceConfig config();
 
-namespace detail {
-extern std::atomic<bool> g_enabled;
-void record(EventKind kind, const void* ptr, uint64_t value, uint32_t extra = 0);
-}  // namespace detail
+// Names the calling thread in the trace (copied).
+void set_thread_name(std::string_view name);
 
-inline bool enabled() { return detail::g_enabled.load(std::memory_order_relaxed); }
+// Everything recorded so far, as a finalized EventTable (ts in ns on the steady_clock base).
+// Includes per-thread names and dropped-event counts. Does not clear the buffers.
+EventTable capture();
+// Frees every buffer and drop count. Precondition: no thread is recording.
+void reset();
 
-// Starts recording (clears nothing; see clear()).
-void start();
-void stop();
-// Drops every recorded event and resets drop counts. Call while no thread records.
-void clear();
-// Total chunk memory all threads may use; default 256 MiB. Takes effect for new chunks.
-void set_capacity(size_t bytes);
-// The calling thread's name in the trace ("rank 1", "kv_transfer"). Static or long-lived string.
-void set_thread_name(const char* name);
+inline constexpr int kMaxZoneArgs = 4;
 
-struct Stats {
-  uint64_t events = 0;
-  uint64_t dropped = 0;
-  size_t threads = 0;
-  size_t bytes = 0;
-};
-Stats stats();
-
-// Chrome Trace Event JSON ({"traceEvents": [...]}), ts in µs with ns fractions.
-Result<std::string> chrome_json();
-Status write_chrome_json(const std::string& path);
-
+// A scoped zone; use RECUR_ZONE.
 class Zone {
  public:
-  explicit Zone(const SourceLocation* loc) : active_(enabled()) {
-    if (active_) detail::record(EventKind::kZoneBegin, loc, 0);
+  explicit Zone(const SourceLocation* loc) {
+    if (enabled()) [[unlikely]] {
+      loc_ = loc;
+      nargs_ = 0;
+      t0_ = detail::ticks();
+    } else {
+      loc_ = nullptr;
+    }
   }
   ~Zone() {
-    if (active_) detail::record(EventKind::kZoneEnd, nullptr, 0);
+    if (loc_ != nullptr) [[unlikely]] end();
   }
   Zone(const Zone&) = delete;
   Zone& operator=(const Zone&) = delete;
 
-  // Keys (and string values) must be static strings.
-  void arg(const char* key, int64_t value) {
-    if (active_) detail::record(EventKind::kArgInt, key, uint64_t(value));
-  }
-  void arg(const char* key, int value) { arg(key, int64_t(value)); }
-  void arg(const char* key, double value);
-  void arg(const char* key, const char* value) {
-    if (active_) detail::record(EventKind::kArgString, key, reinterpret_cast<uintptr_t>(value));
+  // Adds a typed arg: integers, floating point, bool, or a static C string. Args past
+  // kMaxZoneArgs are ignored.
+  template <typename T>
+  Zone& arg(const char* key, T value) {
+    if (loc_ == nullptr || nargs_ >= kMaxZoneArgs) return *this;
+    Slot& s = args_[nargs_++];
+    s.key = key;
+    using V = std::decay_t<T>;
+    if constexpr (std::is_same_v<V, bool>) {
+      s.type = RawArgType::kBool;
+      s.value = value ? 1 : 0;
+    } else if constexpr (std::is_integral_v<V> && std::is_signed_v<V>) {
+      s.type = RawArgType::kInt;
+      s.value = uint64_t(int64_t(value));
+    } else if constexpr (std::is_integral_v<V>) {
+      s.type = RawArgType::kUint;
+      s.value = uint64_t(value);
+    } else if constexpr (std::is_floating_point_v<V>) {
+      s.type = RawArgType::kDouble;
+      double d = double(value);
+      std::memcpy(&s.value, &d, sizeof d);
+    } else {
+      static_assert(std::is_convertible_v<V, const char*>, "zone args: number, bool or C string");
+      s.type = RawArgType::kString;
+      s.value = uint64_t(reinterpret_cast<uintptr_t>(static_cast<const char*>(value)));
+    }
+    return *this;
   }
 
  private:
-  bool active_;
+  struct Slot {
+    const char* key;
+    RawArgType type;
+    uint64_t value;
+  };
+
+  void end() {
+    uint64_t t1 = detail::ticks();
+    RawEvent* e = detail::reserve(1u + nargs_);
+    if (e == nullptr) return;
+    e->kind = RawKind::kZone;
+    e->nargs = nargs_;
+    e->t0 = t0_;
+    e->value = t1;
+    e->ptr = loc_;
+    for (int k = 0; k < nargs_; ++k) {
+      RawEvent& a = e[1 + k];
+      a.kind = RawKind::kArg;
+      a.arg_type = args_[k].type;
+      a.value = args_[k].value;
+      a.ptr = args_[k].key;
+    }
+    detail::publish();
+  }
+
+  const SourceLocation* loc_;
+  uint64_t t0_;
+  uint8_t nargs_;
+  Slot args_[kMaxZoneArgs];
 };
 
+namespace detail {
+inline void record_point(RawKind kind, const char* name, uint64_t value, uint32_t aux = 0) {
+  RawEvent* e = reserve(1);
+  if (e == nullptr) return;
+  e->kind = kind;
+  e->nargs = 0;
+  e->aux = aux;
+  e->t0 = ticks();
+  e->value = value;
+  e->ptr = name;
+  publish();
+}
+}  // namespace detail
+
+// A thread-scoped instant event.
 inline void instant(const char* name) {
-  if (enabled()) detail::record(EventKind::kInstant, name, 0);
-}
-void counter(const char* name, double value);
-inline void flow_start(uint64_t id, const char* name) {
-  if (enabled()) detail::record(EventKind::kFlowStart, name, id);
-}
-inline void flow_step(uint64_t id, const char* name) {
-  if (enabled()) detail::record(EventKind::kFlowStep, name, id);
-}
-inline void flow_end(uint64_t id, const char* name) {
-  if (enabled()) detail::record(EventKind::kFlowEnd, name, id);
+  if (enabled()) [[unlikely]] detail::record_point(RawKind::kInstant, name, 0);
 }
 
-// A mutex whose waits and holds appear in the trace (it must outlive the trace's writing): "wait <name>" from wait-begin to acquired
-// (args: the holder's thread id when the wait began) and "hold <name>" from acquired to released.
-class TracedMutex {
- public:
-  explicit TracedMutex(const char* name) : name_(name) {}
-  void lock();
-  void unlock();
-  bool try_lock();
-  const char* name() const { return name_; }
+// A counter sample (Chrome "C", Perfetto counter track), integer or floating point.
+template <typename T>
+inline void counter(const char* name, T value) {
+  if (!enabled()) [[likely]] return;
+  if constexpr (std::is_floating_point_v<T>) {
+    double d = double(value);
+    uint64_t bits;
+    std::memcpy(&bits, &d, sizeof bits);
+    detail::record_point(RawKind::kCounterDouble, name, bits);
+  } else {
+    detail::record_point(RawKind::kCounterInt, name, uint64_t(int64_t(value)));
+  }
+}
 
- private:
-  const char* name_;
-  std::mutex mutex_;
-  std::atomic<uint32_t> holder_{0};
-};
+// Flow points: begin, step and end of flow `id` (ids are global: the same id on several
+// threads links their enclosing zones, e.g. "KV block 17 produced" -> "sent" -> "received").
+inline void flow_begin(const char* name, uint64_t id) {
+  if (enabled()) [[unlikely]] detail::record_point(RawKind::kFlowBegin, name, id);
+}
+inline void flow_step(const char* name, uint64_t id) {
+  if (enabled()) [[unlikely]] detail::record_point(RawKind::kFlowStep, name, id);
+}
+inline void flow_end(const char* name, uint64_t id) {
+  if (enabled()) [[unlikely]] detail::record_point(RawKind::kFlowEnd, name, id);
+}
 
 }  // namespace recur::trace
 
 #define RECUR_TRACE_CONCAT_INNER_(a, b) a##b
 #define RECUR_TRACE_CONCAT_(a, b) RECUR_TRACE_CONCAT_INNER_(a, b)
-// Declares `zone` in the current scope.
-#define RECUR_ZONE(name_literal)                                                                              \
-  static constexpr ::recur::trace::SourceLocation RECUR_TRACE_CONCAT_(recur_zone_loc_, __LINE__){           \
-      name_literal, __func__, __FILE__, __LINE__};                                                           \
-  ::recur::trace::Zone zone(&RECUR_TRACE_CONCAT_(recur_zone_loc_, __LINE__))
+
+// RECUR_ZONE_CAT(var, "name", "category"): a zone in variable `var`.
+#define RECUR_ZONE_CAT(var, name, category)                                                  \
+  static constexpr ::recur::trace::SourceLocation RECUR_TRACE_CONCAT_(recur_srcloc_,         \
+                                                                      __LINE__){             \
+      name, category, __func__, __FILE__, uint32_t(__LINE__)};                               \
+  ::recur::trace::Zone var(&RECUR_TRACE_CONCAT_(recur_srcloc_, __LINE__))
+// RECUR_ZONE_NAMED(var, "name"): a zone in category "recur" held by `var`.
+#define RECUR_ZONE_NAMED(var, name) RECUR_ZONE_CAT(var, name, "recur")
+// RECUR_ZONE("name"): a zone held by a variable named `zone` (one per scope).
+#define RECUR_ZONE(name) RECUR_ZONE_NAMED(zone, name)
+
+#define RECUR_INSTANT(name) ::recur::trace::instant(name)
+#define RECUR_COUNTER(name, value) ::recur::trace::counter(name, value)
+#define RECUR_FLOW_BEGIN(name, id) ::recur::trace::flow_begin(name, id)
+#define RECUR_FLOW_STEP(name, id) ::recur::trace::flow_step(name, id)
+#define RECUR_FLOW_END(name, id) ::recur::trace::flow_end(name, id)

@@ -1,0 +1,579 @@
+// Chrome Trace Event JSON reader (chrome_json.h): top-level structure by JsonScanner, events by
+// simdjson On-Demand, one batch of whole events at a time.
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <functional>
+
+#include <simdjson.h>
+
+#include "core/cpu_features.h"
+#include "trace/chrome_json.h"
+#include "trace/json_scan.h"
+
+#ifndef RECUR_JSON_READER_NS
+#define RECUR_JSON_READER_NS json_fallback
+#endif
+
+namespace recur::trace {
+
+#ifndef RECUR_JSON_READER_VARIANT
+bool parse_us_to_ns(std::string_view text, int64_t* ns) {
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\n' || text.back() == '\r' ||
+                           text.back() == '\t')) {
+    text.remove_suffix(1);
+  }
+  size_t i = 0, n = text.size();
+  bool neg = false;
+  if (i < n && text[i] == '-') {
+    neg = true;
+    ++i;
+  }
+  size_t int_begin = i;
+  while (i < n && text[i] >= '0' && text[i] <= '9') ++i;
+  size_t int_digits = i - int_begin;
+  if (int_digits == 0) return false;
+  size_t frac_begin = i, frac_digits = 0;
+  if (i < n && text[i] == '.') {
+    frac_begin = ++i;
+    while (i < n && text[i] >= '0' && text[i] <= '9') ++i;
+    frac_digits = i - frac_begin;
+    if (frac_digits == 0) return false;
+  }
+  if (i < n && (text[i] == 'e' || text[i] == 'E')) {
+    // Rare: fall back to double precision.
+    std::string tmp(text);
+    errno = 0;
+    char* end = nullptr;
+    double d = std::strtod(tmp.c_str(), &end);
+    if (end != tmp.c_str() + tmp.size() || errno == ERANGE || !std::isfinite(d)) return false;
+    double v = d * 1000.0;
+    if (std::fabs(v) > 9.2e18) return false;
+    *ns = int64_t(std::llround(v));
+    return true;
+  }
+  if (i != n) return false;
+  if (int_digits > 15) return false;  // > 10^15 µs (31 years) cannot be a trace timestamp in ns
+  int64_t ip = 0;
+  for (size_t k = int_begin; k < int_begin + int_digits; ++k) ip = ip * 10 + (text[k] - '0');
+  int64_t frac = 0;
+  for (size_t k = 0; k < 3; ++k) {
+    frac = frac * 10 + (k < frac_digits ? text[frac_begin + k] - '0' : 0);
+  }
+  if (frac_digits > 3 && text[frac_begin + 3] >= '5') ++frac;
+  int64_t v = ip * 1000 + frac;
+  *ns = neg ? -v : v;
+  return true;
+}
+#endif
+
+namespace RECUR_JSON_READER_NS {
+
+namespace sj = simdjson::ondemand;
+
+namespace {
+
+constexpr size_t kBatchBytes = 256 << 10;
+
+const char* json_type_name(sj::json_type t) {
+  switch (t) {
+    case sj::json_type::array: return "array";
+    case sj::json_type::object: return "object";
+    case sj::json_type::number: return "number";
+    case sj::json_type::string: return "string";
+    case sj::json_type::boolean: return "boolean";
+    case sj::json_type::null: return "null";
+  }
+  return "value";
+}
+
+// An id ("id" field): numbers as is, strings as hex ("0x1f") or decimal, other strings hashed.
+uint64_t id_from_string(std::string_view s) {
+  uint64_t v = 0;
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    auto r = std::from_chars(s.data() + 2, s.data() + s.size(), v, 16);
+    if (r.ec == std::errc() && r.ptr == s.data() + s.size()) return v;
+  }
+  auto r = std::from_chars(s.data(), s.data() + s.size(), v, 10);
+  if (r.ec == std::errc() && r.ptr == s.data() + s.size()) return v;
+  return std::hash<std::string_view>{}(s);
+}
+
+class Reader {
+ public:
+  Reader(std::string_view name, const PaddedBytes& json)
+      : name_(name), data_(json.data()), size_(json.size()), scan_(json.data(), json.size()) {}
+
+  Result<EventTable> run() {
+    size_t pos = 0;
+    if (size_ >= 3 && data_[0] == 0xEF && data_[1] == 0xBB && data_[2] == 0xBF) pos = 3;
+    pos = scan_.skip_ws(pos);
+    if (pos >= size_) return fail(pos, "expected '[' or '{{' to start a Chrome trace (empty input)");
+    if (data_[pos] == '[') {
+      RECUR_ASSIGN_OR_RETURN(pos, parse_events(pos, /*array_form=*/true));
+      pos = scan_.skip_ws(pos);
+      if (pos < size_) return fail(pos, "expected end of input after the event array");
+    } else if (data_[pos] == '{') {
+      RECUR_RETURN_IF_ERROR(parse_top_object(pos));
+    } else {
+      return fail(pos, "expected '[' or '{{' to start a Chrome trace");
+    }
+    table_.finalize();
+    return std::move(table_);
+  }
+
+ private:
+  template <typename... Args>
+  unexpected<Error> fail(size_t offset, fmt::format_string<Args...> f, Args&&... args) {
+    return parse_error("{}: byte {}: {}", name_, offset,
+                       fmt::format(f, std::forward<Args>(args)...));
+  }
+
+  Status parse_top_object(size_t pos) {
+    size_t open = pos;
+    pos = scan_.skip_ws(pos + 1);
+    if (pos < size_ && data_[pos] == '}') return ok_status();
+    while (true) {
+      if (pos >= size_) return fail(pos, "unexpected end of input: expected a key or '}}' (object opened at byte {})", open);
+      if (data_[pos] != '"') return fail(pos, "expected '\"' to start a key");
+      size_t kend = scan_.string_end(pos);
+      if (kend > size_) return fail(size_, "unexpected end of input inside a key (opened at byte {})", pos);
+      std::string_view key(reinterpret_cast<const char*>(data_ + pos + 1), kend - pos - 2);
+      pos = scan_.skip_ws(kend);
+      if (pos >= size_ || data_[pos] != ':') return fail(pos, "expected ':' after key \"{}\"", key);
+      pos = scan_.skip_ws(pos + 1);
+      if (pos >= size_) return fail(pos, "unexpected end of input: expected a value for \"{}\"", key);
+      if (key == "traceEvents") {
+        if (data_[pos] != '[') return fail(pos, "expected '[' for \"traceEvents\"");
+        RECUR_ASSIGN_OR_RETURN(pos, parse_events(pos, false));
+      } else {
+        size_t vend = scan_.value_end(pos);
+        if (vend > size_) return fail(size_, "unexpected end of input inside the value of \"{}\" (starts at byte {})", key, pos);
+        if (key == "distributedInfo") {
+          RECUR_RETURN_IF_ERROR(parse_distributed_info(pos, vend));
+        } else if (key == "recurDroppedEvents") {
+          int64_t v = 0;
+          auto r = std::from_chars(reinterpret_cast<const char*>(data_ + pos),
+                                   reinterpret_cast<const char*>(data_ + vend), v);
+          if (r.ec != std::errc() || v < 0) return fail(pos, "expected a non-negative integer for \"recurDroppedEvents\"");
+          table_.info().dropped_events = uint64_t(v);
+        }
+        pos = vend;
+      }
+      pos = scan_.skip_ws(pos);
+      if (pos >= size_) return fail(pos, "unexpected end of input: expected ',' or '}}' (object opened at byte {})", open);
+      if (data_[pos] == '}') {
+        pos = scan_.skip_ws(pos + 1);
+        if (pos < size_) return fail(pos, "expected end of input after the top-level object");
+        return ok_status();
+      }
+      if (data_[pos] != ',') return fail(pos, "expected ',' or '}}' after the value of \"{}\"", key);
+      pos = scan_.skip_ws(pos + 1);
+    }
+  }
+
+  Status parse_distributed_info(size_t b, size_t e) {
+    std::string_view raw(reinterpret_cast<const char*>(data_ + b), e - b);
+    if (raw.empty() || raw[0] != '{') return fail(b, "expected an object for \"distributedInfo\"");
+    simdjson::padded_string padded(raw);
+    sj::document doc;
+    if (auto err = parser_.iterate(padded).get(doc)) return sj_fail(b, err, "distributedInfo");
+    sj::object obj;
+    if (auto err = doc.get_object().get(obj)) return sj_fail(b, err, "distributedInfo");
+    for (auto fr : obj) {
+      sj::field f;
+      if (auto err = std::move(fr).get(f)) return sj_fail(b, err, "distributedInfo");
+      std::string_view k;
+      if (auto err = f.unescaped_key().get(k)) return sj_fail(b, err, "distributedInfo");
+      if (k == "rank" || k == "world_size") {
+        int64_t v;
+        if (f.value().get_int64().get(v)) return fail(b, "expected an integer for distributedInfo.{}", k);
+        (k == "rank" ? table_.info().rank : table_.info().world_size) = v;
+      }
+    }
+    table_.info().distributed_info_json = std::string(raw);
+    return ok_status();
+  }
+
+  Status sj_fail(size_t offset, simdjson::error_code err, std::string_view where) {
+    return fail(offset, "invalid JSON in {}: {}", where, simdjson::error_message(err));
+  }
+
+  // pos at '['; returns the position after the closing ']'.
+  Result<size_t> parse_events(size_t pos, bool array_form) {
+    size_t open = pos;
+    size_t cur = pos + 1;
+    while (true) {
+      cur = scan_.skip_ws(cur);
+      if (cur >= size_) {
+        // Recovery: the array form may omit its closing ']' (Chrome's convention for traces
+        // written while the program runs).
+        if (array_form) return cur;
+        return fail(cur, "unexpected end of input: expected ']' to close \"traceEvents\" (opened at byte {})", open);
+      }
+      if (data_[cur] == ']') return cur + 1;
+      JsonScanner::Scan s = scan_.scan(cur, cur + kBatchBytes);
+      size_t batch_end;
+      if (s.stop == JsonScanner::Stop::kEof) {
+        size_t tail = s.last_element_end;
+        if (tail > 0) tail = scan_.skip_ws(tail);
+        bool clean = !s.eof_in_string && s.last_element_end > 0;
+        if (clean) {
+          size_t t = tail;
+          while (t < size_ && (data_[t] == ',' || data_[t] == ' ' || data_[t] == '\n' ||
+                               data_[t] == '\r' || data_[t] == '\t')) {
+            ++t;
+          }
+          clean = t == size_;
+        }
+        if (!(array_form && clean)) {
+          size_t elem = s.last_element_end > 0 ? scan_.skip_ws(s.last_element_end) : cur;
+          if (elem < size_ && data_[elem] == ',') elem = scan_.skip_ws(elem + 1);
+          return fail(size_, "unexpected end of input{}: expected {} (the event starting at byte {} is truncated; the event array opened at byte {})",
+                      s.eof_in_string ? " inside a string" : "",
+                      s.eof_in_string ? "'\"'" : "'}' or ']'", elem, open);
+        }
+        batch_end = s.last_element_end;
+      } else {
+        batch_end = s.pos;
+      }
+      RECUR_RETURN_IF_ERROR(parse_batch(cur, batch_end));
+      if (s.stop == JsonScanner::Stop::kContainerEnd) return s.pos + 1;
+      if (s.stop == JsonScanner::Stop::kEof) return size_;
+      cur = scan_.skip_ws(batch_end);
+      if (cur >= size_) {
+        if (array_form) return cur;
+        return fail(cur, "unexpected end of input: expected ',' or ']' after an event (array opened at byte {})", open);
+      }
+      if (data_[cur] == ']') return cur + 1;
+      if (data_[cur] != ',') return fail(cur, "expected ',' or ']' after an event");
+      ++cur;
+    }
+  }
+
+  // Parses the events in [b, e) (whole elements separated by commas).
+  Status parse_batch(size_t b, size_t e) {
+    size_t len = e - b;
+    batch_.resize(len + 2);
+    batch_.data()[0] = '[';
+    std::memcpy(batch_.data() + 1, data_ + b, len);
+    batch_.data()[len + 1] = ']';
+    base_ = b;
+    sj::document doc;
+    if (auto err = parser_.iterate(reinterpret_cast<const char*>(batch_.data()), len + 2,
+                                   batch_.capacity() + PaddedBytes::kPadding).get(doc)) {
+      return fail(b, "invalid JSON: {}", simdjson::error_message(err));
+    }
+    sj::array arr;
+    if (auto err = doc.get_array().get(arr)) return doc_fail(doc, b, err, "an event array");
+    for (auto er : arr) {
+      sj::value ev;
+      if (auto err = er.get(ev)) return doc_fail(doc, b, err, "an event object");
+      RECUR_RETURN_IF_ERROR(parse_event(doc, ev));
+    }
+    return ok_status();
+  }
+
+  size_t offset_of(const char* p) const {
+    const char* start = reinterpret_cast<const char*>(batch_.data());
+    if (p < start + 1 || p > start + batch_.size()) return base_;
+    return base_ + size_t(p - start - 1);
+  }
+  size_t offset_of(sj::value& v) {
+    return offset_of(v.raw_json_token().data());
+  }
+
+  Status doc_fail(sj::document& doc, size_t fallback, simdjson::error_code err, std::string_view expected) {
+    const char* loc = nullptr;
+    size_t off = fallback;
+    if (!doc.current_location().get(loc)) off = offset_of(loc);
+    return fail(off, "expected {} ({})", expected, simdjson::error_message(err));
+  }
+
+  Status type_fail(sj::value& v, std::string_view key, std::string_view expected) {
+    sj::json_type t;
+    std::string got = v.type().get(t) ? "invalid JSON" : json_type_name(t);
+    return fail(offset_of(v), "expected {} for \"{}\", got {}", expected, key, got);
+  }
+
+  struct IdValue {
+    bool present = false;
+    bool is_string = false;
+    int64_t num = 0;
+    std::string_view text;
+  };
+
+  Status read_pid_tid(sj::value& v, std::string_view key, IdValue* out) {
+    sj::json_type t;
+    if (v.type().get(t)) return type_fail(v, key, "an integer or a string");
+    out->present = true;
+    if (t == sj::json_type::string) {
+      out->is_string = true;
+      if (v.get_string().get(out->text)) return type_fail(v, key, "a string");
+      return ok_status();
+    }
+    if (t != sj::json_type::number) return type_fail(v, key, "an integer or a string");
+    int64_t n;
+    if (!v.get_int64().get(n)) {
+      out->num = n;
+      return ok_status();
+    }
+    double d;
+    if (v.get_double().get(d) || !std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9e15) {
+      return type_fail(v, key, "an integer");
+    }
+    out->num = int64_t(d);
+    return ok_status();
+  }
+
+  Status read_time(sj::value& v, std::string_view key, int64_t* ns) {
+    sj::json_type t;
+    if (v.type().get(t) || t != sj::json_type::number) return type_fail(v, key, "a number (µs)");
+    if (!parse_us_to_ns(v.raw_json_token(), ns)) {
+      return fail(offset_of(v), "expected a number of µs for \"{}\" within ±10^15", key);
+    }
+    return ok_status();
+  }
+
+  Status read_string(sj::value& v, std::string_view key, std::string_view* out) {
+    if (v.get_string().get(*out)) return type_fail(v, key, "a string");
+    return ok_status();
+  }
+
+  Status read_args(sj::value& v) {
+    sj::object obj;
+    if (v.get_object().get(obj)) return type_fail(v, "args", "an object");
+    for (auto fr : obj) {
+      sj::field f;
+      if (auto err = std::move(fr).get(f)) return fail(offset_of(v), "expected an args member ({})", simdjson::error_message(err));
+      std::string_view k;
+      if (auto err = f.unescaped_key().get(k)) return fail(offset_of(v), "expected an args key ({})", simdjson::error_message(err));
+      StringId key = intern(k);
+      sj::value val = f.value();
+      sj::json_type t;
+      if (auto err = val.type().get(t)) return fail(offset_of(v), "expected a value for args.{} ({})", k, simdjson::error_message(err));
+      switch (t) {
+        case sj::json_type::number: {
+          sj::number_type nt;
+          if (val.get_number_type().get(nt)) return type_fail(val, k, "a number");
+          if (nt == sj::number_type::signed_integer) {
+            int64_t x;
+            if (val.get_int64().get(x)) return type_fail(val, k, "an integer");
+            table_.add_arg_int(key, x);
+          } else if (nt == sj::number_type::unsigned_integer) {
+            uint64_t x;
+            if (val.get_uint64().get(x)) return type_fail(val, k, "an integer");
+            table_.add_arg_uint(key, x);
+          } else {
+            double x;
+            if (val.get_double().get(x)) return type_fail(val, k, "a number");
+            table_.add_arg_double(key, x);
+          }
+          break;
+        }
+        case sj::json_type::string: {
+          std::string_view s;
+          if (val.get_string().get(s)) return type_fail(val, k, "a string");
+          table_.add_arg_string(key, s);
+          break;
+        }
+        case sj::json_type::boolean: {
+          bool b;
+          if (val.get_bool().get(b)) return type_fail(val, k, "a boolean");
+          table_.add_arg_bool(key, b);
+          break;
+        }
+        case sj::json_type::null: {
+          bool is_null = false;
+          if (val.is_null().get(is_null) || !is_null) return type_fail(val, k, "null");
+          table_.add_arg_null(key);
+          break;
+        }
+        case sj::json_type::array: {
+          sj::array a;
+          std::string_view raw;
+          if (val.get_array().get(a) || a.raw_json().get(raw)) return type_fail(val, k, "an array");
+          table_.add_arg_json(key, raw);
+          break;
+        }
+        case sj::json_type::object: {
+          sj::object o;
+          std::string_view raw;
+          if (val.get_object().get(o) || o.raw_json().get(raw)) return type_fail(val, k, "an object");
+          table_.add_arg_json(key, raw);
+          break;
+        }
+      }
+    }
+    return ok_status();
+  }
+
+  StringId intern(std::string_view s) { return table_.strings().intern(s); }
+
+  uint32_t track(const IdValue& pid_v, const IdValue& tid_v, int64_t* pid_out) {
+    int64_t pid = pid_v.is_string ? table_.pid_for_label(pid_v.text) : pid_v.num;
+    int64_t tid = tid_v.is_string ? table_.tid_for_label(pid, tid_v.text) : tid_v.num;
+    *pid_out = pid;
+    if (pid == last_pid_ && tid == last_tid_) return last_track_;
+    last_pid_ = pid;
+    last_tid_ = tid;
+    last_track_ = table_.track_for(pid, tid);
+    return last_track_;
+  }
+
+  Status parse_event(sj::document& doc, sj::value& ev) {
+    sj::object obj;
+    if (ev.get_object().get(obj)) return type_fail(ev, "traceEvents[]", "an event object");
+    size_t event_offset = offset_of(ev);
+    size_t args_begin = table_.arg_count();
+    std::string_view ph, name, cat, bp, scope;
+    IdValue pid, tid, id;
+    int64_t ts = 0, dur = 0;
+    bool has_ts = false, has_dur = false;
+    for (auto fr : obj) {
+      sj::field f;
+      if (auto err = std::move(fr).get(f)) return doc_fail(doc, event_offset, err, "an event member (\"key\": value)");
+      std::string_view k;
+      if (auto err = f.unescaped_key().get(k)) return doc_fail(doc, event_offset, err, "an event key");
+      sj::value v = f.value();
+      if (k.size() > 4) {
+        continue;  // "tdur", "bind_id", ... are not kept
+      }
+      if (k == "ph") {
+        RECUR_RETURN_IF_ERROR(read_string(v, k, &ph));
+      } else if (k == "name") {
+        RECUR_RETURN_IF_ERROR(read_string(v, k, &name));
+      } else if (k == "cat") {
+        RECUR_RETURN_IF_ERROR(read_string(v, k, &cat));
+      } else if (k == "ts") {
+        RECUR_RETURN_IF_ERROR(read_time(v, k, &ts));
+        has_ts = true;
+      } else if (k == "dur") {
+        RECUR_RETURN_IF_ERROR(read_time(v, k, &dur));
+        if (dur < 0) return fail(offset_of(v), "expected a non-negative \"dur\", got {} ns", dur);
+        has_dur = true;
+      } else if (k == "pid") {
+        RECUR_RETURN_IF_ERROR(read_pid_tid(v, k, &pid));
+      } else if (k == "tid") {
+        RECUR_RETURN_IF_ERROR(read_pid_tid(v, k, &tid));
+      } else if (k == "id") {
+        sj::json_type t;
+        if (v.type().get(t)) return type_fail(v, k, "an integer or a string");
+        id.present = true;
+        if (t == sj::json_type::string) {
+          std::string_view s;
+          if (v.get_string().get(s)) return type_fail(v, k, "a string");
+          id.num = int64_t(id_from_string(s));
+        } else {
+          uint64_t u;
+          int64_t i;
+          if (!v.get_uint64().get(u)) {
+            id.num = int64_t(u);
+          } else if (!v.get_int64().get(i)) {
+            id.num = i;
+          } else {
+            return type_fail(v, k, "an integer or a string");
+          }
+        }
+      } else if (k == "bp") {
+        RECUR_RETURN_IF_ERROR(read_string(v, k, &bp));
+      } else if (k == "s") {
+        RECUR_RETURN_IF_ERROR(read_string(v, k, &scope));
+      } else if (k == "args") {
+        RECUR_RETURN_IF_ERROR(read_args(v));
+      }
+    }
+    if (ph.size() != 1) {
+      if (ph.empty()) return fail(event_offset, "expected a \"ph\" (phase) member in the event");
+      return fail(event_offset, "expected a one-character \"ph\", got \"{}\"", ph);
+    }
+    char phase = ph[0];
+    if (!has_ts && phase != 'M') return fail(event_offset, "expected a \"ts\" member in the '{}' event", phase);
+    (void)has_dur;
+    int64_t pid_num = 0;
+    uint32_t tr = track(pid, tid, &pid_num);
+    if (phase == 'M' && handle_metadata(name, pid_num, tr, args_begin)) {
+      table_.truncate_args(args_begin);
+      return ok_status();
+    }
+    uint8_t flags = 0;
+    if (id.present) flags |= kFlagHasId;
+    if (bp == "e") flags |= kFlagBindEnclosing;
+    if (scope == "g") flags |= kFlagScopeGlobal;
+    if (scope == "p") flags |= kFlagScopeProcess;
+    table_.add_event_with_args(args_begin, phase, intern(name), intern(cat), ts,
+                               phase == 'X' ? dur : 0, tr, uint64_t(id.num), flags);
+    return ok_status();
+  }
+
+  // process_name, process_sort_index, thread_name, thread_sort_index and recur_dropped_events
+  // become track/process fields; other M events stay rows.
+  bool handle_metadata(std::string_view name, int64_t pid, uint32_t tr, size_t args_begin) {
+    const Arg* name_arg = nullptr;
+    const Arg* num_arg = nullptr;
+    auto key_name = table_.strings().find("name");
+    auto key_sort = table_.strings().find("sort_index");
+    auto key_count = table_.strings().find("count");
+    for (size_t k = args_begin; k < table_.arg_count(); ++k) {
+      const Arg& a = table_.arg(k);
+      if (key_name && a.key == *key_name && a.type == ArgType::kString) name_arg = &a;
+      if (((key_sort && a.key == *key_sort) || (key_count && a.key == *key_count)) &&
+          (a.type == ArgType::kInt || a.type == ArgType::kUint)) {
+        num_arg = &a;
+      }
+    }
+    if (name == "process_name" && name_arg) {
+      table_.process(pid).name = name_arg->s;
+    } else if (name == "thread_name" && name_arg) {
+      table_.tracks()[tr].thread_name = name_arg->s;
+    } else if (name == "process_sort_index" && num_arg) {
+      table_.process(pid).sort_index = num_arg->i;
+    } else if (name == "thread_sort_index" && num_arg) {
+      table_.tracks()[tr].thread_sort_index = num_arg->i;
+    } else if (name == "recur_dropped_events" && num_arg) {
+      table_.tracks()[tr].dropped_events = uint64_t(num_arg->i);
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  std::string name_;
+  const uint8_t* data_;
+  size_t size_;
+  JsonScanner scan_;
+  EventTable table_;
+  sj::parser parser_;
+  PaddedBytes batch_;
+  size_t base_ = 0;
+  int64_t last_pid_ = INT64_MIN, last_tid_ = INT64_MIN;
+  uint32_t last_track_ = 0;
+};
+
+}  // namespace
+
+Result<EventTable> parse_chrome_json_impl(std::string_view name, const PaddedBytes& json) {
+  Reader r(name, json);
+  return r.run();
+}
+
+}  // namespace RECUR_JSON_READER_NS
+
+#ifndef RECUR_JSON_READER_VARIANT
+namespace json_haswell {
+Result<EventTable> parse_chrome_json_impl(std::string_view name, const PaddedBytes& json);
+}  // namespace json_haswell
+
+// simdjson's On-Demand code is inlined, so its SIMD level is fixed at compile time: the
+// haswell copy (chrome_json_reader_avx2.cc) runs where the CPU has AVX2, BMI2 and PCLMUL and
+// recur's ISA level allows AVX2 (RECUR_ISA=scalar forces the portable copy).
+Result<EventTable> parse_chrome_json(std::string_view name, const PaddedBytes& json) {
+  static const bool haswell = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") &&
+                              __builtin_cpu_supports("pclmul");
+  if (haswell && active_isa() >= Isa::kAvx2) return json_haswell::parse_chrome_json_impl(name, json);
+  return json_fallback::parse_chrome_json_impl(name, json);
+}
+#endif
+
+}  // namespace recur::trace

@@ -1,0 +1,207 @@
+#include "trace/trace_io.h"
+
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "trace/chrome_json.h"
+#include "trace/perfetto.h"
+
+namespace recur::trace {
+
+// ---- PaddedBytes ----
+
+PaddedBytes::PaddedBytes(size_t size) {
+  reserve(size);
+  resize(size);
+}
+
+void PaddedBytes::reserve(size_t size) {
+  if (size <= capacity_ && data_) return;
+  auto* p = static_cast<uint8_t*>(std::realloc(data_.get(), size + kPadding));
+  if (p == nullptr) throw std::bad_alloc();
+  (void)data_.release();
+  data_.reset(p);
+  capacity_ = size;
+  std::memset(p + size_, 0, capacity_ + kPadding - size_);
+}
+
+void PaddedBytes::resize(size_t size) {
+  if (size > capacity_ || !data_) reserve(size);
+  size_ = size;
+  std::memset(data_.get() + size_, 0, kPadding);
+}
+
+PaddedBytes PaddedBytes::copy_of(std::span<const uint8_t> bytes) {
+  PaddedBytes b(bytes.size());
+  if (!bytes.empty()) std::memcpy(b.data(), bytes.data(), bytes.size());
+  return b;
+}
+
+// ---- gzip ----
+
+bool is_gzip(std::span<const uint8_t> bytes) {
+  return bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b;
+}
+
+Result<PaddedBytes> gunzip(std::string_view name, std::span<const uint8_t> bytes) {
+  z_stream z{};
+  if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) return internal_error("{}: inflateInit2 failed", name);
+  // The last member's ISIZE (uncompressed size mod 2^32) is a good first guess.
+  size_t guess = bytes.size() * 4;
+  if (bytes.size() >= 18) {
+    uint32_t isize;
+    std::memcpy(&isize, bytes.data() + bytes.size() - 4, 4);
+    if (isize >= bytes.size()) guess = isize;
+  }
+  PaddedBytes out;
+  out.reserve(std::max<size_t>(guess, 4096));
+  size_t in_pos = 0, out_size = 0;
+  while (true) {
+    if (out_size == out.capacity()) out.reserve(out.capacity() * 2);
+    z.next_in = const_cast<Bytef*>(bytes.data() + in_pos);
+    size_t in_avail = std::min<size_t>(bytes.size() - in_pos, 1u << 30);
+    z.avail_in = uInt(in_avail);
+    size_t out_avail = std::min<size_t>(out.capacity() - out_size, 1u << 30);
+    z.next_out = out.data() + out_size;
+    z.avail_out = uInt(out_avail);
+    int rc = inflate(&z, Z_NO_FLUSH);
+    in_pos += in_avail - z.avail_in;
+    out_size += out_avail - z.avail_out;
+    if (rc == Z_STREAM_END) {
+      // Another member may follow; trailing zero bytes (tape padding) are ignored.
+      size_t rest = in_pos;
+      while (rest < bytes.size() && bytes[rest] == 0) ++rest;
+      if (rest == bytes.size()) break;
+      if (!is_gzip(bytes.subspan(rest))) {
+        inflateEnd(&z);
+        return parse_error("{}: byte {}: expected a gzip member (1f 8b) or end of file after the "
+                           "gzip stream", name, rest);
+      }
+      in_pos = rest;
+      inflateReset(&z);
+      continue;
+    }
+    if (rc == Z_BUF_ERROR && z.avail_in == 0 && in_pos == bytes.size()) {
+      inflateEnd(&z);
+      return parse_error("{}: byte {}: truncated gzip data: expected more compressed data or the "
+                         "gzip trailer", name, in_pos);
+    }
+    if (rc != Z_OK && rc != Z_BUF_ERROR) {
+      std::string msg = z.msg != nullptr ? z.msg : zError(rc);
+      inflateEnd(&z);
+      return parse_error("{}: byte {}: bad gzip data ({}): expected a valid deflate stream", name,
+                         in_pos, msg);
+    }
+  }
+  inflateEnd(&z);
+  out.resize(out_size);
+  return out;
+}
+
+// ---- files ----
+
+Result<PaddedBytes> read_file_bytes(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return io_error("{}: cannot open: {}", path, std::strerror(errno));
+  PaddedBytes buf;
+  if (std::fseek(f, 0, SEEK_END) == 0) {
+    long size = std::ftell(f);
+    if (size > 0) buf.reserve(size_t(size));
+    std::fseek(f, 0, SEEK_SET);
+  }
+  size_t n = 0;
+  while (true) {
+    if (n == buf.capacity()) buf.reserve(std::max<size_t>(4096, buf.capacity() * 2));
+    size_t got = std::fread(buf.data() + n, 1, buf.capacity() - n, f);
+    n += got;
+    if (got == 0) break;
+  }
+  bool err = std::ferror(f) != 0;
+  std::fclose(f);
+  if (err) return io_error("{}: read failed", path);
+  buf.resize(n);
+  return buf;
+}
+
+Result<EventTable> parse_trace(std::string_view name, PaddedBytes bytes) {
+  if (is_gzip(bytes.span())) {
+    RECUR_ASSIGN_OR_RETURN(PaddedBytes inflated, gunzip(name, bytes.span()));
+    bytes = PaddedBytes();  // free the compressed bytes before parsing
+    return parse_chrome_json(name, inflated);
+  }
+  if (bytes.size() > 0 && bytes.data()[0] == 0x0a) return parse_perfetto(name, bytes.span());
+  return parse_chrome_json(name, bytes);
+}
+
+Result<EventTable> read_trace(const std::string& path) {
+  RECUR_ASSIGN_OR_RETURN(PaddedBytes bytes, read_file_bytes(path));
+  return parse_trace(path, std::move(bytes));
+}
+
+TraceFormat format_for_path(std::string_view path) {
+  if (path.ends_with(".json") || path.ends_with(".json.gz")) return TraceFormat::kChromeJson;
+  return TraceFormat::kPerfetto;
+}
+
+Status write_trace(const EventTable& table, const std::string& path) {
+  return write_trace(table, path, format_for_path(path));
+}
+
+Status write_trace(const EventTable& table, const std::string& path, TraceFormat format) {
+  OutputFile out;
+  RECUR_RETURN_IF_ERROR(out.open(path, std::string_view(path).ends_with(".gz")));
+  if (format == TraceFormat::kChromeJson) {
+    RECUR_RETURN_IF_ERROR(write_chrome_json(table, out));
+  } else {
+    RECUR_RETURN_IF_ERROR(write_perfetto(table, out));
+  }
+  return out.close();
+}
+
+// ---- OutputFile ----
+
+OutputFile::~OutputFile() { (void)close(); }
+
+Status OutputFile::open(const std::string& path, bool gzip) {
+  path_ = path;
+  gzip_ = gzip;
+  if (gzip) {
+    file_ = gzopen(path.c_str(), "wb6");
+  } else {
+    file_ = std::fopen(path.c_str(), "wb");
+  }
+  if (file_ == nullptr) return io_error("{}: cannot create: {}", path, std::strerror(errno));
+  return ok_status();
+}
+
+Status OutputFile::write(std::string_view bytes) {
+  if (file_ == nullptr) return io_error("{}: not open", path_);
+  if (bytes.empty()) return ok_status();
+  if (gzip_) {
+    size_t done = 0;
+    while (done < bytes.size()) {
+      unsigned n = unsigned(std::min<size_t>(bytes.size() - done, 1u << 30));
+      if (gzwrite(static_cast<gzFile>(file_), bytes.data() + done, n) != int(n)) {
+        return io_error("{}: write failed", path_);
+      }
+      done += n;
+    }
+  } else if (std::fwrite(bytes.data(), 1, bytes.size(), static_cast<FILE*>(file_)) !=
+             bytes.size()) {
+    return io_error("{}: write failed: {}", path_, std::strerror(errno));
+  }
+  return ok_status();
+}
+
+Status OutputFile::close() {
+  if (file_ == nullptr) return ok_status();
+  int rc = gzip_ ? gzclose(static_cast<gzFile>(file_)) : std::fclose(static_cast<FILE*>(file_));
+  file_ = nullptr;
+  if (rc != 0) return io_error("{}: close failed", path_);
+  return ok_status();
+}
+
+}  // namespace recur::trace
