@@ -1,0 +1,369 @@
+// GEMM / GEMV: every variant against a baseline in the same run, interleaved, and the
+// error-vs-K study of docs/gemm.md.
+//
+//   build/benchmarks/bench_gemm [--mode gemv|gemm|errors|all] [--runs N] [--sample-ms M]
+//                               [--threads T] [--n N] [--k K] [--m M] [--mb 1024]
+//
+// gemv: M = 1 (and --m), N x K weights, every stored format (gemm_stored) and the packed
+//   bf16 / w8a8 precisions, against `naive` (the engine's previous per-row loop, kept here
+//   verbatim as the baseline). Weights are replicated until they span --mb MiB and each call
+//   uses the next copy, so every call streams from DRAM, not from the last-level cache.
+// gemm: M x N x K (default 512 x 4096 x 4096) for every precision and algorithm, against the
+//   f32 dot algorithm.
+// Each run times every variant back to back in a rotated order (machine drift hits all
+// alike); the table gives the median per call with [min .. max] over the runs, the speedup
+// against the baseline, and GB/s and GFLOP/s from the cost model (gemm_cost.h) as fractions
+// of recur::machine_roofline() (read bandwidth and fp32 FMA on the pool's threads; bf16 and
+// int8 precisions also against the bf16-dot and int8-dot peaks scaled by threads).
+// errors: max and rms of |y - y64| / sum_k |x w| for every precision, K = 256 .. 8192.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/clock.h"
+#include "core/convert.h"
+#include "core/cpu_features.h"
+#include "core/thread_pool.h"
+#include "kernels/gemm/gemm.h"
+#include "kernels/gemm/gemm_cost.h"
+#include "kernels/gemm/gemm_reference.h"
+#include "probe/sysinfo.h"
+
+namespace {
+
+using namespace recur;
+using namespace recur::gemm;
+
+struct Opts {
+  std::string mode = "all";
+  int runs = 7;
+  double sample_ms = 60;
+  int threads = 2;
+  int64_t n = 4096, k = 4096, m = 512, gemv_m = 1;
+  double mb = 1024;
+};
+
+Opts parse(int argc, char** argv) {
+  Opts o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> const char* {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "bench_gemm: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--mode") o.mode = next();
+    else if (a == "--runs") o.runs = std::max(1, std::atoi(next()));
+    else if (a == "--sample-ms") o.sample_ms = std::atof(next());
+    else if (a == "--threads") o.threads = std::atoi(next());
+    else if (a == "--n") o.n = std::atoll(next());
+    else if (a == "--k") o.k = std::atoll(next());
+    else if (a == "--m") o.m = o.gemv_m = std::atoll(next());
+    else if (a == "--mb") o.mb = std::atof(next());
+    else {
+      std::fprintf(stderr,
+                   "usage: bench_gemm [--mode gemv|gemm|errors|all] [--runs N] [--sample-ms M] [--threads T] "
+                   "[--n N] [--k K] [--m M] [--mb MiB]\n");
+      std::exit(2);
+    }
+  }
+  return o;
+}
+
+std::vector<float> randn(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& e : v) e = d(rng);
+  return v;
+}
+
+double median(std::vector<double> x) {
+  std::sort(x.begin(), x.end());
+  const size_t n = x.size();
+  return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
+void check(const Status& s) {
+  if (!s) {
+    std::fprintf(stderr, "bench_gemm: %s\n", s.error().to_string().c_str());
+    std::exit(1);
+  }
+}
+
+struct Variant {
+  std::string name;
+  std::function<void()> call;
+  Cost cost;
+  double peak_flops = 0;  // the compute roofline this variant is judged against
+};
+
+// Times variants interleaved; prints one table row each.
+void run_table(const std::vector<Variant>& vs, const Opts& o, double bw, const std::string& shape) {
+  for (auto& v : vs) v.call();  // warm-up (and first-touch of workspaces)
+  std::vector<int> reps(vs.size());
+  for (size_t i = 0; i < vs.size(); ++i) {
+    const int64_t t0 = now_ns();
+    vs[i].call();
+    const double ms = double(now_ns() - t0) / 1e6;
+    reps[i] = std::max(1, int(o.sample_ms / std::max(ms, 1e-3)));
+  }
+  std::vector<std::vector<double>> us(vs.size());
+  for (int r = 0; r < o.runs; ++r) {
+    for (size_t j = 0; j < vs.size(); ++j) {
+      const size_t i = (size_t(r) + j) % vs.size();
+      const int64_t t0 = now_ns();
+      for (int t = 0; t < reps[i]; ++t) vs[i].call();
+      us[i].push_back(double(now_ns() - t0) / 1e3 / reps[i]);
+    }
+  }
+  const double base = median(us[0]);
+  for (size_t i = 0; i < vs.size(); ++i) {
+    const double med = median(us[i]);
+    const double gbs = vs[i].cost.bytes / (med * 1e3);
+    const double gfl = vs[i].cost.flops / (med * 1e3);
+    fmt::print("| {} | {} | {:.1f} [{:.1f} .. {:.1f}] | {:.2f} | {:.1f} | {:.2f} | {:.1f} | {:.2f} |\n", shape,
+               vs[i].name, med, *std::min_element(us[i].begin(), us[i].end()),
+               *std::max_element(us[i].begin(), us[i].end()), base / med, gbs, gbs / bw, gfl,
+               gfl / vs[i].peak_flops);
+  }
+  std::fflush(stdout);
+}
+
+// The engine's matvec before this kernel (src/engine/weights.cc at 485d229), the GEMV baseline.
+float naive_dot_f32(const float* a, const float* b, int64_t n) {
+  float s[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) s[j] += a[i + j] * b[i + j];
+  float t = 0;
+  for (; i < n; ++i) t += a[i] * b[i];
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])) + t;
+}
+float naive_dot_q8_0(const std::byte* row, const float* x, int64_t n) {
+  float total = 0;
+  for (int64_t b = 0; b < n / 32; ++b) {
+    const std::byte* blk = row + b * 34;
+    uint16_t d16;
+    std::memcpy(&d16, blk, 2);
+    const auto* q = reinterpret_cast<const int8_t*>(blk + 2);
+    const float* xb = x + b * 32;
+    float s[8] = {};
+    for (int i = 0; i < 32; i += 8)
+      for (int j = 0; j < 8; ++j) s[j] += float(q[i + j]) * xb[i + j];
+    total += fp16_to_fp32(d16) * (((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])));
+  }
+  return total;
+}
+
+std::vector<std::byte> encode(WeightFormat f, const std::vector<float>& w, int64_t n, int64_t k) {
+  std::vector<std::byte> out(row_bytes(f, k) * size_t(n));
+  for (int64_t r = 0; r < n; ++r) {
+    std::byte* row = out.data() + size_t(r) * row_bytes(f, k);
+    const float* src = w.data() + r * k;
+    if (f == WeightFormat::kF32) std::memcpy(row, src, size_t(k) * 4);
+    if (f == WeightFormat::kF16 || f == WeightFormat::kBf16) {
+      for (int64_t c = 0; c < k; ++c) {
+        const uint16_t h = f == WeightFormat::kF16 ? fp32_to_fp16(src[c]) : fp32_to_bf16(src[c]);
+        std::memcpy(row + 2 * c, &h, 2);
+      }
+    }
+    if (f == WeightFormat::kQ8_0) {
+      for (int64_t b = 0; b < k / 32; ++b) {
+        float amax = 0;
+        for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(src[b * 32 + i]));
+        const float d = amax / 127;
+        const uint16_t d16 = fp32_to_fp16(d);
+        std::memcpy(row + b * 34, &d16, 2);
+        for (int i = 0; i < 32; ++i)
+          row[b * 34 + 2 + i] = std::byte(uint8_t(int8_t(d > 0 ? std::nearbyint(src[b * 32 + i] / d) : 0)));
+      }
+    }
+  }
+  return out;
+}
+
+void bench_gemv(const Opts& o, ThreadPool* pool, const Roofline& roof) {
+  const int64_t n = o.n, k = o.k, m = o.gemv_m;
+  const double bw = pool->size() == 1 ? roof.read_bw_1t.median : roof.read_bw_all.median;
+  const double fl = pool->size() == 1 ? roof.fp32_fma_1t.median : roof.fp32_fma_all.median;
+  auto w = randn(size_t(n * k), 1);
+  auto x = randn(size_t(m * k), 2);
+  std::vector<float> y(size_t(m * n));
+  // Copies of each weight encoding until the set spans o.mb MiB; call i uses copy i % copies.
+  auto copies_for = [&](double bytes) { return std::max(1, int(std::ceil(o.mb * 1048576.0 / bytes))); };
+  std::vector<Variant> vs;
+  auto stored = [&](WeightFormat f, bool naive) {
+    auto one = encode(f, w, n, k);
+    const int copies = copies_for(double(one.size()));
+    auto set = std::make_shared<std::vector<std::vector<std::byte>>>(size_t(copies), one);
+    auto next = std::make_shared<int>(0);
+    Variant v;
+    v.name = naive ? fmt::format("naive {}", weight_format_name(f)) : fmt::format("stored {}", weight_format_name(f));
+    v.cost = stored_cost(f, m, n, k);
+    v.peak_flops = fl;
+    v.call = [=, &x, &y] {
+      const std::byte* data = (*set)[size_t(*next)].data();
+      *next = (*next + 1) % copies;
+      if (naive) {
+        const size_t rb = row_bytes(f, k);
+        pool->parallel_for(n, [&](int64_t b, int64_t e, int) {
+          for (int64_t r = b; r < e; ++r)
+            for (int64_t i = 0; i < m; ++i)
+              y[size_t(i * n + r)] = f == WeightFormat::kF32
+                                         ? naive_dot_f32(reinterpret_cast<const float*>(data + r * rb), x.data() + i * k, k)
+                                         : naive_dot_q8_0(data + r * rb, x.data() + i * k, k);
+        });
+      } else {
+        check(gemm_stored({.format = f, .n = n, .k = k, .data = data}, x.data(), m, y.data(), pool));
+      }
+    };
+    vs.push_back(std::move(v));
+  };
+  stored(WeightFormat::kF32, true);
+  stored(WeightFormat::kF32, false);
+  stored(WeightFormat::kF16, false);
+  stored(WeightFormat::kBf16, false);
+  stored(WeightFormat::kQ8_0, true);
+  stored(WeightFormat::kQ8_0, false);
+  for (Precision p : {Precision::kF32, Precision::kBf16, Precision::kW8A8}) {
+    auto one = PackedWeights::pack(w, n, k, p);
+    check(one.has_value() ? ok_status() : Status(unexpected(one.error())));
+    const int copies = copies_for(double(one->weight_bytes()));
+    auto set = std::make_shared<std::vector<PackedWeights>>();
+    set->push_back(std::move(*one));
+    for (int c = 1; c < copies; ++c) set->push_back(std::move(*PackedWeights::pack(w, n, k, p)));
+    auto next = std::make_shared<int>(0);
+    auto ws = std::make_shared<Workspace>();
+    Variant v;
+    v.name = fmt::format("packed {}", precision_name(p));
+    v.cost = gemm_cost(p, m, n, k);
+    v.peak_flops = p == Precision::kBf16   ? roof.bf16_dot_1t.median * pool->size()
+                   : p == Precision::kW8A8 ? roof.int8_dot_1t.median * pool->size()
+                                           : fl;
+    v.call = [=, &x, &y] {
+      const PackedWeights& pw = (*set)[size_t(*next)];
+      *next = (*next + 1) % copies;
+      check(recur::gemm::gemm(pw, x.data(), m, y.data(), {.algo = Algo::kDot}, pool, *ws));
+    };
+    vs.push_back(std::move(v));
+  }
+  fmt::print("\n## GEMV M={} N={} K={} ({} MiB of weights per format, rotated)\n\n", m, n, k, o.mb);
+  fmt::print("| shape | variant | us/call [min .. max] | x naive f32 | GB/s | BW frac | GFLOP/s | FLOP frac |\n");
+  fmt::print("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  run_table(vs, o, bw, fmt::format("M{} N{} K{}", m, n, k));
+}
+
+void bench_gemm(const Opts& o, ThreadPool* pool, const Roofline& roof) {
+  const int64_t m = o.m, n = o.n, k = o.k;
+  const double bw = pool->size() == 1 ? roof.read_bw_1t.median : roof.read_bw_all.median;
+  const double fl = pool->size() == 1 ? roof.fp32_fma_1t.median : roof.fp32_fma_all.median;
+  auto w = randn(size_t(n * k), 3);
+  auto x = randn(size_t(m * k), 4);
+  auto y = std::make_shared<std::vector<float>>(size_t(m * n));
+  std::vector<Variant> vs;
+  auto add = [&](Precision p, Algo a) {
+    auto pw = std::make_shared<PackedWeights>(std::move(*PackedWeights::pack(w, n, k, p)));
+    auto ws = std::make_shared<Workspace>();
+    Variant v;
+    v.name = fmt::format("{} {}", precision_name(p), algo_name(a));
+    v.cost = gemm_cost(p, m, n, k);
+    v.peak_flops = p == Precision::kBf16 || p == Precision::kBf16x3 ? roof.bf16_dot_1t.median * pool->size()
+                   : p == Precision::kW8A8                         ? roof.int8_dot_1t.median * pool->size()
+                                                                   : fl;
+    v.call = [=, &x] { check(recur::gemm::gemm(*pw, x.data(), m, y->data(), {.algo = a}, pool, *ws)); };
+    vs.push_back(std::move(v));
+  };
+  add(Precision::kF32, Algo::kDot);
+  add(Precision::kF32, Algo::kTiled);
+  add(Precision::kTf32, Algo::kTiled);
+  add(Precision::kTf32x3, Algo::kDot);
+  add(Precision::kBf16, Algo::kDot);
+  add(Precision::kBf16x3, Algo::kDot);
+  add(Precision::kW8A8, Algo::kDot);
+  fmt::print("\n## GEMM M={} N={} K={}\n\n", m, n, k);
+  fmt::print("| shape | variant | us/call [min .. max] | x f32 dot | GB/s | BW frac | GFLOP/s | FLOP frac |\n");
+  fmt::print("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  run_table(vs, o, bw, fmt::format("M{} N{} K{}", m, n, k));
+}
+
+void error_study(ThreadPool* pool) {
+  const int64_t m = 4, n = 128;
+  fmt::print("\n## Error vs K: |y - y64| / sum_k |x w|, x, w ~ N(0, 1), M={} N={}, 3 seeds, isa {}\n\n", m, n,
+             isa_name(active_isa()));
+  fmt::print("| precision |");
+  const int64_t ks[] = {256, 512, 1024, 2048, 4096, 8192};
+  for (int64_t k : ks) fmt::print(" K={} rms / max |", k);
+  fmt::print("\n| --- |");
+  for (size_t i = 0; i < std::size(ks); ++i) fmt::print(" --- |");
+  fmt::print("\n");
+  std::vector<std::vector<std::pair<double, double>>> table(std::size(kAllPrecisions));
+  for (int64_t k : ks) {
+    std::vector<double> sq(std::size(kAllPrecisions)), mx(std::size(kAllPrecisions));
+    int64_t count = 0;
+    for (uint64_t seed = 0; seed < 3; ++seed) {
+      auto x = randn(size_t(m * k), 100 + seed * 7 + uint64_t(k));
+      auto w = randn(size_t(n * k), 200 + seed * 7 + uint64_t(k));
+      std::vector<double> ref(size_t(m * n)), mag(ref.size());
+      reference_exact(x, w, m, n, k, ref, mag);
+      for (size_t pi = 0; pi < std::size(kAllPrecisions); ++pi) {
+        auto pw = PackedWeights::pack(w, n, k, kAllPrecisions[pi]);
+        std::vector<float> y(ref.size());
+        Workspace ws;
+        check(recur::gemm::gemm(*pw, x.data(), m, y.data(), {.algo = Algo::kDot}, pool, ws));
+        for (size_t i = 0; i < y.size(); ++i) {
+          const double e = std::fabs(double(y[i]) - ref[i]) / mag[i];
+          sq[pi] += e * e;
+          mx[pi] = std::max(mx[pi], e);
+        }
+      }
+      count += m * n;
+    }
+    for (size_t pi = 0; pi < std::size(kAllPrecisions); ++pi)
+      table[pi].push_back({std::sqrt(sq[pi] / double(count)), mx[pi]});
+  }
+  for (size_t pi = 0; pi < std::size(kAllPrecisions); ++pi) {
+    fmt::print("| {} |", precision_name(kAllPrecisions[pi]));
+    for (auto [r, x] : table[pi]) fmt::print(" {:.2e} / {:.2e} |", r, x);
+    fmt::print("\n");
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Opts o = parse(argc, argv);
+  auto roof = machine_roofline();
+  if (!roof) {
+    std::fprintf(stderr, "bench_gemm: roofline: %s\n", roof.error().to_string().c_str());
+    return 1;
+  }
+  auto pool_r = ThreadPool::create({.threads = o.threads, .pin = true});
+  if (!pool_r) {
+    std::fprintf(stderr, "bench_gemm: %s\n", pool_r.error().to_string().c_str());
+    return 1;
+  }
+  ThreadPool* pool = pool_r->get();
+  fmt::print("# bench_gemm: isa {}, {} threads, {} runs; roofline: read {:.1f} GB/s, fp32 FMA {:.1f} GFLOP/s "
+             "({} threads), bf16 dot {:.0f}, int8 dot {:.0f} per thread\n",
+             isa_name(active_isa()), pool->size(), o.runs,
+             pool->size() == 1 ? roof->read_bw_1t.median : roof->read_bw_all.median,
+             pool->size() == 1 ? roof->fp32_fma_1t.median : roof->fp32_fma_all.median, pool->size(),
+             roof->bf16_dot_1t.median, roof->int8_dot_1t.median);
+  if (o.mode == "gemv" || o.mode == "all") bench_gemv(o, pool, *roof);
+  if (o.mode == "gemm" || o.mode == "all") bench_gemm(o, pool, *roof);
+  if (o.mode == "errors" || o.mode == "all") error_study(pool);
+  return 0;
+}

@@ -1,0 +1,140 @@
+// GEMM / GEMV on the CPU, by precision: Y[M, N] = X[M, K] · W[N, K]ᵀ.
+//
+// W is row-major [N, K] (GGUF's layout of an [out, in] matrix: one row per output channel),
+// X is row-major [M, K] (one row per token), Y is row-major [M, N]. Decode is M = 1..8 (GEMV),
+// prefill is M up to a few thousand. Any M, N >= 1 and K >= 1 work, not only tile multiples.
+//
+// Two entry points:
+//   gemm()         fp32 X and weights packed once for a Precision (PackedWeights::pack):
+//                  f32, bf16, bf16x3, tf32, tf32x3, w8a8 (docs/gemm.md says what each computes
+//                  and how accurate it is against float64).
+//   gemm_stored()  fp32 X against weights as a model file stores them (F32, F16, BF16, Q8_0),
+//                  read in place: the engine's decode GEMV.
+//
+// Algorithms (Algo, knob kernel.gemm.algo): `dot` register-blocks dot products (up to 4 rows of
+// X against 4 rows of W, K in blocks) and serves every precision and every M; `tiled` is a
+// packed-panel 6x64 outer-product microkernel for f32 and tf32 on AVX-512 with cache blocking
+// (kc x mc, knobs kernel.gemm.kc / kernel.gemm.mc). Paths: AVX-512, AVX2, scalar (IsaDispatch
+// on active_isa(); bf16 needs avx512bf16 and w8a8 avx512vnni for their AVX-512 paths, else the
+// AVX2 path runs).
+//
+// Determinism: work is split over N with static partitioning (ThreadPool::parallel_for), and
+// each output's summation order depends only on K, the algorithm, the ISA path and whether
+// M <= 8 (GEMV mode: K in one block) — never on the thread count.
+// Thread-safety: PackedWeights is immutable after pack() and may be shared; a Workspace is used
+// by one call at a time. Concurrent calls must not write overlapping Y.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "core/aligned_buffer.h"
+#include "core/status.h"
+
+namespace recur {
+class ThreadPool;
+class Config;
+}  // namespace recur
+
+namespace recur::gemm {
+
+enum class Precision : uint8_t {
+  kF32,     // fp32 products, fp32 accumulation
+  kBf16,    // X and W rounded to bf16, exact products, fp32 accumulation (vdpbf16ps)
+  kBf16x3,  // x = hi + lo (both bf16); hi·hi + hi·lo + lo·hi, fp32 accumulation
+  kTf32,    // X and W rounded to tf32 (10-bit mantissa), exact products, fp32 accumulation
+  kTf32x3,  // the 3xTF32 split: hi·hi + hi·lo + lo·hi of tf32 parts
+  kW8A8,    // int8 W with one scale per output channel, int8 X with one scale per token
+};
+inline constexpr Precision kAllPrecisions[] = {Precision::kF32,  Precision::kBf16,   Precision::kBf16x3,
+                                               Precision::kTf32, Precision::kTf32x3, Precision::kW8A8};
+std::string_view precision_name(Precision p);  // "f32", "bf16", "bf16x3", "tf32", "tf32x3", "w8a8"
+std::optional<Precision> parse_precision(std::string_view name);
+
+enum class Algo : uint8_t {
+  kAuto,   // tiled for f32/tf32 when M > 8 and the AVX-512 path runs, dot otherwise
+  kDot,    // register-blocked dot products; every precision
+  kTiled,  // packed 6x64 microkernel; f32/tf32 on AVX-512 (other cases run dot)
+};
+std::string_view algo_name(Algo a);  // "auto", "dot", "tiled"
+std::optional<Algo> parse_algo(std::string_view name);
+
+struct Options {
+  Algo algo = Algo::kAuto;
+  int kc = 256;  // tiled: K block (B micro-panel of kc x 64 floats stays in L1/L2)
+  int mc = 120;  // tiled: M block, rounded up to a multiple of 6 (A block kc x mc in L2)
+};
+// Options from the knobs kernel.gemm.algo, kernel.gemm.kc and kernel.gemm.mc.
+Result<Options> options_from_config(const Config& config);
+// The knob kernel.gemm.precision (for callers that let the configuration choose).
+Result<Precision> precision_from_config(const Config& config);
+
+// Weights converted once for a precision: bf16 / tf32 roundings, hi/lo splits, int8 rows with
+// scales and the vpdpbusd compensation sum, and for f32 / tf32 the 64-column panels the tiled
+// algorithm reads. Immutable after pack().
+class PackedWeights {
+ public:
+  // w is row-major [n, k] fp32. Fails on bad sizes or, for w8a8, on non-finite weights.
+  static Result<PackedWeights> pack(std::span<const float> w, int64_t n, int64_t k, Precision precision);
+
+  Precision precision() const { return precision_; }
+  int64_t n() const { return n_; }
+  int64_t k() const { return k_; }
+  // Bytes of weights one dot-algorithm pass reads (what a GEMV must stream).
+  size_t weight_bytes() const;
+
+  // Layout (internal to the kernels; documented in gemm_internal.h).
+  const void* hi() const { return hi_.data(); }
+  const void* lo() const { return lo_.data(); }
+  const float* panels() const { return reinterpret_cast<const float*>(panels_.data()); }
+  const float* scales() const { return reinterpret_cast<const float*>(scales_.data()); }
+  const int32_t* comp() const { return reinterpret_cast<const int32_t*>(comp_.data()); }
+
+ private:
+  Precision precision_ = Precision::kF32;
+  int64_t n_ = 0, k_ = 0;
+  AlignedBuffer hi_, lo_, panels_, scales_, comp_;
+};
+
+// Scratch memory reused across calls (grows, never shrinks). Not thread-safe.
+class Workspace {
+ public:
+  std::byte* bytes(int slot, size_t n);  // slot 0..3: at least n bytes, 64-byte aligned
+ private:
+  AlignedBuffer buffers_[4];
+};
+
+// y[m, n] = sum_k x[m, k] w[n, k] at w's precision. x is [m, w.k()], y is [m, w.n()].
+// pool may be null (runs on the caller).
+Status gemm(const PackedWeights& w, const float* x, int64_t m, float* y, const Options& options,
+            ThreadPool* pool, Workspace& ws);
+
+// ---- weights as stored in a model file ----
+
+enum class WeightFormat : uint8_t {
+  kF32,
+  kF16,   // IEEE half, converted with F16C / AVX-512
+  kBf16,  // bf16 widened to fp32 exactly (activations stay fp32)
+  kQ8_0,  // GGUF Q8_0: blocks of 32 weights = fp16 scale d + 32 int8 q, w = d q (34 bytes)
+};
+std::string_view weight_format_name(WeightFormat f);  // "f32", "f16", "bf16", "q8_0"
+std::optional<WeightFormat> parse_weight_format(std::string_view name);
+
+inline constexpr int kQ8Block = 32;
+inline constexpr int kQ8BlockBytes = 34;
+
+struct WeightView {
+  WeightFormat format = WeightFormat::kF32;
+  int64_t n = 0;  // rows (output channels)
+  int64_t k = 0;  // columns (inputs); a multiple of 32 for Q8_0
+  const void* data = nullptr;  // rows contiguous, row_bytes(format, k) each
+};
+size_t row_bytes(WeightFormat f, int64_t k);
+
+// y[m, n] = sum_k x[m, k] w[n, k] with fp32 products of fp32 x and the exactly widened weights,
+// fp32 accumulation. W is streamed once for any M; meant for M <= 8 (decode).
+Status gemm_stored(const WeightView& w, const float* x, int64_t m, float* y, ThreadPool* pool);
+
+}  // namespace recur::gemm

@@ -1,0 +1,208 @@
+// The AVX2 dot kernels: gemm_dot_impl.h over 8-lane fp32 FMA; bf16 is widened to fp32 (no
+// bf16 dot on AVX2); int8 uses vpmaddubsw. Partial chunks are copied into a zeroed buffer.
+// Compiled with the AVX2 flags only (recur_isa_sources); reached through dot_kernels().
+//
+// w8a8 without VNNI: vpmaddubsw multiplies unsigned by signed bytes and adds adjacent pairs
+// with int16 saturation. Feeding it |x| and sign(x)·w keeps every pair sum within
+// 2 · 128 · 127 = 32512 < 32767, so it never saturates — exact for any int8 x (-128 included)
+// as long as |w| <= 127, which PackedWeights guarantees. vpmaddwd then widens pairs to int32.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/gemm/gemm.h"
+#include "kernels/gemm/gemm_dot_impl.h"
+
+namespace recur::gemm {
+namespace {
+
+// len (< N) elements of p, zero-padded to N, as one 256-bit or 128-bit load.
+template <class T, int N>
+struct Padded {
+  alignas(32) T v[N] = {};
+  Padded(const T* p, int len) { std::memcpy(v, p, size_t(len) * sizeof(T)); }
+};
+
+inline __m256 load_f32(const float* p, int len) {
+  if (len == 8) return _mm256_loadu_ps(p);
+  return _mm256_load_ps(Padded<float, 8>(p, len).v);
+}
+inline __m128i load_u16x8(const uint16_t* p, int len) {
+  if (len == 8) return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm_load_si128(reinterpret_cast<const __m128i*>(Padded<uint16_t, 8>(p, len).v));
+}
+inline __m256i load_i8x32(const int8_t* p, int len) {
+  if (len == 32) return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(Padded<int8_t, 32>(p, len).v));
+}
+
+inline float hsum(__m256 a) {
+  __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  s4 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  s4 = _mm_add_ss(s4, _mm_shuffle_ps(s4, s4, 1));
+  return _mm_cvtss_f32(s4);
+}
+inline int32_t hsum_epi32(__m256i a) {
+  __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+  return _mm_cvtsi128_si32(s4);
+}
+
+// Element loaders: T and load(p, len) -> 8 fp32 lanes. (Types, not function pointers, as
+// template arguments: a pointer to a function returning __m256 drops its vector attributes.)
+struct WidenF32 {
+  using T = float;
+  static __m256 load(const float* p, int len) { return load_f32(p, len); }
+};
+struct WidenF16 {
+  using T = uint16_t;
+  static __m256 load(const uint16_t* p, int len) { return _mm256_cvtph_ps(load_u16x8(p, len)); }
+};
+struct WidenBf16 {
+  using T = uint16_t;
+  static __m256 load(const uint16_t* p, int len) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load_u16x8(p, len)), 16));
+  }
+};
+
+// X elements XT and W elements WT, each widened to 8 fp32 lanes. kAccRegs 2 keeps the tile
+// within the 16 ymm registers (accumulators + W + X).
+template <class LX, class LW>
+struct WidenOp {
+  static constexpr int kChunk = 8;
+  static constexpr int kAccRegs = 2;
+  using X = __m256;
+  using W = __m256;
+  using Acc = __m256;
+  explicit WidenOp(const DotArgs&) {}
+  Acc zero() const { return _mm256_setzero_ps(); }
+  X load_x(const DotArgs& a, int64_t row, int64_t k, int len) const {
+    return LX::load(static_cast<const typename LX::T*>(a.x) + row * a.k + k, len);
+  }
+  W load_w(const DotArgs& a, int64_t row, int64_t k, int len) const {
+    return LW::load(static_cast<const typename LW::T*>(a.w) + row * a.k + k, len);
+  }
+  void mac(Acc& acc, X x, W w) const { acc = _mm256_fmadd_ps(x, w, acc); }
+  void store(const DotArgs& a, int64_t m, int64_t n, Acc acc) const { store_sum(a, m, n, hsum(acc)); }
+};
+
+using F32Op = WidenOp<WidenF32, WidenF32>;
+using F16WOp = WidenOp<WidenF32, WidenF16>;
+using Bf16WOp = WidenOp<WidenF32, WidenBf16>;
+using Bf16Op = WidenOp<WidenBf16, WidenBf16>;
+
+struct Acc2 {
+  __m256 big, small;
+};
+struct Pair {
+  __m256 hi, lo;
+};
+
+template <class L>
+struct Split3Op {
+  static constexpr int kChunk = 8;
+  static constexpr int kAccRegs = 4;
+  using X = Pair;
+  using W = Pair;
+  using Acc = Acc2;
+  explicit Split3Op(const DotArgs&) {}
+  Acc zero() const { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+  X load_x(const DotArgs& a, int64_t row, int64_t k, int len) const {
+    using T = typename L::T;
+    return {L::load(static_cast<const T*>(a.x) + row * a.k + k, len),
+            L::load(static_cast<const T*>(a.x_lo) + row * a.k + k, len)};
+  }
+  W load_w(const DotArgs& a, int64_t row, int64_t k, int len) const {
+    using T = typename L::T;
+    return {L::load(static_cast<const T*>(a.w) + row * a.k + k, len),
+            L::load(static_cast<const T*>(a.w_lo) + row * a.k + k, len)};
+  }
+  void mac(Acc& acc, const X& x, const W& w) const {
+    acc.small = _mm256_fmadd_ps(x.hi, w.lo, acc.small);
+    acc.small = _mm256_fmadd_ps(x.lo, w.hi, acc.small);
+    acc.big = _mm256_fmadd_ps(x.hi, w.hi, acc.big);
+  }
+  void store(const DotArgs& a, int64_t m, int64_t n, const Acc& acc) const {
+    store_sum(a, m, n, hsum(acc.big) + hsum(acc.small));
+  }
+};
+
+using F32x3Op = Split3Op<WidenF32>;
+using Bf16x3Op = Split3Op<WidenBf16>;
+
+struct Q8Op {
+  static constexpr int kChunk = kQ8Block;
+  static constexpr int kAccRegs = 5;
+  struct X {
+    __m256 v[4];
+  };
+  struct W {
+    __m256 v[4];
+    __m256 d;
+  };
+  using Acc = __m256;
+  explicit Q8Op(const DotArgs& a) : row_bytes(a.k / kQ8Block * kQ8BlockBytes) {}
+  int64_t row_bytes;
+  Acc zero() const { return _mm256_setzero_ps(); }
+  X load_x(const DotArgs& a, int64_t row, int64_t k, int) const {
+    const float* p = static_cast<const float*>(a.x) + row * a.k + k;
+    return {{_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8), _mm256_loadu_ps(p + 16), _mm256_loadu_ps(p + 24)}};
+  }
+  W load_w(const DotArgs& a, int64_t row, int64_t k, int) const {
+    const auto* blk = static_cast<const uint8_t*>(a.w) + row * row_bytes + k / kQ8Block * kQ8BlockBytes;
+    const uint16_t d16 = uint16_t(blk[0] | (blk[1] << 8));
+    const __m128i q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
+    const __m128i q1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 18));
+    return {{_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q0)),
+             _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(q0, q0))),
+             _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q1)),
+             _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(q1, q1)))},
+            _mm256_set1_ps(_cvtsh_ss(d16))};
+  }
+  void mac(Acc& acc, const X& x, const W& w) const {
+    __m256 t = _mm256_mul_ps(x.v[0], w.v[0]);
+    t = _mm256_fmadd_ps(x.v[1], w.v[1], t);
+    t = _mm256_fmadd_ps(x.v[2], w.v[2], t);
+    t = _mm256_fmadd_ps(x.v[3], w.v[3], t);
+    acc = _mm256_fmadd_ps(t, w.d, acc);
+  }
+  void store(const DotArgs& a, int64_t m, int64_t n, Acc acc) const { store_sum(a, m, n, hsum(acc)); }
+};
+
+struct I8Op {
+  static constexpr int kChunk = 32;
+  static constexpr int kAccRegs = 2;
+  struct X {
+    __m256i x, ax;  // x and |x| (|-128| = 128 as an unsigned byte)
+  };
+  using W = __m256i;
+  using Acc = __m256i;
+  explicit I8Op(const DotArgs&) {}
+  Acc zero() const { return _mm256_setzero_si256(); }
+  X load_x(const DotArgs& a, int64_t row, int64_t k, int len) const {
+    const __m256i x = load_i8x32(static_cast<const int8_t*>(a.x) + row * a.k + k, len);
+    return {x, _mm256_abs_epi8(x)};
+  }
+  W load_w(const DotArgs& a, int64_t row, int64_t k, int len) const {
+    return load_i8x32(static_cast<const int8_t*>(a.w) + row * a.k + k, len);
+  }
+  void mac(Acc& acc, const X& x, W w) const {
+    const __m256i p16 = _mm256_maddubs_epi16(x.ax, _mm256_sign_epi8(w, x.x));
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
+  }
+  void store(const DotArgs& a, int64_t m, int64_t n, Acc acc) const { store_i8(a, m, n, hsum_epi32(acc)); }
+};
+
+}  // namespace
+
+const DotKernels kAvx2Dot{.f32 = dot_run<F32Op>,
+                          .f16w = dot_run<F16WOp>,
+                          .bf16w = dot_run<Bf16WOp>,
+                          .q8_0w = dot_run<Q8Op>,
+                          .bf16 = dot_run<Bf16Op>,
+                          .f32x3 = dot_run<F32x3Op>,
+                          .bf16x3 = dot_run<Bf16x3Op>,
+                          .i8 = dot_run<I8Op>};
+
+}  // namespace recur::gemm

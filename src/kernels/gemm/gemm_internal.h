@@ -1,0 +1,82 @@
+// What the GEMM drivers (gemm.cc, gemm_stored.cc) and the per-ISA kernels share: the argument
+// block of one dot-algorithm call, the kernel tables, and the packed layouts.
+//
+// Packed layouts (PackedWeights, per precision):
+//   f32     hi = fp32 rows [n, k];                     panels = 64-column panels (below)
+//   tf32    hi = tf32-rounded fp32 rows;               panels likewise, of the rounded values
+//   tf32x3  hi, lo = tf32 parts as fp32 rows
+//   bf16    hi = bf16 rows [n, k] (uint16)
+//   bf16x3  hi, lo = bf16 parts (uint16 rows)
+//   w8a8    hi = int8 rows, scales = fp32 [n], comp = int32 [n] = 128 * sum_k q[n, k]
+// Panels: ceil(n / 64) panels, each [k][64] fp32 (column j of panel p is row 64 p + j of W),
+// zero-padded past n. Packed A of the tiled algorithm: ceil(m / 6) strips, each [k][6], zero
+// padded past m.
+// Thread-safety: kernels are pure functions of their arguments.
+#pragma once
+
+#include <cstdint>
+
+#include "core/dispatch.h"
+
+namespace recur::gemm {
+
+// One dot-algorithm call: outputs y[m, n] for m in [m0, m1), n in [n0, n1), over k in [k0, k1).
+// k0 == 0 stores; k0 > 0 adds to y. X rows have stride k (elements of the X type); W rows have
+// stride k elements (Q8_0: k / 32 * 34 bytes).
+struct DotArgs {
+  int64_t k = 0;
+  int64_t m0 = 0, m1 = 0, n0 = 0, n1 = 0, k0 = 0, k1 = 0;
+  const void* x = nullptr;
+  const void* x_lo = nullptr;
+  const void* w = nullptr;
+  const void* w_lo = nullptr;
+  const float* x_scale = nullptr;   // w8a8: per X row
+  const float* w_scale = nullptr;   // w8a8: per W row
+  const int32_t* w_comp = nullptr;  // w8a8 (VNNI path): 128 * sum_k w[n, k]
+  float* y = nullptr;
+  int64_t ldy = 0;
+};
+using DotFn = void (*)(const DotArgs&);
+
+// The dot kernels of one ISA path. A null entry means "not on this path" (use the next lower).
+struct DotKernels {
+  DotFn f32 = nullptr;     // f32 X, f32 W
+  DotFn f16w = nullptr;    // f32 X, fp16 W
+  DotFn bf16w = nullptr;   // f32 X, bf16 W widened
+  DotFn q8_0w = nullptr;   // f32 X, Q8_0 W (k0, k1 multiples of 32)
+  DotFn bf16 = nullptr;    // bf16 X, bf16 W
+  DotFn f32x3 = nullptr;   // fp32 hi/lo pairs (tf32x3)
+  DotFn bf16x3 = nullptr;  // bf16 hi/lo pairs
+  DotFn i8 = nullptr;      // int8 X, int8 W (|w| <= 127), scaled epilogue; K0 must be 0, K1 = k
+};
+
+extern const DotKernels kScalarDot;
+extern const DotKernels kAvx2Dot;
+extern const DotKernels kAvx512Dot;  // bf16 needs avx512bf16, i8 needs avx512vnni
+
+// The table to use at `isa`, with bf16 / i8 replaced by the AVX2 ones where the CPU lacks
+// avx512bf16 / avx512vnni.
+const DotKernels& dot_kernels(Isa isa);
+
+// Tiled f32 microkernel (AVX-512): C[6 x 64] (+)= A strip [kc][6] · B panel slice [kc][64];
+// only the first mr rows and nr columns of C are written (ldc floats per row).
+using MicroFn = void (*)(const float* a, const float* b, int64_t kc, float* c, int64_t ldc, int mr, int nr,
+                         bool accumulate);
+inline constexpr int kTileM = 6;
+inline constexpr int kTileN = 64;
+extern const MicroFn kMicroAvx512;
+
+}  // namespace recur::gemm
+
+namespace recur {
+class ThreadPool;
+}
+
+namespace recur::gemm {
+
+// Runs fn over every output of `base` (m rows, n columns, K = base.k), W rows split statically
+// over the pool in blocks of 4; K in blocks of kc (a multiple of the kernel's chunk, or >= K),
+// X rows in blocks of mc. base's m0/m1/n0/n1/k0/k1 are ignored.
+void run_dot(DotFn fn, const DotArgs& base, int64_t m, int64_t n, int64_t kc, int64_t mc, ThreadPool* pool);
+
+}  // namespace recur::gemm

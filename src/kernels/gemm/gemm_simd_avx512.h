@@ -1,0 +1,49 @@
+// AVX-512 helpers shared by the GEMM translation units compiled with the AVX-512 flags
+// (gemm_dot_avx512.cc, gemm_tiled_avx512.cc): the intrinsics include, tail masks and
+// horizontal sums written out by hand. Include only from those files (internal linkage).
+//
+// GCC 12's AVX-512 header builds _mm512_undefined_* as `__m512 __Y = __Y;`, which
+// -Wuninitialized reports at every inlined use; the warning's location is inside the header,
+// so silencing it for the include alone is enough. _mm512_reduce_add_ps has the same problem,
+// hence hsum below.
+#pragma once
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+#include <cstdint>
+
+namespace recur::gemm {
+namespace {
+
+inline __mmask16 mask16(int n) { return __mmask16(n >= 16 ? 0xffffu : (1u << n) - 1u); }
+inline __mmask32 mask32(int n) { return __mmask32(n >= 32 ? 0xffffffffu : (1u << n) - 1u); }
+inline __mmask64 mask64(int n) { return __mmask64(n >= 64 ? ~0ull : (1ull << n) - 1ull); }
+
+inline float hsum(__m512 a) {
+  __m256 lo = _mm512_castps512_ps256(a);
+  __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1));
+  __m256 s8 = _mm256_add_ps(lo, hi);
+  __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  s4 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  s4 = _mm_add_ss(s4, _mm_shuffle_ps(s4, s4, 1));
+  return _mm_cvtss_f32(s4);
+}
+
+inline int32_t hsum_epi32(__m512i a) {
+  __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
+  __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+  return _mm_cvtsi128_si32(s4);
+}
+
+}  // namespace
+}  // namespace recur::gemm

@@ -1,0 +1,99 @@
+// gemm_stored() for F32, F16, BF16 and Q8_0 weights on every ISA path against the float64
+// reference over the exactly widened weights: |y - ref| <= (K + 8) 2^-24 sum_k |x w|, the worst
+// case of fp32 accumulation. Shapes cover M = 1..13 and K tails of every chunk width.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+
+#include "core/convert.h"
+#include "core/cpu_features.h"
+#include "core/thread_pool.h"
+#include "kernels/gemm/gemm.h"
+#include "kernels/gemm/gemm_reference.h"
+#include "kernels/gemm/gemm_test_util.h"
+
+namespace recur::gemm {
+namespace {
+
+using testing::random_values;
+
+// w [n, k] in format f, from fp32 values (Q8_0 quantized per block of 32 as llama.cpp does:
+// d = max |w| / 127, q = round(w / d)).
+std::vector<std::byte> encode(WeightFormat f, const std::vector<float>& w, int64_t n, int64_t k) {
+  std::vector<std::byte> out(row_bytes(f, k) * size_t(n));
+  for (int64_t r = 0; r < n; ++r) {
+    std::byte* row = out.data() + size_t(r) * row_bytes(f, k);
+    const float* src = w.data() + r * k;
+    for (int64_t c = 0; c < k; ++c) {
+      if (f == WeightFormat::kF32) std::memcpy(row + 4 * c, &src[c], 4);
+      if (f == WeightFormat::kF16 || f == WeightFormat::kBf16) {
+        uint16_t h = f == WeightFormat::kF16 ? fp32_to_fp16(src[c]) : fp32_to_bf16(src[c]);
+        std::memcpy(row + 2 * c, &h, 2);
+      }
+    }
+    if (f == WeightFormat::kQ8_0) {
+      for (int64_t b = 0; b < k / kQ8Block; ++b) {
+        float amax = 0;
+        for (int i = 0; i < kQ8Block; ++i) amax = std::max(amax, std::fabs(src[b * kQ8Block + i]));
+        const float d = amax / 127;
+        const uint16_t d16 = fp32_to_fp16(d);
+        std::byte* blk = row + b * kQ8BlockBytes;
+        std::memcpy(blk, &d16, 2);
+        for (int i = 0; i < kQ8Block; ++i) {
+          const float q = d > 0 ? std::nearbyint(src[b * kQ8Block + i] / d) : 0.0f;
+          blk[2 + i] = std::byte(uint8_t(int8_t(std::clamp(q, -127.0f, 127.0f))));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+TEST(GemmStored, EveryFormatAndIsaMatchesReference) {
+  auto pool = ThreadPool::create({.threads = 2, .pin = false});
+  ASSERT_TRUE(pool.has_value());
+  for (Isa isa : runnable_isas()) {
+    for (WeightFormat f : {WeightFormat::kF32, WeightFormat::kF16, WeightFormat::kBf16, WeightFormat::kQ8_0}) {
+      const bool q8 = f == WeightFormat::kQ8_0;
+      for (int64_t k : q8 ? std::vector<int64_t>{32, 96, 4128} : std::vector<int64_t>{1, 17, 100, 129, 1000, 4100}) {
+        for (int64_t m : {1, 2, 3, 5, 8, 13}) {
+          for (int64_t n : {1, 7, 130}) {
+            const uint64_t seed = uint64_t(k * 131 + m * 7 + n);
+            auto x = random_values(size_t(m * k), seed, int(seed % 3));
+            auto wf = random_values(size_t(n * k), seed + 1, 0);
+            auto bytes = encode(f, wf, n, k);
+            const WeightView view{.format = f, .n = n, .k = k, .data = bytes.data()};
+            std::vector<float> y(size_t(m * n), -3.0f);
+            {
+              ScopedIsaCap cap(isa);
+              auto st = gemm_stored(view, x.data(), m, y.data(), pool->get());
+              ASSERT_TRUE(st.has_value()) << st.error().to_string();
+            }
+            std::vector<double> ref(y.size()), mag(y.size());
+            reference_stored(view, x.data(), m, ref, mag);
+            for (size_t i = 0; i < y.size(); ++i)
+              ASSERT_LE(std::fabs(y[i] - ref[i]), double(k + 8) * std::ldexp(1.0, -24) * mag[i])
+                  << weight_format_name(f) << " " << isa_name(isa) << " M" << m << " N" << n << " K" << k << " at " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(GemmStored, RejectsQ8WithPartialBlocksAndEmptyWeights) {
+  std::vector<std::byte> data(340);
+  std::vector<float> x(40), y(1);
+  EXPECT_FALSE(gemm_stored({.format = WeightFormat::kQ8_0, .n = 1, .k = 40, .data = data.data()}, x.data(), 1,
+                           y.data(), nullptr)
+                   .has_value());
+  EXPECT_FALSE(gemm_stored({.format = WeightFormat::kF32, .n = 1, .k = 4, .data = nullptr}, x.data(), 1, y.data(),
+                           nullptr)
+                   .has_value());
+  EXPECT_EQ(row_bytes(WeightFormat::kQ8_0, 64), 68u);
+  EXPECT_EQ(parse_weight_format("q8_0"), WeightFormat::kQ8_0);
+}
+
+}  // namespace
+}  // namespace recur::gemm

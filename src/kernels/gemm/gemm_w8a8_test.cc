@@ -1,0 +1,75 @@
+// The int8 dot kernels of every path, called directly with adversarial operands: activations
+// of -128 and 127 against weights of +-127. For the AVX2 path these are the pairs on which a
+// naive vpmaddubsw of (x + 128) and w saturates at int16 (2 * 255 * 127 > 32767); the sign
+// trick must keep the sum exact. With unit scales the result must equal the integer dot
+// product exactly (|sum| < 2^24, so it is exact in fp32).
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "kernels/gemm/gemm.h"
+#include "kernels/gemm/gemm_internal.h"
+
+namespace recur::gemm {
+namespace {
+
+void check_exact(const std::vector<int8_t>& x, const std::vector<int8_t>& w, int64_t m, int64_t n, int64_t k) {
+  std::vector<int32_t> comp(static_cast<size_t>(n));
+  for (int64_t r = 0; r < n; ++r) {
+    int32_t s = 0;
+    for (int64_t c = 0; c < k; ++c) s += w[size_t(r * k + c)];
+    comp[size_t(r)] = 128 * s;
+  }
+  std::vector<float> ones(size_t(std::max(m, n)), 1.0f);
+  for (Isa isa : runnable_isas()) {
+    std::vector<float> y(size_t(m * n), -1.0f);
+    DotArgs a{.k = k, .m0 = 0, .m1 = m, .n0 = 0, .n1 = n, .k0 = 0, .k1 = k, .x = x.data(), .w = w.data(),
+              .x_scale = ones.data(), .w_scale = ones.data(), .w_comp = comp.data(), .y = y.data(), .ldy = n};
+    dot_kernels(isa).i8(a);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        int64_t s = 0;
+        for (int64_t c = 0; c < k; ++c) s += int64_t(x[size_t(i * k + c)]) * w[size_t(j * k + c)];
+        ASSERT_EQ(y[size_t(i * n + j)], float(s)) << isa_name(isa) << " m" << i << " n" << j << " K" << k;
+      }
+    }
+  }
+}
+
+TEST(GemmW8A8, ExtremeOperandsAreExactOnEveryPath) {
+  for (int64_t k : {1, 2, 31, 32, 33, 64, 100, 1000}) {
+    const int64_t m = 3, n = 5;
+    std::vector<int8_t> x(size_t(m * k)), w(size_t(n * k));
+    for (int64_t c = 0; c < k; ++c) {
+      x[size_t(c)] = -128;                         // row 0: all -128
+      x[size_t(k + c)] = 127;                      // row 1: all 127
+      x[size_t(2 * k + c)] = c % 2 ? 127 : -128;   // row 2: alternating
+      w[size_t(c)] = -127;                         // W row 0: all -127
+      w[size_t(k + c)] = 127;                      // W row 1: all 127
+      w[size_t(2 * k + c)] = c % 2 ? 127 : -127;   // alternating, in phase with x row 2
+      w[size_t(3 * k + c)] = c % 2 ? -127 : 127;   // alternating, out of phase
+      w[size_t(4 * k + c)] = 0;
+    }
+    // The data is adversarial: for x = 127, w = 127 the naive unsigned form (x + 128) · w pairs
+    // sum to 2 · 255 · 127 = 64770, far past int16.
+    static_assert(2 * 255 * 127 > 32767);
+    check_exact(x, w, m, n, k);
+  }
+}
+
+TEST(GemmW8A8, RandomOperandsAreExactOnEveryPath) {
+  std::mt19937 rng(9);
+  std::uniform_int_distribution<int> xd(-128, 127), wd(-127, 127);
+  for (int64_t k : {7, 65, 777}) {
+    const int64_t m = 6, n = 9;
+    std::vector<int8_t> x(size_t(m * k)), w(size_t(n * k));
+    for (auto& v : x) v = int8_t(xd(rng));
+    for (auto& v : w) v = int8_t(wd(rng));
+    check_exact(x, w, m, n, k);
+  }
+}
+
+}  // namespace
+}  // namespace recur::gemm
