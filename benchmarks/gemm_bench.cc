@@ -2,7 +2,7 @@
 // error-vs-K study of docs/gemm.md.
 //
 //   build/benchmarks/bench_gemm [--mode gemv|gemm|errors|all] [--runs N] [--sample-ms M]
-//                               [--threads T] [--n N] [--k K] [--m M] [--mb 1024]
+//                               [--threads T] [--n N] [--k K] [--m M] [--mb 1024] [--cpu-time]
 //
 // gemv: M = 1 (and --m), N x K weights, every stored format (gemm_stored) and the packed
 //   bf16 / w8a8 precisions, against `naive` (the engine's previous per-row loop, kept here
@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <memory>
 #include <random>
@@ -50,7 +51,19 @@ struct Opts {
   int threads = 2;
   int64_t n = 4096, k = 4096, m = 512, gemv_m = 1;
   double mb = 1024;
+  bool cpu_time = false;  // time by process CPU time / threads (robust to other processes)
 };
+
+bool g_cpu_time = false;
+int g_threads = 1;
+// Wall-clock ns, or with --cpu-time the process's CPU ns divided by the pool's threads: on a
+// machine shared with other jobs this counts only the time our threads actually ran.
+int64_t clock_ns() {
+  if (!g_cpu_time) return recur::now_ns();
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec) / g_threads;
+}
 
 Opts parse(int argc, char** argv) {
   Opts o;
@@ -71,10 +84,11 @@ Opts parse(int argc, char** argv) {
     else if (a == "--k") o.k = std::atoll(next());
     else if (a == "--m") o.m = o.gemv_m = std::atoll(next());
     else if (a == "--mb") o.mb = std::atof(next());
+    else if (a == "--cpu-time") o.cpu_time = true;
     else {
       std::fprintf(stderr,
                    "usage: bench_gemm [--mode gemv|gemm|errors|all] [--runs N] [--sample-ms M] [--threads T] "
-                   "[--n N] [--k K] [--m M] [--mb MiB]\n");
+                   "[--n N] [--k K] [--m M] [--mb MiB] [--cpu-time]\n");
       std::exit(2);
     }
   }
@@ -114,18 +128,18 @@ void run_table(const std::vector<Variant>& vs, const Opts& o, double bw, const s
   for (auto& v : vs) v.call();  // warm-up (and first-touch of workspaces)
   std::vector<int> reps(vs.size());
   for (size_t i = 0; i < vs.size(); ++i) {
-    const int64_t t0 = now_ns();
+    const int64_t t0 = clock_ns();
     vs[i].call();
-    const double ms = double(now_ns() - t0) / 1e6;
+    const double ms = double(clock_ns() - t0) / 1e6;
     reps[i] = std::max(1, int(o.sample_ms / std::max(ms, 1e-3)));
   }
   std::vector<std::vector<double>> us(vs.size());
   for (int r = 0; r < o.runs; ++r) {
     for (size_t j = 0; j < vs.size(); ++j) {
       const size_t i = (size_t(r) + j) % vs.size();
-      const int64_t t0 = now_ns();
+      const int64_t t0 = clock_ns();
       for (int t = 0; t < reps[i]; ++t) vs[i].call();
-      us[i].push_back(double(now_ns() - t0) / 1e3 / reps[i]);
+      us[i].push_back(double(clock_ns() - t0) / 1e3 / reps[i]);
     }
   }
   const double base = median(us[0]);
@@ -204,13 +218,16 @@ void bench_gemv(const Opts& o, ThreadPool* pool, const Roofline& roof) {
   // Copies of each weight encoding until the set spans o.mb MiB; call i uses copy i % copies.
   auto copies_for = [&](double bytes) { return std::max(1, int(std::ceil(o.mb * 1048576.0 / bytes))); };
   std::vector<Variant> vs;
-  auto stored = [&](WeightFormat f, bool naive) {
+  auto stored = [&](WeightFormat f, bool naive, Q8Activations q8 = Q8Activations::kF32) {
     auto one = encode(f, w, n, k);
     const int copies = copies_for(double(one.size()));
     auto set = std::make_shared<std::vector<std::vector<std::byte>>>(size_t(copies), one);
     auto next = std::make_shared<int>(0);
     Variant v;
-    v.name = naive ? fmt::format("naive {}", weight_format_name(f)) : fmt::format("stored {}", weight_format_name(f));
+    v.name = naive ? fmt::format("naive {}", weight_format_name(f))
+                   : fmt::format("stored {}{}", weight_format_name(f),
+                                 f == WeightFormat::kQ8_0 ? fmt::format(" act {}", q8_activations_name(q8)) : "");
+    auto ws = std::make_shared<Workspace>();
     v.cost = stored_cost(f, m, n, k);
     v.peak_flops = fl;
     v.call = [=, &x, &y] {
@@ -226,7 +243,7 @@ void bench_gemv(const Opts& o, ThreadPool* pool, const Roofline& roof) {
                                          : naive_dot_q8_0(data + r * rb, x.data() + i * k, k);
         });
       } else {
-        check(gemm_stored({.format = f, .n = n, .k = k, .data = data}, x.data(), m, y.data(), pool));
+        check(gemm_stored({.format = f, .n = n, .k = k, .data = data}, x.data(), m, y.data(), pool, ws.get(), q8));
       }
     };
     vs.push_back(std::move(v));
@@ -237,6 +254,7 @@ void bench_gemv(const Opts& o, ThreadPool* pool, const Roofline& roof) {
   stored(WeightFormat::kBf16, false);
   stored(WeightFormat::kQ8_0, true);
   stored(WeightFormat::kQ8_0, false);
+  stored(WeightFormat::kQ8_0, false, Q8Activations::kQ8_0);
   for (Precision p : {Precision::kF32, Precision::kBf16, Precision::kW8A8}) {
     auto one = PackedWeights::pack(w, n, k, p);
     check(one.has_value() ? ok_status() : Status(unexpected(one.error())));
@@ -356,9 +374,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   ThreadPool* pool = pool_r->get();
-  fmt::print("# bench_gemm: isa {}, {} threads, {} runs; roofline: read {:.1f} GB/s, fp32 FMA {:.1f} GFLOP/s "
+  g_cpu_time = o.cpu_time;
+  g_threads = pool->size();
+  fmt::print("# bench_gemm: isa {}, {} threads, {} runs, {} time; roofline: read {:.1f} GB/s, fp32 FMA {:.1f} GFLOP/s "
              "({} threads), bf16 dot {:.0f}, int8 dot {:.0f} per thread\n",
-             isa_name(active_isa()), pool->size(), o.runs,
+             isa_name(active_isa()), pool->size(), o.runs, o.cpu_time ? "cpu" : "wall",
              pool->size() == 1 ? roof->read_bw_1t.median : roof->read_bw_all.median,
              pool->size() == 1 ? roof->fp32_fma_1t.median : roof->fp32_fma_all.median, pool->size(),
              roof->bf16_dot_1t.median, roof->int8_dot_1t.median);

@@ -133,8 +133,20 @@ struct WeightView {
 };
 size_t row_bytes(WeightFormat f, int64_t k);
 
+// How gemm_stored treats activations against Q8_0 weights (knob kernel.gemm.q8_0_activations).
+enum class Q8Activations : uint8_t {
+  kF32,   // fp32 x against d·q widened in registers: fp32 products and accumulation
+  kQ8_0,  // x quantized to Q8_0 too (fp32 block scales), exact int8 block dots (vpdpbusd /
+          // vpmaddubsw), fp32 accumulation of d_w d_x dot — llama.cpp's arithmetic, ~2x fewer
+          // instructions per weight
+};
+std::string_view q8_activations_name(Q8Activations a);  // "f32", "q8_0"
+Result<Q8Activations> q8_activations_from_config(const Config& config);
+
 // y[m, n] = sum_k x[m, k] w[n, k] with fp32 products of fp32 x and the exactly widened weights,
-// fp32 accumulation. W is streamed once for any M; meant for M <= 8 (decode).
-Status gemm_stored(const WeightView& w, const float* x, int64_t m, float* y, ThreadPool* pool);
+// fp32 accumulation (for Q8_0 with Q8Activations::kQ8_0: see there). W is streamed once for
+// any M; meant for M <= 8 (decode). ws may be null (a thread-local workspace is used).
+Status gemm_stored(const WeightView& w, const float* x, int64_t m, float* y, ThreadPool* pool,
+                   Workspace* ws = nullptr, Q8Activations q8 = Q8Activations::kF32);
 
 }  // namespace recur::gemm

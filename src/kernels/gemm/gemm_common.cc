@@ -101,7 +101,10 @@ const DotKernels& dot_kernels(Isa isa) {
       k.bf16 = kAvx2Dot.bf16;
       k.bf16x3 = kAvx2Dot.bf16x3;
     }
-    if (!cpu_features().avx512vnni) k.i8 = kAvx2Dot.i8;
+    if (!cpu_features().avx512vnni) {
+      k.i8 = kAvx2Dot.i8;
+      k.q8_0q8 = kAvx2Dot.q8_0q8;
+    }
     return k;
   }();
   static const IsaDispatch<const DotKernels*> tables{

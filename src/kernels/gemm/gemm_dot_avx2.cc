@@ -194,6 +194,40 @@ struct I8Op {
   void store(const DotArgs& a, int64_t m, int64_t n, Acc acc) const { store_i8(a, m, n, hsum_epi32(acc)); }
 };
 
+// Q8_0 activations against Q8_0 weights: per block, the exact int32 dot of |x| (unsigned)
+// and sign(x)·w (vpmaddubsw + vpmaddwd; |x|, |w| <= 127, so no pair saturates), then
+// acc += float(dot) · (d_x d_w).
+struct Q8Q8Op {
+  static constexpr int kChunk = kQ8Block;
+  static constexpr int kAccRegs = 2;
+  struct X {
+    __m256i q, aq;
+    __m256 d;
+  };
+  struct W {
+    __m256i q;
+    __m256 d;
+  };
+  using Acc = __m256;
+  explicit Q8Q8Op(const DotArgs& a) : row_bytes(a.k / kQ8Block * kQ8BlockBytes) {}
+  int64_t row_bytes;
+  Acc zero() const { return _mm256_setzero_ps(); }
+  X load_x(const DotArgs& a, int64_t row, int64_t k, int) const {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const int8_t*>(a.x) + row * a.k + k));
+    return {q, _mm256_abs_epi8(q), _mm256_set1_ps(a.x_scale[(row * a.k + k) / kQ8Block])};
+  }
+  W load_w(const DotArgs& a, int64_t row, int64_t k, int) const {
+    const auto* blk = static_cast<const uint8_t*>(a.w) + row * row_bytes + k / kQ8Block * kQ8BlockBytes;
+    const uint16_t d16 = uint16_t(blk[0] | (blk[1] << 8));
+    return {_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2)), _mm256_set1_ps(_cvtsh_ss(d16))};
+  }
+  void mac(Acc& acc, const X& x, const W& w) const {
+    const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(x.aq, _mm256_sign_epi8(w.q, x.q)), _mm256_set1_epi16(1));
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(x.d, w.d), acc);
+  }
+  void store(const DotArgs& a, int64_t m, int64_t n, Acc acc) const { store_sum(a, m, n, hsum(acc)); }
+};
+
 }  // namespace
 
 const DotKernels kAvx2Dot{.f32 = dot_run<F32Op>,
@@ -203,6 +237,7 @@ const DotKernels kAvx2Dot{.f32 = dot_run<F32Op>,
                           .bf16 = dot_run<Bf16Op>,
                           .f32x3 = dot_run<F32x3Op>,
                           .bf16x3 = dot_run<Bf16x3Op>,
-                          .i8 = dot_run<I8Op>};
+                          .i8 = dot_run<I8Op>,
+                          .q8_0q8 = dot_run<Q8Q8Op>};
 
 }  // namespace recur::gemm

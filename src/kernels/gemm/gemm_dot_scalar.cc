@@ -143,6 +143,35 @@ struct I8Op {
   void store(const DotArgs& a, int64_t m, int64_t n, Acc acc) const { store_i8(a, m, n, acc); }
 };
 
+struct Q8Q8Op {
+  static constexpr int kChunk = kQ8Block;
+  static constexpr int kAccRegs = 1;
+  struct X {
+    const int8_t* q;
+    float d;
+  };
+  using W = X;
+  using Acc = float;
+  explicit Q8Q8Op(const DotArgs& a) : row_bytes(a.k / kQ8Block * kQ8BlockBytes) {}
+  int64_t row_bytes;
+  Acc zero() const { return 0.0f; }
+  X load_x(const DotArgs& a, int64_t row, int64_t k, int) const {
+    return {static_cast<const int8_t*>(a.x) + row * a.k + k, a.x_scale[(row * a.k + k) / kQ8Block]};
+  }
+  W load_w(const DotArgs& a, int64_t row, int64_t k, int) const {
+    const auto* blk = static_cast<const std::byte*>(a.w) + row * row_bytes + k / kQ8Block * kQ8BlockBytes;
+    uint16_t d;
+    std::memcpy(&d, blk, 2);
+    return {reinterpret_cast<const int8_t*>(blk + 2), fp16_to_fp32(d)};
+  }
+  void mac(Acc& acc, const X& x, const W& w) const {
+    int32_t s = 0;
+    for (int i = 0; i < kQ8Block; ++i) s += int32_t(x.q[i]) * int32_t(w.q[i]);
+    acc += float(s) * (x.d * w.d);
+  }
+  void store(const DotArgs& a, int64_t m, int64_t n, Acc acc) const { store_sum(a, m, n, acc); }
+};
+
 }  // namespace
 
 const DotKernels kScalarDot{.f32 = dot_run<F32Op>,
@@ -152,6 +181,7 @@ const DotKernels kScalarDot{.f32 = dot_run<F32Op>,
                             .bf16 = dot_run<Bf16Op>,
                             .f32x3 = dot_run<F32x3Op>,
                             .bf16x3 = dot_run<Bf16x3Op>,
-                            .i8 = dot_run<I8Op>};
+                            .i8 = dot_run<I8Op>,
+                            .q8_0q8 = dot_run<Q8Q8Op>};
 
 }  // namespace recur::gemm

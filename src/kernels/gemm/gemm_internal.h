@@ -48,6 +48,7 @@ struct DotKernels {
   DotFn f32x3 = nullptr;   // fp32 hi/lo pairs (tf32x3)
   DotFn bf16x3 = nullptr;  // bf16 hi/lo pairs
   DotFn i8 = nullptr;      // int8 X, int8 W (|w| <= 127), scaled epilogue; K0 must be 0, K1 = k
+  DotFn q8_0q8 = nullptr;  // Q8_0 X (int8 x, fp32 scale per 32 in x_scale), Q8_0 W (|q| <= 127)
 };
 
 extern const DotKernels kScalarDot;
@@ -73,6 +74,10 @@ class ThreadPool;
 }
 
 namespace recur::gemm {
+
+// x [m, k] (k % 32 == 0) as Q8_0 activations: per block of 32, d = max |x| / 127 (fp32) and
+// q = round_half_even(x / d) (|q| <= 127; a zero block gets d = 0, q = 0).
+void quantize_q8_0_rows(const float* x, int64_t m, int64_t k, int8_t* q, float* d);
 
 // Runs fn over every output of `base` (m rows, n columns, K = base.k), W rows split statically
 // over the pool in blocks of 4; K in blocks of kc (a multiple of the kernel's chunk, or >= K),

@@ -1,5 +1,8 @@
 // gemm_stored(): fp32 activations against F32 / F16 / BF16 / Q8_0 weights read in place.
 #include <algorithm>
+#include <cmath>
+
+#include "core/knobs.h"
 
 #include "core/cpu_features.h"
 #include "kernels/gemm/gemm.h"
@@ -17,7 +20,31 @@ size_t row_bytes(WeightFormat f, int64_t k) {
   return 0;
 }
 
-Status gemm_stored(const WeightView& w, const float* x, int64_t m, float* y, ThreadPool* pool) {
+RECUR_KNOB(gemm_q8_act, {.name = "kernel.gemm.q8_0_activations", .type = KnobType::kEnum, .choices = {"f32", "q8_0"},
+                         .default_value = "q8_0", .components = {"kernel:gemm"},
+                         .help = "Q8_0 weights: fp32 activations, or activations quantized to Q8_0 (int8 block dots)"});
+
+std::string_view q8_activations_name(Q8Activations a) { return a == Q8Activations::kF32 ? "f32" : "q8_0"; }
+
+Result<Q8Activations> q8_activations_from_config(const Config& config) {
+  RECUR_ASSIGN_OR_RETURN(std::string v, config.get("kernel.gemm.q8_0_activations"));
+  return v == "f32" ? Q8Activations::kF32 : Q8Activations::kQ8_0;
+}
+
+void quantize_q8_0_rows(const float* x, int64_t m, int64_t k, int8_t* q, float* d) {
+  for (int64_t b = 0; b < m * k / kQ8Block; ++b) {
+    const float* xb = x + b * kQ8Block;
+    float amax = 0;
+    for (int i = 0; i < kQ8Block; ++i) amax = std::max(amax, std::fabs(xb[i]));
+    const float s = amax / 127;
+    d[b] = s;
+    for (int i = 0; i < kQ8Block; ++i)
+      q[b * kQ8Block + i] = s > 0 ? int8_t(std::clamp(std::nearbyint(double(xb[i]) / s), -127.0, 127.0)) : int8_t(0);
+  }
+}
+
+Status gemm_stored(const WeightView& w, const float* x, int64_t m, float* y, ThreadPool* pool, Workspace* ws,
+                   Q8Activations q8) {
   if (w.n < 1 || w.k < 1 || w.data == nullptr)
     return invalid_argument("gemm_stored: weights {} [{}, {}]: expected n, k >= 1 and data", weight_format_name(w.format),
                             w.n, w.k);
@@ -35,7 +62,17 @@ Status gemm_stored(const WeightView& w, const float* x, int64_t m, float* y, Thr
     case WeightFormat::kQ8_0: fn = kern.q8_0w; kc = 2048; break;
   }
   if (m <= 8) kc = w.k;
-  const DotArgs a{.k = w.k, .x = x, .w = w.data, .y = y, .ldy = w.n};
+  DotArgs a{.k = w.k, .x = x, .w = w.data, .y = y, .ldy = w.n};
+  if (w.format == WeightFormat::kQ8_0 && q8 == Q8Activations::kQ8_0) {
+    thread_local Workspace local;
+    Workspace& s = ws != nullptr ? *ws : local;
+    auto* q = reinterpret_cast<int8_t*>(s.bytes(0, size_t(m * w.k)));
+    auto* d = reinterpret_cast<float*>(s.bytes(1, size_t(m * w.k / kQ8Block) * sizeof(float)));
+    quantize_q8_0_rows(x, m, w.k, q, d);
+    a.x = q;
+    a.x_scale = d;
+    fn = kern.q8_0q8;
+  }
   run_dot(fn, a, m, w.n, kc, 64, pool);
   return ok_status();
 }

@@ -10,6 +10,7 @@
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
 #include "kernels/gemm/gemm.h"
+#include "kernels/gemm/gemm_internal.h"
 #include "kernels/gemm/gemm_reference.h"
 #include "kernels/gemm/gemm_test_util.h"
 
@@ -77,6 +78,44 @@ TEST(GemmStored, EveryFormatAndIsaMatchesReference) {
                   << weight_format_name(f) << " " << isa_name(isa) << " M" << m << " N" << n << " K" << k << " at " << i;
           }
         }
+      }
+    }
+  }
+}
+
+// Q8_0 activations: the reference is the float64 sum over the dequantized activations
+// (q_x d_x) and weights (q_w d_w); the kernel's block dots are exact integers, so the bound is
+// the fp32 accumulation one again. The Q8_0 quantizer is checked on the way (|q| <= 127,
+// |x - q d| <= d / 2).
+TEST(GemmStored, Q8ActivationsMatchReferenceOnEveryIsa) {
+  auto pool = ThreadPool::create({.threads = 2, .pin = false});
+  ASSERT_TRUE(pool.has_value());
+  for (Isa isa : runnable_isas()) {
+    for (int64_t k : {32, 96, 4128}) {
+      for (int64_t m : {1, 3, 8, 9}) {
+        const int64_t n = 37;
+        const uint64_t seed = uint64_t(k + m);
+        auto x = random_values(size_t(m * k), seed, int(seed % 3));
+        auto bytes = encode(WeightFormat::kQ8_0, random_values(size_t(n * k), seed + 5), n, k);
+        const WeightView view{.format = WeightFormat::kQ8_0, .n = n, .k = k, .data = bytes.data()};
+        std::vector<int8_t> q(x.size());
+        std::vector<float> d(x.size() / kQ8Block), xdq(x.size());
+        quantize_q8_0_rows(x.data(), m, k, q.data(), d.data());
+        for (size_t i = 0; i < x.size(); ++i) {
+          xdq[i] = float(q[i]) * d[i / kQ8Block];
+          ASSERT_LE(std::fabs(double(x[i]) - double(q[i]) * d[i / kQ8Block]), 0.5001 * d[i / kQ8Block]) << i;
+        }
+        std::vector<float> y(size_t(m * n));
+        Workspace ws;
+        {
+          ScopedIsaCap cap(isa);
+          ASSERT_TRUE(gemm_stored(view, x.data(), m, y.data(), pool->get(), &ws, Q8Activations::kQ8_0).has_value());
+        }
+        std::vector<double> ref(y.size()), mag(y.size());
+        reference_stored(view, xdq.data(), m, ref, mag);
+        for (size_t i = 0; i < y.size(); ++i)
+          ASSERT_LE(std::fabs(y[i] - ref[i]), double(k + 8) * std::ldexp(1.0, -24) * mag[i])
+              << isa_name(isa) << " M" << m << " K" << k << " at " << i;
       }
     }
   }
