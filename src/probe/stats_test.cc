@@ -149,7 +149,8 @@ TEST(Runner, InterleavesPairedRoundsAndCalibratesSamples) {
   o.target_sample_s = 2e-4;
   o.warmup_s = 0.001;
   BenchResult r = bench_compare(work, work, o);
-  EXPECT_GE(r.rounds, 4);
+  EXPECT_GE(r.rounds, 1);
+  EXPECT_TRUE(r.rounds >= 4 || r.budget_exhausted);  // min_rounds, unless the budget ran out first
   EXPECT_EQ(r.log_ratios.size(), size_t(r.rounds));
   EXPECT_EQ(r.aa_log_ratios.size(), size_t(r.rounds));
   EXPECT_EQ(r.baseline_ns.size(), size_t(2 * r.rounds));   // two baseline samples per ABBA round
