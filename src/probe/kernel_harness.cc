@@ -75,7 +75,8 @@ Status KernelInstance::run(const VariantSpec& variant, int shards) {
     return invalid_argument("kernel {}: cannot split {}={} into {} shards", spec_->name, param, extent, shards);
   std::vector<TensorView> in(inputs_.size()), out(outputs_.size());
   for (int p = 0; p < shards; ++p) {
-    auto [begin, end] = kernels::shard_range(extent, shards, p);
+    const auto range = kernels::shard_range(extent, shards, p);
+    const int64_t begin = range.first, end = range.second;  // not a structured binding: lambdas capture it (clang-14)
     Shape sub = shape_;
     sub.set(param, end - begin);
     auto slice_all = [&](const std::vector<TensorSpec>& specs, const std::vector<TensorView>& full,
