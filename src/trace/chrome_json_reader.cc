@@ -54,9 +54,10 @@ bool parse_us_to_ns(std::string_view text, int64_t* ns) {
     return true;
   }
   if (i != n) return false;
-  if (int_digits > 15) return false;  // > 10^15 µs (31 years) cannot be a trace timestamp in ns
+  if (int_digits > 16) return false;  // ns must fit in int64: |µs| < 9.2e15
   int64_t ip = 0;
   for (size_t k = int_begin; k < int_begin + int_digits; ++k) ip = ip * 10 + (text[k] - '0');
+  if (ip > (INT64_MAX - 1000) / 1000) return false;
   int64_t frac = 0;
   for (size_t k = 0; k < 3; ++k) {
     frac = frac * 10 + (k < frac_digits ? text[frac_begin + k] - '0' : 0);
@@ -269,7 +270,7 @@ class Reader {
     if (auto err = doc.get_array().get(arr)) return doc_fail(doc, b, err, "an event array");
     for (auto er : arr) {
       sj::value ev;
-      if (auto err = er.get(ev)) return doc_fail(doc, b, err, "an event object");
+      if (auto err = er.get(ev)) return doc_fail(doc, b, err, "an event object, or ',' or ']' after an event");
       RECUR_RETURN_IF_ERROR(parse_event(doc, ev));
     }
     return ok_status();
@@ -331,7 +332,7 @@ class Reader {
     sj::json_type t;
     if (v.type().get(t) || t != sj::json_type::number) return type_fail(v, key, "a number (µs)");
     if (!parse_us_to_ns(v.raw_json_token(), ns)) {
-      return fail(offset_of(v), "expected a number of µs for \"{}\" within ±10^15", key);
+      return fail(offset_of(v), "expected a number of µs for \"{}\" whose ns fit in 64 bits (|{}| < 9.2e15)", key, key);
     }
     return ok_status();
   }

@@ -148,6 +148,7 @@ void EventTable::add_arg_int(StringId key, int64_t v) {
   args_.push_back(a);
 }
 void EventTable::add_arg_uint(StringId key, uint64_t v) {
+  if (v <= uint64_t(INT64_MAX)) return add_arg_int(key, int64_t(v));
   Arg a;
   a.key = key;
   a.type = ArgType::kUint;

@@ -52,7 +52,8 @@ class StringPool {
 
 enum class ArgType : uint8_t { kNull, kBool, kInt, kUint, kDouble, kString, kJson };
 
-// One argument. kString and kJson values are interned (kJson holds raw JSON text: an array or
+// One argument. Integers are kInt unless above INT64_MAX (then kUint), whichever way they
+// were recorded or read, so every format reads back the same type. kString and kJson values are interned (kJson holds raw JSON text: an array or
 // object arg of a foreign trace, e.g. Kineto's "Input Dims").
 struct Arg {
   StringId key = 0;
@@ -168,6 +169,12 @@ class EventTable {
   void add_arg_string(StringId key, std::string_view v);
   void add_arg_json(StringId key, std::string_view raw);
   void add_arg_null(StringId key);
+  // Turns event i into a complete ('X') event of this duration (readers that pair begin/end
+  // events themselves).
+  void complete_event(size_t i, int64_t dur_ns) {
+    phase_[i] = 'X';
+    dur_[i] = dur_ns;
+  }
   // Drops the last event and its args (a reader decided it was metadata after all).
   void pop_event();
 

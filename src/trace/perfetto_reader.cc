@@ -1,5 +1,6 @@
 // Perfetto protobuf reader (perfetto.h): walks Trace.packet fields one at a time, so only one
 // TracePacket is decoded at once.
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -28,6 +29,7 @@ bool read_varint(std::span<const uint8_t> bytes, size_t* pos, uint64_t* out) {
 struct TrackInfo {
   enum Kind { kProcess, kThread, kCounter, kOther } kind = kOther;
   int64_t pid = 0, tid = 0;
+  bool has_tid = false;  // thread tracks, and counters whose parent is a thread track
   uint64_t parent = 0;
   std::string name;
   std::string category;
@@ -48,6 +50,12 @@ class Reader {
     RECUR_RETURN_IF_ERROR(for_each_packet([&](const pb::TracePacket& p, size_t off) {
       return packet(p, off);
     }));
+    for (auto& [uuid, o] : open_) {
+      for (size_t b : o.stack) {
+        table_.complete_event(b, o.last_ts - table_.ts_ns(b));
+        ++table_.info().unclosed_begin_events;
+      }
+    }
     table_.finalize();
     return std::move(table_);
   }
@@ -91,6 +99,7 @@ class Reader {
     t.name = d.name();
     if (d.has_thread()) {
       t.kind = TrackInfo::kThread;
+      t.has_tid = true;
       t.pid = d.thread().pid();
       t.tid = d.thread().tid();
       uint32_t tr = table_.track_for(t.pid, t.tid);
@@ -115,13 +124,18 @@ class Reader {
     }
   }
 
-  // Counter and other tracks take the pid of their parent process track; other (non-thread)
-  // tracks with slices become a track of that process with tid = 0.
+  // Counter and other tracks take the pid (and, under a thread track, the tid) of their
+  // parent; tracks without a thread become a track of their process with tid = 0.
   void resolve_tracks() {
     for (auto& [uuid, t] : tracks_) {
       if (t.kind == TrackInfo::kThread || t.kind == TrackInfo::kProcess) continue;
       auto it = tracks_.find(t.parent);
-      if (it != tracks_.end()) t.pid = it->second.pid;
+      if (it == tracks_.end()) continue;
+      t.pid = it->second.pid;
+      if (it->second.kind == TrackInfo::kThread) {
+        t.tid = it->second.tid;
+        t.has_tid = true;
+      }
     }
   }
 
@@ -129,8 +143,13 @@ class Reader {
     auto it = tracks_.find(uuid);
     if (it == tracks_.end()) return table_.track_for(0, 0);
     const TrackInfo& t = it->second;
-    return table_.track_for(t.pid, t.kind == TrackInfo::kThread ? t.tid : 0);
+    return table_.track_for(t.pid, t.has_tid ? t.tid : 0);
   }
+
+  struct OpenSlices {
+    std::vector<size_t> stack;
+    int64_t last_ts = 0;
+  };
 
   struct Interning {
     std::unordered_map<uint64_t, StringId> names, cats, ann;
@@ -176,12 +195,26 @@ class Reader {
     }
     uint32_t tr = table_track(te.track_uuid());
     switch (te.type()) {
-      case pb::TrackEvent::TYPE_SLICE_BEGIN:
-        table_.add_event('B', name, intern(cat), ts, 0, tr);
+      case pb::TrackEvent::TYPE_SLICE_BEGIN: {
+        // Paired per Perfetto track (not per pid/tid: overlapping slices of one thread sit on
+        // child tracks), LIFO, with finalize()'s recovery rules for unbalanced ones.
+        OpenSlices& o = open_[te.track_uuid()];
+        o.stack.push_back(table_.add_event('B', name, intern(cat), ts, 0, tr));
+        o.last_ts = std::max(o.last_ts, ts);
         return annotations(te, in, off);
-      case pb::TrackEvent::TYPE_SLICE_END:
-        table_.add_event('E', name, intern(cat), ts, 0, tr);
-        return annotations(te, in, off);
+      }
+      case pb::TrackEvent::TYPE_SLICE_END: {
+        OpenSlices& o = open_[te.track_uuid()];
+        o.last_ts = std::max(o.last_ts, ts);
+        if (o.stack.empty()) {
+          ++table_.info().unmatched_end_events;
+          return ok_status();
+        }
+        size_t b = o.stack.back();
+        o.stack.pop_back();
+        table_.complete_event(b, ts - table_.ts_ns(b));
+        return ok_status();
+      }
       case pb::TrackEvent::TYPE_INSTANT: {
         if (table_.str(name) == "recur_dropped_events") {
           for (const auto& a : te.debug_annotations()) {
@@ -265,6 +298,7 @@ class Reader {
   std::unordered_map<uint64_t, TrackInfo> tracks_;
   std::unordered_map<uint32_t, Interning> interning_;
   std::unordered_set<uint64_t> flows_seen_;
+  std::unordered_map<uint64_t, OpenSlices> open_;
 };
 
 }  // namespace

@@ -3,6 +3,9 @@
 #include <map>
 #include <queue>
 #include <tuple>
+#include <unordered_map>
+
+#include <fmt/format.h>
 
 #include "trace/perfetto.h"
 #include "trace/perfetto_trace.pb.h"
@@ -15,6 +18,7 @@ namespace pb = recur::perfetto;
 constexpr uint32_t kSequenceId = 1;
 constexpr uint64_t kThreadUuidBase = uint64_t(1) << 32;
 constexpr uint64_t kCounterUuidBase = uint64_t(2) << 32;
+constexpr uint64_t kLaneUuidBase = uint64_t(3) << 32;
 
 class Writer {
  public:
@@ -72,9 +76,10 @@ class Writer {
       uint64_t track_uuid = kThreadUuidBase + t_.track(i);
       switch (ph) {
         case 'X': {
-          RECUR_RETURN_IF_ERROR(slice_or_instant(i, pb::TrackEvent::TYPE_SLICE_BEGIN, track_uuid));
           int64_t end = ts + t_.dur_ns(i);
-          ends_.push(End{end, -int64_t(++begun_), track_uuid});
+          RECUR_ASSIGN_OR_RETURN(uint64_t lane, lane_for(t_.track(i), ts, end));
+          RECUR_RETURN_IF_ERROR(slice_or_instant(i, pb::TrackEvent::TYPE_SLICE_BEGIN, lane));
+          ends_.push(End{end, -int64_t(++begun_), lane});
           last_ts = std::max(last_ts, end);
           break;
         }
@@ -111,12 +116,49 @@ class Writer {
   }
 
  private:
+  struct Lane {
+    uint64_t uuid = 0;
+    std::vector<int64_t> open_ends;  // ends of the slices open on this lane, innermost last
+  };
+
   struct End {
     int64_t ts;
     int64_t neg_index;  // later-begun slices end first at equal ts
     uint64_t track;
     bool operator>(const End& o) const { return std::tie(ts, neg_index) > std::tie(o.ts, o.neg_index); }
   };
+
+  // The track for a slice [ts, end] of table track `track`: the thread's own track if the
+  // slice nests there, else the first child track ("lane") where it does. Perfetto slices on
+  // one track must nest; Kineto's GPU streams sometimes overlap (a memcpy and a sync).
+  Result<uint64_t> lane_for(uint32_t track, int64_t ts, int64_t end) {
+    std::vector<Lane>& lanes = lanes_[track];
+    for (size_t k = 0;; ++k) {
+      if (k == lanes.size()) {
+        Lane lane;
+        lane.uuid = kThreadUuidBase + track;
+        if (k > 0) {
+          lane.uuid = kLaneUuidBase + next_lane_++;
+          const Track& tr = t_.tracks()[track];
+          pb::TracePacket d = packet();
+          auto* td = d.mutable_track_descriptor();
+          td->set_uuid(lane.uuid);
+          td->set_parent_uuid(kThreadUuidBase + track);
+          std::string_view base = t_.str(tr.thread_name != 0 ? tr.thread_name : tr.tid_label);
+          td->set_name(base.empty() ? fmt::format("{} (overlap {})", tr.tid, k)
+                                    : fmt::format("{} (overlap {})", base, k));
+          RECUR_RETURN_IF_ERROR(emit(d));
+        }
+        lanes.push_back(std::move(lane));
+      }
+      Lane& lane = lanes[k];
+      while (!lane.open_ends.empty() && lane.open_ends.back() <= ts) lane.open_ends.pop_back();
+      if (lane.open_ends.empty() || lane.open_ends.back() >= end) {
+        lane.open_ends.push_back(end);
+        return lane.uuid;
+      }
+    }
+  }
 
   pb::TracePacket packet() {
     pb::TracePacket pkt;
@@ -200,11 +242,10 @@ class Writer {
   }
 
   Status counter(size_t i) {
-    const Track& tr = t_.tracks()[t_.track(i)];
     for (size_t k = t_.args_begin(i), e = t_.args_end(i); k < e; ++k) {
       const Arg& a = t_.arg(k);
       if (a.type != ArgType::kInt && a.type != ArgType::kUint && a.type != ArgType::kDouble) continue;
-      auto key = std::make_tuple(tr.pid, t_.name_id(i), a.key);
+      auto key = std::make_tuple(int64_t(t_.track(i)), t_.name_id(i), a.key);
       auto it = counter_uuid_.find(key);
       if (it == counter_uuid_.end()) {
         uint64_t uuid = kCounterUuidBase + counter_uuid_.size();
@@ -212,7 +253,7 @@ class Writer {
         pb::TracePacket d = packet();
         auto* td = d.mutable_track_descriptor();
         td->set_uuid(uuid);
-        td->set_parent_uuid(process_uuid_[tr.pid]);
+        td->set_parent_uuid(kThreadUuidBase + t_.track(i));  // a thread-scoped counter
         std::string name(t_.name(i));
         if (t_.str(a.key) != "value") {
           name.push_back('.');
@@ -274,6 +315,8 @@ class Writer {
   std::string buf_;
   bool first_ = true;
   int64_t begun_ = 0;
+  uint64_t next_lane_ = 0;
+  std::unordered_map<uint32_t, std::vector<Lane>> lanes_;
   std::vector<uint8_t> emitted_names_;
   std::map<int64_t, uint64_t> process_uuid_;
   std::map<std::tuple<int64_t, StringId, StringId>, uint64_t> counter_uuid_;

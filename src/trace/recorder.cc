@@ -232,10 +232,12 @@ EventTable capture() {
   }
   for (ThreadBuffer* tb : buffers) {
     std::lock_guard lock(tb->mu);
+    uint64_t dropped = tb->dropped.load(std::memory_order_relaxed);
+    if (tb->chunks.empty() && tb->name.empty() && dropped == 0) continue;
     uint32_t track = table.track_for(pid, tb->tid);
     Track& t = table.tracks()[track];
     if (!tb->name.empty()) t.thread_name = table.strings().intern(tb->name);
-    t.dropped_events = tb->dropped.load(std::memory_order_relaxed);
+    t.dropped_events = dropped;
     for (auto& c : tb->chunks) {
       uint32_t n = c->count.load(std::memory_order_acquire);
       conv.convert(c->events.get(), n, track);
@@ -255,6 +257,7 @@ void reset() {
     tb->chunk = nullptr;
     tb->cur = tb->end = nullptr;
     tb->kept = 0;
+    tb->name.clear();
     tb->dropped.store(0, std::memory_order_relaxed);
     bool retired = tb->retired;
     lock_tb.unlock();

@@ -20,12 +20,14 @@ PaddedBytes::PaddedBytes(size_t size) {
 
 void PaddedBytes::reserve(size_t size) {
   if (size <= capacity_ && data_) return;
+  size_t old_capacity = data_ ? capacity_ : 0;
   auto* p = static_cast<uint8_t*>(std::realloc(data_.get(), size + kPadding));
   if (p == nullptr) throw std::bad_alloc();
   (void)data_.release();
   data_.reset(p);
   capacity_ = size;
-  std::memset(p + size_, 0, capacity_ + kPadding - size_);
+  // Zero what was never written: the new room and the padding (contents below stay).
+  std::memset(p + old_capacity, 0, capacity_ + kPadding - old_capacity);
 }
 
 void PaddedBytes::resize(size_t size) {
