@@ -1,4 +1,5 @@
 #include "kernels/builtin_kernels.h"
+#include "kernels/attention/attention_register.h"
 #include "kernels/kda/kda_register.h"
 #include "kernels/layer/layer_specs.h"
 
@@ -11,6 +12,8 @@ std::vector<KernelSpec> builtin_kernel_specs() {
   specs.push_back(kda_decode_spec());
   specs.push_back(kda_replay_decode_spec());
   specs.push_back(kda_prefill_spec());
+  specs.push_back(attention_decode_spec());
+  specs.push_back(attention_prefill_spec());
   for (KernelSpec& k : layer_kernel_specs()) specs.push_back(std::move(k));
   return specs;
 }

@@ -1,0 +1,33 @@
+// Helpers shared by the decode and prefill drivers (attention_decode.cc, attention_prefill.cc).
+#pragma once
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels/attention/attention.h"
+#include "kernels/attention/attention_ops.h"
+
+namespace recur::kernels::attention::internal {
+
+// The attend() path for options.isa (kUnsupported when above active_isa()).
+Result<AttendFn> attend_for(const AttentionOptions& options);
+
+inline float softmax_scale(const AttentionOptions& o, int head_dim) {
+  return o.scale != 0 ? o.scale : 1.0f / std::sqrt(float(head_dim));
+}
+
+// The running state of `rows` rows of attend(), reset to empty.
+struct RowState {
+  std::vector<float> m, l, acc;
+  void reset(int rows, int head_dim) {
+    m.assign(size_t(rows), -std::numeric_limits<float>::infinity());
+    l.assign(size_t(rows), 0.0f);
+    acc.assign(size_t(rows) * size_t(head_dim), 0.0f);
+  }
+};
+
+// A thread's scratch for attend(), grown on demand.
+float* scratch(int64_t floats);
+
+}  // namespace recur::kernels::attention::internal
