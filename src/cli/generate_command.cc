@@ -12,6 +12,8 @@
 #include "engine/generate.h"
 #include "engine/model.h"
 #include "engine/synthetic.h"
+#include "trace/trace.h"
+#include "trace/trace_io.h"
 
 namespace recur::cli {
 namespace {
@@ -25,6 +27,7 @@ struct GenerateFlags {
   uint64_t seed = 0;
   int threads = 0;
   bool json = false;
+  std::string trace;
 };
 
 // The embedded default: a synthetic hybrid model (KDA:attention 3:1, dense SwiGLU, about 110M
@@ -76,6 +79,7 @@ int run_generate(const GenerateFlags& f) {
   GenerateOptions o;
   o.max_new_tokens = f.tokens;
   o.sampling = {f.temperature, f.top_p, f.seed};
+  if (!f.trace.empty()) trace::set_enabled(true);
   std::string text;
   auto stats = generate(**model, **pool, f.prompt, o, [&](std::string_view piece) {
     text += piece;
@@ -84,6 +88,13 @@ int run_generate(const GenerateFlags& f) {
       std::fflush(stdout);
     }
   }, global_config());
+  if (!f.trace.empty()) {
+    trace::set_enabled(false);
+    trace::EventTable table = trace::capture();
+    if (auto s = trace::write_trace(table, f.trace); !s) return report_failure(s.error());
+    fmt::print(stderr, "trace: {} events on {} tracks ({} dropped) in {}\n", table.size(), table.tracks().size(),
+               table.info().dropped_events, f.trace);
+  }
   if (!stats) return report_failure(stats.error());
   if (f.json) {
     nlohmann::json j = {{"model", path}, {"prompt", f.prompt}, {"text", text}, {"tokens", stats->tokens},
@@ -111,6 +122,7 @@ void register_generate(CLI::App& app, Invocation& inv) {
   cmd->add_option("--top-p", f->top_p, "nucleus sampling mass")->check(CLI::Range(0.0f, 1.0f))->capture_default_str();
   cmd->add_option("--seed", f->seed, "sampling seed")->capture_default_str();
   cmd->add_option("--threads", f->threads, "threads (0 = every CPU)")->check(CLI::Range(0, 1024))->capture_default_str();
+  cmd->add_option("--trace", f->trace, "write the timeline (every step, layer, kernel call, collective): Chrome JSON (.json, .json.gz) or Perfetto (.pftrace)");
   cmd->add_flag("--json", f->json, "Print one JSON object with the text, token ids and speeds instead of streaming");
   cmd->callback([&inv, f] { inv.run = [f] { return run_generate(*f); }; });
 }

@@ -39,6 +39,8 @@ enum class TensorType : uint32_t { kF32 = 0, kF16 = 1, kQ8_0 = 8, kI8 = 24, kI32
 // "Q8_0", or "Q4_K (12)"-style names for ggml types recur does not read, "unknown (99)" else.
 std::string tensor_type_name(uint32_t type);
 bool is_supported_type(uint32_t type);
+// The name of a supported type as a static string ("Q8_0"), for trace args.
+const char* tensor_type_name_static(TensorType type);
 // Elements per block and bytes per block (1 and the element size for plain types).
 struct BlockLayout {
   uint32_t elements = 1;

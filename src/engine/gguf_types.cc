@@ -38,6 +38,18 @@ std::string tensor_type_name(uint32_t type) {
   return fmt::format("unknown ({})", type);
 }
 
+const char* tensor_type_name_static(TensorType type) {
+  switch (type) {
+    case TensorType::kF32: return "F32";
+    case TensorType::kF16: return "F16";
+    case TensorType::kQ8_0: return "Q8_0";
+    case TensorType::kI8: return "I8";
+    case TensorType::kI32: return "I32";
+    case TensorType::kBF16: return "BF16";
+  }
+  return "?";
+}
+
 bool is_supported_type(uint32_t type) {
   switch (static_cast<TensorType>(type)) {
     case TensorType::kF32: case TensorType::kF16: case TensorType::kQ8_0:

@@ -8,6 +8,7 @@
 #include "core/thread_pool.h"
 #include "engine/layers.h"
 #include "kernels/kda/kda.h"
+#include "trace/trace.h"
 
 namespace recur {
 
@@ -87,7 +88,12 @@ class HybridSession final : public Session {
     if (token < 0 || token >= c.vocab) return invalid_argument("token {} outside the vocabulary of {}", token, c.vocab);
     if (pos_ >= max_tokens_) return invalid_argument("sequence is full ({} tokens)", max_tokens_);
     m_.token_embedding.dequantize_row(token, x_.data());
+    RECUR_ZONE("step");
+    zone.arg("pos", pos_);
     for (int l = 0; l < c.n_layers; ++l) {
+      RECUR_ZONE("layer");
+      zone.arg("layer", l);
+      zone.arg("kind", m_.layers[size_t(l)].kda ? "kda" : "attention");
       const HybridLayerWeights& L = m_.layers[size_t(l)];
       rmsnorm(h_.data(), x_.data(), L.attn_norm, c.dim, c.rms_eps, norm_w_.data());
       if (L.kda) {
@@ -126,6 +132,8 @@ class HybridSession final : public Session {
   }
 
   Status kda_mixer(int l, const HybridLayerWeights& L) {
+    RECUR_ZONE("kda_mixer");
+    zone.arg("layer", l);
     const ModelConfig& c = m_.config();
     const int K = c.kda_head_dim;
     matvec(L.wq, h_.data(), q_.data(), pool_);
@@ -147,7 +155,13 @@ class HybridSession final : public Session {
     params.gate = kda::GateForm::kSoftplus;
     params.block_v = std::min(64, K);
     kda::Inputs in{q_.data(), k_.data(), v_.data(), g_.data(), b_.data(), a_log_.data(), dt_bias_.data()};
-    RECUR_RETURN_IF_ERROR(kda::decode(shape, params, in, kda_state_[size_t(l)].data(), o_.data(), variant_, &pool_, ws_));
+    {
+      RECUR_ZONE("kda_decode");
+      zone.arg("layer", l);
+      zone.arg("heads", int64_t(c.kda_heads));
+      zone.arg("variant", kda::decode_variant_name(variant_).data());
+      RECUR_RETURN_IF_ERROR(kda::decode(shape, params, in, kda_state_[size_t(l)].data(), o_.data(), variant_, &pool_, ws_));
+    }
     // Gated RMSNorm per value head.
     matvec(L.out_gate, h_.data(), gate_.data(), pool_);
     L.out_norm.dequantize_row(0, norm_w_.data());
@@ -163,6 +177,9 @@ class HybridSession final : public Session {
   }
 
   void attention_mixer(int l, const HybridLayerWeights& L) {
+    RECUR_ZONE("attention");
+    zone.arg("layer", l);
+    zone.arg("tokens", pos_ + 1);
     const ModelConfig& c = m_.config();
     const size_t kv_dim = size_t(c.n_kv_heads) * c.head_dim;
     matvec(L.wq, h_.data(), q_.data(), pool_);
@@ -187,6 +204,7 @@ class HybridSession final : public Session {
   }
 
   void mlp(const HybridLayerWeights& L) {
+    RECUR_ZONE("mlp");
     const ModelConfig& c = m_.config();
     if (c.n_experts == 0) {
       swiglu_into(L.w_gate, L.w_up, L.w_down, 1.0f, false);

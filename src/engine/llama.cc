@@ -7,6 +7,7 @@
 #include "core/thread_pool.h"
 #include "engine/layers.h"
 #include "engine/tensor_parallel.h"
+#include "trace/trace.h"
 
 namespace recur {
 
@@ -141,6 +142,14 @@ Result<std::unique_ptr<LlamaSession>> LlamaSession::create(const LlamaModel& mod
   return s;
 }
 
+void LlamaSession::all_reduce(Rank& r, int n) {
+  if (ranks_.size() == 1) return;
+  RECUR_ZONE("all_reduce");
+  zone.arg("ranks", int64_t(ranks_.size()));
+  zone.arg("floats", n);
+  group_->all_reduce_sum(r.index, r.partial.data(), r.partial.data(), n);
+}
+
 void LlamaSession::rank_step(Rank& r, TokenId token) {
   const ModelConfig& c = model_.config();
   const int dim = c.dim, hd = c.head_dim, group = c.n_heads / c.n_kv_heads;
@@ -148,6 +157,10 @@ void LlamaSession::rank_step(Rank& r, TokenId token) {
   const size_t kv_local = size_t(r.kv_heads.size()) * hd;
   model_.token_embedding.dequantize_row(token, r.x.data());
   for (int l = 0; l < c.n_layers; ++l) {
+    RECUR_ZONE("layer");
+    zone.arg("layer", l);
+    zone.arg("rank", r.index);
+    zone.arg("pos", pos_);
     const LlamaLayerWeights& L = model_.layers[size_t(l)];
     const Rank::Layer& S = r.layers[size_t(l)];
     rmsnorm(r.xb.data(), r.x.data(), L.attn_norm, dim, c.rms_eps, r.norm_w.data());
@@ -159,11 +172,17 @@ void LlamaSession::rank_step(Rank& r, TokenId token) {
     const size_t layer_base = size_t(l) * size_t(max_tokens_) * kv_local;
     std::copy(r.k.begin(), r.k.end(), r.key_cache.begin() + long(layer_base + size_t(pos_) * kv_local));
     std::copy(r.v.begin(), r.v.end(), r.value_cache.begin() + long(layer_base + size_t(pos_) * kv_local));
-    attention_decode(r.q.data(), r.key_cache.data() + layer_base, r.value_cache.data() + layer_base,
+    {
+      RECUR_ZONE("attention");
+      zone.arg("layer", l);
+      zone.arg("heads", int64_t(r.heads.size()));
+      zone.arg("tokens", pos_ + 1);
+      attention_decode(r.q.data(), r.key_cache.data() + layer_base, r.value_cache.data() + layer_base,
                      int(r.heads.size()), int(r.kv_heads.size()), hd, pos_ + 1, r.attn_out.data(), r.att.data(), intra,
                      group, int(r.heads.begin), int(r.kv_heads.begin));
+    }
     matvec(S.wo->view, r.attn_out.data(), r.partial.data(), intra);
-    group_->all_reduce_sum(r.index, r.partial.data(), r.partial.data(), dim);
+    all_reduce(r, dim);
     for (int i = 0; i < dim; ++i) r.x[size_t(i)] += r.partial[size_t(i)];
 
     rmsnorm(r.xb.data(), r.x.data(), L.ffn_norm, dim, c.rms_eps, r.norm_w.data());
@@ -171,7 +190,7 @@ void LlamaSession::rank_step(Rank& r, TokenId token) {
     matvec(S.w_up, r.xb.data(), r.hb2.data(), intra);
     swiglu(r.hb.data(), r.hb2.data(), int(r.ffn.size()));
     matvec(S.w_down->view, r.hb.data(), r.partial.data(), intra);
-    group_->all_reduce_sum(r.index, r.partial.data(), r.partial.data(), dim);
+    all_reduce(r, dim);
     for (int i = 0; i < dim; ++i) r.x[size_t(i)] += r.partial[size_t(i)];
     if (observer_ && r.index == 0) observer_(l, r.x);
   }
@@ -184,8 +203,17 @@ Result<std::span<const float>> LlamaSession::step(TokenId token) {
   const ModelConfig& c = model_.config();
   if (token < 0 || token >= c.vocab) return invalid_argument("token {} outside the vocabulary of {}", token, c.vocab);
   if (pos_ >= max_tokens_) return invalid_argument("sequence is full ({} tokens)", max_tokens_);
+  RECUR_ZONE("step");
+  zone.arg("pos", pos_);
+  zone.arg("tp", int64_t(ranks_.size()));
   if (ranks_.size() == 1) rank_step(*ranks_[0], token);
-  else rank_pool_->run_on_all([&](int r) { rank_step(*ranks_[size_t(r)], token); });
+  else
+    rank_pool_->run_on_all([&](int r) {
+      static const char* const kRankNames[] = {"rank 0", "rank 1", "rank 2", "rank 3",
+                                               "rank 4", "rank 5", "rank 6", "rank 7"};
+      if (r < 8) trace::set_thread_name(kRankNames[r]);
+      rank_step(*ranks_[size_t(r)], token);
+    });
   ++pos_;
   return std::span<const float>(logits_);
 }

@@ -67,6 +67,7 @@ class LlamaSession final : public Session {
   struct Rank;
   LlamaSession(const LlamaModel& model, ThreadPool& pool, int max_tokens);
   void rank_step(Rank& r, TokenId token);
+  void all_reduce(Rank& r, int n);  // traced; a no-op for one rank
 
   const LlamaModel& model_;
   ThreadPool& pool_;

@@ -1,11 +1,14 @@
 #include "engine/weights.h"
 
 #include <cstring>
+#include <optional>
 
 #include <fmt/ranges.h>
 
 #include "core/convert.h"
 #include "core/thread_pool.h"
+#include "kernels/gemm/gemm.h"
+#include "trace/trace.h"
 
 namespace recur {
 namespace {
@@ -112,6 +115,20 @@ Weight weight_rows(const Weight& w, int64_t r0, int64_t r1) {
 }
 
 void matvec(const Weight& w, const float* x, float* y, ThreadPool* pool) {
+  RECUR_ZONE("matvec");
+  zone.arg("rows", w.rows);
+  zone.arg("cols", w.cols);
+  zone.arg("dtype", gguf::tensor_type_name_static(w.type));
+  // F32 / F16 / BF16 / Q8_0: the vectorized GEMV of kernels/gemm (fp32 activations, exact
+  // widening of the weights, rows split statically over the pool).
+  std::optional<gemm::WeightFormat> format;
+  switch (w.type) {
+    case gguf::TensorType::kF32: format = gemm::WeightFormat::kF32; break;
+    case gguf::TensorType::kF16: format = gemm::WeightFormat::kF16; break;
+    case gguf::TensorType::kBF16: format = gemm::WeightFormat::kBf16; break;
+    case gguf::TensorType::kQ8_0: format = gemm::WeightFormat::kQ8_0; break;
+    default: break;
+  }
   auto rows = [&](int64_t begin, int64_t end, int) {
     const size_t rb = w.row_bytes();
     if (w.type == gguf::TensorType::kF32) {
@@ -126,8 +143,13 @@ void matvec(const Weight& w, const float* x, float* y, ThreadPool* pool) {
       }
     }
   };
-  if (pool != nullptr) pool->parallel_for(w.rows, rows);
-  else rows(0, w.rows, 0);
+  if (format && gemm::gemm_stored({.format = *format, .n = w.rows, .k = w.cols, .data = w.data}, x, 1, y, pool)) {
+    // done by the kernel
+  } else if (pool != nullptr) {
+    pool->parallel_for(w.rows, rows);
+  } else {
+    rows(0, w.rows, 0);
+  }
 }
 
 }  // namespace recur
