@@ -13,6 +13,7 @@
 //     (w8a8 is judged against its own reference only.)
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cstring>
 #include <map>
 #include <memory>
