@@ -116,6 +116,11 @@ class Zone {
     e->t0 = t0_;
     e->value = t1;
     e->ptr = loc_;
+    // g++ 12 cannot see that only the nargs_ filled slots are read (-Wmaybe-uninitialized).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
     for (int k = 0; k < nargs_; ++k) {
       RawEvent& a = e[1 + k];
       a.kind = RawKind::kArg;
@@ -123,6 +128,9 @@ class Zone {
       a.value = args_[k].value;
       a.ptr = args_[k].key;
     }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
     detail::publish();
   }
 
