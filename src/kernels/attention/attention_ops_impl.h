@@ -24,6 +24,8 @@ T lmin(T a, T b) { return b < a ? b : a; }
 template <class T>
 T lmax(T a, T b) { return a < b ? b : a; }
 
+inline size_t kv_dtype_bytes(KvDType t) { return t == KvDType::kF32 ? 4 : t == KvDType::kBF16 ? 2 : 1; }
+
 template <class V>
 void dequant_run(KvDType t, const std::byte* base, int64_t elem, int64_t n, float* dst) {
   constexpr int W = V::W;
@@ -99,28 +101,72 @@ float max_of(const float* s, int n) {
   return m;
 }
 
-// acc[0, d) = acc * alpha + sum_{t < n} w[t] * v[t * d, ...).
+// acc[0, d) = acc * alpha + sum_{t < n} w[t] * v[t * d, ...). Columns go in blocks of 4
+// vectors, so each token issues 4 independent FMAs (the chains over t are latency-bound).
 template <class V>
 void accumulate(float* acc, float alpha, const float* w, const float* v, int n, int d) {
   constexpr int W = V::W;
-  const typename V::R av = V::set1(alpha);
+  using R = typename V::R;
+  const R av = V::set1(alpha);
   int i = 0;
-  for (; i + 2 * W <= d; i += 2 * W) {
-    typename V::R a0 = V::mul(V::load(acc + i), av), a1 = V::mul(V::load(acc + i + W), av);
+  for (; i + 4 * W <= d; i += 4 * W) {
+    R a0 = V::mul(V::load(acc + i), av), a1 = V::mul(V::load(acc + i + W), av);
+    R a2 = V::mul(V::load(acc + i + 2 * W), av), a3 = V::mul(V::load(acc + i + 3 * W), av);
     for (int t = 0; t < n; ++t) {
-      const typename V::R wt = V::set1(w[t]);
-      a0 = V::fma(wt, V::load(v + size_t(t) * size_t(d) + size_t(i)), a0);
-      a1 = V::fma(wt, V::load(v + size_t(t) * size_t(d) + size_t(i + W)), a1);
+      const R wt = V::set1(w[t]);
+      const float* vt = v + size_t(t) * size_t(d) + size_t(i);
+      a0 = V::fma(wt, V::load(vt), a0);
+      a1 = V::fma(wt, V::load(vt + W), a1);
+      a2 = V::fma(wt, V::load(vt + 2 * W), a2);
+      a3 = V::fma(wt, V::load(vt + 3 * W), a3);
     }
     V::store(acc + i, a0);
     V::store(acc + i + W, a1);
+    V::store(acc + i + 2 * W, a2);
+    V::store(acc + i + 3 * W, a3);
   }
   for (; i < d; i += W) {
     const int c = lmin(W, d - i);
-    typename V::R a0 = V::mul(V::load_n(acc + i, c), av);
+    R a0 = V::mul(V::load_n(acc + i, c), av);
     for (int t = 0; t < n; ++t) a0 = V::fma(V::set1(w[t]), V::load_n(v + size_t(t) * size_t(d) + size_t(i), c), a0);
     V::store_n(acc + i, a0, c);
   }
+}
+
+// s[t] = q . k[t * d, ...) for t < n, four tokens at a time (independent accumulator chains).
+template <class V>
+void dots(const float* q, const float* k, int n, int d, float* s) {
+  constexpr int W = V::W;
+  using R = typename V::R;
+  int t = 0;
+  for (; t + 4 <= n; t += 4) {
+    const float* k0 = k + size_t(t) * size_t(d);
+    const float* k1 = k0 + d;
+    const float* k2 = k1 + d;
+    const float* k3 = k2 + d;
+    R s0 = V::zero(), s1 = V::zero(), s2 = V::zero(), s3 = V::zero();
+    int i = 0;
+    for (; i + W <= d; i += W) {
+      const R qi = V::load(q + i);
+      s0 = V::fma(qi, V::load(k0 + i), s0);
+      s1 = V::fma(qi, V::load(k1 + i), s1);
+      s2 = V::fma(qi, V::load(k2 + i), s2);
+      s3 = V::fma(qi, V::load(k3 + i), s3);
+    }
+    if (i < d) {
+      const int c = d - i;
+      const R qi = V::load_n(q + i, c);
+      s0 = V::fma(qi, V::load_n(k0 + i, c), s0);
+      s1 = V::fma(qi, V::load_n(k1 + i, c), s1);
+      s2 = V::fma(qi, V::load_n(k2 + i, c), s2);
+      s3 = V::fma(qi, V::load_n(k3 + i, c), s3);
+    }
+    s[t] = V::hsum(s0);
+    s[t + 1] = V::hsum(s1);
+    s[t + 2] = V::hsum(s2);
+    s[t + 3] = V::hsum(s3);
+  }
+  for (; t < n; ++t) s[t] = dot<V>(q, k + size_t(t) * size_t(d), d);
 }
 
 template <class V>
@@ -153,6 +199,16 @@ void attend_impl(const AttendArgs& a) {
       kt = ktile;
       vt = vtile;
     }
+    // Pages are scattered and a head's run is one of kv_heads runs in its page, so the hardware
+    // prefetcher does not follow: fetch the next page's K and V runs while this one computes.
+    if ((pi + 1) * P < a.end) {
+      const size_t run = size_t(P) * size_t(D) * kv_dtype_bytes(L.dtype);
+      const size_t next = size_t((int64_t(a.pages[pi + 1]) * L.kv_heads + a.kv_head) * P) * size_t(D) * kv_dtype_bytes(L.dtype);
+      for (size_t off = 0; off < run; off += 64) {
+        __builtin_prefetch(L.k + next + off);
+        __builtin_prefetch(L.v + next + off);
+      }
+    }
     const float* ks = L.k_token_scale ? L.k_token_scale + slot : nullptr;
     const float* vs = L.v_token_scale ? L.v_token_scale + slot : nullptr;
     for (int r = 0; r < a.rows; ++r) {
@@ -160,7 +216,7 @@ void attend_impl(const AttendArgs& a) {
       if (n <= 0) continue;
       float* s = scores + size_t(r) * size_t(P);
       const float* qr = q + size_t(r) * size_t(D);
-      for (int t = 0; t < n; ++t) s[t] = dot<V>(qr, kt + size_t(t) * size_t(D), D);
+      dots<V>(qr, kt, n, D, s);
       if (ks)
         for (int t = 0; t < n; ++t) s[t] *= ks[t];
       const float m_new = lmax(a.m[r], max_of<V>(s, n));
