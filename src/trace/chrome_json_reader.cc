@@ -107,6 +107,9 @@ class Reader {
       : name_(name), data_(json.data()), size_(json.size()), scan_(json.data(), json.size()) {}
 
   Result<EventTable> run() {
+    // Kineto spends about 220 bytes per event and 55 per arg; reserving from the input size
+    // avoids regrowing (and copying) the columns. Untouched reservations cost no memory.
+    table_.reserve(size_ / 128 + 16, size_ / 32 + 16);
     size_t pos = 0;
     if (size_ >= 3 && data_[0] == 0xEF && data_[1] == 0xBB && data_[2] == 0xBF) pos = 3;
     pos = scan_.skip_ws(pos);

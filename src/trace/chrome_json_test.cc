@@ -151,6 +151,17 @@ TEST(ChromeJson, ReadsKinetoConventions) {
   EXPECT_EQ(chrome_json_string(*again), out);
 }
 
+TEST(ChromeJson, JsonStartingWithNewlineIsNotTakenForProtobuf) {
+  // 0x0a is also Perfetto's first byte; Kineto files start with "\n{".
+  auto r = parse_trace("nl.json", testing::bytes_of("\n{\"traceEvents\": [{\"ph\":\"i\",\"name\":\"a\",\"ts\":1}]}"));
+  ASSERT_TRUE(r) << r.error().to_string();
+  EXPECT_EQ(r->size(), 1u);
+  auto bad = parse_trace("nl.json", testing::bytes_of("\n{\"traceEvents\": [{\"ph\":7}]}"));
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("expected a string for \"ph\""), std::string::npos)
+      << bad.error().message();
+}
+
 TEST(ChromeJson, ArrayFormWithAndWithoutClosingBracket) {
   auto a = parse_json_text(R"([{"ph":"X","name":"a","pid":1,"tid":1,"ts":1,"dur":2}])");
   ASSERT_TRUE(a) << a.error().to_string();

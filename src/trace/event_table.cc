@@ -10,6 +10,26 @@ namespace recur::trace {
 
 // ---- StringPool ----
 
+size_t StringPool::Hash::operator()(std::string_view s) const noexcept {
+  constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
+  uint64_t h = uint64_t(s.size()) * kMul;
+  const char* p = s.data();
+  size_t n = s.size();
+  while (n >= 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    h = (h ^ w) * kMul;
+    h ^= h >> 29;
+    p += 8;
+    n -= 8;
+  }
+  uint64_t w = 0;
+  std::memcpy(&w, p, n);
+  h = (h ^ w) * kMul;
+  h ^= h >> 32;
+  return size_t(h);
+}
+
 StringPool::StringPool() {
   views_.emplace_back();
   index_.emplace(std::string_view(), 0);
@@ -114,13 +134,36 @@ size_t EventTable::add_event(char phase, StringId name, StringId cat, int64_t ts
   track_.push_back(track);
   id_.push_back(id);
   flags_.push_back(flags);
+  seal_last(uint32_t(args_.size()));
   args_begin_.push_back(uint32_t(args_.size()));
+  args_len_.push_back(0);
+  sealed_ = false;
   return phase_.size() - 1;
+}
+
+void EventTable::seal_last(uint32_t next_begin) {
+  if (!sealed_ && !args_begin_.empty()) args_len_.back() = next_begin - args_begin_.back();
+  sealed_ = true;
+}
+
+void EventTable::reserve(size_t events, size_t args) {
+  phase_.reserve(events);
+  name_.reserve(events);
+  cat_.reserve(events);
+  ts_.reserve(events);
+  dur_.reserve(events);
+  track_.reserve(events);
+  id_.reserve(events);
+  flags_.reserve(events);
+  args_begin_.reserve(events);
+  args_len_.reserve(events);
+  args_.reserve(args);
 }
 
 size_t EventTable::add_event_with_args(size_t args_begin, char phase, StringId name,
                                        StringId cat, int64_t ts_ns, int64_t dur_ns,
                                        uint32_t track, uint64_t id, uint8_t flags) {
+  seal_last(uint32_t(args_begin));
   size_t i = add_event(phase, name, cat, ts_ns, dur_ns, track, id, flags);
   args_begin_.back() = uint32_t(args_begin);
   return i;
@@ -128,7 +171,8 @@ size_t EventTable::add_event_with_args(size_t args_begin, char phase, StringId n
 
 void EventTable::pop_event() {
   if (phase_.empty()) return;
-  args_.resize(args_begin_.back());
+  if (!sealed_) args_.resize(args_begin_.back());
+  sealed_ = true;  // the previous event's length was sealed when this one was added
   phase_.pop_back();
   name_.pop_back();
   cat_.pop_back();
@@ -138,6 +182,7 @@ void EventTable::pop_event() {
   id_.pop_back();
   flags_.pop_back();
   args_begin_.pop_back();
+  args_len_.pop_back();
 }
 
 void EventTable::add_arg_int(StringId key, int64_t v) {
@@ -194,17 +239,10 @@ void EventTable::add_arg_null(StringId key) {
 }
 
 void EventTable::keep_rows(const std::vector<uint8_t>& keep) {
-  size_t out = 0;
-  std::vector<Arg> args;
-  args.reserve(args_.size());
-  size_t n = size();
-  std::vector<uint32_t> begins;
-  begins.reserve(n);
+  seal_last(uint32_t(args_.size()));
+  size_t out = 0, n = size();
   for (size_t i = 0; i < n; ++i) {
     if (!keep[i]) continue;
-    size_t b = args_begin(i), e = args_end(i);
-    begins.push_back(uint32_t(args.size()));
-    args.insert(args.end(), args_.begin() + b, args_.begin() + e);
     phase_[out] = phase_[i];
     name_[out] = name_[i];
     cat_[out] = cat_[i];
@@ -213,6 +251,8 @@ void EventTable::keep_rows(const std::vector<uint8_t>& keep) {
     track_[out] = track_[i];
     id_[out] = id_[i];
     flags_[out] = flags_[i];
+    args_begin_[out] = args_begin_[i];
+    args_len_[out] = args_len_[i];
     ++out;
   }
   phase_.resize(out);
@@ -223,8 +263,8 @@ void EventTable::keep_rows(const std::vector<uint8_t>& keep) {
   track_.resize(out);
   id_.resize(out);
   flags_.resize(out);
-  args_begin_ = std::move(begins);
-  args_ = std::move(args);
+  args_begin_.resize(out);
+  args_len_.resize(out);
 }
 
 template <typename T>
@@ -235,20 +275,16 @@ static void permute(std::vector<T>& v, const std::vector<uint32_t>& order) {
 }
 
 void EventTable::sort_by_ts() {
+  seal_last(uint32_t(args_.size()));
   size_t n = size();
   if (std::is_sorted(ts_.begin(), ts_.end())) return;
+  // (ts, index) pairs sort fast and keep equal timestamps in insertion order.
+  std::vector<std::pair<int64_t, uint32_t>> keys(n);
+  for (size_t i = 0; i < n; ++i) keys[i] = {ts_[i], uint32_t(i)};
+  std::sort(keys.begin(), keys.end());
   std::vector<uint32_t> order(n);
-  std::iota(order.begin(), order.end(), 0u);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](uint32_t a, uint32_t b) { return ts_[a] < ts_[b]; });
-  std::vector<Arg> args;
-  args.reserve(args_.size());
-  std::vector<uint32_t> begins(n);
-  for (size_t i = 0; i < n; ++i) {
-    uint32_t src = order[i];
-    begins[i] = uint32_t(args.size());
-    args.insert(args.end(), args_.begin() + args_begin(src), args_.begin() + args_end(src));
-  }
+  for (size_t i = 0; i < n; ++i) order[i] = keys[i].second;
+  keys = {};
   permute(phase_, order);
   permute(name_, order);
   permute(cat_, order);
@@ -257,11 +293,12 @@ void EventTable::sort_by_ts() {
   permute(track_, order);
   permute(id_, order);
   permute(flags_, order);
-  args_begin_ = std::move(begins);
-  args_ = std::move(args);
+  permute(args_begin_, order);
+  permute(args_len_, order);
 }
 
 void EventTable::finalize() {
+  seal_last(uint32_t(args_.size()));
   size_t n = size();
   // Pair B/E per track, in ts order (stable, so file order breaks ties).
   std::vector<uint32_t> be;
@@ -312,21 +349,14 @@ void EventTable::finalize() {
       }
     }
     close_open();
-    if (!merges.empty()) {
-      // Rule 3: the E's args join its B's (appended after the B's own).
-      std::vector<std::vector<Arg>> extra(n);
-      for (auto [b, e] : merges) {
-        extra[b].insert(extra[b].end(), args_.begin() + args_begin(e), args_.begin() + args_end(e));
-      }
-      std::vector<Arg> args;
-      std::vector<uint32_t> begins(n);
-      for (size_t i = 0; i < n; ++i) {
-        begins[i] = uint32_t(args.size());
-        args.insert(args.end(), args_.begin() + args_begin(i), args_.begin() + args_end(i));
-        args.insert(args.end(), extra[i].begin(), extra[i].end());
-      }
-      args_begin_ = std::move(begins);
-      args_ = std::move(args);
+    // Rule 3: the E's args join its B's (appended after the B's own).
+    seal_last(uint32_t(args_.size()));
+    for (auto [b, e] : merges) {
+      uint32_t begin = uint32_t(args_.size());
+      for (size_t k = args_begin(b), end = args_end(b); k < end; ++k) args_.push_back(args_[k]);
+      for (size_t k = args_begin(e), end = args_end(e); k < end; ++k) args_.push_back(args_[k]);
+      args_begin_[b] = begin;
+      args_len_[b] = uint32_t(args_.size()) - begin;
     }
     keep_rows(keep);
   }
@@ -400,7 +430,7 @@ void EventTable::append(const EventTable& other, int64_t pid_offset) {
 size_t EventTable::memory_bytes() const {
   size_t per_event = sizeof(char) + 2 * sizeof(StringId) + 2 * sizeof(int64_t) +
                      sizeof(uint32_t) + sizeof(uint64_t) + sizeof(uint8_t) + sizeof(uint32_t);
-  return phase_.capacity() * per_event + args_.capacity() * sizeof(Arg) + strings_.text_bytes() +
+  return phase_.capacity() * (per_event + sizeof(uint32_t)) + args_.capacity() * sizeof(Arg) + strings_.text_bytes() +
          strings_.size() * (sizeof(std::string_view) + 32);
 }
 

@@ -30,7 +30,7 @@ class Writer {
       const Process& proc = t_.processes()[p];
       process_uuid_[proc.pid] = p + 1;
       if (proc.pid < INT32_MIN || proc.pid > INT32_MAX) {
-        return invalid_argument("pid {} does not fit Perfetto's int32 pid", proc.pid);
+        return unsupported("pid {} does not fit Perfetto's int32 pid", proc.pid);
       }
       pb::TracePacket pkt = packet();
       auto* td = pkt.mutable_track_descriptor();
@@ -45,7 +45,7 @@ class Writer {
     for (size_t i = 0; i < t_.tracks().size(); ++i) {
       const Track& tr = t_.tracks()[i];
       if (tr.tid < INT32_MIN || tr.tid > INT32_MAX) {
-        return invalid_argument("tid {} does not fit Perfetto's int32 tid", tr.tid);
+        return unsupported("tid {} does not fit Perfetto's int32 tid", tr.tid);
       }
       pb::TracePacket pkt = packet();
       auto* td = pkt.mutable_track_descriptor();
@@ -69,7 +69,7 @@ class Writer {
     int64_t last_ts = 0;
     for (uint32_t i : order) {
       int64_t ts = t_.ts_ns(i);
-      if (ts < 0) return invalid_argument("event {} has a negative timestamp ({} ns), which Perfetto cannot hold", i, ts);
+      if (ts < 0) return unsupported("event {} has a negative timestamp ({} ns), which Perfetto cannot hold", i, ts);
       RECUR_RETURN_IF_ERROR(flush_ends(ts));
       last_ts = std::max(last_ts, ts);
       char ph = t_.phase(i);

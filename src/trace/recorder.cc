@@ -20,9 +20,12 @@ namespace {
 
 constexpr uint32_t kChunkEvents = 4096;  // 128 KiB per chunk
 
+constexpr size_t kMaxFreeChunks = 1024;  // 128 MiB kept for reuse after reset()
+
 struct Registry {
   std::mutex mu;
   std::vector<std::unique_ptr<ThreadBuffer>> buffers;
+  std::vector<std::unique_ptr<Chunk>> free_chunks;  // full-size chunks recycled by reset()
   TraceConfig config;
 };
 
@@ -65,6 +68,21 @@ uint64_t max_events_per_thread() {
   return r.config.max_events_per_thread;
 }
 
+// A chunk of `size` slots: a recycled one (already paged in) when the size is standard.
+std::unique_ptr<Chunk> new_chunk(uint32_t size) {
+  if (size == kChunkEvents) {
+    Registry& r = registry();
+    std::lock_guard lock(r.mu);
+    if (!r.free_chunks.empty()) {
+      std::unique_ptr<Chunk> c = std::move(r.free_chunks.back());
+      r.free_chunks.pop_back();
+      c->count.store(0, std::memory_order_relaxed);
+      return c;
+    }
+  }
+  return std::make_unique<Chunk>(size);
+}
+
 }  // namespace
 
 RawEvent* reserve_slow(uint32_t n) {
@@ -81,7 +99,7 @@ RawEvent* reserve_slow(uint32_t n) {
   }
   tb->kept = used;
   uint32_t size = uint32_t(std::min<uint64_t>(std::max<uint64_t>(kChunkEvents, n), room));
-  tb->chunks.push_back(std::make_unique<Chunk>(size));
+  tb->chunks.push_back(new_chunk(size));
   tb->chunk = tb->chunks.back().get();
   tb->cur = tb->chunk->events.get() + n;
   tb->end = tb->chunk->events.get() + size;
@@ -253,6 +271,12 @@ void reset() {
   for (auto it = buffers.begin(); it != buffers.end();) {
     ThreadBuffer* tb = it->get();
     std::unique_lock lock_tb(tb->mu);
+    auto& free_chunks = detail::registry().free_chunks;
+    for (auto& c : tb->chunks) {
+      if (c->capacity == detail::kChunkEvents && free_chunks.size() < detail::kMaxFreeChunks) {
+        free_chunks.push_back(std::move(c));
+      }
+    }
     tb->chunks.clear();
     tb->chunk = nullptr;
     tb->cur = tb->end = nullptr;

@@ -47,8 +47,8 @@ void set_thread_name(std::string_view name);
 // Everything recorded so far, as a finalized EventTable (ts in ns on the steady_clock base).
 // Includes per-thread names and dropped-event counts. Does not clear the buffers.
 EventTable capture();
-// Frees every buffer and forgets drop counts and thread names. Precondition: no thread is
-// recording.
+// Empties every buffer and forgets drop counts and thread names; up to 128 MiB of chunks are
+// kept (already paged in) for the next recording. Precondition: no thread is recording.
 void reset();
 
 inline constexpr int kMaxZoneArgs = 4;

@@ -20,14 +20,14 @@ PaddedBytes::PaddedBytes(size_t size) {
 
 void PaddedBytes::reserve(size_t size) {
   if (size <= capacity_ && data_) return;
-  size_t old_capacity = data_ ? capacity_ : 0;
   auto* p = static_cast<uint8_t*>(std::realloc(data_.get(), size + kPadding));
   if (p == nullptr) throw std::bad_alloc();
   (void)data_.release();
   data_.reset(p);
   capacity_ = size;
-  // Zero what was never written: the new room and the padding (contents below stay).
-  std::memset(p + old_capacity, 0, capacity_ + kPadding - old_capacity);
+  // Zero the padding; the room below it is written before it is read (resize() zeroes the
+  // padding after the new size), so it is left untouched, not paged in.
+  std::memset(p + capacity_, 0, kPadding);
 }
 
 void PaddedBytes::resize(size_t size) {
@@ -134,8 +134,23 @@ Result<EventTable> parse_trace(std::string_view name, PaddedBytes bytes) {
     bytes = PaddedBytes();  // free the compressed bytes before parsing
     return parse_chrome_json(name, inflated);
   }
-  if (bytes.size() > 0 && bytes.data()[0] == 0x0a) return parse_perfetto(name, bytes.span());
-  return parse_chrome_json(name, bytes);
+  // JSON may start with whitespace, and "\n{" is also a valid start of a Perfetto trace (a
+  // 123-byte first packet): text that looks like JSON is read as JSON first, and only if that
+  // fails and the bytes could be protobuf is Perfetto tried (its error is reported only when
+  // the input cannot be JSON).
+  size_t i = 0;
+  const uint8_t* d = bytes.data();
+  while (i < bytes.size() && (d[i] == ' ' || d[i] == '\n' || d[i] == '\r' || d[i] == '\t')) ++i;
+  bool json_like = i < bytes.size() && (d[i] == '{' || d[i] == '[' || d[i] == 0xEF);
+  bool proto_like = bytes.size() > 0 && d[0] == 0x0a;
+  if (json_like || !proto_like) {
+    auto json = parse_chrome_json(name, bytes);
+    if (json || !proto_like) return json;
+    auto pb = parse_perfetto(name, bytes.span());
+    if (pb) return pb;
+    return json;
+  }
+  return parse_perfetto(name, bytes.span());
 }
 
 Result<EventTable> read_trace(const std::string& path) {

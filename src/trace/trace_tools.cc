@@ -55,10 +55,10 @@ Result<EventTable> merge_traces(const std::vector<EventTable>& inputs) {
     const EventTable& in = inputs[k];
     int64_t rank = in.info().rank.value_or(int64_t(k));
     if (rank < 0 || rank >= 256) {
-      return invalid_argument("input {}: rank {} is outside 0..255, the ranks a merged trace can hold", k, rank);
+      return make_error(ErrorCode::kFailedPrecondition, "input {}: rank {} is outside 0..255, the ranks a merged trace can hold", k, rank);
     }
     if (!ranks.insert(rank).second) {
-      return invalid_argument("input {}: rank {} appears twice (distributedInfo.rank)", k, rank);
+      return make_error(ErrorCode::kFailedPrecondition, "input {}: rank {} appears twice (distributedInfo.rank)", k, rank);
     }
     if (in.info().world_size) world = std::max(world.value_or(0), *in.info().world_size);
     int64_t offset = rank << kRankPidShift;
