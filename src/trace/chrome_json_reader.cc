@@ -49,15 +49,16 @@ bool parse_us_to_ns(std::string_view text, int64_t* ns) {
     double d = std::strtod(tmp.c_str(), &end);
     if (end != tmp.c_str() + tmp.size() || errno == ERANGE || !std::isfinite(d)) return false;
     double v = d * 1000.0;
-    if (std::fabs(v) > 9.2e18) return false;
+    if (std::fabs(v) >= 4.6e18) return false;
     *ns = int64_t(std::llround(v));
     return true;
   }
   if (i != n) return false;
-  if (int_digits > 16) return false;  // ns must fit in int64: |µs| < 9.2e15
+  // |ns| < 2^62 (|µs| < 4.6e15, past the year 2100 in epoch µs), so ts + dur never overflows.
+  if (int_digits > 16) return false;
   int64_t ip = 0;
   for (size_t k = int_begin; k < int_begin + int_digits; ++k) ip = ip * 10 + (text[k] - '0');
-  if (ip > (INT64_MAX - 1000) / 1000) return false;
+  if (ip >= (int64_t(1) << 62) / 1000) return false;
   int64_t frac = 0;
   for (size_t k = 0; k < 3; ++k) {
     frac = frac * 10 + (k < frac_digits ? text[frac_begin + k] - '0' : 0);
@@ -335,7 +336,7 @@ class Reader {
     sj::json_type t;
     if (v.type().get(t) || t != sj::json_type::number) return type_fail(v, key, "a number (µs)");
     if (!parse_us_to_ns(v.raw_json_token(), ns)) {
-      return fail(offset_of(v), "expected a number of µs for \"{}\" whose ns fit in 64 bits (|{}| < 9.2e15)", key, key);
+      return fail(offset_of(v), "expected a number of µs for \"{}\" below 2^62 ns (|{}| < 4.6e15)", key, key);
     }
     return ok_status();
   }

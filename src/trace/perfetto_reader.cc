@@ -4,6 +4,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <simdjson.h>
+
 #include "trace/perfetto.h"
 #include "trace/perfetto_trace.pb.h"
 
@@ -166,8 +168,8 @@ class Reader {
     }
     if (!p.has_track_event()) return ok_status();
     const pb::TrackEvent& te = p.track_event();
-    if (p.timestamp() > uint64_t(INT64_MAX)) {
-      return parse_error("{}: byte {}: expected a timestamp below 2^63 ns, got {}", name_, off, p.timestamp());
+    if (p.timestamp() >= (uint64_t(1) << 62)) {
+      return parse_error("{}: byte {}: expected a timestamp below 2^62 ns, got {}", name_, off, p.timestamp());
     }
     int64_t ts = int64_t(p.timestamp());
     StringId name = 0;
@@ -211,6 +213,9 @@ class Reader {
           return ok_status();
         }
         size_t b = o.stack.back();
+        if (ts < table_.ts_ns(b)) {
+          return parse_error("{}: byte {}: expected SLICE_END at or after its SLICE_BEGIN ({} ns), got {} ns", name_, off, table_.ts_ns(b), ts);
+        }
         o.stack.pop_back();
         table_.complete_event(b, ts - table_.ts_ns(b));
         return ok_status();
@@ -280,8 +285,10 @@ class Reader {
         case pb::DebugAnnotation::kLegacyJsonValue:
           if (a.legacy_json_value() == "null") {
             table_.add_arg_null(key);
-          } else {
+          } else if (valid_json(a.legacy_json_value())) {
             table_.add_arg_json(key, a.legacy_json_value());
+          } else {
+            table_.add_arg_string(key, a.legacy_json_value());  // not JSON: kept as text
           }
           break;
         default: table_.add_arg_null(key); break;
@@ -292,7 +299,17 @@ class Reader {
 
   StringId intern(std::string_view s) { return table_.strings().intern(s); }
 
+  // Whether a legacy_json_value really is JSON (an array or object), so that writing it back
+  // raw into Chrome JSON stays valid.
+  bool valid_json(const std::string& text) {
+    if (text.empty() || (text[0] != '[' && text[0] != '{')) return false;
+    simdjson::padded_string padded(text);
+    simdjson::dom::element e;
+    return !json_parser_.parse(padded).get(e);
+  }
+
   std::string name_;
+  simdjson::dom::parser json_parser_;
   std::span<const uint8_t> bytes_;
   EventTable table_;
   std::unordered_map<uint64_t, TrackInfo> tracks_;

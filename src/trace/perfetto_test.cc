@@ -146,6 +146,26 @@ TEST(Perfetto, HtaTracesSurviveProtobuf) {
   }
 }
 
+TEST(PerfettoMalformed, BadUtf8AndBadJsonArgsStillWriteValidJson) {
+  EventTable t;
+  uint32_t tr = t.track_for(1, 1);
+  t.add_event('X', t.strings().intern("bad\xff\xc3("), 0, 10, 5, tr);
+  t.add_arg_json(t.strings().intern("list"), "[1, 2");  // broken JSON, as a fuzzed file may hold
+  t.add_arg_json(t.strings().intern("ok"), "[1, 2]");
+  t.finalize();
+  auto pb = perfetto_bytes(t);
+  ASSERT_TRUE(pb);
+  auto back = parse_trace("u.pftrace", as_bytes(*pb));
+  ASSERT_TRUE(back) << back.error().to_string();
+  ASSERT_EQ(back->size(), 1u);
+  EXPECT_EQ(back->find_arg(0, "list")->type, ArgType::kString);
+  EXPECT_EQ(back->find_arg(0, "ok")->type, ArgType::kJson);
+  std::string json = chrome_json_string(*back);
+  auto again = testing::parse_json_text(json);
+  ASSERT_TRUE(again) << again.error().to_string() << "\n" << json;
+  EXPECT_EQ(again->name(0), "bad\xef\xbf\xbd\xef\xbf\xbd(");
+}
+
 TEST(PerfettoMalformed, ErrorsGiveTheOffset) {
   EventTable t = record_sample();
   auto pb = perfetto_bytes(t);

@@ -88,7 +88,9 @@ std::unique_ptr<Chunk> new_chunk(uint32_t size) {
 RawEvent* reserve_slow(uint32_t n) {
   ThreadBuffer* tb = t_buffer != nullptr ? t_buffer : register_thread();
   uint64_t cap = max_events_per_thread();
-  std::lock_guard lock(tb->mu);
+  // cur, end, chunk and kept are the owner's (reset() runs only while no thread records);
+  // mu guards the chunk list that capture() walks. The registry lock (new_chunk) is never
+  // taken while holding mu: reset() takes them in the other order.
   uint64_t in_chunk = tb->chunk != nullptr ? uint64_t(tb->cur - tb->chunk->events.get()) : 0;
   uint64_t used = tb->kept + in_chunk;
   uint64_t room = cap > used ? cap - used : 0;
@@ -97,9 +99,11 @@ RawEvent* reserve_slow(uint32_t n) {
     tb->dropped.store(tb->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     return nullptr;
   }
-  tb->kept = used;
   uint32_t size = uint32_t(std::min<uint64_t>(std::max<uint64_t>(kChunkEvents, n), room));
-  tb->chunks.push_back(new_chunk(size));
+  std::unique_ptr<Chunk> chunk = new_chunk(size);
+  std::lock_guard lock(tb->mu);
+  tb->kept = used;
+  tb->chunks.push_back(std::move(chunk));
   tb->chunk = tb->chunks.back().get();
   tb->cur = tb->chunk->events.get() + n;
   tb->end = tb->chunk->events.get() + size;

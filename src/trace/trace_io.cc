@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -58,6 +59,9 @@ Result<PaddedBytes> gunzip(std::string_view name, std::span<const uint8_t> bytes
     std::memcpy(&isize, bytes.data() + bytes.size() - 4, 4);
     if (isize >= bytes.size()) guess = isize;
   }
+  // ISIZE is only a hint (a forged one must not reserve gigabytes): deflate expands at most
+  // 1032:1, and the buffer grows by doubling past the first 256 MiB anyway.
+  guess = std::min({guess, bytes.size() * 1032, size_t(256) << 20});
   PaddedBytes out;
   out.reserve(std::max<size_t>(guess, 4096));
   size_t in_pos = 0, out_size = 0;

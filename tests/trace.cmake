@@ -1,0 +1,7 @@
+# End-to-end tests of `recur trace stats|convert|merge` (tests/trace_cli_test.sh).
+if(RECUR_BUILD_TESTS)
+  add_test(NAME trace_cli
+           COMMAND ${CMAKE_CURRENT_LIST_DIR}/trace_cli_test.sh $<TARGET_FILE:recur>
+                   ${CMAKE_SOURCE_DIR}/../shared/testdata/hta)
+  set_tests_properties(trace_cli PROPERTIES LABELS "e2e")
+endif()
