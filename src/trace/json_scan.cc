@@ -1,9 +1,11 @@
 #include "trace/json_scan.h"
 
-#include <emmintrin.h>
+#include <immintrin.h>
 
 #include <bit>
 #include <cstring>
+
+#include "core/cpu_features.h"
 
 namespace recur::trace {
 namespace {
@@ -12,28 +14,65 @@ struct Masks {
   uint64_t quote, backslash, open, close;
 };
 
-inline uint64_t eq_mask(const __m128i v[4], char c) {
-  __m128i k = _mm_set1_epi8(c);
-  uint64_t m0 = uint32_t(_mm_movemask_epi8(_mm_cmpeq_epi8(v[0], k)));
-  uint64_t m1 = uint32_t(_mm_movemask_epi8(_mm_cmpeq_epi8(v[1], k)));
-  uint64_t m2 = uint32_t(_mm_movemask_epi8(_mm_cmpeq_epi8(v[2], k)));
-  uint64_t m3 = uint32_t(_mm_movemask_epi8(_mm_cmpeq_epi8(v[3], k)));
-  return m0 | (m1 << 16) | (m2 << 32) | (m3 << 48);
-}
+// '[' (0x5b) and '{' (0x7b) differ only in bit 0x20, as do ']' and '}': one compare each
+// after OR-ing 0x20 in.
+struct Sse2 {
+  static uint64_t eq(const __m128i v[4], __m128i k) {
+    uint64_t m0 = uint32_t(_mm_movemask_epi8(_mm_cmpeq_epi8(v[0], k)));
+    uint64_t m1 = uint32_t(_mm_movemask_epi8(_mm_cmpeq_epi8(v[1], k)));
+    uint64_t m2 = uint32_t(_mm_movemask_epi8(_mm_cmpeq_epi8(v[2], k)));
+    uint64_t m3 = uint32_t(_mm_movemask_epi8(_mm_cmpeq_epi8(v[3], k)));
+    return m0 | (m1 << 16) | (m2 << 32) | (m3 << 48);
+  }
+  static Masks classify(const uint8_t* p) {
+    __m128i v[4], f[4];
+    __m128i bit5 = _mm_set1_epi8(0x20);
+    for (int i = 0; i < 4; ++i) {
+      v[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * i));
+      f[i] = _mm_or_si128(v[i], bit5);
+    }
+    return Masks{eq(v, _mm_set1_epi8('"')), eq(v, _mm_set1_epi8('\\')), eq(f, _mm_set1_epi8('{')),
+                 eq(f, _mm_set1_epi8('}'))};
+  }
+  static uint64_t prefix_xor(uint64_t x) {
+    x ^= x << 1;
+    x ^= x << 2;
+    x ^= x << 4;
+    x ^= x << 8;
+    x ^= x << 16;
+    x ^= x << 32;
+    return x;
+  }
+  static int popcount(uint64_t x) { return std::popcount(x); }
+};
 
-inline Masks classify(const uint8_t* p) {
-  __m128i v[4];
-  for (int i = 0; i < 4; ++i) v[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * i));
-  Masks m;
-  m.quote = eq_mask(v, '"');
-  m.backslash = eq_mask(v, '\\');
-  m.open = eq_mask(v, '{') | eq_mask(v, '[');
-  m.close = eq_mask(v, '}') | eq_mask(v, ']');
-  return m;
-}
+// The same with 32-byte compares, a carry-less multiply for the prefix XOR and POPCNT; only
+// called where the CPU has them (scan() checks).
+#define RECUR_SCAN_TARGET __attribute__((target("avx2,pclmul,popcnt,bmi")))
+struct Avx2 {
+  RECUR_SCAN_TARGET static uint64_t eq(__m256i lo, __m256i hi, char c) {
+    __m256i k = _mm256_set1_epi8(c);
+    uint64_t a = uint32_t(_mm256_movemask_epi8(_mm256_cmpeq_epi8(lo, k)));
+    uint64_t b = uint32_t(_mm256_movemask_epi8(_mm256_cmpeq_epi8(hi, k)));
+    return a | (b << 32);
+  }
+  RECUR_SCAN_TARGET static Masks classify(const uint8_t* p) {
+    __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
+    __m256i bit5 = _mm256_set1_epi8(0x20);
+    __m256i flo = _mm256_or_si256(lo, bit5), fhi = _mm256_or_si256(hi, bit5);
+    return Masks{eq(lo, hi, '"'), eq(lo, hi, '\\'), eq(flo, fhi, '{'), eq(flo, fhi, '}')};
+  }
+  RECUR_SCAN_TARGET static uint64_t prefix_xor(uint64_t x) {
+    __m128i r = _mm_clmulepi64_si128(_mm_set_epi64x(0, int64_t(x)), _mm_set1_epi8(-1), 0);
+    return uint64_t(_mm_cvtsi128_si64(r));
+  }
+  RECUR_SCAN_TARGET static int popcount(uint64_t x) { return __builtin_popcountll(x); }
+};
 
 // Bits of characters escaped by a backslash (simdjson's branchless escape scanner).
 inline uint64_t find_escaped(uint64_t backslash, uint64_t& prev_escaped) {
+  if ((backslash | prev_escaped) == 0) return 0;  // the common block: no backslash at all
   backslash &= ~prev_escaped;
   uint64_t follows_escape = backslash << 1 | prev_escaped;
   const uint64_t even_bits = 0x5555555555555555ULL;
@@ -45,36 +84,28 @@ inline uint64_t find_escaped(uint64_t backslash, uint64_t& prev_escaped) {
   return (even_bits ^ invert_mask) & follows_escape;
 }
 
-inline uint64_t prefix_xor(uint64_t x) {
-  x ^= x << 1;
-  x ^= x << 2;
-  x ^= x << 4;
-  x ^= x << 8;
-  x ^= x << 16;
-  x ^= x << 32;
-  return x;
-}
-
-}  // namespace
-
-JsonScanner::Scan JsonScanner::scan(size_t start, size_t min_end) const {
+template <typename Simd>
+__attribute__((always_inline)) inline JsonScanner::Scan scan_blocks(const uint8_t* data, size_t size,
+                                                                    size_t start, size_t min_end) {
+  using Scan = JsonScanner::Scan;
+  using Stop = JsonScanner::Stop;
   uint64_t prev_escaped = 0, prev_in_string = 0;
   int64_t depth = 0;
   size_t last_end = 0;
-  for (size_t base = start; base < size_; base += 64) {
-    Masks m = classify(data_ + base);
+  for (size_t base = start; base < size; base += 64) {
+    Masks m = Simd::classify(data + base);
     uint64_t escaped = find_escaped(m.backslash, prev_escaped);
     uint64_t quote = m.quote & ~escaped;
-    uint64_t in_string = prefix_xor(quote) ^ prev_in_string;
+    uint64_t in_string = Simd::prefix_xor(quote) ^ prev_in_string;
     prev_in_string = uint64_t(int64_t(in_string) >> 63);
-    uint64_t valid = size_ - base >= 64 ? ~uint64_t(0) : (uint64_t(1) << (size_ - base)) - 1;
+    uint64_t valid = size - base >= 64 ? ~uint64_t(0) : (uint64_t(1) << (size - base)) - 1;
     uint64_t open = m.open & ~in_string & valid;
     uint64_t close = m.close & ~in_string & valid;
     if ((open | close) == 0) continue;
-    int n_close = std::popcount(close);
+    int n_close = Simd::popcount(close);
     // Fast path: depth cannot reach 0 in this block.
     if (depth - n_close > 0) {
-      depth += std::popcount(open) - n_close;
+      depth += Simd::popcount(open) - n_close;
       continue;
     }
     uint64_t all = open | close;
@@ -95,7 +126,21 @@ JsonScanner::Scan JsonScanner::scan(size_t start, size_t min_end) const {
       }
     }
   }
-  return Scan{Stop::kEof, size_, last_end, prev_in_string != 0};
+  return Scan{Stop::kEof, size, last_end, prev_in_string != 0};
+}
+
+RECUR_SCAN_TARGET JsonScanner::Scan scan_avx2(const uint8_t* data, size_t size, size_t start,
+                                              size_t min_end) {
+  return scan_blocks<Avx2>(data, size, start, min_end);
+}
+
+}  // namespace
+
+JsonScanner::Scan JsonScanner::scan(size_t start, size_t min_end) const {
+  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("pclmul") &&
+                           __builtin_cpu_supports("popcnt") && __builtin_cpu_supports("bmi");
+  if (avx2 && active_isa() >= Isa::kAvx2) return scan_avx2(data_, size_, start, min_end);
+  return scan_blocks<Sse2>(data_, size_, start, min_end);
 }
 
 size_t JsonScanner::string_end(size_t pos) const {

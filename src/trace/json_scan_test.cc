@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/cpu_features.h"
 #include "trace/json_scan.h"
 #include "trace/test_util.h"
 
@@ -86,7 +87,11 @@ std::string random_value(std::mt19937& rng, int depth) {
   return s;
 }
 
-TEST(JsonScanner, MatchesReferenceOnRandomArrays) {
+// Both the SSE2 and the AVX2 block classifiers (the latter where the CPU has it).
+class JsonScannerIsa : public ::testing::TestWithParam<Isa> {};
+
+TEST_P(JsonScannerIsa, MatchesReferenceOnRandomArrays) {
+  ScopedIsaCap cap(GetParam());
   std::mt19937 rng(7);
   for (int trial = 0; trial < 300; ++trial) {
     std::string body(size_t(rng() % 70), ' ');
@@ -128,6 +133,9 @@ TEST(JsonScanner, MatchesReferenceOnRandomArrays) {
     EXPECT_EQ(sc.value_end(start - 1), body.size());
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Isas, JsonScannerIsa, ::testing::Values(Isa::kScalar, Isa::kAvx2),
+                         [](const auto& info) { return std::string(isa_name(info.param)); });
 
 TEST(JsonScanner, ReportsEofAndInString) {
   std::string body = "{\"a\": \"unterminated";
