@@ -204,6 +204,23 @@ class EventTable {
   size_t memory_bytes() const;
 
  private:
+  // Calls f on every per-event column (not args_).
+  template <typename F>
+  void for_each_column(F&& f) {
+    f(phase_);
+    f(name_);
+    f(cat_);
+    f(ts_);
+    f(dur_);
+    f(track_);
+    f(id_);
+    f(flags_);
+    f(args_begin_);
+    f(args_len_);
+  }
+  void copy_row(size_t dst, size_t src) {
+    for_each_column([dst, src](auto& c) { c[dst] = c[src]; });
+  }
   void keep_rows(const std::vector<uint8_t>& keep);
   void seal_last(uint32_t next_begin);
   void sort_by_ts();
