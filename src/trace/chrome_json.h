@@ -4,7 +4,7 @@
 // (fractional µs timestamps, string pids/tids, args with stream/correlation/External id, s/t/f
 // flows with "bp", M events, distributedInfo). Timestamps are parsed from their decimal text,
 // so "4458676522690.655" µs becomes exactly 4458676522690655 ns. The input is never turned into
-// a DOM: a structural scanner (json_scan.h) cuts the traceEvents array into ~1 MiB batches of
+// a DOM: a structural scanner (json_scan.h) cuts the traceEvents array into ~64 KiB batches of
 // whole events, and simdjson's On-Demand parser walks one batch at a time, so memory beyond
 // the input and the table stays bounded. Errors carry the byte offset and what was expected;
 // unbalanced B/E are recovered as documented in docs/trace.md (EventTable::finalize()).
