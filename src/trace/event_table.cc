@@ -10,7 +10,7 @@ namespace recur::trace {
 
 // ---- StringPool ----
 
-size_t StringPool::Hash::operator()(std::string_view s) const noexcept {
+uint64_t StringPool::hash(std::string_view s) {
   constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
   uint64_t h = uint64_t(s.size()) * kMul;
   const char* p = s.data();
@@ -23,20 +23,54 @@ size_t StringPool::Hash::operator()(std::string_view s) const noexcept {
     p += 8;
     n -= 8;
   }
+  // The tail without a variable-length copy: the last 8 bytes (overlapping the loop's words)
+  // for strings of 8 or more, else two overlapping 4-byte loads, else three single bytes.
   uint64_t w = 0;
-  std::memcpy(&w, p, n);
+  if (s.size() >= 8) {
+    std::memcpy(&w, s.data() + s.size() - 8, 8);
+  } else if (n >= 4) {
+    uint32_t lo, hi;
+    std::memcpy(&lo, p, 4);
+    std::memcpy(&hi, p + n - 4, 4);
+    w = lo | uint64_t(hi) << 32;
+  } else if (n > 0) {
+    w = uint64_t(uint8_t(p[0])) | uint64_t(uint8_t(p[n / 2])) << 8 | uint64_t(uint8_t(p[n - 1])) << 16;
+  }
   h = (h ^ w) * kMul;
   h ^= h >> 32;
-  return size_t(h);
+  return h;
 }
 
 StringPool::StringPool() {
   views_.emplace_back();
-  index_.emplace(std::string_view(), 0);
+  slots_.assign(64, 0);
+  uint64_t h = hash({});
+  slots_[h & 63] = (h & ~uint64_t(0xffffffff)) | 1;
+}
+
+void StringPool::grow_index() {
+  std::vector<uint64_t> slots(slots_.size() * 2, 0);
+  size_t mask = slots.size() - 1;
+  for (uint64_t slot : slots_) {
+    if (slot == 0) continue;
+    uint64_t h = hash(views_[uint32_t(slot) - 1]);
+    size_t i = h & mask;
+    while (slots[i] != 0) i = (i + 1) & mask;
+    slots[i] = slot;
+  }
+  slots_ = std::move(slots);
 }
 
 StringId StringPool::intern(std::string_view s) {
-  if (auto it = index_.find(s); it != index_.end()) return it->second;
+  uint64_t h = hash(s);
+  uint64_t tag = h & ~uint64_t(0xffffffff);
+  size_t mask = slots_.size() - 1;
+  size_t i = h & mask;
+  for (uint64_t slot; (slot = slots_[i]) != 0; i = (i + 1) & mask) {
+    if ((slot & ~uint64_t(0xffffffff)) == tag && views_[uint32_t(slot) - 1] == s) {
+      return StringId(uint32_t(slot) - 1);
+    }
+  }
   if (s.size() > block_size_ - block_used_) {
     block_size_ = std::max<size_t>(s.size(), 64 * 1024);
     blocks_.emplace_back(new char[block_size_]);
@@ -46,15 +80,23 @@ StringId StringPool::intern(std::string_view s) {
   if (!s.empty()) std::memcpy(dst, s.data(), s.size());
   block_used_ += s.size();
   text_bytes_ += s.size();
-  std::string_view stored(dst, s.size());
   StringId id = StringId(views_.size());
-  views_.push_back(stored);
-  index_.emplace(stored, id);
+  views_.emplace_back(dst, s.size());
+  slots_[i] = tag | (uint64_t(id) + 1);
+  if (views_.size() * 2 > slots_.size()) grow_index();
   return id;
 }
 
 std::optional<StringId> StringPool::find(std::string_view s) const {
-  if (auto it = index_.find(s); it != index_.end()) return it->second;
+  uint64_t h = hash(s);
+  uint64_t tag = h & ~uint64_t(0xffffffff);
+  size_t mask = slots_.size() - 1;
+  for (size_t i = h & mask; slots_[i] != 0; i = (i + 1) & mask) {
+    uint64_t slot = slots_[i];
+    if ((slot & ~uint64_t(0xffffffff)) == tag && views_[uint32_t(slot) - 1] == s) {
+      return StringId(uint32_t(slot) - 1);
+    }
+  }
   return std::nullopt;
 }
 
@@ -394,7 +436,7 @@ size_t EventTable::memory_bytes() const {
   size_t per_event = sizeof(char) + 2 * sizeof(StringId) + 2 * sizeof(int64_t) +
                      sizeof(uint32_t) + sizeof(uint64_t) + sizeof(uint8_t) + sizeof(uint32_t);
   return phase_.capacity() * (per_event + sizeof(uint32_t)) + args_.capacity() * sizeof(Arg) + strings_.text_bytes() +
-         strings_.size() * (sizeof(std::string_view) + 32);
+         strings_.size() * (sizeof(std::string_view) + 2 * sizeof(uint64_t));
 }
 
 }  // namespace recur::trace
