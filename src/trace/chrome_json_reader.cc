@@ -19,52 +19,73 @@
 namespace recur::trace {
 
 #ifndef RECUR_JSON_READER_VARIANT
+namespace {
+
+bool all_eight_digits(uint64_t v) {
+  return ((v & 0xF0F0F0F0F0F0F0F0ull) | (((v + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull) >> 4)) ==
+         0x3333333333333333ull;
+}
+
+// Eight ASCII digits (little-endian load) as a number: three multiplies (simdjson's SWAR).
+uint64_t eight_digits(uint64_t v) {
+  v -= 0x3030303030303030ull;
+  v = v * 10 + (v >> 8);
+  v = ((v & 0x000000FF000000FFull) * 0x000F424000000064ull +
+       ((v >> 16) & 0x000000FF000000FFull) * 0x0000271000000001ull) >> 32;
+  return v;
+}
+
+bool is_digit(char c) { return uint8_t(c - '0') < 10; }
+
+}  // namespace
+
 bool parse_us_to_ns(std::string_view text, int64_t* ns) {
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\n' || text.back() == '\r' ||
-                           text.back() == '\t')) {
-    text.remove_suffix(1);
+  const char* p = text.data();
+  const char* end = p + text.size();
+  while (end > p && (end[-1] == ' ' || end[-1] == '\n' || end[-1] == '\r' || end[-1] == '\t')) --end;
+  bool neg = p < end && *p == '-';
+  p += neg;
+  // One pass over the integer digits, eight at a time while they last. Past 16 digits the
+  // value is rejected below (it may wrap here).
+  const char* int_begin = p;
+  uint64_t ip = 0;
+  while (end - p >= 8) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    if (!all_eight_digits(v)) break;
+    ip = ip * 100000000 + eight_digits(v);
+    p += 8;
   }
-  size_t i = 0, n = text.size();
-  bool neg = false;
-  if (i < n && text[i] == '-') {
-    neg = true;
-    ++i;
-  }
-  size_t int_begin = i;
-  while (i < n && text[i] >= '0' && text[i] <= '9') ++i;
-  size_t int_digits = i - int_begin;
+  while (p < end && is_digit(*p)) ip = ip * 10 + uint64_t(*p++ - '0');
+  size_t int_digits = size_t(p - int_begin);
   if (int_digits == 0) return false;
-  size_t frac_begin = i, frac_digits = 0;
-  if (i < n && text[i] == '.') {
-    frac_begin = ++i;
-    while (i < n && text[i] >= '0' && text[i] <= '9') ++i;
-    frac_digits = i - frac_begin;
-    if (frac_digits == 0) return false;
+  // Up to three fraction digits are exact ns; the fourth rounds half up; the rest are skipped.
+  uint64_t frac = 0;
+  if (p < end && *p == '.') {
+    ++p;
+    int k = 0;
+    for (; k < 3 && p < end && is_digit(*p); ++k) frac = frac * 10 + uint64_t(*p++ - '0');
+    if (k == 0) return false;
+    for (; k < 3; ++k) frac *= 10;
+    if (p < end && is_digit(*p) && *p >= '5') ++frac;
+    while (p < end && is_digit(*p)) ++p;
   }
-  if (i < n && (text[i] == 'e' || text[i] == 'E')) {
+  if (p < end && (*p == 'e' || *p == 'E')) {
     // Rare: fall back to double precision.
-    std::string tmp(text);
+    std::string tmp(text.data(), size_t(end - text.data()));
     errno = 0;
-    char* end = nullptr;
-    double d = std::strtod(tmp.c_str(), &end);
-    if (end != tmp.c_str() + tmp.size() || errno == ERANGE || !std::isfinite(d)) return false;
+    char* stop = nullptr;
+    double d = std::strtod(tmp.c_str(), &stop);
+    if (stop != tmp.c_str() + tmp.size() || errno == ERANGE || !std::isfinite(d)) return false;
     double v = d * 1000.0;
     if (std::fabs(v) >= 4.6e18) return false;
     *ns = int64_t(std::llround(v));
     return true;
   }
-  if (i != n) return false;
+  if (p != end) return false;
   // |ns| < 2^62 (|µs| < 4.6e15, past the year 2100 in epoch µs), so ts + dur never overflows.
-  if (int_digits > 16) return false;
-  int64_t ip = 0;
-  for (size_t k = int_begin; k < int_begin + int_digits; ++k) ip = ip * 10 + (text[k] - '0');
-  if (ip >= (int64_t(1) << 62) / 1000) return false;
-  int64_t frac = 0;
-  for (size_t k = 0; k < 3; ++k) {
-    frac = frac * 10 + (k < frac_digits ? text[frac_begin + k] - '0' : 0);
-  }
-  if (frac_digits > 3 && text[frac_begin + 3] >= '5') ++frac;
-  int64_t v = ip * 1000 + frac;
+  if (int_digits > 16 || ip >= uint64_t((int64_t(1) << 62) / 1000)) return false;
+  int64_t v = int64_t(ip * 1000 + frac);
   *ns = neg ? -v : v;
   return true;
 }

@@ -193,6 +193,19 @@ TEST(ChromeJson, ParsesMicrosecondsExactly) {
   EXPECT_EQ(ns, 1695835542514261000);
   EXPECT_FALSE(parse_us_to_ns("4700000000000000", &ns));  // at or past 2^62 ns: ts + dur could overflow
   EXPECT_FALSE(parse_us_to_ns("12345678901234567", &ns));
+  // Eight-digit chunks, rounding carried into the integer part, a fourth digit below 5.
+  EXPECT_TRUE(parse_us_to_ns("99999999.9995", &ns));
+  EXPECT_EQ(ns, 100000000000);
+  EXPECT_TRUE(parse_us_to_ns("12345678.123456\n", &ns));
+  EXPECT_EQ(ns, 12345678123);
+  EXPECT_TRUE(parse_us_to_ns("1234567812345678", &ns));
+  EXPECT_EQ(ns, 1234567812345678000);
+  EXPECT_TRUE(parse_us_to_ns("1.5E3", &ns));
+  EXPECT_EQ(ns, 1500000);
+  EXPECT_FALSE(parse_us_to_ns(" 12", &ns));
+  EXPECT_FALSE(parse_us_to_ns("-", &ns));
+  EXPECT_FALSE(parse_us_to_ns("12345678x", &ns));
+  EXPECT_FALSE(parse_us_to_ns("1.2.3", &ns));
 }
 
 struct HtaCase {
