@@ -1,5 +1,6 @@
 #include "kernels/builtin_kernels.h"
 #include "kernels/attention/attention_register.h"
+#include "kernels/gemm/gemm_register.h"
 #include "kernels/kda/kda_register.h"
 #include "kernels/layer/layer_specs.h"
 
@@ -9,6 +10,8 @@ std::vector<KernelSpec> builtin_kernel_specs() {
   std::vector<KernelSpec> specs;
   specs.push_back(rmsnorm_spec());
   specs.push_back(gemv_spec());
+  specs.push_back(gemm_spec());
+  specs.push_back(gemm_w8a8_spec());
   specs.push_back(kda_decode_spec());
   specs.push_back(kda_replay_decode_spec());
   specs.push_back(kda_prefill_spec());

@@ -98,6 +98,9 @@ struct VariantSpec {
   std::map<std::string, std::string> params;  // "tile" -> "64"
   std::string help;
   KernelFn run;
+  // Overrides of the kernel's tolerances for this variant (a low-precision variant of an fp32
+  // kernel is judged by its own, documented bound).
+  std::map<DType, Tolerance> tolerances;
 };
 
 // Inputs as float64 values (already rounded to each input's dtype); the reference fills one

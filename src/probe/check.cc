@@ -34,7 +34,9 @@ kernels::Tolerance default_tolerance(DType t) {
   return {};
 }
 
-kernels::Tolerance tolerance_for(const KernelSpec& spec, DType t) {
+// The variant's own bound first, then the kernel's, then check's default for the dtype.
+kernels::Tolerance tolerance_for(const KernelSpec& spec, const VariantSpec& variant, DType t) {
+  if (auto it = variant.tolerances.find(t); it != variant.tolerances.end()) return it->second;
   auto it = spec.tolerances.find(t);
   return it != spec.tolerances.end() ? it->second : default_tolerance(t);
 }
@@ -180,7 +182,7 @@ Result<CheckReport> check_variant(const KernelSpec& spec, const VariantSpec& var
   report.shape = shape;
   std::vector<Tolerance> tol;
   for (const kernels::TensorSpec& t : spec.outputs) {
-    tol.push_back(options.tolerance ? *options.tolerance : tolerance_for(spec, t.dtype));
+    tol.push_back(options.tolerance ? *options.tolerance : tolerance_for(spec, variant, t.dtype));
     report.tolerances.push_back(fmt::format("{} {}: |err| <= {:.3g} + {:.3g} * magnitude", t.name, dtype_name(t.dtype),
                                             tol.back().atol, tol.back().rtol));
   }

@@ -17,7 +17,8 @@ struct CachedRoofline {
   std::string measured_at;
 };
 struct SysinfoCache {
-  static constexpr int kSchema = 1;
+  // 2: the scalar FMA peak became SSE2-packed (caches of 1 hold a 4x lower scalar peak).
+  static constexpr int kSchema = 2;
   SystemInfo machine;  // the machine the measurements belong to
   std::map<std::string, CachedRoofline> rooflines;
 };

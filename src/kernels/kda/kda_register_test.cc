@@ -7,6 +7,7 @@
 #include "core/knobs.h"
 #include "kernels/registry.h"
 #include "probe/check.h"
+#include "probe/check_testing.h"
 
 namespace recur::kernels {
 namespace {
@@ -15,14 +16,7 @@ probe::CheckOptions options() {
   probe::CheckOptions o;
   o.seeds = {1, 2, 3};
   o.partitions = {1, 2, 3};
-  // Peaks far above any machine: the roofline defence stays on but cannot misfire on a
-  // loaded CI host; check_test covers it.
-  probe::MachinePeaks p;
-  p.dram_gbps = 1e5;
-  p.gflops = 1e7;
-  p.cache_gbps = 1e6;
-  p.llc_bytes = 32 << 20;
-  o.peaks = p;
+  o.peaks = probe::unreachable_peaks();
   return o;
 }
 

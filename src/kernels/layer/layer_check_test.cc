@@ -6,6 +6,7 @@
 #include "core/cpu_features.h"
 #include "kernels/registry.h"
 #include "probe/check.h"
+#include "probe/check_testing.h"
 
 namespace recur::kernels {
 namespace {
@@ -15,13 +16,7 @@ probe::CheckOptions options(const KernelSpec& spec) {
   o.seeds = {1, 2, 3};
   if (spec.partitioning) o.partitions = {1, 2, 3};
   o.vs = &spec.variants.front();
-  // Peaks far above any machine: the roofline defence cannot misfire on a loaded host.
-  probe::MachinePeaks p;
-  p.dram_gbps = 1e5;
-  p.gflops = 1e7;
-  p.cache_gbps = 1e6;
-  p.llc_bytes = 32 << 20;
-  o.peaks = p;
+  o.peaks = probe::unreachable_peaks();
   return o;
 }
 
