@@ -1,0 +1,58 @@
+// `recur analyze diff BASE CAND`: the end-to-end change between two traces, attributed to zone
+// paths by self time, with an explicit unattributed rest (analyze/diff.h).
+#include <memory>
+#include <string>
+
+#include "analyze/diff.h"
+#include "analyze/load_trace.h"
+#include "cli/analyze.h"
+#include "cli/analyze_output.h"
+
+namespace recur::cli {
+namespace {
+
+struct DiffFlags {
+  std::string base, cand, root;
+  size_t top = 15;
+  bool json = false;
+};
+
+int run_diff(const DiffFlags& fl) {
+  AnalysisClock clock;
+  analyze::DiffOptions o;
+  if (!fl.root.empty()) {
+    auto root = parse_selector_flag("--root", fl.root);
+    if (!root) return report_failure(root.error());
+    o.root = std::move(*root);
+  }
+  o.top = fl.top;
+  auto base = analyze::load_trace(fl.base);
+  if (!base) return report_failure(base.error());
+  auto cand = analyze::load_trace(fl.cand);
+  if (!cand) return report_failure(cand.error());
+  auto r = analyze::analyze_diff(*base->tree, *cand->tree, o);
+  if (!r) return report_failure(r.error());
+  return print_analysis(fl.json, analyze::diff_feedback(o, *r, fl.base, fl.cand), clock, analyze::diff_details(o, *r),
+                        analyze::render_diff(o, *r));
+}
+
+void register_diff(CLI::App& analyze, Invocation& inv) {
+  auto fl = std::make_shared<DiffFlags>();
+  auto* cmd = analyze.add_subcommand(
+      "diff",
+      "Attribute the end-to-end change from BASE to CAND (trace span, or the root zones' total) to zone paths by self "
+      "time, k-th occurrence matched to k-th; shares sum to the whole with an explicit unattributed rest");
+  add_trace_argument(cmd, fl->base, "BASE", "the baseline trace (file or folder of rank traces)");
+  add_trace_argument(cmd, fl->cand, "CAND", "the candidate trace");
+  cmd->add_option("--root", fl->root, "selector of the root zones whose total duration is the end-to-end time, "
+                                      "e.g. 'name=step' (default: the trace span)");
+  cmd->add_option("--top", fl->top, "components to show")->check(CLI::Range(1, 100000))->capture_default_str();
+  add_json_flag(cmd, fl->json, "every path");
+  cmd->callback([&inv, fl] { inv.run = [fl] { return run_diff(*fl); }; });
+}
+
+}  // namespace
+
+RECUR_ANALYZE_VERB(diff, register_diff);
+
+}  // namespace recur::cli
