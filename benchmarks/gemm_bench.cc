@@ -297,7 +297,8 @@ void bench_gemm(const Opts& o, ThreadPool* pool, const Roofline& roof) {
     Variant v;
     v.name = fmt::format("{} {}", precision_name(p), algo_name(a));
     v.cost = gemm_cost(p, m, n, k);
-    v.peak_flops = p == Precision::kBf16 || p == Precision::kBf16x3 ? roof.bf16_dot_1t.median * pool->size()
+    v.peak_flops = p == Precision::kBf16 || p == Precision::kBf16x3 || p == Precision::kBf16x6
+                       ? roof.bf16_dot_1t.median * pool->size()
                    : p == Precision::kW8A8                         ? roof.int8_dot_1t.median * pool->size()
                                                                    : fl;
     v.call = [=, &x] { check(recur::gemm::gemm(*pw, x.data(), m, y->data(), {.algo = a}, pool, *ws)); };
@@ -309,6 +310,7 @@ void bench_gemm(const Opts& o, ThreadPool* pool, const Roofline& roof) {
   add(Precision::kTf32x3, Algo::kDot);
   add(Precision::kBf16, Algo::kDot);
   add(Precision::kBf16x3, Algo::kDot);
+  add(Precision::kBf16x6, Algo::kDot);
   add(Precision::kW8A8, Algo::kDot);
   fmt::print("\n## GEMM M={} N={} K={}\n\n", m, n, k);
   fmt::print("| shape | variant | us/call [min .. max] | x f32 dot | GB/s | BW frac | GFLOP/s | FLOP frac |\n");

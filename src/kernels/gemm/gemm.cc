@@ -20,7 +20,8 @@ int64_t dot_kc(Precision p, int64_t m, int64_t k) {
   switch (p) {
     case Precision::kBf16: return 2048;
     case Precision::kTf32x3:
-    case Precision::kBf16x3: return 512;
+    case Precision::kBf16x3:
+    case Precision::kBf16x6: return 512;
     default: return 1024;
   }
 }
@@ -106,7 +107,7 @@ Status gemm(const PackedWeights& w, const float* x, int64_t m, float* y, const O
   }
 
   const DotKernels& kern = dot_kernels(isa);
-  DotArgs a{.k = k, .w = w.hi(), .w_lo = w.lo(), .w_scale = w.scales(), .w_comp = w.comp(), .y = y, .ldy = n};
+  DotArgs a{.k = k, .w = w.hi(), .w_lo = w.lo(), .w_mid = w.mid(), .w_scale = w.scales(), .w_comp = w.comp(), .y = y, .ldy = n};
   DotFn fn = nullptr;
   switch (p) {
     case Precision::kF32:
@@ -139,6 +140,17 @@ Status gemm(const PackedWeights& w, const float* x, int64_t m, float* y, const O
       a.x = hi;
       a.x_lo = lo;
       fn = kern.bf16x3;
+      break;
+    }
+    case Precision::kBf16x6: {
+      auto* hi = reinterpret_cast<uint16_t*>(ws.bytes(0, mk * sizeof(uint16_t)));
+      auto* mid = reinterpret_cast<uint16_t*>(ws.bytes(1, mk * sizeof(uint16_t)));
+      auto* lo = reinterpret_cast<uint16_t*>(ws.bytes(2, mk * sizeof(uint16_t)));
+      split_bf16x3_parts(std::span(x, mk), std::span(hi, mk), std::span(mid, mk), std::span(lo, mk));
+      a.x = hi;
+      a.x_mid = mid;
+      a.x_lo = lo;
+      fn = kern.bf16x6;
       break;
     }
     case Precision::kW8A8: {

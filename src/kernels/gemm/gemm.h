@@ -6,7 +6,7 @@
 //
 // Two entry points:
 //   gemm()         fp32 X and weights packed once for a Precision (PackedWeights::pack):
-//                  f32, bf16, bf16x3, tf32, tf32x3, w8a8 (docs/gemm.md says what each computes
+//                  f32, bf16, bf16x3, bf16x6, tf32, tf32x3, w8a8 (docs/gemm.md says what each computes
 //                  and how accurate it is against float64).
 //   gemm_stored()  fp32 X against weights as a model file stores them (F32, F16, BF16, Q8_0),
 //                  read in place: the engine's decode GEMV.
@@ -44,13 +44,15 @@ enum class Precision : uint8_t {
   kF32,     // fp32 products, fp32 accumulation
   kBf16,    // X and W rounded to bf16, exact products, fp32 accumulation (vdpbf16ps)
   kBf16x3,  // x = hi + lo (both bf16); hi·hi + hi·lo + lo·hi, fp32 accumulation
+  kBf16x6,  // x = hi + mid + lo (bf16); the six products down to 2^-16 relative, fp32 accumulation
   kTf32,    // X and W rounded to tf32 (10-bit mantissa), exact products, fp32 accumulation
   kTf32x3,  // the 3xTF32 split: hi·hi + hi·lo + lo·hi of tf32 parts
   kW8A8,    // int8 W with one scale per output channel, int8 X with one scale per token
 };
 inline constexpr Precision kAllPrecisions[] = {Precision::kF32,  Precision::kBf16,   Precision::kBf16x3,
-                                               Precision::kTf32, Precision::kTf32x3, Precision::kW8A8};
-std::string_view precision_name(Precision p);  // "f32", "bf16", "bf16x3", "tf32", "tf32x3", "w8a8"
+                                               Precision::kBf16x6, Precision::kTf32, Precision::kTf32x3,
+                                               Precision::kW8A8};
+std::string_view precision_name(Precision p);  // "f32", "bf16", "bf16x3", "bf16x6", "tf32", "tf32x3", "w8a8"
 std::optional<Precision> parse_precision(std::string_view name);
 
 enum class Algo : uint8_t {
@@ -88,6 +90,7 @@ class PackedWeights {
   // Layout (internal to the kernels; documented in gemm_internal.h).
   const void* hi() const { return hi_.data(); }
   const void* lo() const { return lo_.data(); }
+  const void* mid() const { return mid_.data(); }
   const float* panels() const { return reinterpret_cast<const float*>(panels_.data()); }
   const float* scales() const { return reinterpret_cast<const float*>(scales_.data()); }
   const int32_t* comp() const { return reinterpret_cast<const int32_t*>(comp_.data()); }
@@ -95,7 +98,7 @@ class PackedWeights {
  private:
   Precision precision_ = Precision::kF32;
   int64_t n_ = 0, k_ = 0;
-  AlignedBuffer hi_, lo_, panels_, scales_, comp_;
+  AlignedBuffer hi_, lo_, mid_, panels_, scales_, comp_;
 };
 
 // Scratch memory reused across calls (grows, never shrinks). Not thread-safe.

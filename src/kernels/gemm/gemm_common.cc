@@ -10,7 +10,7 @@
 namespace recur::gemm {
 
 RECUR_KNOB(gemm_precision, {.name = "kernel.gemm.precision", .type = KnobType::kEnum,
-                            .choices = {"f32", "bf16", "bf16x3", "tf32", "tf32x3", "w8a8"},
+                            .choices = {"f32", "bf16", "bf16x3", "bf16x6", "tf32", "tf32x3", "w8a8"},
                             .default_value = "f32", .components = {"kernel:gemm"},
                             .help = "arithmetic of gemm() for callers that let the config choose (docs/gemm.md)"});
 RECUR_KNOB(gemm_algo, {.name = "kernel.gemm.algo", .type = KnobType::kEnum, .choices = {"auto", "dot", "tiled"},
@@ -28,6 +28,7 @@ std::string_view precision_name(Precision p) {
     case Precision::kF32: return "f32";
     case Precision::kBf16: return "bf16";
     case Precision::kBf16x3: return "bf16x3";
+    case Precision::kBf16x6: return "bf16x6";
     case Precision::kTf32: return "tf32";
     case Precision::kTf32x3: return "tf32x3";
     case Precision::kW8A8: return "w8a8";
@@ -100,6 +101,7 @@ const DotKernels& dot_kernels(Isa isa) {
     if (!cpu_features().avx512bf16) {
       k.bf16 = kAvx2Dot.bf16;
       k.bf16x3 = kAvx2Dot.bf16x3;
+      k.bf16x6 = kAvx2Dot.bf16x6;
     }
     if (!cpu_features().avx512vnni) {
       k.i8 = kAvx2Dot.i8;

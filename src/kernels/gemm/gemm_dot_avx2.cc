@@ -131,6 +131,43 @@ struct Split3Op {
 using F32x3Op = Split3Op<WidenF32>;
 using Bf16x3Op = Split3Op<WidenBf16>;
 
+struct Triple {
+  __m256 hi, mid, lo;
+};
+
+// bf16x6: hi·hi into `big`; the five smaller products into `small`.
+struct Bf16x6Op {
+  static constexpr int kChunk = 8;
+  static constexpr int kAccRegs = 2;
+  using X = Triple;
+  using W = Triple;
+  using Acc = Acc2;
+  explicit Bf16x6Op(const DotArgs&) {}
+  Acc zero() const { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+  static Triple parts(const void* hi, const void* mid, const void* lo, int64_t offset, int len) {
+    return {WidenBf16::load(static_cast<const uint16_t*>(hi) + offset, len),
+            WidenBf16::load(static_cast<const uint16_t*>(mid) + offset, len),
+            WidenBf16::load(static_cast<const uint16_t*>(lo) + offset, len)};
+  }
+  X load_x(const DotArgs& a, int64_t row, int64_t k, int len) const {
+    return parts(a.x, a.x_mid, a.x_lo, row * a.k + k, len);
+  }
+  W load_w(const DotArgs& a, int64_t row, int64_t k, int len) const {
+    return parts(a.w, a.w_mid, a.w_lo, row * a.k + k, len);
+  }
+  void mac(Acc& acc, const X& x, const W& w) const {
+    acc.small = _mm256_fmadd_ps(x.hi, w.lo, acc.small);
+    acc.small = _mm256_fmadd_ps(x.lo, w.hi, acc.small);
+    acc.small = _mm256_fmadd_ps(x.mid, w.mid, acc.small);
+    acc.small = _mm256_fmadd_ps(x.hi, w.mid, acc.small);
+    acc.small = _mm256_fmadd_ps(x.mid, w.hi, acc.small);
+    acc.big = _mm256_fmadd_ps(x.hi, w.hi, acc.big);
+  }
+  void store(const DotArgs& a, int64_t m, int64_t n, const Acc& acc) const {
+    store_sum(a, m, n, hsum(acc.big) + hsum(acc.small));
+  }
+};
+
 struct Q8Op {
   static constexpr int kChunk = kQ8Block;
   static constexpr int kAccRegs = 5;
@@ -237,6 +274,7 @@ const DotKernels kAvx2Dot{.f32 = dot_run<F32Op>,
                           .bf16 = dot_run<Bf16Op>,
                           .f32x3 = dot_run<F32x3Op>,
                           .bf16x3 = dot_run<Bf16x3Op>,
+                          .bf16x6 = dot_run<Bf16x6Op>,
                           .i8 = dot_run<I8Op>,
                           .q8_0q8 = dot_run<Q8Q8Op>};
 

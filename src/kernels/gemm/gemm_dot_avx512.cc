@@ -152,6 +152,43 @@ struct Bf16x3Op {
   }
 };
 
+struct TripleI {
+  __m512i hi, mid, lo;
+};
+
+// bf16x6 with vdpbf16ps: hi·hi into `big`; the five smaller products into `small`.
+struct Bf16x6Op {
+  static constexpr int kChunk = 32;
+  static constexpr int kAccRegs = 2;
+  using X = TripleI;
+  using W = TripleI;
+  using Acc = Acc2;
+  explicit Bf16x6Op(const DotArgs&) {}
+  Acc zero() const { return {_mm512_setzero_ps(), _mm512_setzero_ps()}; }
+  static TripleI parts(const void* hi, const void* mid, const void* lo, int64_t offset, int len) {
+    return {load_u16x32(static_cast<const uint16_t*>(hi) + offset, len),
+            load_u16x32(static_cast<const uint16_t*>(mid) + offset, len),
+            load_u16x32(static_cast<const uint16_t*>(lo) + offset, len)};
+  }
+  X load_x(const DotArgs& a, int64_t row, int64_t k, int len) const {
+    return parts(a.x, a.x_mid, a.x_lo, row * a.k + k, len);
+  }
+  W load_w(const DotArgs& a, int64_t row, int64_t k, int len) const {
+    return parts(a.w, a.w_mid, a.w_lo, row * a.k + k, len);
+  }
+  void mac(Acc& acc, const X& x, const W& w) const {
+    acc.small = _mm512_dpbf16_ps(acc.small, (__m512bh)x.hi, (__m512bh)w.lo);
+    acc.small = _mm512_dpbf16_ps(acc.small, (__m512bh)x.lo, (__m512bh)w.hi);
+    acc.small = _mm512_dpbf16_ps(acc.small, (__m512bh)x.mid, (__m512bh)w.mid);
+    acc.small = _mm512_dpbf16_ps(acc.small, (__m512bh)x.hi, (__m512bh)w.mid);
+    acc.small = _mm512_dpbf16_ps(acc.small, (__m512bh)x.mid, (__m512bh)w.hi);
+    acc.big = _mm512_dpbf16_ps(acc.big, (__m512bh)x.hi, (__m512bh)w.hi);
+  }
+  void store(const DotArgs& a, int64_t m, int64_t n, const Acc& acc) const {
+    store_sum(a, m, n, hsum(acc.big) + hsum(acc.small));
+  }
+};
+
 struct F32x3Op {
   static constexpr int kChunk = 16;
   static constexpr int kAccRegs = 2;
@@ -250,6 +287,7 @@ const DotKernels kAvx512Dot{.f32 = dot_run<F32Op>,
                             .bf16 = dot_run<Bf16Op>,
                             .f32x3 = dot_run<F32x3Op>,
                             .bf16x3 = dot_run<Bf16x3Op>,
+                            .bf16x6 = dot_run<Bf16x6Op>,
                             .i8 = dot_run<I8VnniOp>,
                           .q8_0q8 = dot_run<Q8Q8Op>};
 

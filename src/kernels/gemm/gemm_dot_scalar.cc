@@ -92,6 +92,44 @@ struct Split3Op {
 using F32x3Op = Split3Op<float, f32v>;
 using Bf16x3Op = Split3Op<uint16_t, bf16v>;
 
+// bf16x6: hi·hi into `big`; hi·mid + mid·hi + hi·lo + mid·mid + lo·hi into `small`.
+struct Bf16x6Op {
+  static constexpr int kChunk = 8;
+  static constexpr int kAccRegs = 2;
+  struct X {
+    const uint16_t* hi;
+    const uint16_t* mid;
+    const uint16_t* lo;
+    int len;
+  };
+  using W = X;
+  using Acc = Sum8x2;
+  explicit Bf16x6Op(const DotArgs&) {}
+  Acc zero() const { return Sum8x2{}; }
+  static X parts(const void* hi, const void* mid, const void* lo, int64_t offset, int len) {
+    return {static_cast<const uint16_t*>(hi) + offset, static_cast<const uint16_t*>(mid) + offset,
+            static_cast<const uint16_t*>(lo) + offset, len};
+  }
+  X load_x(const DotArgs& a, int64_t row, int64_t k, int len) const {
+    return parts(a.x, a.x_mid, a.x_lo, row * a.k + k, len);
+  }
+  W load_w(const DotArgs& a, int64_t row, int64_t k, int len) const {
+    return parts(a.w, a.w_mid, a.w_lo, row * a.k + k, len);
+  }
+  void mac(Acc& acc, const X& x, const W& w) const {
+    for (int i = 0; i < x.len; ++i) {
+      const float xh = bf16v(x.hi[i]), xm = bf16v(x.mid[i]), xl = bf16v(x.lo[i]);
+      const float wh = bf16v(w.hi[i]), wm = bf16v(w.mid[i]), wl = bf16v(w.lo[i]);
+      acc.small.s[i] += xh * wl + xl * wh + xm * wm;
+      acc.small.s[i] += xh * wm + xm * wh;
+      acc.big.s[i] += xh * wh;
+    }
+  }
+  void store(const DotArgs& a, int64_t m, int64_t n, const Acc& acc) const {
+    store_sum(a, m, n, acc.big.total() + acc.small.total());
+  }
+};
+
 struct Q8Op {
   static constexpr int kChunk = kQ8Block;
   static constexpr int kAccRegs = 1;
@@ -181,6 +219,7 @@ const DotKernels kScalarDot{.f32 = dot_run<F32Op>,
                             .bf16 = dot_run<Bf16Op>,
                             .f32x3 = dot_run<F32x3Op>,
                             .bf16x3 = dot_run<Bf16x3Op>,
+                            .bf16x6 = dot_run<Bf16x6Op>,
                             .i8 = dot_run<I8Op>,
                             .q8_0q8 = dot_run<Q8Q8Op>};
 

@@ -7,6 +7,7 @@
 //   tf32x3  hi, lo = tf32 parts as fp32 rows
 //   bf16    hi = bf16 rows [n, k] (uint16)
 //   bf16x3  hi, lo = bf16 parts (uint16 rows)
+//   bf16x6  hi, mid, lo = bf16 parts (uint16 rows)
 //   w8a8    hi = int8 rows, scales = fp32 [n], comp = int32 [n] = 128 * sum_k q[n, k]
 // Panels: ceil(n / 64) panels, each [k][64] fp32 (column j of panel p is row 64 p + j of W),
 // zero-padded past n. Packed A of the tiled algorithm: ceil(m / 6) strips, each [k][6], zero
@@ -28,8 +29,10 @@ struct DotArgs {
   int64_t m0 = 0, m1 = 0, n0 = 0, n1 = 0, k0 = 0, k1 = 0;
   const void* x = nullptr;
   const void* x_lo = nullptr;
+  const void* x_mid = nullptr;  // bf16x6
   const void* w = nullptr;
   const void* w_lo = nullptr;
+  const void* w_mid = nullptr;  // bf16x6
   const float* x_scale = nullptr;   // w8a8: per X row
   const float* w_scale = nullptr;   // w8a8: per W row
   const int32_t* w_comp = nullptr;  // w8a8 (VNNI path): 128 * sum_k w[n, k]
@@ -47,6 +50,7 @@ struct DotKernels {
   DotFn bf16 = nullptr;    // bf16 X, bf16 W
   DotFn f32x3 = nullptr;   // fp32 hi/lo pairs (tf32x3)
   DotFn bf16x3 = nullptr;  // bf16 hi/lo pairs
+  DotFn bf16x6 = nullptr;  // bf16 hi/mid/lo triples
   DotFn i8 = nullptr;      // int8 X, int8 W (|w| <= 127), scaled epilogue; K0 must be 0, K1 = k
   DotFn q8_0q8 = nullptr;  // Q8_0 X (int8 x, fp32 scale per 32 in x_scale), Q8_0 W (|q| <= 127)
 };

@@ -34,6 +34,7 @@ size_t PackedWeights::weight_bytes() const {
     case Precision::kTf32x3: return 8 * nk;
     case Precision::kBf16: return 2 * nk;
     case Precision::kBf16x3: return 4 * nk;
+    case Precision::kBf16x6: return 6 * nk;
     case Precision::kW8A8: return nk + 8 * size_t(n_);
   }
   return 0;
@@ -89,6 +90,13 @@ Result<PackedWeights> PackedWeights::pack(std::span<const float> w, int64_t n, i
         hi[i] = bf16_round(w[i]);
         lo[i] = bf16_round(w[i] - bf16_value(hi[i]));
       }
+      break;
+    }
+    case Precision::kBf16x6: {
+      p.hi_ = make_aligned<uint16_t>(nk);
+      p.mid_ = make_aligned<uint16_t>(nk);
+      p.lo_ = make_aligned<uint16_t>(nk);
+      split_bf16x3_parts(w, p.hi_.as<uint16_t>(), p.mid_.as<uint16_t>(), p.lo_.as<uint16_t>());
       break;
     }
     case Precision::kW8A8: {

@@ -79,6 +79,21 @@ Status reference_precision(Precision p, std::span<const float> x, std::span<cons
       sum_terms(t, m, n, k, y, mag);
       return ok_status();
     }
+    case Precision::kBf16x6: {
+      // The three parts exactly as the kernel splits them; the six products kept.
+      auto bf_mid = [&](float v) { return bf(v - bf(v)); };
+      auto bf_lo3 = [&](float v) {
+        const float r = v - bf(v);
+        return bf(r - bf(r));
+      };
+      auto xh = map(x, bf), xm = map(x, bf_mid), xl = map(x, bf_lo3);
+      auto wh = map(w, bf), wm = map(w, bf_mid), wl = map(w, bf_lo3);
+      const std::pair<const double*, const double*> t[] = {{xh.data(), wh.data()}, {xh.data(), wm.data()},
+                                                           {xm.data(), wh.data()}, {xh.data(), wl.data()},
+                                                           {xm.data(), wm.data()}, {xl.data(), wh.data()}};
+      sum_terms(t, m, n, k, y, mag);
+      return ok_status();
+    }
     case Precision::kW8A8: {
       std::vector<int8_t> qx(x.size()), qw(w.size());
       std::vector<float> sx(static_cast<size_t>(m)), sw(static_cast<size_t>(n));

@@ -164,6 +164,7 @@ KernelSpec gemm_spec() {
       variant(Precision::kF32, gemm::Algo::kTiled, Isa::kAvx512, "fp32 packed 6x64 microkernel", 1e-5),
       variant(Precision::kBf16, gemm::Algo::kDot, any, "bf16 operands, fp32 accumulation", 8e-3),
       variant(Precision::kBf16x3, gemm::Algo::kDot, any, "bf16 hi/lo split, 3 products", 1e-4),
+      variant(Precision::kBf16x6, gemm::Algo::kDot, any, "bf16 hi/mid/lo split, 6 products (fp32-level)", 1e-5),
       variant(Precision::kTf32, gemm::Algo::kDot, any, "tf32 operands (10-bit mantissa)", 2e-3),
       variant(Precision::kTf32x3, gemm::Algo::kDot, any, "3xTF32 split", 2e-5),
   };

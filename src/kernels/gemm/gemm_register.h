@@ -6,7 +6,7 @@
 
 namespace recur::kernels {
 
-// Y[M, N] = X[M, K] W[N, K]^T; variants f32, f32_tiled, bf16, bf16x3, tf32, tf32x3;
+// Y[M, N] = X[M, K] W[N, K]^T; variants f32, f32_tiled, bf16, bf16x3, bf16x6, tf32, tf32x3;
 // partitioned over N (column-parallel tensor parallelism: each shard owns rows of W).
 KernelSpec gemm_spec();
 // W8A8 (int8 X per token, int8 W per channel) judged against the same quantization in float64.

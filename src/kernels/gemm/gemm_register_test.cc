@@ -49,7 +49,7 @@ TEST(GemmRegister, EveryVariantPassesOnEveryIsa) {
   for (Isa isa : runnable_isas()) {
     ScopedIsaCap cap(isa);
     for (const char* shape : {"M1,N67,K300", "M7,N130,K515", "M13,N64,K64"}) {
-      for (const char* v : {"f32", "f32_tiled", "bf16", "bf16x3", "tf32", "tf32x3"}) check_passes("gemm", v, shape);
+      for (const char* v : {"f32", "f32_tiled", "bf16", "bf16x3", "bf16x6", "tf32", "tf32x3"}) check_passes("gemm", v, shape);
       check_passes("gemm_w8a8", "w8a8", shape);
     }
   }
@@ -67,6 +67,8 @@ TEST(GemmRegister, SplitPrecisionsRecoverAccuracy) {
   EXPECT_LT(tf32x3 * 100, tf32);
   EXPECT_LT(tf32x3, 4 * f32 + 1e-9);
   EXPECT_GT(bf16x3, f32);  // two bf16 terms cannot hold 24 bits: docs/gemm.md
+  const double bf16x6 = check_passes("gemm", "bf16x6", shape);
+  EXPECT_LT(bf16x6, 2 * f32 + 1e-9);  // three can
 }
 
 TEST(GemmRegister, NewWeightsAtTheSameAddressArePackedAgain) {

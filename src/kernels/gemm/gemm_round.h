@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 namespace recur::gemm {
 
@@ -23,5 +24,17 @@ inline uint16_t bf16_round(float x) {
   return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 inline float bf16_value(uint16_t h) { return __builtin_bit_cast(float, uint32_t(h) << 16); }
+
+// bf16x6's three-part split: hi = bf16(x), mid = bf16(x - hi), lo = bf16(x - hi - mid); each
+// residual is exact in fp32, so hi + mid + lo carries 24 bits (all of an fp32 mantissa).
+inline void split_bf16x3_parts(std::span<const float> x, std::span<uint16_t> hi, std::span<uint16_t> mid,
+                               std::span<uint16_t> lo) {
+  for (size_t i = 0; i < x.size(); ++i) {
+    hi[i] = bf16_round(x[i]);
+    const float r1 = x[i] - bf16_value(hi[i]);
+    mid[i] = bf16_round(r1);
+    lo[i] = bf16_round(r1 - bf16_value(mid[i]));
+  }
+}
 
 }  // namespace recur::gemm
