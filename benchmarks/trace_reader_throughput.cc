@@ -1,17 +1,32 @@
-// Chrome JSON reader throughput and peak memory on the real Kineto traces of HTA's test data.
+// Chrome JSON reader throughput and peak memory on the real Kineto traces of HTA's test data,
+// beside simdjson's DOM parser (a peer) and a memchr pass over the same bytes (the ceiling).
 //
-//   build/benchmarks/bench_trace_reader_throughput [--rounds N] [--dir DIR]
+//   build/benchmarks/bench_trace_reader_throughput [--rounds N] [--warm K] [--dir DIR] [--clock cpu|wall]
+//   build/benchmarks/bench_trace_reader_throughput --child MODE FILE.json.gz [--warm K]
 //
-// Each .json.gz under DIR (default ../shared/testdata/hta) is inflated once to a temporary
-// .json file. Per round, for every file in a rotated order, a fresh child process (this
-// program re-executed with --child FILE) reads the uncompressed file with read_trace() on one
-// core and reports its wall time; the parent takes the child's peak RSS (ru_maxrss from
-// wait4). An empty child (--child with no file) gives the process's baseline RSS. Throughput
-// is uncompressed bytes / time (file read included, page cache warm), beside the ~33 GB/s
-// single-core memory read bandwidth of this machine (docs/performance.md) as the roofline.
+// Every *.json.gz under DIR (default ../shared/testdata/hta, recursively) is measured in fresh
+// child processes (this program re-executed with --child), one process per (file, mode), so
+// each peak RSS is that of one parse. A child reads the .json.gz, inflates it into memory and
+// frees the compressed bytes (not timed), then times, on one core:
+//   recur     parse_chrome_json() of the inflated bytes into an EventTable (the reader);
+//   simdjson  simdjson::dom::parser::parse() of the same bytes (a full DOM: the peer);
+//   memchr    memchr() for a byte the text never holds: one pass over the bytes, the ceiling
+//             of any parser on this core (this VM reads ~33 GB/s from DRAM on one thread);
+//   none      nothing: the RSS of a process that only inflated the file.
+// And, as a separate child that does not inflate first:
+//   file      read_trace() of the .json.gz: read, inflate and parse, what `recur trace stats`
+//             does (time and peak RSS end to end).
+// The first parse in the process is "cold" (fresh pages for the table and scratch: on this VM
+// a first-touched 4 KiB page costs ~18 us); then K more are "warm" (the median is reported).
+// Peak RSS is VmHWM from /proc/self/status after the cold parse; an empty child (no file) gives
+// the process's baseline RSS. Per round the files and, per file, the modes run in a rotated
+// order; figures are the median and [min .. max] over rounds. Throughput is uncompressed JSON
+// bytes / seconds, by default of the child's thread-CPU time (CLOCK_THREAD_CPUTIME_ID: user +
+// system time, page faults included, time spent descheduled left out, which keeps figures
+// readable when other work shares the cores); --clock wall uses the wall clock.
 #include <spawn.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,11 +35,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
+#include <simdjson.h>
 
+#include "trace/chrome_json.h"
 #include "trace/trace_io.h"
 
 extern char** environ;
@@ -32,137 +50,246 @@ extern char** environ;
 namespace {
 
 namespace fs = std::filesystem;
+using recur::trace::PaddedBytes;
 constexpr double kRooflineGBs = 33.0;
+const char* const kModes[] = {"recur", "simdjson", "memchr", "file"};
 
-int child(const char* path) {
-  if (path == nullptr) {
-    std::printf("0 0\n");
+// VmHWM (peak resident set) of this process, in bytes.
+size_t peak_rss_bytes() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return size_t(std::strtoull(line.c_str() + 6, nullptr, 10)) * 1024;
+  }
+  return 0;
+}
+
+bool g_wall_clock = false;
+
+double now_s() {
+  if (g_wall_clock) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  }
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+}
+
+// One timed pass of `mode` over `json`; returns the number of events (or elements) seen.
+size_t run_mode(const std::string& mode, const char* path, const PaddedBytes& json, simdjson::dom::parser& dom) {
+  if (mode == "recur") {
+    auto t = recur::trace::parse_chrome_json("bench", json);
+    if (!t) {
+      std::fprintf(stderr, "%s\n", t.error().to_string().c_str());
+      std::exit(1);
+    }
+    return t->size();
+  }
+  if (mode == "file") {
+    auto t = recur::trace::read_trace(path);
+    if (!t) {
+      std::fprintf(stderr, "%s\n", t.error().to_string().c_str());
+      std::exit(1);
+    }
+    return t->size();
+  }
+  if (mode == "simdjson") {
+    simdjson::dom::element doc;
+    if (auto err = dom.parse(reinterpret_cast<const char*>(json.data()), json.size(), false).get(doc)) {
+      std::fprintf(stderr, "simdjson: %s\n", simdjson::error_message(err));
+      std::exit(1);
+    }
+    simdjson::dom::array events;
+    if (doc.is_array()) return doc.get_array().value().size();
+    if (doc["traceEvents"].get_array().get(events)) return 0;
+    return events.size();
+  }
+  // memchr: one pass over every byte (0x01 never occurs in JSON text).
+  const void* hit = std::memchr(json.data(), 1, json.size());
+  asm volatile("" : : "r"(hit) : "memory");
+  return hit == nullptr ? 0 : 1;
+}
+
+// Child: prints "cold_s warm_median_s events peak_rss_bytes".
+int child(int argc, char** argv) {
+  std::string mode = argc >= 3 ? argv[2] : "none";
+  int warm = 5;
+  for (int i = 4; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--warm") == 0) warm = std::max(0, std::atoi(argv[i + 1]));
+    if (std::strcmp(argv[i], "--clock") == 0) g_wall_clock = std::strcmp(argv[i + 1], "wall") == 0;
+  }
+  if (argc < 4) {
+    std::printf("0 0 0 %zu\n", peak_rss_bytes());
     return 0;
   }
-  auto t0 = std::chrono::steady_clock::now();
-  auto t = recur::trace::read_trace(path);
-  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (!t) {
-    std::fprintf(stderr, "%s\n", t.error().to_string().c_str());
-    return 1;
+  PaddedBytes json;
+  if (mode != "file") {
+    auto gz = recur::trace::read_file_bytes(argv[3]);
+    auto inflated = gz ? recur::trace::gunzip(argv[3], gz->span()) : decltype(recur::trace::gunzip("", {}))();
+    if (!gz || !inflated) {
+      std::fprintf(stderr, "cannot read %s\n", argv[3]);
+      return 1;
+    }
+    json = std::move(*inflated);
   }
-  std::printf("%.9f %zu\n", s, t->size());
+  simdjson::dom::parser dom;
+  if (mode == "none") {
+    std::printf("0 0 0 %zu\n", peak_rss_bytes());
+    return 0;
+  }
+  double t0 = now_s();
+  size_t events = run_mode(mode, argv[3], json, dom);
+  double cold = now_s() - t0;
+  size_t rss = peak_rss_bytes();
+  std::vector<double> w;
+  for (int k = 0; k < warm; ++k) {
+    t0 = now_s();
+    run_mode(mode, argv[3], json, dom);
+    w.push_back(now_s() - t0);
+  }
+  std::sort(w.begin(), w.end());
+  std::printf("%.9f %.9f %zu %zu\n", cold, w.empty() ? cold : w[w.size() / 2], events, rss);
   return 0;
 }
 
 struct Run {
-  double seconds = 0;
-  size_t events = 0;
-  long maxrss_kb = 0;
+  double cold = 0, warm = 0;
+  size_t events = 0, rss = 0;
 };
 
-Run spawn_child(const std::string& self, const std::string& file) {
+Run spawn_child(const std::string& self, const std::string& mode, const std::string& file, int warm) {
   int pipefd[2];
   if (pipe(pipefd) != 0) std::exit(1);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
   posix_spawn_file_actions_addclose(&fa, pipefd[0]);
-  std::vector<std::string> args = {self, "--child"};
-  if (!file.empty()) args.push_back(file);
+  std::vector<std::string> args = {self, "--child", mode};
+  if (!file.empty()) {
+    args.insert(args.end(), {file, "--warm", std::to_string(warm), "--clock", g_wall_clock ? "wall" : "cpu"});
+  }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid;
   if (posix_spawn(&pid, self.c_str(), &fa, nullptr, argv.data(), environ) != 0) std::exit(1);
+  posix_spawn_file_actions_destroy(&fa);
   close(pipefd[1]);
-  char buf[256] = {0};
-  ssize_t n = read(pipefd[0], buf, sizeof buf - 1);
+  std::string out;
+  char buf[256];
+  ssize_t n;
+  while ((n = read(pipefd[0], buf, sizeof buf)) > 0) out.append(buf, size_t(n));
   close(pipefd[0]);
   int status = 0;
-  rusage ru{};
-  wait4(pid, &status, 0, &ru);
+  waitpid(pid, &status, 0);
   Run r;
-  if (n <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::fprintf(stderr, "child failed on %s\n", file.c_str());
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
+      std::sscanf(out.c_str(), "%lf %lf %zu %zu", &r.cold, &r.warm, &r.events, &r.rss) != 4) {
+    std::fprintf(stderr, "child failed: %s %s\n", mode.c_str(), file.c_str());
     std::exit(1);
   }
-  std::sscanf(buf, "%lf %zu", &r.seconds, &r.events);
-  r.maxrss_kb = ru.ru_maxrss;
   return r;
 }
 
-double median(std::vector<double> v) {
+struct Stat {
+  double med, lo, hi;
+};
+Stat stat(std::vector<double> v) {
   std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  return {v[v.size() / 2], v.front(), v.back()};
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc >= 2 && std::strcmp(argv[1], "--child") == 0) return child(argc >= 3 ? argv[2] : nullptr);
-  int rounds = 7;
+  if (argc >= 2 && std::strcmp(argv[1], "--child") == 0) return child(argc, argv);
+  int rounds = 7, warm = 5;
   std::string dir = RECUR_HTA_TESTDATA;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--rounds") == 0) rounds = std::max(5, std::atoi(argv[i + 1]));
+    if (std::strcmp(argv[i], "--warm") == 0) warm = std::max(1, std::atoi(argv[i + 1]));
     if (std::strcmp(argv[i], "--dir") == 0) dir = argv[i + 1];
+    if (std::strcmp(argv[i], "--clock") == 0) g_wall_clock = std::strcmp(argv[i + 1], "wall") == 0;
   }
   std::string self = fs::read_symlink("/proc/self/exe").string();
-  fs::path tmp = fs::temp_directory_path() / fmt::format("recur_reader_bench_{}", getpid());
-  fs::create_directories(tmp);
+  constexpr size_t kModeCount = std::size(kModes);
   struct File {
     std::string name, path;
-    size_t bytes;
-    std::vector<double> secs, rss;
-    size_t events = 0;
+    size_t bytes = 0, events = 0;
+    std::vector<double> cold[kModeCount], warm[kModeCount], rss[kModeCount], input_rss;
   };
   std::vector<File> files;
-  std::vector<fs::path> gz;
   for (auto& e : fs::recursive_directory_iterator(dir)) {
-    if (e.path().string().ends_with(".json.gz")) gz.push_back(e.path());
-  }
-  std::sort(gz.begin(), gz.end());
-  for (auto& p : gz) {
-    auto bytes = recur::trace::read_file_bytes(p.string());
-    auto json = bytes ? recur::trace::gunzip(p.string(), bytes->span()) : decltype(recur::trace::gunzip("", {}))();
-    if (!bytes || !json) {
-      std::fprintf(stderr, "cannot read %s\n", p.c_str());
+    if (!e.path().string().ends_with(".json.gz")) continue;
+    auto gz = recur::trace::read_file_bytes(e.path().string());
+    auto json = gz ? recur::trace::gunzip(e.path().string(), gz->span()) : decltype(recur::trace::gunzip("", {}))();
+    if (!gz || !json) {
+      std::fprintf(stderr, "cannot read %s\n", e.path().c_str());
       return 1;
     }
-    std::string rel = fs::relative(p, dir).string();
-    fs::path out = tmp / fmt::format("{}.json", files.size());
-    FILE* f = std::fopen(out.c_str(), "wb");
-    std::fwrite(json->data(), 1, json->size(), f);
-    std::fclose(f);
-    files.push_back(File{rel, out.string(), json->size(), {}, {}});
+    files.push_back(File{.name = fs::relative(e.path(), dir).string(), .path = e.path().string(), .bytes = json->size()});
   }
+  std::sort(files.begin(), files.end(), [](const File& a, const File& b) { return a.name < b.name; });
   std::vector<double> base_rss;
   for (int r = 0; r < rounds; ++r) {
-    base_rss.push_back(double(spawn_child(self, "").maxrss_kb));
+    base_rss.push_back(double(spawn_child(self, "none", "", 0).rss));
     for (size_t k = 0; k < files.size(); ++k) {
       File& f = files[(k + size_t(r)) % files.size()];
-      Run run = spawn_child(self, f.path);
-      f.secs.push_back(run.seconds);
-      f.rss.push_back(double(run.maxrss_kb) * 1024.0);
-      f.events = run.events;
+      f.input_rss.push_back(double(spawn_child(self, "none", f.path, 0).rss));
+      for (size_t m = 0; m < kModeCount; ++m) {
+        size_t mode = (m + size_t(r)) % kModeCount;
+        Run run = spawn_child(self, kModes[mode], f.path, warm);
+        f.cold[mode].push_back(run.cold);
+        f.warm[mode].push_back(run.warm);
+        f.rss[mode].push_back(double(run.rss));
+        if (mode == 0) f.events = run.events;
+      }
     }
   }
-  double base = median(base_rss) * 1024.0;
-  fmt::print("trace reader: {} files, {} interleaved rounds, one core; baseline process RSS {:.1f} MiB\n",
-             files.size(), rounds, base / (1 << 20));
-  fmt::print("| trace | MB | events | ms (median) | MB/s median [min .. max] | of {:.0f} GB/s | peak RSS MB | RSS / JSON |\n",
-             kRooflineGBs);
-  fmt::print("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
-  double total_bytes = 0, total_secs = 0;
+  double base = stat(base_rss).med;
+  fmt::print("trace reader: {} files, {} interleaved rounds (files and modes rotated), one core, "
+             "{} warm repeats per child\n", files.size(), rounds, warm);
+  fmt::print("baseline RSS of an empty child process: {:.1f} MB; roofline: {:.0f} GB/s (one-thread "
+             "DRAM read)\n\n", base / 1e6, kRooflineGBs);
+  fmt::print("Throughput, MB/s of uncompressed JSON ({} time): median [min .. max] over rounds\n\n",
+             g_wall_clock ? "wall-clock" : "thread-CPU");
+  fmt::print("| trace | JSON MB | events | recur cold | recur warm | simdjson DOM cold | simdjson DOM warm | "
+             "memchr warm | recur / DOM (warm) | recur warm of roofline | read_trace(.json.gz) cold |\n"
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  auto mbs = [](double mb, const std::vector<double>& secs) {
+    Stat s = stat(secs);
+    return fmt::format("{:.0f} [{:.0f} .. {:.0f}]", mb / s.med, mb / s.hi, mb / s.lo);
+  };
+  double total_mb = 0, cold_s[kModeCount] = {}, warm_s[kModeCount] = {};
   for (File& f : files) {
     double mb = double(f.bytes) / 1e6;
-    double med = median(f.secs);
-    double lo = *std::min_element(f.secs.begin(), f.secs.end());
-    double hi = *std::max_element(f.secs.begin(), f.secs.end());
-    double rss = median(f.rss);
-    fmt::print("| {} | {:.2f} | {} | {:.2f} | {:.0f} [{:.0f} .. {:.0f}] | {:.1f}% | {:.1f} | {:.2f} |\n", f.name, mb,
-               f.events, med * 1e3, mb / med, mb / hi, mb / lo, 100.0 * mb / med / (kRooflineGBs * 1e3), rss / 1e6,
-               rss / double(f.bytes));
-    total_bytes += double(f.bytes);
-    total_secs += med;
+    total_mb += mb;
+    for (size_t m = 0; m < kModeCount; ++m) {
+      cold_s[m] += stat(f.cold[m]).med;
+      warm_s[m] += stat(f.warm[m]).med;
+    }
+    fmt::print("| {} | {:.2f} | {} | {} | {} | {} | {} | {} | {:.2f}x | {:.1f}% | {} |\n", f.name, mb, f.events,
+               mbs(mb, f.cold[0]), mbs(mb, f.warm[0]), mbs(mb, f.cold[1]), mbs(mb, f.warm[1]), mbs(mb, f.warm[2]),
+               stat(f.warm[1]).med / stat(f.warm[0]).med,
+               100.0 * mb / stat(f.warm[0]).med / (kRooflineGBs * 1e3), mbs(mb, f.cold[3]));
   }
-  fmt::print("all files: {:.1f} MB in {:.1f} ms = {:.0f} MB/s\n", total_bytes / 1e6, total_secs * 1e3,
-             total_bytes / 1e6 / total_secs);
-  fs::remove_all(tmp);
+  fmt::print("| all files (sum of medians) | {:.2f} | | {:.0f} | {:.0f} | {:.0f} | {:.0f} | {:.0f} | {:.2f}x | {:.1f}% | {:.0f} |\n\n",
+             total_mb, total_mb / cold_s[0], total_mb / warm_s[0], total_mb / cold_s[1], total_mb / warm_s[1],
+             total_mb / warm_s[2], warm_s[1] / warm_s[0], 100.0 * total_mb / warm_s[0] / (kRooflineGBs * 1e3),
+             total_mb / cold_s[3]);
+  fmt::print("Peak RSS (VmHWM, MB, median over rounds). 'inflated only': a child that inflated the file "
+             "and parsed nothing; '/ JSON': peak / uncompressed bytes; 'added': (peak - empty process) / "
+             "uncompressed bytes; 'reader': (peak - inflated only) / uncompressed bytes\n\n");
+  fmt::print("| trace | JSON MB | inflated only | recur peak | / JSON | added | reader | simdjson DOM peak | "
+             "DOM added | read_trace(.json.gz) peak | / JSON | added |\n"
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  for (File& f : files) {
+    double b = double(f.bytes);
+    double in = stat(f.input_rss).med, rec = stat(f.rss[0]).med, dom = stat(f.rss[1]).med;
+    double file = stat(f.rss[3]).med;
+    fmt::print("| {} | {:.2f} | {:.1f} | {:.1f} | {:.2f} | {:.2f} | {:.2f} | {:.1f} | {:.2f} | {:.1f} | {:.2f} | {:.2f} |\n",
+               f.name, b / 1e6, in / 1e6, rec / 1e6, rec / b, (rec - base) / b, (rec - in) / b, dom / 1e6,
+               (dom - base) / b, file / 1e6, file / b, (file - base) / b);
+  }
   return 0;
 }
