@@ -98,13 +98,17 @@ namespace sj = simdjson::ondemand;
 namespace {
 
 constexpr size_t kBatchBytes = 64 << 10;
+// A streaming read inflates this much at a time (more for a longer event or value).
+constexpr size_t kWindowBytes = 4 * kBatchBytes;
 
 // Per-thread scratch kept across parses: simdjson's parser (its index and string buffer, sized
-// for one batch) and the padded copy of the batch. Reusing them spares each read paging in
-// fresh memory, which costs more than parsing it on some machines. About 0.5 MiB per thread.
+// for one batch), the padded copy of the batch and a streaming read's window. Reusing them
+// spares each read paging in fresh memory, which costs more than parsing it on some machines.
+// About 0.5 MiB per thread (0.9 MiB after a gzip read).
 struct Scratch {
   sj::parser parser;
   PaddedBytes batch;
+  PaddedBytes window;
 };
 Scratch& thread_scratch() {
   thread_local Scratch s;
@@ -123,6 +127,13 @@ const char* json_type_name(sj::json_type t) {
   return "value";
 }
 
+// A key of up to four bytes and its length packed into an integer, for a switch.
+constexpr uint64_t key_code(std::string_view k) {
+  uint64_t c = k.size();
+  for (size_t i = 0; i < k.size() && i < 4; ++i) c |= uint64_t(uint8_t(k[i])) << (8 + 8 * i);
+  return c;
+}
+
 // An id ("id" field): numbers as is, strings as hex ("0x1f") or decimal, other strings hashed.
 uint64_t id_from_string(std::string_view s) {
   uint64_t v = 0;
@@ -135,6 +146,10 @@ uint64_t id_from_string(std::string_view s) {
   return std::hash<std::string_view>{}(s);
 }
 
+// Reads Chrome JSON from a whole buffer, or from a gzip stream through a window: data_ and
+// size_ are the bytes in memory, positions are relative to them, and win_base_ is the offset of
+// data_[0] in the input (error messages add it). Only parse_events() drops consumed bytes from
+// the window (between batches); elsewhere more() only appends, so positions stay valid.
 class Reader {
  public:
   Reader(std::string_view name, const PaddedBytes& json, Scratch& scratch)
@@ -143,19 +158,39 @@ class Reader {
         size_(json.size()),
         scan_(json.data(), json.size()),
         parser_(scratch.parser),
-        batch_(scratch.batch) {}
+        batch_(scratch.batch),
+        window_(scratch.window),
+        size_hint_(json.size()) {}
+  Reader(std::string_view name, GzipReader& gz, Scratch& scratch)
+      : name_(name),
+        data_(nullptr),
+        size_(0),
+        scan_(nullptr, 0),
+        parser_(scratch.parser),
+        batch_(scratch.batch),
+        window_(scratch.window),
+        gz_(&gz),
+        eof_(false),
+        size_hint_(gz.size_hint()) {
+    window_.resize(0);
+    sync();
+  }
 
   Result<EventTable> run() {
     // Kineto spends about 220 bytes per event and 55 per arg; reserving from the input size
     // avoids regrowing (and copying) the columns. Untouched reservations cost no memory.
-    table_.reserve(size_ / 128 + 16, size_ / 32 + 16);
+    table_.reserve(size_hint_ / 128 + 16, size_hint_ / 32 + 16);
+    while (size_ < 3) {
+      RECUR_ASSIGN_OR_RETURN(bool got, more());
+      if (!got) break;
+    }
     size_t pos = 0;
     if (size_ >= 3 && data_[0] == 0xEF && data_[1] == 0xBB && data_[2] == 0xBF) pos = 3;
-    pos = scan_.skip_ws(pos);
+    RECUR_ASSIGN_OR_RETURN(pos, ws(pos));
     if (pos >= size_) return fail(pos, "expected '[' or '{{' to start a Chrome trace (empty input)");
     if (data_[pos] == '[') {
       RECUR_ASSIGN_OR_RETURN(pos, parse_events(pos, /*array_form=*/true));
-      pos = scan_.skip_ws(pos);
+      RECUR_ASSIGN_OR_RETURN(pos, ws(pos));
       if (pos < size_) return fail(pos, "expected end of input after the event array");
     } else if (data_[pos] == '{') {
       RECUR_RETURN_IF_ERROR(parse_top_object(pos));
@@ -167,32 +202,101 @@ class Reader {
   }
 
  private:
+  // Errors take window positions; the message gives the offset in the input.
   template <typename... Args>
   unexpected<Error> fail(size_t offset, fmt::format_string<Args...> f, Args&&... args) {
-    return parse_error("{}: byte {}: {}", name_, offset,
+    return parse_error("{}: byte {}: {}", name_, abs(offset),
                        fmt::format(f, std::forward<Args>(args)...));
+  }
+  size_t abs(size_t pos) const { return win_base_ + pos; }
+
+  // ---- the window (streaming reads only; a whole buffer is at its end from the start) ----
+
+  void sync() {
+    data_ = window_.data();
+    size_ = window_.size();
+    scan_ = JsonScanner(data_, size_);
+  }
+
+  // Appends more input to the window; false at the end of the input.
+  Result<bool> more() {
+    if (eof_) return false;
+    size_t old = window_.size();
+    window_.reserve(old + std::max(kWindowBytes, old));
+    RECUR_ASSIGN_OR_RETURN(size_t got, gz_->read(window_.data() + old, window_.capacity() - old));
+    if (got == 0) eof_ = true;
+    window_.resize(old + got);
+    sync();
+    return got != 0;
+  }
+
+  // Makes the window hold `bytes` past *cur (or all that is left), first dropping what lies
+  // before *cur. Only called where *cur is the one live position.
+  Status ensure(size_t* cur, size_t bytes) {
+    if (eof_ || size_ - *cur >= bytes) return ok_status();
+    if (*cur > 0) {
+      std::memmove(window_.data(), window_.data() + *cur, size_ - *cur);
+      window_.resize(size_ - *cur);
+      win_base_ += *cur;
+      *cur = 0;
+      sync();
+    }
+    while (size_ - *cur < bytes) {
+      RECUR_ASSIGN_OR_RETURN(bool got, more());
+      if (!got) break;
+    }
+    return ok_status();
+  }
+
+  // skip_ws, string_end and value_end of the scanner, reading more while the answer runs into
+  // the end of the window.
+  Result<size_t> ws(size_t pos) {
+    while (true) {
+      size_t p = scan_.skip_ws(pos);
+      if (p < size_ || eof_) return p;
+      RECUR_RETURN_IF_ERROR(more());
+    }
+  }
+  Result<size_t> string_end(size_t pos) {
+    while (true) {
+      size_t e = scan_.string_end(pos);
+      if (e < size_ || eof_) return e;
+      RECUR_RETURN_IF_ERROR(more());
+    }
+  }
+  Result<size_t> value_end(size_t pos) {
+    while (true) {
+      size_t e = scan_.value_end(pos);
+      if (e < size_ || eof_) return e;
+      RECUR_RETURN_IF_ERROR(more());
+    }
   }
 
   Status parse_top_object(size_t pos) {
-    size_t open = pos;
-    pos = scan_.skip_ws(pos + 1);
-    if (pos < size_ && data_[pos] == '}') return ok_status();
+    size_t open = abs(pos);
+    RECUR_ASSIGN_OR_RETURN(pos, ws(pos + 1));
+    if (pos < size_ && data_[pos] == '}') {
+      RECUR_ASSIGN_OR_RETURN(pos, ws(pos + 1));
+      if (pos < size_) return fail(pos, "expected end of input after the top-level object");
+      return ok_status();
+    }
     while (true) {
       if (pos >= size_) return fail(pos, "unexpected end of input: expected a key or '}}' (object opened at byte {})", open);
       if (data_[pos] != '"') return fail(pos, "expected '\"' to start a key");
-      size_t kend = scan_.string_end(pos);
-      if (kend > size_) return fail(size_, "unexpected end of input inside a key (opened at byte {})", pos);
-      std::string_view key(reinterpret_cast<const char*>(data_ + pos + 1), kend - pos - 2);
-      pos = scan_.skip_ws(kend);
+      RECUR_ASSIGN_OR_RETURN(size_t kend, string_end(pos));
+      if (kend > size_) return fail(size_, "unexpected end of input inside a key (opened at byte {})", abs(pos));
+      // A copy: reading more input may move the window.
+      std::string key(reinterpret_cast<const char*>(data_ + pos + 1), kend - pos - 2);
+      RECUR_ASSIGN_OR_RETURN(pos, ws(kend));
       if (pos >= size_ || data_[pos] != ':') return fail(pos, "expected ':' after key \"{}\"", key);
-      pos = scan_.skip_ws(pos + 1);
+      RECUR_ASSIGN_OR_RETURN(pos, ws(pos + 1));
       if (pos >= size_) return fail(pos, "unexpected end of input: expected a value for \"{}\"", key);
       if (key == "traceEvents") {
         if (data_[pos] != '[') return fail(pos, "expected '[' for \"traceEvents\"");
         RECUR_ASSIGN_OR_RETURN(pos, parse_events(pos, false));
       } else {
-        size_t vend = scan_.value_end(pos);
-        if (vend > size_) return fail(size_, "unexpected end of input inside the value of \"{}\" (starts at byte {})", key, pos);
+        RECUR_ASSIGN_OR_RETURN(size_t vend, value_end(pos));
+        if (vend > size_) return fail(size_, "unexpected end of input inside the value of \"{}\" (starts at byte {})", key, abs(pos));
         if (key == "distributedInfo") {
           RECUR_RETURN_IF_ERROR(parse_distributed_info(pos, vend));
         } else if (key == "recurDroppedEvents") {
@@ -204,15 +308,15 @@ class Reader {
         }
         pos = vend;
       }
-      pos = scan_.skip_ws(pos);
+      RECUR_ASSIGN_OR_RETURN(pos, ws(pos));
       if (pos >= size_) return fail(pos, "unexpected end of input: expected ',' or '}}' (object opened at byte {})", open);
       if (data_[pos] == '}') {
-        pos = scan_.skip_ws(pos + 1);
+        RECUR_ASSIGN_OR_RETURN(pos, ws(pos + 1));
         if (pos < size_) return fail(pos, "expected end of input after the top-level object");
         return ok_status();
       }
       if (data_[pos] != ',') return fail(pos, "expected ',' or '}}' after the value of \"{}\"", key);
-      pos = scan_.skip_ws(pos + 1);
+      RECUR_ASSIGN_OR_RETURN(pos, ws(pos + 1));
     }
   }
 
@@ -245,10 +349,11 @@ class Reader {
 
   // pos at '['; returns the position after the closing ']'.
   Result<size_t> parse_events(size_t pos, bool array_form) {
-    size_t open = pos;
+    size_t open = abs(pos);
     size_t cur = pos + 1;
     while (true) {
-      cur = scan_.skip_ws(cur);
+      RECUR_RETURN_IF_ERROR(ensure(&cur, 2 * kBatchBytes));
+      RECUR_ASSIGN_OR_RETURN(cur, ws(cur));
       if (cur >= size_) {
         // Recovery: the array form may omit its closing ']' (Chrome's convention for traces
         // written while the program runs).
@@ -257,6 +362,11 @@ class Reader {
       }
       if (data_[cur] == ']') return cur + 1;
       JsonScanner::Scan s = scan_.scan(cur, cur + kBatchBytes);
+      // An event longer than the window: read more and scan again (the window doubles).
+      while (s.stop == JsonScanner::Stop::kEof && !eof_) {
+        RECUR_RETURN_IF_ERROR(more());
+        s = scan_.scan(cur, cur + kBatchBytes);
+      }
       size_t batch_end;
       if (s.stop == JsonScanner::Stop::kEof) {
         size_t tail = s.last_element_end;
@@ -275,7 +385,7 @@ class Reader {
           if (elem < size_ && data_[elem] == ',') elem = scan_.skip_ws(elem + 1);
           return fail(size_, "unexpected end of input{}: expected {} (the event starting at byte {} is truncated; the event array opened at byte {})",
                       s.eof_in_string ? " inside a string" : "",
-                      s.eof_in_string ? "'\"'" : "'}' or ']'", elem, open);
+                      s.eof_in_string ? "'\"'" : "'}' or ']'", abs(elem), open);
         }
         batch_end = s.last_element_end;
       } else {
@@ -284,7 +394,7 @@ class Reader {
       RECUR_RETURN_IF_ERROR(parse_batch(cur, batch_end));
       if (s.stop == JsonScanner::Stop::kContainerEnd) return s.pos + 1;
       if (s.stop == JsonScanner::Stop::kEof) return size_;
-      cur = scan_.skip_ws(batch_end);
+      RECUR_ASSIGN_OR_RETURN(cur, ws(batch_end));
       if (cur >= size_) {
         if (array_form) return cur;
         return fail(cur, "unexpected end of input: expected ',' or ']' after an event (array opened at byte {})", open);
@@ -302,7 +412,7 @@ class Reader {
     batch_.data()[0] = '[';
     std::memcpy(batch_.data() + 1, data_ + b, len);
     batch_.data()[len + 1] = ']';
-    base_ = b;
+    batch_base_ = b;
     sj::document doc;
     if (auto err = parser_.iterate(reinterpret_cast<const char*>(batch_.data()), len + 2,
                                    batch_.capacity() + PaddedBytes::kPadding).get(doc)) {
@@ -320,8 +430,8 @@ class Reader {
 
   size_t offset_of(const char* p) const {
     const char* start = reinterpret_cast<const char*>(batch_.data());
-    if (p < start + 1 || p > start + batch_.size()) return base_;
-    return base_ + size_t(p - start - 1);
+    if (p < start + 1 || p > start + batch_.size()) return batch_base_;
+    return batch_base_ + size_t(p - start - 1);
   }
   size_t offset_of(sj::value& v) {
     return offset_of(v.raw_json_token().data());
@@ -483,48 +593,63 @@ class Reader {
       if (k.size() > 4) {
         continue;  // "tdur", "bind_id", ... are not kept
       }
-      if (k == "ph") {
-        RECUR_RETURN_IF_ERROR(read_string(v, k, &ph));
-      } else if (k == "name") {
-        RECUR_RETURN_IF_ERROR(read_string(v, k, &name));
-      } else if (k == "cat") {
-        RECUR_RETURN_IF_ERROR(read_string(v, k, &cat));
-      } else if (k == "ts") {
-        RECUR_RETURN_IF_ERROR(read_time(v, k, &ts));
-        has_ts = true;
-      } else if (k == "dur") {
-        RECUR_RETURN_IF_ERROR(read_time(v, k, &dur));
-        if (dur < 0) return fail(offset_of(v), "expected a non-negative \"dur\", got {} ns", dur);
-        has_dur = true;
-      } else if (k == "pid") {
-        RECUR_RETURN_IF_ERROR(read_pid_tid(v, k, &pid));
-      } else if (k == "tid") {
-        RECUR_RETURN_IF_ERROR(read_pid_tid(v, k, &tid));
-      } else if (k == "id") {
-        sj::json_type t;
-        if (v.type().get(t)) return type_fail(v, k, "an integer or a string");
-        id.present = true;
-        if (t == sj::json_type::string) {
-          std::string_view s;
-          if (v.get_string().get(s)) return type_fail(v, k, "a string");
-          id.num = int64_t(id_from_string(s));
-        } else {
-          uint64_t u;
-          int64_t i;
-          if (!v.get_uint64().get(u)) {
-            id.num = int64_t(u);
-          } else if (!v.get_int64().get(i)) {
-            id.num = i;
+      switch (key_code(k)) {
+        case key_code("ph"):
+          RECUR_RETURN_IF_ERROR(read_string(v, k, &ph));
+          break;
+        case key_code("name"):
+          RECUR_RETURN_IF_ERROR(read_string(v, k, &name));
+          break;
+        case key_code("cat"):
+          RECUR_RETURN_IF_ERROR(read_string(v, k, &cat));
+          break;
+        case key_code("ts"):
+          RECUR_RETURN_IF_ERROR(read_time(v, k, &ts));
+          has_ts = true;
+          break;
+        case key_code("dur"):
+          RECUR_RETURN_IF_ERROR(read_time(v, k, &dur));
+          if (dur < 0) return fail(offset_of(v), "expected a non-negative \"dur\", got {} ns", dur);
+          has_dur = true;
+          break;
+        case key_code("pid"):
+          RECUR_RETURN_IF_ERROR(read_pid_tid(v, k, &pid));
+          break;
+        case key_code("tid"):
+          RECUR_RETURN_IF_ERROR(read_pid_tid(v, k, &tid));
+          break;
+        case key_code("id"): {
+          sj::json_type t;
+          if (v.type().get(t)) return type_fail(v, k, "an integer or a string");
+          id.present = true;
+          if (t == sj::json_type::string) {
+            std::string_view s;
+            if (v.get_string().get(s)) return type_fail(v, k, "a string");
+            id.num = int64_t(id_from_string(s));
           } else {
-            return type_fail(v, k, "an integer or a string");
+            uint64_t u;
+            int64_t i;
+            if (!v.get_uint64().get(u)) {
+              id.num = int64_t(u);
+            } else if (!v.get_int64().get(i)) {
+              id.num = i;
+            } else {
+              return type_fail(v, k, "an integer or a string");
+            }
           }
+          break;
         }
-      } else if (k == "bp") {
-        RECUR_RETURN_IF_ERROR(read_string(v, k, &bp));
-      } else if (k == "s") {
-        RECUR_RETURN_IF_ERROR(read_string(v, k, &scope));
-      } else if (k == "args") {
-        RECUR_RETURN_IF_ERROR(read_args(v));
+        case key_code("bp"):
+          RECUR_RETURN_IF_ERROR(read_string(v, k, &bp));
+          break;
+        case key_code("s"):
+          RECUR_RETURN_IF_ERROR(read_string(v, k, &scope));
+          break;
+        case key_code("args"):
+          RECUR_RETURN_IF_ERROR(read_args(v));
+          break;
+        default:
+          break;
       }
     }
     if (ph.size() != 1) {
@@ -589,7 +714,12 @@ class Reader {
   EventTable table_;
   sj::parser& parser_;
   PaddedBytes& batch_;
-  size_t base_ = 0;
+  PaddedBytes& window_;
+  GzipReader* gz_ = nullptr;
+  bool eof_ = true;
+  size_t win_base_ = 0;
+  size_t size_hint_;
+  size_t batch_base_ = 0;  // window position of the batch being parsed
   int64_t last_pid_ = INT64_MIN, last_tid_ = INT64_MIN;
   uint32_t last_track_ = 0;
 };
@@ -601,21 +731,39 @@ Result<EventTable> parse_chrome_json_impl(std::string_view name, const PaddedByt
   return r.run();
 }
 
+Result<EventTable> parse_chrome_json_gzip_impl(std::string_view name, GzipReader& gz) {
+  Reader r(name, gz, thread_scratch());
+  return r.run();
+}
+
 }  // namespace RECUR_JSON_READER_NS
 
 #ifndef RECUR_JSON_READER_VARIANT
 namespace json_haswell {
 Result<EventTable> parse_chrome_json_impl(std::string_view name, const PaddedBytes& json);
+Result<EventTable> parse_chrome_json_gzip_impl(std::string_view name, GzipReader& gz);
 }  // namespace json_haswell
+
+namespace {
+bool use_haswell() {
+  static const bool haswell = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") &&
+                              __builtin_cpu_supports("pclmul");
+  return haswell && active_isa() >= Isa::kAvx2;
+}
+}  // namespace
 
 // simdjson's On-Demand code is inlined, so its SIMD level is fixed at compile time: the
 // haswell copy (chrome_json_reader_avx2.cc) runs where the CPU has AVX2, BMI2 and PCLMUL and
 // recur's ISA level allows AVX2 (RECUR_ISA=scalar forces the portable copy).
 Result<EventTable> parse_chrome_json(std::string_view name, const PaddedBytes& json) {
-  static const bool haswell = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") &&
-                              __builtin_cpu_supports("pclmul");
-  if (haswell && active_isa() >= Isa::kAvx2) return json_haswell::parse_chrome_json_impl(name, json);
+  if (use_haswell()) return json_haswell::parse_chrome_json_impl(name, json);
   return json_fallback::parse_chrome_json_impl(name, json);
+}
+
+Result<EventTable> parse_chrome_json_gzip(std::string_view name, std::span<const uint8_t> gz) {
+  GzipReader reader(name, gz);
+  if (use_haswell()) return json_haswell::parse_chrome_json_gzip_impl(name, reader);
+  return json_fallback::parse_chrome_json_gzip_impl(name, reader);
 }
 #endif
 

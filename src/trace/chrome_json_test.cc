@@ -1,13 +1,13 @@
 // Chrome JSON: record -> write -> read round trips, every HTA (Kineto) trace, Kineto details
 // (exact ns from fractional µs, string pids, args, flows, distributedInfo), gzip, and
 // malformed input (truncation, wrong types, negative durations, unbalanced B/E, bad gzip).
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include "trace/chrome_json.h"
 #include "trace/test_util.h"
@@ -262,6 +262,16 @@ TEST(ChromeJson, LoadsEveryHtaTrace) {
     total += r->size();
   }
   EXPECT_GT(total, 100000u);
+  // The list above is every trace there: a new file must be added to it.
+  size_t found = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(RECUR_HTA_TESTDATA)) {
+    if (!e.path().string().ends_with(".json.gz")) continue;
+    ++found;
+    std::string rel = std::filesystem::relative(e.path(), RECUR_HTA_TESTDATA).string();
+    EXPECT_TRUE(std::any_of(std::begin(cases), std::end(cases), [&](const HtaCase& c) { return rel == c.path; }))
+        << rel << " is not in LoadsEveryHtaTrace's list";
+  }
+  EXPECT_EQ(found, std::size(cases));
 }
 
 TEST(ChromeJson, NsResolutionTimestampsAreExact) {
@@ -398,25 +408,11 @@ TEST(ChromeJsonMalformed, BadGzipIsAnError) {
   std::filesystem::remove(path);
 }
 
-std::vector<uint8_t> gzip_member(std::string_view text) {
-  z_stream z{};
-  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  std::vector<uint8_t> out(deflateBound(&z, uLong(text.size())) + 32);
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
-  z.avail_in = uInt(text.size());
-  z.next_out = out.data();
-  z.avail_out = uInt(out.size());
-  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
-
 TEST(ChromeJson, ReadsMultiMemberGzip) {
   EventTable t = record_sample();
   std::string json = chrome_json_string(t);
-  std::vector<uint8_t> gz = gzip_member(std::string_view(json).substr(0, json.size() / 2));
-  std::vector<uint8_t> second = gzip_member(std::string_view(json).substr(json.size() / 2));
+  std::vector<uint8_t> gz = testing::gzip_member(std::string_view(json).substr(0, json.size() / 2));
+  std::vector<uint8_t> second = testing::gzip_member(std::string_view(json).substr(json.size() / 2));
   gz.insert(gz.end(), second.begin(), second.end());
   auto r = parse_trace("multi.json.gz", PaddedBytes::copy_of(gz));
   ASSERT_TRUE(r) << r.error().to_string();

@@ -6,6 +6,8 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <zlib.h>
 
 #include "trace/chrome_json.h"
 #include "trace/event_table.h"
@@ -37,6 +39,21 @@ inline std::vector<std::string> track_lines(const EventTable& t) {
 
 inline PaddedBytes bytes_of(std::string_view s) {
   return PaddedBytes::copy_of(std::span(reinterpret_cast<const uint8_t*>(s.data()), s.size()));
+}
+
+// One gzip member holding `text`.
+inline std::vector<uint8_t> gzip_member(std::string_view text) {
+  z_stream z{};
+  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  std::vector<uint8_t> out(deflateBound(&z, uLong(text.size())) + 32);
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  z.avail_in = uInt(text.size());
+  z.next_out = out.data();
+  z.avail_out = uInt(out.size());
+  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
 }
 
 inline Result<EventTable> parse_json_text(std::string_view s, std::string_view name = "test.json") {

@@ -49,61 +49,89 @@ bool is_gzip(std::span<const uint8_t> bytes) {
   return bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b;
 }
 
-Result<PaddedBytes> gunzip(std::string_view name, std::span<const uint8_t> bytes) {
+struct GzipReader::State {
   z_stream z{};
-  if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) return internal_error("{}: inflateInit2 failed", name);
-  // The last member's ISIZE (uncompressed size mod 2^32) is a good first guess.
-  size_t guess = bytes.size() * 4;
-  if (bytes.size() >= 18) {
+  bool ok = false;
+};
+
+GzipReader::GzipReader(std::string_view name, std::span<const uint8_t> bytes)
+    : name_(name), bytes_(bytes), z_(std::make_unique<State>()) {
+  z_->ok = inflateInit2(&z_->z, 16 + MAX_WBITS) == Z_OK;
+}
+
+GzipReader::~GzipReader() {
+  if (z_->ok) inflateEnd(&z_->z);
+}
+
+size_t GzipReader::size_hint() const {
+  size_t guess = bytes_.size() * 4;
+  if (bytes_.size() >= 18) {
     uint32_t isize;
-    std::memcpy(&isize, bytes.data() + bytes.size() - 4, 4);
-    if (isize >= bytes.size()) guess = isize;
+    std::memcpy(&isize, bytes_.data() + bytes_.size() - 4, 4);
+    if (isize >= bytes_.size()) guess = isize;
   }
   // ISIZE is only a hint (a forged one must not reserve gigabytes): deflate expands at most
-  // 1032:1, and the buffer grows by doubling past the first 256 MiB anyway.
-  guess = std::min({guess, bytes.size() * 1032, size_t(256) << 20});
-  PaddedBytes out;
-  out.reserve(std::max<size_t>(guess, 4096));
-  size_t in_pos = 0, out_size = 0;
-  while (true) {
-    if (out_size == out.capacity()) out.reserve(out.capacity() * 2);
-    z.next_in = const_cast<Bytef*>(bytes.data() + in_pos);
-    size_t in_avail = std::min<size_t>(bytes.size() - in_pos, 1u << 30);
+  // 1032:1.
+  return std::min({guess, bytes_.size() * 1032, size_t(256) << 20});
+}
+
+Result<size_t> GzipReader::read(uint8_t* dst, size_t max) {
+  if (!z_->ok) return internal_error("{}: inflateInit2 failed", name_);
+  z_stream& z = z_->z;
+  size_t out = 0;
+  while (out < max && !done_) {
+    z.next_in = const_cast<Bytef*>(bytes_.data() + in_pos_);
+    size_t in_avail = std::min<size_t>(bytes_.size() - in_pos_, 1u << 30);
     z.avail_in = uInt(in_avail);
-    size_t out_avail = std::min<size_t>(out.capacity() - out_size, 1u << 30);
-    z.next_out = out.data() + out_size;
+    size_t out_avail = std::min<size_t>(max - out, 1u << 30);
+    z.next_out = dst + out;
     z.avail_out = uInt(out_avail);
     int rc = inflate(&z, Z_NO_FLUSH);
-    in_pos += in_avail - z.avail_in;
-    out_size += out_avail - z.avail_out;
+    in_pos_ += in_avail - z.avail_in;
+    out += out_avail - z.avail_out;
     if (rc == Z_STREAM_END) {
       // Another member may follow; trailing zero bytes (tape padding) are ignored.
-      size_t rest = in_pos;
-      while (rest < bytes.size() && bytes[rest] == 0) ++rest;
-      if (rest == bytes.size()) break;
-      if (!is_gzip(bytes.subspan(rest))) {
-        inflateEnd(&z);
-        return parse_error("{}: byte {}: expected a gzip member (1f 8b) or end of file after the "
-                           "gzip stream", name, rest);
+      size_t rest = in_pos_;
+      while (rest < bytes_.size() && bytes_[rest] == 0) ++rest;
+      if (rest == bytes_.size()) {
+        done_ = true;
+        break;
       }
-      in_pos = rest;
+      if (!is_gzip(bytes_.subspan(rest))) {
+        return parse_error("{}: byte {}: expected a gzip member (1f 8b) or end of file after the "
+                           "gzip stream", name_, rest);
+      }
+      in_pos_ = rest;
       inflateReset(&z);
       continue;
     }
-    if (rc == Z_BUF_ERROR && z.avail_in == 0 && in_pos == bytes.size()) {
-      inflateEnd(&z);
+    if (rc == Z_BUF_ERROR && z.avail_in == 0 && in_pos_ == bytes_.size()) {
       return parse_error("{}: byte {}: truncated gzip data: expected more compressed data or the "
-                         "gzip trailer", name, in_pos);
+                         "gzip trailer", name_, in_pos_);
     }
     if (rc != Z_OK && rc != Z_BUF_ERROR) {
       std::string msg = z.msg != nullptr ? z.msg : zError(rc);
-      inflateEnd(&z);
-      return parse_error("{}: byte {}: bad gzip data ({}): expected a valid deflate stream", name,
-                         in_pos, msg);
+      return parse_error("{}: byte {}: bad gzip data ({}): expected a valid deflate stream", name_,
+                         in_pos_, msg);
     }
   }
-  inflateEnd(&z);
-  out.resize(out_size);
+  return out;
+}
+
+Result<PaddedBytes> gunzip(std::string_view name, std::span<const uint8_t> bytes) {
+  GzipReader gz(name, bytes);
+  PaddedBytes out;
+  // One byte more than the hint: read() sees the end of the stream without a second, larger
+  // buffer when the hint is exact (the usual case).
+  out.reserve(std::max<size_t>(gz.size_hint() + 1, 4096));
+  size_t size = 0;
+  while (true) {
+    if (size == out.capacity()) out.reserve(out.capacity() * 2);
+    RECUR_ASSIGN_OR_RETURN(size_t got, gz.read(out.data() + size, out.capacity() - size));
+    if (got == 0) break;
+    size += got;
+  }
+  out.resize(size);
   return out;
 }
 
@@ -133,11 +161,8 @@ Result<PaddedBytes> read_file_bytes(const std::string& path) {
 }
 
 Result<EventTable> parse_trace(std::string_view name, PaddedBytes bytes) {
-  if (is_gzip(bytes.span())) {
-    RECUR_ASSIGN_OR_RETURN(PaddedBytes inflated, gunzip(name, bytes.span()));
-    bytes = PaddedBytes();  // free the compressed bytes before parsing
-    return parse_chrome_json(name, inflated);
-  }
+  // Gzip is inflated while it is parsed: the whole uncompressed text is never in memory.
+  if (is_gzip(bytes.span())) return parse_chrome_json_gzip(name, bytes.span());
   // JSON may start with whitespace, and "\n{" is also a valid start of a Perfetto trace (a
   // 123-byte first packet): text that looks like JSON is read as JSON first, and only if that
   // fails and the bytes could be protobuf is Perfetto tried (its error is reported only when

@@ -53,6 +53,32 @@ bool is_gzip(std::span<const uint8_t> bytes);
 // Inflates one or more concatenated gzip members. `name` prefixes errors.
 Result<PaddedBytes> gunzip(std::string_view name, std::span<const uint8_t> bytes);
 
+// Inflates gzip data (one or more concatenated members, trailing zero bytes allowed) a piece
+// at a time, so a reader never needs the whole uncompressed text. `bytes` must outlive it.
+// Errors name the input, the byte offset in the compressed data and what was expected.
+// Not thread-safe.
+class GzipReader {
+ public:
+  GzipReader(std::string_view name, std::span<const uint8_t> bytes);
+  ~GzipReader();
+  GzipReader(const GzipReader&) = delete;
+  GzipReader& operator=(const GzipReader&) = delete;
+
+  // Writes up to `max` uncompressed bytes to dst (fewer only at the end); 0 at the end.
+  Result<size_t> read(uint8_t* dst, size_t max);
+  // The uncompressed size the last member's trailer states (mod 2^32), capped at 1032x the
+  // compressed size and 256 MiB: a hint for reservations, not a promise.
+  size_t size_hint() const;
+
+ private:
+  struct State;
+  std::string name_;
+  std::span<const uint8_t> bytes_;
+  std::unique_ptr<State> z_;
+  size_t in_pos_ = 0;
+  bool done_ = false;
+};
+
 // Reads a whole file into a padded buffer.
 Result<PaddedBytes> read_file_bytes(const std::string& path);
 

@@ -1,0 +1,141 @@
+// Gzip input is parsed while it is inflated, through a window of ~256 KiB (chrome_json.h):
+// the result and every error must be the same as for the inflated text in memory, wherever
+// the window boundaries fall (events and top-level values longer than the window, long runs of
+// whitespace, truncation and bad values deep into the file).
+// GCC 12 reports a false -Wrestrict inside std::string inserts here (GCC bug 105329).
+#pragma GCC diagnostic ignored "-Wrestrict"
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "trace/chrome_json.h"
+#include "trace/test_util.h"
+#include "trace/trace_io.h"
+
+namespace recur::trace {
+namespace {
+
+using testing::bytes_of;
+using testing::event_lines;
+using testing::gzip_member;
+
+// What the in-memory reader and the streaming reader make of the same text: the events, or
+// the error message.
+std::string outcome(const Result<EventTable>& r) {
+  if (!r) return "error: " + r.error().message();
+  std::string s = fmt::format("rank={} dropped={} unmatched={} unclosed={}\n", r->info().rank.value_or(-1),
+                              r->info().dropped_events, r->info().unmatched_end_events,
+                              r->info().unclosed_begin_events);
+  for (const std::string& line : event_lines(*r)) s += line + "\n";
+  return s;
+}
+
+void expect_same(std::string_view json) {
+  std::string memory = outcome(parse_chrome_json("t.json", bytes_of(json)));
+  std::vector<uint8_t> gz = gzip_member(json);
+  std::string stream = outcome(parse_chrome_json_gzip("t.json", gz));
+  ASSERT_EQ(stream, memory) << "input of " << json.size() << " bytes";
+}
+
+// About `bytes` of Kineto-like events (~200 bytes each).
+std::string big_trace(size_t bytes, std::string_view before_events = "") {
+  std::string s = "{\"distributedInfo\": {\"rank\": 2}, ";
+  s += before_events;
+  s += "\"traceEvents\": [\n";
+  size_t start = s.size();
+  for (size_t i = 0; s.size() - start < bytes; ++i) {
+    if (i) s += ",\n";
+    s += fmt::format(
+        "  {{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k{}\", \"pid\": 0, \"tid\": {}, "
+        "\"ts\": {}.{:03}, \"dur\": {}.5, \"args\": {{\"stream\": 7, \"correlation\": {}, \"grid\": [1, 2]}}}}",
+        i % 97, i % 5, 1000 + i * 3, i % 1000, i % 13, i);
+  }
+  s += "\n]}\n";
+  return s;
+}
+
+TEST(ChromeJsonStream, SameEventsAsInMemoryAcrossWindowBoundaries) {
+  for (size_t bytes : {size_t(100), size_t(70000), size_t(300000), size_t(1300000)}) {
+    SCOPED_TRACE(bytes);
+    expect_same(big_trace(bytes));
+  }
+  // Array form, with and without the closing bracket.
+  std::string arr = big_trace(600000);
+  arr = "[" + arr.substr(arr.find("\"traceEvents\": [") + 16);
+  arr.resize(arr.rfind(']'));  // drop "]}\n" ...
+  expect_same(arr + "]");
+  expect_same(arr);
+}
+
+TEST(ChromeJsonStream, EventsAndValuesLongerThanTheWindow) {
+  // A top-level value of 1 MB before the events, an event with a 700 KB string arg, and 400 KB
+  // of whitespace between two events.
+  std::string props = "\"deviceProperties\": [" + std::string(1000000, ' ') + "{\"name\": \"GPU\"}], ";
+  std::string t = big_trace(400000, props);
+  size_t cut = t.find("\"k50\"");
+  ASSERT_NE(cut, std::string::npos);
+  t.insert(cut, "\"long\", \"args\": {\"text\": \"" + std::string(700000, 'x') + "\"}, \"name\": ");
+  size_t gap = t.find("},\n", t.size() / 2);
+  t.insert(gap + 2, std::string(400000, ' '));
+  expect_same(t);
+  auto r = parse_chrome_json_gzip("t.json", gzip_member(t));
+  ASSERT_TRUE(r) << r.error().to_string();
+  EXPECT_EQ(r->info().rank, 2);
+}
+
+TEST(ChromeJsonStream, ErrorsGiveTheSameUncompressedOffsets) {
+  std::string t = big_trace(900000);
+  // Truncation at many points, including deep into the file.
+  for (size_t n : {size_t(0), size_t(1), size_t(20), size_t(70000), size_t(262143), size_t(262144),
+                   size_t(400001), t.size() / 2, t.size() - 3, t.size() - 1}) {
+    SCOPED_TRACE(n);
+    expect_same(std::string_view(t).substr(0, n));
+  }
+  // A wrong type, a negative duration and a syntax error 700 KB in.
+  for (const char* bad : {"\"ts\": \"late\"", "\"dur\": -2", "\"ts\": 12 13"}) {
+    SCOPED_TRACE(bad);
+    std::string u = t;
+    size_t at = u.find("\"ts\": ", 700000);
+    size_t end = u.find(',', at);
+    u.replace(at, end - at, bad);
+    std::string memory = outcome(parse_chrome_json("t.json", bytes_of(u)));
+    EXPECT_NE(memory.find("error: t.json: byte 7"), std::string::npos) << memory;
+    expect_same(u);
+  }
+  // Trailing garbage after the top-level object, and an empty object.
+  expect_same(t + "x");
+  expect_same("{}");
+  expect_same("{} x");
+}
+
+// Every trace under the HTA test data (all folders, critical_path/** included), found by
+// walking the tree rather than from a list: the same events through both paths, and at least
+// one GPU kernel each.
+TEST(ChromeJsonStream, EveryHtaTraceSameAsInMemory) {
+  std::filesystem::path dir = RECUR_HTA_TESTDATA;
+  if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no HTA test data at " << dir;
+  size_t files = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (!e.path().string().ends_with(".json.gz")) continue;
+    SCOPED_TRACE(e.path().string());
+    ++files;
+    auto gz = read_file_bytes(e.path().string());
+    ASSERT_TRUE(gz) << gz.error().to_string();
+    auto json = gunzip(e.path().string(), gz->span());
+    ASSERT_TRUE(json) << json.error().to_string();
+    auto memory = parse_chrome_json(e.path().string(), *json);
+    ASSERT_TRUE(memory) << memory.error().to_string();
+    auto stream = read_trace(e.path().string());
+    ASSERT_TRUE(stream) << stream.error().to_string();
+    EXPECT_EQ(outcome(stream), outcome(memory));
+    EXPECT_GT(memory->size(), 0u);
+  }
+  EXPECT_GE(files, 11u);
+}
+
+}  // namespace
+}  // namespace recur::trace
