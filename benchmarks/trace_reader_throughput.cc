@@ -25,6 +25,7 @@
 // system time, page faults included, time spent descheduled left out, which keeps figures
 // readable when other work shares the cores); --clock wall uses the wall clock.
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -119,7 +120,7 @@ int child(int argc, char** argv) {
     if (std::strcmp(argv[i], "--clock") == 0) g_wall_clock = std::strcmp(argv[i + 1], "wall") == 0;
   }
   if (argc < 4) {
-    std::printf("0 0 0 %zu\n", peak_rss_bytes());
+    std::printf("0 0 0 %zu 0\n", peak_rss_bytes());
     return 0;
   }
   PaddedBytes json;
@@ -134,13 +135,17 @@ int child(int argc, char** argv) {
   }
   simdjson::dom::parser dom;
   if (mode == "none") {
-    std::printf("0 0 0 %zu\n", peak_rss_bytes());
+    std::printf("0 0 0 %zu 0\n", peak_rss_bytes());
     return 0;
   }
+  rusage ru0{}, ru1{};
+  getrusage(RUSAGE_THREAD, &ru0);
   double t0 = now_s();
   size_t events = run_mode(mode, argv[3], json, dom);
   double cold = now_s() - t0;
+  getrusage(RUSAGE_THREAD, &ru1);
   size_t rss = peak_rss_bytes();
+  long faults = ru1.ru_minflt - ru0.ru_minflt;
   std::vector<double> w;
   for (int k = 0; k < warm; ++k) {
     t0 = now_s();
@@ -148,13 +153,14 @@ int child(int argc, char** argv) {
     w.push_back(now_s() - t0);
   }
   std::sort(w.begin(), w.end());
-  std::printf("%.9f %.9f %zu %zu\n", cold, w.empty() ? cold : w[w.size() / 2], events, rss);
+  std::printf("%.9f %.9f %zu %zu %ld\n", cold, w.empty() ? cold : w[w.size() / 2], events, rss, faults);
   return 0;
 }
 
 struct Run {
   double cold = 0, warm = 0;
   size_t events = 0, rss = 0;
+  long faults = 0;  // page faults of the cold parse
 };
 
 Run spawn_child(const std::string& self, const std::string& mode, const std::string& file, int warm) {
@@ -184,7 +190,7 @@ Run spawn_child(const std::string& self, const std::string& mode, const std::str
   waitpid(pid, &status, 0);
   Run r;
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
-      std::sscanf(out.c_str(), "%lf %lf %zu %zu", &r.cold, &r.warm, &r.events, &r.rss) != 4) {
+      std::sscanf(out.c_str(), "%lf %lf %zu %zu %ld", &r.cold, &r.warm, &r.events, &r.rss, &r.faults) != 5) {
     std::fprintf(stderr, "child failed: %s %s\n", mode.c_str(), file.c_str());
     std::exit(1);
   }
@@ -216,7 +222,7 @@ int main(int argc, char** argv) {
   struct File {
     std::string name, path;
     size_t bytes = 0, events = 0;
-    std::vector<double> cold[kModeCount], warm[kModeCount], rss[kModeCount], input_rss;
+    std::vector<double> cold[kModeCount], warm[kModeCount], rss[kModeCount], faults[kModeCount], input_rss;
   };
   std::vector<File> files;
   for (auto& e : fs::recursive_directory_iterator(dir)) {
@@ -242,6 +248,7 @@ int main(int argc, char** argv) {
         f.cold[mode].push_back(run.cold);
         f.warm[mode].push_back(run.warm);
         f.rss[mode].push_back(double(run.rss));
+        f.faults[mode].push_back(double(run.faults));
         if (mode == 0) f.events = run.events;
       }
     }
@@ -279,17 +286,19 @@ int main(int argc, char** argv) {
              total_mb / cold_s[3]);
   fmt::print("Peak RSS (VmHWM, MB, median over rounds). 'inflated only': a child that inflated the file "
              "and parsed nothing; '/ JSON': peak / uncompressed bytes; 'added': (peak - empty process) / "
-             "uncompressed bytes; 'reader': (peak - inflated only) / uncompressed bytes\n\n");
-  fmt::print("| trace | JSON MB | inflated only | recur peak | / JSON | added | reader | simdjson DOM peak | "
-             "DOM added | read_trace(.json.gz) peak | / JSON | added |\n"
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+             "uncompressed bytes; 'reader': (peak - inflated only) / uncompressed bytes; 'faults': minor page "
+             "faults during the cold parse (each a first-touched 4 KiB page)\n\n");
+  fmt::print("| trace | JSON MB | inflated only | recur peak | / JSON | added | reader | faults | simdjson DOM peak | "
+             "DOM added | read_trace(.json.gz) peak | / JSON | added | faults |\n"
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   for (File& f : files) {
     double b = double(f.bytes);
     double in = stat(f.input_rss).med, rec = stat(f.rss[0]).med, dom = stat(f.rss[1]).med;
     double file = stat(f.rss[3]).med;
-    fmt::print("| {} | {:.2f} | {:.1f} | {:.1f} | {:.2f} | {:.2f} | {:.2f} | {:.1f} | {:.2f} | {:.1f} | {:.2f} | {:.2f} |\n",
-               f.name, b / 1e6, in / 1e6, rec / 1e6, rec / b, (rec - base) / b, (rec - in) / b, dom / 1e6,
-               (dom - base) / b, file / 1e6, file / b, (file - base) / b);
+    fmt::print("| {} | {:.2f} | {:.1f} | {:.1f} | {:.2f} | {:.2f} | {:.2f} | {:.0f} | {:.1f} | {:.2f} | {:.1f} | {:.2f} | {:.2f} | {:.0f} |\n",
+               f.name, b / 1e6, in / 1e6, rec / 1e6, rec / b, (rec - base) / b, (rec - in) / b,
+               stat(f.faults[0]).med, dom / 1e6, (dom - base) / b, file / 1e6, file / b, (file - base) / b,
+               stat(f.faults[3]).med);
   }
   return 0;
 }
