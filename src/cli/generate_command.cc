@@ -1,17 +1,15 @@
 // `recur generate`: run a model on a prompt, stream tokens to stdout, report tok/s on stderr.
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/cli.h"
-#include "core/log.h"
 #include "core/thread_pool.h"
 #include "engine/generate.h"
 #include "engine/model.h"
-#include "engine/synthetic.h"
+#include "engine/model_cache.h"
 #include "trace/trace.h"
 #include "trace/trace_io.h"
 
@@ -30,45 +28,10 @@ struct GenerateFlags {
   std::string trace;
 };
 
-// The embedded default: a synthetic hybrid model (KDA:attention 3:1, dense SwiGLU, about 110M
-// parameters, f32), written once into the model cache.
-Result<std::string> default_model() {
-  namespace fs = std::filesystem;
-  const char* home = std::getenv("HOME");
-  fs::path dir = std::getenv("RECUR_CACHE_DIR") ? fs::path(std::getenv("RECUR_CACHE_DIR")) / "models"
-                                                : fs::path(home ? home : "/tmp") / ".cache/recur/models";
-  fs::path path = dir / "default-hybrid-d768-l12-v32000-f32-seed1.gguf";
-  if (fs::exists(path)) return path.string();
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return io_error("{}: cannot create: {}", dir.string(), ec.message());
-  SyntheticModelOptions o;
-  ModelConfig& c = o.config;
-  c.arch = Arch::kHybrid;
-  c.dim = 768;
-  c.n_layers = 12;
-  c.n_heads = 12;
-  c.n_kv_heads = 4;
-  c.head_dim = 64;
-  c.ffn_dim = 2048;
-  c.vocab = 32000;
-  c.context = 4096;
-  c.layer_pattern = "kkka";
-  c.kda_heads = 6;
-  c.kda_key_heads = 6;
-  c.kda_head_dim = 128;
-  c.conv_size = 4;
-  c.tied_embeddings = true;
-  o.seed = 1;
-  LOG_INFO("writing the default model to {} (once)", path.string());
-  RECUR_RETURN_IF_ERROR(write_synthetic_model(o, path.string()));
-  return path.string();
-}
-
 int run_generate(const GenerateFlags& f) {
   std::string path = f.model;
   if (path.empty()) {
-    auto d = default_model();
+    auto d = default_model_path();
     if (!d) return report_failure(d.error());
     path = *d;
   }

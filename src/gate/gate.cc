@@ -1,0 +1,194 @@
+// run_gate(): measure what the conditions call, cheapest probes first, then evaluate.
+#include "gate/gate.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "core/clock.h"
+#include "core/thread_pool.h"
+#include "engine/model.h"
+#include "gate/engine_probe.h"
+#include "gate/kernel_probe.h"
+
+namespace recur::gate {
+
+namespace {
+
+// The measurements a spec needs, grouped by the probe call that answers them.
+struct Plan {
+  std::vector<std::pair<std::string, std::string>> checks;   // (a, b or "")
+  std::vector<std::string> kernel_times;                     // arms
+  std::vector<std::pair<std::string, std::string>> ratios;   // (a, b)
+  std::vector<std::pair<std::string, std::string>> agreements;
+  std::vector<std::string> throughput;                       // arms, in spec order
+  std::vector<std::pair<std::string, std::string>> throughput_pairs;  // paired ratios (a, b)
+};
+
+template <typename T>
+void add_unique(std::vector<T>& v, T x) {
+  if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(std::move(x));
+}
+
+Plan make_plan(const GateSpec& spec) {
+  Plan p;
+  for (const MetricRequest& r : spec.requests) {
+    switch (r.def->source) {
+      case MetricSource::kKernelCheck: add_unique(p.checks, std::pair(r.arm, r.vs)); break;
+      case MetricSource::kKernelTime: add_unique(p.kernel_times, r.arm); break;
+      case MetricSource::kKernelRatio: add_unique(p.ratios, std::pair(r.arm, r.vs)); break;
+      case MetricSource::kEnginePair: add_unique(p.agreements, std::pair(r.arm, r.vs)); break;
+      case MetricSource::kEngineThroughput:
+        add_unique(p.throughput, r.arm);
+        if (!r.vs.empty()) {
+          add_unique(p.throughput, r.vs);
+          add_unique(p.throughput_pairs, std::pair(r.arm, r.vs));
+        }
+        break;
+      case MetricSource::kTraceZone: break;  // rejected when the spec was parsed
+    }
+  }
+  std::vector<std::string> ordered;
+  for (const Arm& a : spec.arms)
+    if (std::find(p.throughput.begin(), p.throughput.end(), a.name) != p.throughput.end()) ordered.push_back(a.name);
+  p.throughput = ordered;
+  return p;
+}
+
+std::string call_key(std::string_view metric, std::string_view a, std::string_view b = "") {
+  MetricRequest r{find_metric_def(metric), std::string(a), std::string(b), ""};
+  return r.key();
+}
+
+MetricValue point(double v, bool boolean = false, std::string unit = "") {
+  return MetricValue{Interval::point(v), boolean, std::move(unit)};
+}
+
+class Runner {
+ public:
+  Runner(const GateSpec& spec, const GateRunOptions& options) : spec_(spec), options_(options), t0_(now_ns()) {}
+
+  Result<GateResult> run() {
+    for (const Arm& a : spec_.arms) {
+      RECUR_ASSIGN_OR_RETURN(Config c, arm_config(spec_, a, options_.base));
+      configs_.emplace(a.name, std::move(c));
+    }
+    const Plan plan = make_plan(spec_);
+    KernelProbeOptions kopt{options_.peaks};
+    // Tier 1: kernel checks.
+    for (const auto& [a, b] : plan.checks) {
+      say(fmt::format("check.kernel {}{}", a, b.empty() ? "" : " vs " + b));
+      RECUR_ASSIGN_OR_RETURN(auto m, measure_kernel_check(*spec_.kernel, configs_.at(a),
+                                                          b.empty() ? nullptr : &configs_.at(b), kopt));
+      values_[call_key("max_rel_err", a, b)] = point(m.max_rel_err);
+      values_[call_key("max_abs_err", a, b)] = point(m.max_abs_err);
+      values_[call_key("check_pass", a, b)] = point(m.pass ? 1 : 0, true);
+      probes_.push_back(std::move(m.feedback));
+    }
+    if (stop()) return finish();
+    // Tier 2: kernel timings.
+    for (const std::string& a : plan.kernel_times) {
+      say(fmt::format("bench.kernel {} ({:.1f} s budget)", a, spec_.kernel->budget_s));
+      RECUR_ASSIGN_OR_RETURN(auto m, measure_kernel_time(*spec_.kernel, configs_.at(a), kopt));
+      values_[call_key("time_us", a)] = m.value;
+      probes_.push_back(std::move(m.feedback));
+    }
+    for (const auto& [a, b] : plan.ratios) {
+      say(fmt::format("bench.kernel {} vs {} ({:.1f} s budget)", a, b, spec_.kernel->budget_s));
+      RECUR_ASSIGN_OR_RETURN(auto m, measure_kernel_ratio(*spec_.kernel, configs_.at(a), configs_.at(b), kopt));
+      values_[call_key("time_ratio", a, b)] = m.value;
+      MetricValue inv = m.value;
+      inv.value = Interval::point(1) / m.value.value;
+      values_[call_key("speedup", a, b)] = inv;
+      probes_.push_back(std::move(m.feedback));
+    }
+    if (stop()) return finish();
+    // Tier 3: the engine; agreement (one pass per pair) before throughput (many runs).
+    if (!plan.agreements.empty() || !plan.throughput.empty()) {
+      RECUR_RETURN_IF_ERROR(load_engine());
+      for (const auto& [a, b] : plan.agreements) {
+        say(fmt::format("check.engine {} vs {}", a, b));
+        auto m = measure_agreement(*model_, model_path_, *pool_, *spec_.engine, {a, configs_.at(a)}, {b, configs_.at(b)});
+        if (!m) return unexpected(m.error().with_context(spec_.path.empty() ? "gate" : spec_.path));
+        values_[call_key("tokens_equal", a, b)] = point(m->tokens_equal ? 1 : 0, true);
+        values_[call_key("token_match_frac", a, b)] = point(m->token_match_frac);
+        values_[call_key("logits_max_abs_err", a, b)] = point(m->max_abs_err);
+        values_[call_key("logits_max_rel_err", a, b)] = point(m->max_rel_err);
+        probes_.push_back(std::move(m->feedback));
+      }
+      if (stop()) return finish();
+      if (!plan.throughput.empty()) {
+        std::vector<NamedConfig> arms;
+        for (const std::string& a : plan.throughput) arms.push_back({a, configs_.at(a)});
+        auto m = measure_throughput(*model_, model_path_, *pool_, *spec_.engine, arms,
+                                    [this](std::string_view s) { say(s); });
+        if (!m) return unexpected(m.error().with_context(spec_.path.empty() ? "gate" : spec_.path));
+        auto result_of = [&](const std::string& arm) -> const ThroughputResult& {
+          return *std::find_if(m->begin(), m->end(), [&](const ThroughputResult& t) { return t.arm == arm; });
+        };
+        for (const auto& [a, b] : plan.throughput_pairs) {
+          values_[call_key("prefill_ratio", a, b)] = paired_ratio(result_of(a), result_of(b), false);
+          values_[call_key("decode_ratio", a, b)] = paired_ratio(result_of(a), result_of(b), true);
+        }
+        for (ThroughputResult& t : *m) {
+          values_[call_key("prefill_tok_s", t.arm)] = t.prefill;
+          values_[call_key("decode_tok_s", t.arm)] = t.decode;
+          probes_.push_back(std::move(t.feedback));
+        }
+      }
+    }
+    return finish();
+  }
+
+ private:
+  double elapsed_s() const { return double(now_ns() - t0_) / 1e9; }
+
+  void say(std::string_view what) const {
+    if (options_.progress) options_.progress(fmt::format("[gate {} {:6.1f} s] {}", spec_.name, elapsed_s(), what));
+  }
+
+  // True when a condition already fails on the metrics measured so far.
+  bool stop() const {
+    if (!options_.stop_at_first_failure) return false;
+    GateResult partial = evaluate_gate(spec_, values_, {}, 0);
+    for (const ConditionResult& c : partial.verdict.conditions) {
+      if (c.outcome == Outcome::kFail) {
+        say(fmt::format("stopping: `{}` already fails", c.text));
+        return true;
+      }
+    }
+    return false;
+  }
+
+  Status load_engine() {
+    say("loading the model");
+    RECUR_ASSIGN_OR_RETURN(model_path_, resolve_model_path(*spec_.engine));
+    RECUR_ASSIGN_OR_RETURN(model_, load_model(model_path_));
+    RECUR_ASSIGN_OR_RETURN(pool_, ThreadPool::create({.threads = spec_.threads, .pin = true}));
+    return ok_status();
+  }
+
+  Result<GateResult> finish() {
+    GateResult r = evaluate_gate(spec_, std::move(values_), std::move(probes_), elapsed_s());
+    say(fmt::format("verdict {}", outcome_name(r.verdict.outcome)));
+    return r;
+  }
+
+  const GateSpec& spec_;
+  const GateRunOptions& options_;
+  int64_t t0_;
+  std::map<std::string, Config> configs_;
+  MetricValues values_;
+  std::vector<Feedback> probes_;
+  std::string model_path_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<ThreadPool> pool_;
+};
+
+}  // namespace
+
+Result<GateResult> run_gate(const GateSpec& spec, const GateRunOptions& options) { return Runner(spec, options).run(); }
+
+}  // namespace recur::gate

@@ -1,0 +1,200 @@
+// Real gates end to end: a tiny synthetic llama at TP=1 and TP=2 (agreement and throughput),
+// and a kernel (check and bench). No timed assertions: throughput and time conditions are loose
+// enough to hold on any machine; what is checked is the plumbing, the verdicts and the records.
+#include "gate/gate.h"
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace recur::gate {
+namespace {
+
+class GateRun : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    char tmpl[] = "/tmp/recur-gate-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    cache_dir_ = new std::string(tmpl);
+    setenv("RECUR_CACHE_DIR", cache_dir_->c_str(), 1);  // the synthetic model goes here
+  }
+  static void TearDownTestSuite() {
+    std::filesystem::remove_all(*cache_dir_);
+    delete cache_dir_;
+  }
+  static std::string* cache_dir_;
+};
+std::string* GateRun::cache_dir_ = nullptr;
+
+constexpr std::string_view kEngineGate = R"toml(name = "tp-agreement-tiny"
+conditions = [
+  "tokens_equal(tp2 vs tp1)",
+  "logits_max_rel_err(tp2 vs tp1) <= 1e-4",
+  "decode_tok_s(tp2) > 0 and prefill_tok_s(tp1) > 0",
+]
+[workload]
+threads = 1
+[workload.engine]
+model = "synthetic"
+prompts = ["hello world", "the cat"]
+prefill_tokens = 8
+decode_tokens = 6
+runs = 3
+warmup_runs = 1
+[workload.engine.synthetic]
+arch = "llama"
+dim = 64
+layers = 2
+heads = 4
+kv_heads = 2
+ffn = 128
+vocab = 400
+context = 128
+[arms.tp1]
+"engine.tp" = "1"
+[arms.tp2]
+"engine.tp" = "2"
+)toml";
+
+TEST_F(GateRun, TensorParallelAgreementOnATinySyntheticModelPasses) {
+  auto spec = parse_gate_spec(kEngineGate, "");
+  ASSERT_TRUE(spec.has_value()) << spec.error().message();
+  std::vector<std::string> progress;
+  GateRunOptions o;
+  o.progress = [&](std::string_view s) { progress.emplace_back(s); };
+  auto r = run_gate(*spec, o);
+  ASSERT_TRUE(r.has_value()) << r.error().message();
+  EXPECT_EQ(r->verdict.outcome, Outcome::kPass) << r->verdict.reason;
+  EXPECT_EQ(r->feedback.verdict, Verdict::kConfirmed);
+  EXPECT_EQ(r->feedback.probe, "gate");
+  EXPECT_EQ(r->feedback.tier, 3);
+  EXPECT_TRUE(validate_feedback(r->feedback).has_value());
+  ASSERT_EQ(r->values.count("tokens_equal(tp2 vs tp1)"), 1u);
+  EXPECT_EQ(r->values.at("tokens_equal(tp2 vs tp1)").value.value, 1);
+  const double rel = r->values.at("logits_max_rel_err(tp2 vs tp1)").value.value;
+  EXPECT_GE(rel, 0);
+  EXPECT_LE(rel, 1e-4);
+  for (const char* k : {"decode_tok_s(tp2)", "prefill_tok_s(tp1)"}) {
+    ASSERT_EQ(r->values.count(k), 1u) << k;
+    const Interval& v = r->values.at(k).value;
+    EXPECT_GT(v.lo, 0) << k;
+    EXPECT_LE(v.lo, v.value) << k;
+    EXPECT_LE(v.value, v.hi) << k;
+  }
+  // One agreement pass, then one throughput record per arm.
+  ASSERT_EQ(r->probes.size(), 3u);
+  EXPECT_EQ(r->probes[0].probe, "check.engine");
+  EXPECT_EQ(r->probes[0].verdict, Verdict::kConfirmed);
+  EXPECT_EQ(r->probes[1].probe, "bench.engine");
+  for (const Feedback& p : r->probes) EXPECT_TRUE(validate_feedback(p).has_value()) << p.probe;
+  ASSERT_FALSE(r->feedback.notes.empty());
+  EXPECT_NE(r->feedback.notes[0].find("gate pass: all 3 conditions pass; the tightest is condition "),
+            std::string::npos)
+      << r->feedback.notes[0];
+  EXPECT_FALSE(progress.empty());
+}
+
+TEST_F(GateRun, AFailingCheapConditionStopsBeforeTheThroughputRuns) {
+  std::string text(kEngineGate);
+  text.replace(text.find("\"tokens_equal(tp2 vs tp1)\""), 26, "\"logits_max_abs_err(tp2 vs tp1) < 0\"");
+  auto spec = parse_gate_spec(text, "");
+  ASSERT_TRUE(spec.has_value()) << spec.error().message();
+  GateRunOptions o;
+  auto r = run_gate(*spec, o);
+  ASSERT_TRUE(r.has_value()) << r.error().message();
+  EXPECT_EQ(r->verdict.outcome, Outcome::kFail);
+  EXPECT_EQ(r->verdict.deciding, 0);
+  EXPECT_EQ(r->feedback.verdict, Verdict::kRefuted);
+  EXPECT_EQ(r->values.count("decode_tok_s(tp2)"), 0u);  // never measured
+  ASSERT_EQ(r->verdict.conditions.size(), 3u);
+  EXPECT_EQ(r->verdict.conditions[2].outcome, Outcome::kInconclusive);
+  ASSERT_FALSE(r->verdict.conditions[2].details.empty());
+  EXPECT_NE(r->verdict.conditions[2].details[0].find("not evaluated"), std::string::npos);
+  EXPECT_NE(r->verdict.reason.find("failed by condition 1 `logits_max_abs_err(tp2 vs tp1) < 0`"), std::string::npos)
+      << r->verdict.reason;
+}
+
+probe::MachinePeaks generous_peaks() {
+  // High enough that check's and bench's speed-of-light flags never fire on a real machine.
+  probe::MachinePeaks p;
+  p.dram_gbps = 1e4;
+  p.gflops = 1e5;
+  p.cache_gbps = 3e5;
+  p.llc_bytes = 32 << 20;
+  return p;
+}
+
+constexpr std::string_view kKernelGate = R"toml(name = "rmsnorm-kernel"
+conditions = [
+  "check_pass(best) and max_rel_err(best) <= 1e-5",
+  "max_rel_err(best vs scalar) <= 1e-4 and max_abs_err(best vs scalar) >= 0",
+  "time_us(scalar) > 0",
+  "time_ratio(best vs scalar) < 100 and speedup(best vs scalar) > 0.01",
+]
+[workload.kernel]
+name = "rmsnorm"
+shape = "M4,N256"
+budget_s = 0.3
+seeds = [1]
+[arms.scalar]
+"kernel.rmsnorm.variant" = "scalar"
+[arms.best]
+"kernel.rmsnorm.variant" = "auto"
+)toml";
+
+TEST_F(GateRun, AKernelGateChecksAndTimesVariants) {
+  auto spec = parse_gate_spec(kKernelGate, "kernel.toml");
+  ASSERT_TRUE(spec.has_value()) << spec.error().message();
+  GateRunOptions o;
+  o.peaks = generous_peaks();
+  auto r = run_gate(*spec, o);
+  ASSERT_TRUE(r.has_value()) << r.error().message();
+  EXPECT_EQ(r->verdict.outcome, Outcome::kPass) << r->verdict.reason;
+  EXPECT_EQ(r->feedback.tier, 2);
+  EXPECT_TRUE(validate_feedback(r->feedback).has_value());
+  // check best, check best vs scalar, bench scalar, bench best vs scalar.
+  ASSERT_EQ(r->probes.size(), 4u);
+  EXPECT_EQ(r->probes[0].probe, "check.kernel");
+  EXPECT_EQ(r->probes[1].probe, "check.kernel");
+  EXPECT_EQ(r->probes[2].probe, "bench.kernel");
+  EXPECT_EQ(r->probes[3].probe, "bench.kernel");
+  const MetricValue& ratio = r->values.at("time_ratio(best vs scalar)");
+  const MetricValue& speedup = r->values.at("speedup(best vs scalar)");
+  EXPECT_LE(ratio.value.lo, ratio.value.value);
+  EXPECT_LE(ratio.value.value, ratio.value.hi);
+  EXPECT_NEAR(speedup.value.value * ratio.value.value, 1, 1e-12);
+  EXPECT_NEAR(speedup.value.lo * ratio.value.hi, 1, 1e-12);
+  EXPECT_EQ(r->feedback.artifacts.at("spec"), "kernel.toml");
+}
+
+TEST_F(GateRun, AnInconclusiveGateSaysWhichConditionAndWhatToDo) {
+  auto spec = parse_gate_spec(kKernelGate, "kernel.toml");
+  ASSERT_TRUE(spec.has_value()) << spec.error().message();
+  MetricValues v;
+  v["check_pass(best)"] = {Interval::point(1), true, ""};
+  v["max_rel_err(best)"] = {Interval::point(2e-7), false, ""};
+  v["max_abs_err(best vs scalar)"] = {Interval::point(1e-6), false, ""};
+  v["max_rel_err(best vs scalar)"] = {Interval::point(1e-7), false, ""};
+  v["time_us(scalar)"] = {{1.5, 1.4, 1.6}, false, "us"};
+  v["time_ratio(best vs scalar)"] = {{50, 20, 120}, false, ""};  // straddles 100
+  v["speedup(best vs scalar)"] = {{0.02, 1 / 120.0, 0.05}, false, ""};
+  GateResult r = evaluate_gate(*spec, v, {}, 1.0);
+  EXPECT_EQ(r.verdict.outcome, Outcome::kInconclusive);
+  EXPECT_EQ(r.verdict.deciding, 3);
+  EXPECT_EQ(r.feedback.verdict, Verdict::kInconclusive);
+  EXPECT_TRUE(validate_feedback(r.feedback).has_value());
+  EXPECT_NE(r.feedback.notes[0].find("gate inconclusive: undecided by condition 4"), std::string::npos)
+      << r.feedback.notes[0];
+  ASSERT_EQ(r.feedback.next.size(), 1u);
+  const Metric* m = r.feedback.find_metric("time_ratio(best vs scalar)");
+  ASSERT_NE(m, nullptr);
+  ASSERT_TRUE(m->ci95.has_value());
+  EXPECT_EQ(m->ci95->second, 120);
+  EXPECT_EQ(r.feedback.find_metric("conditions_inconclusive")->value, 1);
+}
+
+}  // namespace
+}  // namespace recur::gate

@@ -1,0 +1,333 @@
+#include "gate/spec.h"
+
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "gate/toml_reader.h"
+#include "kernels/registry.h"
+
+namespace recur::gate {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+Result<SyntheticModel> read_synthetic(TomlTable t) {
+  SyntheticModel m;
+  RECUR_ASSIGN_OR_RETURN(auto arch, t.string("arch"));
+  if (arch) {
+    if (*arch != "llama" && *arch != "hybrid")
+      return unexpected(t.error_at(*t.find("arch"), "arch", fmt::format("expected llama or hybrid, got '{}'", *arch)));
+    m.arch = *arch;
+  }
+  auto read_int = [&](std::string_view key, int& out, int64_t lo, int64_t hi) -> Status {
+    RECUR_ASSIGN_OR_RETURN(auto v, t.integer(key, lo, hi));
+    if (v) out = int(*v);
+    return ok_status();
+  };
+  RECUR_RETURN_IF_ERROR(read_int("dim", m.dim, 16, 1 << 16));
+  RECUR_RETURN_IF_ERROR(read_int("layers", m.layers, 1, 1024));
+  RECUR_RETURN_IF_ERROR(read_int("heads", m.heads, 1, 1024));
+  RECUR_RETURN_IF_ERROR(read_int("kv_heads", m.kv_heads, 0, 1024));
+  RECUR_RETURN_IF_ERROR(read_int("ffn", m.ffn, 0, 1 << 20));
+  RECUR_RETURN_IF_ERROR(read_int("vocab", m.vocab, 354, 1 << 20));
+  RECUR_RETURN_IF_ERROR(read_int("context", m.context, 16, 1 << 22));
+  RECUR_RETURN_IF_ERROR(read_int("kda_head_dim", m.kda_head_dim, 2, 1024));
+  RECUR_ASSIGN_OR_RETURN(auto seed, t.integer("seed", 0, INT64_MAX));
+  if (seed) m.seed = uint64_t(*seed);
+  RECUR_ASSIGN_OR_RETURN(auto dtype, t.string("dtype"));
+  if (dtype) {
+    if (*dtype != "f32" && *dtype != "f16" && *dtype != "bf16" && *dtype != "q8_0")
+      return unexpected(
+          t.error_at(*t.find("dtype"), "dtype", fmt::format("expected f32, f16, bf16 or q8_0, got '{}'", *dtype)));
+    m.dtype = *dtype;
+  }
+  RECUR_ASSIGN_OR_RETURN(auto pattern, t.string("pattern"));
+  if (pattern) m.pattern = *pattern;
+  RECUR_RETURN_IF_ERROR(t.finish());
+  return m;
+}
+
+Result<EngineWorkload> read_engine(TomlTable t, const std::string& spec_path) {
+  EngineWorkload w;
+  RECUR_ASSIGN_OR_RETURN(auto model, t.string("model"));
+  if (model) w.model = *model;
+  RECUR_ASSIGN_OR_RETURN(auto synthetic, t.subtable("synthetic"));
+  if (synthetic) {
+    RECUR_ASSIGN_OR_RETURN(w.synthetic, read_synthetic(*synthetic));
+    if (!model) w.model = "synthetic";
+  }
+  if (w.model == "synthetic" && !w.synthetic) w.synthetic = SyntheticModel{};
+  if (w.model != "synthetic" && w.synthetic)
+    return unexpected(t.error_at(*t.find("synthetic"), "synthetic",
+                                 fmt::format("a synthetic model table needs model = \"synthetic\", got \"{}\"", w.model)));
+  if (w.model != "default" && w.model != "synthetic") {
+    fs::path p(w.model);
+    if (p.is_relative() && !spec_path.empty()) p = fs::path(spec_path).parent_path() / p;
+    if (!fs::exists(p))
+      return unexpected(t.error_at(*t.find("model"), "model",
+                                   fmt::format("no such file: {} (relative paths are relative to the spec's folder; "
+                                               "or use \"default\" or \"synthetic\")",
+                                               p.string())));
+    w.model = p.string();
+  }
+  RECUR_ASSIGN_OR_RETURN(auto prompts, t.strings("prompts"));
+  if (prompts) {
+    if (prompts->empty()) return unexpected(t.error_at(*t.find("prompts"), "prompts", "expected at least one prompt"));
+    w.prompts = *prompts;
+  }
+  RECUR_ASSIGN_OR_RETURN(auto batch, t.integer("batch", 1, 4096));
+  if (batch) {
+    if (*batch != 1)
+      return unexpected(t.error_at(*t.find("batch"), "batch",
+                                   fmt::format("batch = {}: the engine runs one sequence per session so far; batch "
+                                               "must be 1",
+                                               *batch)));
+    w.batch = int(*batch);
+  }
+  auto read_int = [&](std::string_view key, int& out, int64_t lo, int64_t hi) -> Status {
+    RECUR_ASSIGN_OR_RETURN(auto v, t.integer(key, lo, hi));
+    if (v) out = int(*v);
+    return ok_status();
+  };
+  RECUR_RETURN_IF_ERROR(read_int("prefill_tokens", w.prefill_tokens, 1, 1 << 16));
+  RECUR_RETURN_IF_ERROR(read_int("decode_tokens", w.decode_tokens, 1, 1 << 16));
+  RECUR_RETURN_IF_ERROR(read_int("runs", w.runs, 1, 1000));
+  RECUR_RETURN_IF_ERROR(read_int("warmup_runs", w.warmup_runs, 0, 100));
+  RECUR_RETURN_IF_ERROR(read_int("best_of", w.best_of, 1, 100));
+  RECUR_RETURN_IF_ERROR(t.finish());
+  return w;
+}
+
+Result<KernelWorkload> read_kernel(TomlTable t) {
+  KernelWorkload w;
+  RECUR_ASSIGN_OR_RETURN(auto name, t.string("name"));
+  if (!name) return unexpected(Error(ErrorCode::kParse, fmt::format("{}: {}: missing key 'name' (a kernel; `recur kernels` "
+                                                                    "lists them)",
+                                                                    node_position(t.file(), t.table()), t.name())));
+  const auto& registry = kernels::KernelRegistry::global();
+  auto spec = registry.lookup(*name);
+  if (!spec) return unexpected(t.error_at(*t.find("name"), "name", spec.error().message()));
+  w.kernel = *name;
+  RECUR_ASSIGN_OR_RETURN(auto shape, t.string("shape"));
+  if (shape) w.shape = *shape;
+  if (auto s = (*spec)->parse_shape(w.shape); !s)
+    return unexpected(t.error_at(shape ? *t.find("shape") : t.table(), "shape", s.error().message()));
+  RECUR_ASSIGN_OR_RETURN(auto budget, t.number("budget_s", 0.01, 3600));
+  if (budget) w.budget_s = *budget;
+  RECUR_ASSIGN_OR_RETURN(auto seeds, t.integers("seeds", 0, INT64_MAX));
+  if (seeds) {
+    if (seeds->empty()) return unexpected(t.error_at(*t.find("seeds"), "seeds", "expected at least one seed"));
+    w.seeds.assign(seeds->begin(), seeds->end());
+  }
+  RECUR_ASSIGN_OR_RETURN(auto parts, t.integers("partitions", 1, 1024));
+  if (parts) {
+    if (!(*spec)->partitioning && !parts->empty())
+      return unexpected(t.error_at(*t.find("partitions"), "partitions",
+                                   fmt::format("kernel {} has no partitioning", w.kernel)));
+    w.partitions.assign(parts->begin(), parts->end());
+  }
+  RECUR_RETURN_IF_ERROR(t.finish());
+  return w;
+}
+
+// Knob assignments of one arm; nested tables flatten to dotted names, so `engine.tp = 4` and
+// `"engine.tp" = "4"` say the same.
+struct KnobAt {
+  std::string name, value, position;
+};
+
+Status flatten_arm(const toml::table& t, const std::string& prefix, const std::string& file, std::vector<KnobAt>& out) {
+  for (auto&& [k, v] : t) {
+    std::string name = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
+    std::string value;
+    if (v.is_table()) {
+      RECUR_RETURN_IF_ERROR(flatten_arm(*v.as_table(), name, file, out));
+      continue;
+    }
+    if (v.is_string()) value = v.as_string()->get();
+    else if (v.is_integer()) value = fmt::format("{}", v.as_integer()->get());
+    else if (v.is_floating_point()) value = fmt::format("{}", v.as_floating_point()->get());
+    else if (v.is_boolean()) value = v.as_boolean()->get() ? "true" : "false";
+    else
+      return unexpected(Error(ErrorCode::kParse, fmt::format("{}: knob {}: expected a string, number or boolean value",
+                                                             node_position(file, v), name)));
+    out.push_back({name, value, node_position(file, v)});
+  }
+  return ok_status();
+}
+
+bool valid_arm_name(std::string_view name) {
+  if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_')) return false;
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return name != "and" && name != "or" && name != "not" && name != "vs";
+}
+
+Result<std::vector<Arm>> read_arms(TomlTable t, const KnobRegistry& registry) {
+  std::vector<Arm> arms;
+  for (auto&& [k, v] : t.table()) {
+    std::string name(k.str());
+    t.find(name);
+    if (!valid_arm_name(name))
+      return unexpected(t.error_at(v, name, "an arm name is letters, digits and '_', starting with a letter, and not "
+                                            "and/or/not/vs"));
+    if (!v.is_table())
+      return unexpected(t.error_at(v, name, "expected a table of knob assignments, e.g. { \"engine.tp\" = \"4\" }"));
+    std::vector<KnobAt> knobs;
+    RECUR_RETURN_IF_ERROR(flatten_arm(*v.as_table(), "", t.file(), knobs));
+    Arm arm{name, {}};
+    Config check(registry);
+    for (const KnobAt& kv : knobs) {
+      if (auto s = check.set(kv.name, kv.value); !s)
+        return unexpected(Error(ErrorCode::kParse, fmt::format("{}: arm {}: {}", kv.position, name, s.error().message())));
+      arm.knobs.emplace_back(kv.name, kv.value);
+    }
+    arms.push_back(std::move(arm));
+  }
+  if (arms.empty())
+    return unexpected(Error(ErrorCode::kParse, fmt::format("{}: [arms] declares no arm; expected e.g. [arms.baseline]",
+                                                           node_position(t.file(), t.table()))));
+  return arms;
+}
+
+// Where the condition's first character is: the string node starts at its opening quote; when
+// the raw line holds the text verbatim right after it (no escapes), columns are exact.
+ExprSource condition_source(const toml::node& node, std::string_view text, const std::vector<std::string>& lines,
+                            const std::string& file, size_t index) {
+  ExprSource src;
+  src.file = file;
+  src.label = fmt::format("condition {}", index + 1);
+  const toml::source_position& p = node.source().begin;
+  if (!p) return src;
+  src.line = int(p.line);
+  if (p.line >= 1 && p.line <= lines.size()) {
+    const std::string& line = lines[p.line - 1];
+    const size_t q = p.column - 1;
+    if (q < line.size() && (line[q] == '"' || line[q] == '\'') && line.compare(q + 1, text.size(), text) == 0)
+      src.column = int(p.column) + 1;
+  }
+  return src;
+}
+
+std::vector<std::string> split_lines(std::string_view text) {
+  std::vector<std::string> lines;
+  std::string cur;
+  std::istringstream in{std::string(text)};
+  while (std::getline(in, cur)) lines.push_back(cur);
+  return lines;
+}
+
+Status check_kernel_arms(const GateSpec& spec, const KnobRegistry& registry) {
+  const kernels::KernelSpec* k = kernels::KernelRegistry::global().find(spec.kernel->kernel);
+  for (const Arm& arm : spec.arms) {
+    RECUR_ASSIGN_OR_RETURN(Config c, arm_config(spec, arm, Config(registry)));
+    RECUR_ASSIGN_OR_RETURN(std::string v, c.get(fmt::format("kernel.{}.variant", k->name)));
+    if (v != "auto" && k->find_variant(v) == nullptr)
+      return invalid_argument("{}: arm {}: kernel {} has no variant '{}'", spec.path, arm.name, k->name, v);
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+const Arm* GateSpec::find_arm(std::string_view arm_name) const {
+  for (const Arm& a : arms)
+    if (a.name == arm_name) return &a;
+  return nullptr;
+}
+
+Result<Config> arm_config(const GateSpec& spec, const Arm& arm, const Config& base) {
+  Config c = base;
+  for (const auto& [k, v] : arm.knobs) {
+    if (auto s = c.set(k, v); !s)
+      return invalid_argument("{}: arm {}: {}", spec.path.empty() ? "gate" : spec.path, arm.name, s.error().message());
+  }
+  return c;
+}
+
+Result<GateSpec> parse_gate_spec(std::string_view toml_text, std::string_view path, const KnobRegistry& registry) {
+  const std::string file = path.empty() ? "<gate spec>" : std::string(path);
+  kernels::KernelRegistry::global();  // registers the kernels' variant knobs
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, std::string_view(file));
+  } catch (const toml::parse_error& e) {
+    const auto& p = e.source().begin;
+    return parse_error("{}:{}:{}: {}", file, p.line, p.column, e.description());
+  }
+  GateSpec spec;
+  spec.path = std::string(path);
+  TomlTable top(root, file, "the top level");
+  RECUR_ASSIGN_OR_RETURN(auto name, top.string("name"));
+  spec.name = name ? *name : fs::path(file).stem().string();
+  RECUR_ASSIGN_OR_RETURN(auto description, top.string("description"));
+  if (description) spec.description = *description;
+
+  RECUR_ASSIGN_OR_RETURN(auto workload, top.subtable("workload"));
+  if (!workload) return parse_error("{}: missing [workload] (a [workload.engine] and/or [workload.kernel] table)", file);
+  RECUR_ASSIGN_OR_RETURN(auto threads, workload->integer("threads", 0, 1024));
+  if (threads) spec.threads = int(*threads);
+  RECUR_ASSIGN_OR_RETURN(auto engine, workload->subtable("engine"));
+  if (engine) {
+    RECUR_ASSIGN_OR_RETURN(spec.engine, read_engine(*engine, spec.path));
+  }
+  RECUR_ASSIGN_OR_RETURN(auto kernel, workload->subtable("kernel"));
+  if (kernel) {
+    RECUR_ASSIGN_OR_RETURN(spec.kernel, read_kernel(*kernel));
+  }
+  RECUR_RETURN_IF_ERROR(workload->finish());
+  if (!spec.engine && !spec.kernel)
+    return parse_error("{}: [workload] declares neither [workload.engine] nor [workload.kernel]", file);
+
+  RECUR_ASSIGN_OR_RETURN(auto arms, top.subtable("arms"));
+  if (!arms) return parse_error("{}: missing [arms]; expected e.g. [arms.baseline] and [arms.candidate]", file);
+  RECUR_ASSIGN_OR_RETURN(spec.arms, read_arms(*arms, registry));
+  if (spec.kernel) RECUR_RETURN_IF_ERROR(check_kernel_arms(spec, registry));
+
+  const toml::node* conds = top.find("conditions");
+  if (conds == nullptr)
+    return parse_error("{}: missing 'conditions' (an array of strings, at the top before any [table])", file);
+  if (!conds->is_array() || conds->as_array()->empty())
+    return unexpected(top.error_at(*conds, "conditions", "expected a non-empty array of strings"));
+  RECUR_RETURN_IF_ERROR(top.finish());
+
+  ConditionContext ctx;
+  for (const Arm& a : spec.arms) ctx.arms.push_back(a.name);
+  ctx.has_engine = spec.engine.has_value();
+  ctx.has_kernel = spec.kernel.has_value();
+  const std::vector<std::string> lines = split_lines(toml_text);
+  for (const toml::node& item : *conds->as_array()) {
+    const size_t i = spec.conditions.size();
+    if (!item.is_string())
+      return unexpected(top.error_at(item, fmt::format("conditions[{}]", i), "expected a string"));
+    Condition c;
+    c.text = item.as_string()->get();
+    c.source = condition_source(item, c.text, lines, file, i);
+    RECUR_ASSIGN_OR_RETURN(c.expr, parse_expr(c.text, c.source));
+    RECUR_RETURN_IF_ERROR(check_condition(c.expr, c.text, c.source, ctx, spec.requests));
+    spec.conditions.push_back(std::move(c));
+  }
+  for (const MetricRequest& r : spec.requests) {
+    if (r.def->source == MetricSource::kEngineThroughput && spec.engine->runs < 3)
+      return parse_error("{}: [workload.engine] runs = {}: {} needs at least 3 runs for a confidence interval", file,
+                         spec.engine->runs, r.key());
+  }
+  return spec;
+}
+
+Result<GateSpec> load_gate_spec(const std::string& path, const KnobRegistry& registry) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return io_error("{}: cannot open the gate spec", path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return io_error("{}: cannot read the gate spec", path);
+  return parse_gate_spec(text.str(), path, registry);
+}
+
+}  // namespace recur::gate

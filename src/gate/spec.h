@@ -1,0 +1,99 @@
+// A gate spec: the workload, the arms (configurations) and the conditions that must hold,
+// read from TOML (docs/agent.md has the format with a full example).
+//
+//   name = "tp-agreement"
+//   conditions = ["tokens_equal(tp2 vs tp1)", "logits_max_rel_err(tp2 vs tp1) <= 1e-4"]
+//   [workload.engine]
+//   model = "synthetic"              # "default" (the embedded model), "synthetic", or a .gguf path
+//   [workload.engine.synthetic]
+//   arch = "llama"  dim = 128 ...
+//   [arms.tp1]
+//   "engine.tp" = "1"
+//   [arms.tp2]
+//   "engine.tp" = "2"
+//
+// parse_gate_spec() checks everything that can be checked without running: TOML syntax and
+// unknown keys, types and ranges, condition syntax, metric names, arms, arity and types (with
+// file:line:column), knob names and values (against the registry), the kernel, its shape and
+// each arm's variant. Plain data; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/knobs.h"
+#include "core/status.h"
+#include "gate/expr.h"
+#include "gate/metrics.h"
+
+namespace recur::gate {
+
+// A synthetic model written once into the model cache (engine/default_model.h).
+struct SyntheticModel {
+  std::string arch = "llama";  // llama or hybrid
+  int dim = 128, layers = 2, heads = 4, kv_heads = 0, ffn = 0, vocab = 512, context = 1024;
+  std::string dtype = "f32";   // f32, f16, bf16, q8_0
+  uint64_t seed = 1;
+  std::string pattern = "kkka";  // hybrid
+  int kda_head_dim = 32;         // hybrid
+};
+
+struct EngineWorkload {
+  std::string model = "default";  // "default", "synthetic" or a path
+  std::optional<SyntheticModel> synthetic;
+  std::vector<std::string> prompts = {"Once upon a time"};
+  int batch = 1;             // sequences per step; the engine runs one (batch > 1 is refused)
+  int prefill_tokens = 64;   // throughput: prompt tokens per run
+  int decode_tokens = 16;    // throughput: generated tokens per run; also the greedy length of pair metrics
+  int runs = 5;              // timed samples per arm (interleaved across arms)
+  int best_of = 3;           // a sample is the fastest of this many back-to-back runs (as bench)
+  int warmup_runs = 1;
+};
+
+struct KernelWorkload {
+  std::string kernel;               // a registered kernel (`recur kernels`)
+  std::string shape;                // "M64,N4096"; "" = the kernel's default
+  double budget_s = 2;              // per bench.kernel measurement
+  std::vector<uint64_t> seeds = {1, 2};  // check seeds
+  std::vector<int> partitions;      // check: also compare against the variant split into P shards
+};
+
+struct Arm {
+  std::string name;  // letters, digits, '_'
+  std::vector<std::pair<std::string, std::string>> knobs;  // by name (TOML tables are unordered)
+};
+
+struct Condition {
+  std::string text;
+  Expr expr;
+  ExprSource source;
+};
+
+struct GateSpec {
+  std::string path;  // where it was read from ("" for text)
+  std::string name;
+  std::string description;
+  int threads = 0;   // [workload] threads: the engine's pool (0 = every CPU)
+  std::optional<EngineWorkload> engine;
+  std::optional<KernelWorkload> kernel;
+  std::vector<Arm> arms;  // by name
+  std::vector<Condition> conditions;  // in spec order
+  std::vector<MetricRequest> requests;  // every metric the conditions call, deduplicated
+
+  const Arm* find_arm(std::string_view name) const;
+};
+
+// Parses and validates a spec; `path` names it in messages. Knobs are checked against
+// `registry` (the kernel registry's variant knobs are registered first).
+Result<GateSpec> parse_gate_spec(std::string_view toml_text, std::string_view path,
+                                 const KnobRegistry& registry = KnobRegistry::global());
+Result<GateSpec> load_gate_spec(const std::string& path, const KnobRegistry& registry = KnobRegistry::global());
+
+// The configuration of one arm: `base` (e.g. --set), then the arm's own assignments (which win).
+// Errors name the arm and the knob.
+Result<Config> arm_config(const GateSpec& spec, const Arm& arm, const Config& base);
+
+}  // namespace recur::gate

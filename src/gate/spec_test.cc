@@ -1,0 +1,199 @@
+// Gate specs: a full spec parses into what it says; every mistake is caught before anything runs,
+// with the file, line and column and what was expected.
+#include "gate/spec.h"
+
+#include <regex>
+
+#include <gtest/gtest.h>
+
+namespace recur::gate {
+namespace {
+
+// The knobs these specs use, registered here so the test does not depend on which engine
+// objects the linker pulled in.
+const KnobRegistry& test_knobs() {
+  static KnobRegistry r = [] {
+    KnobRegistry k;
+    (void)k.add({.name = "engine.tp", .type = KnobType::kEnum, .choices = {"1", "2", "4", "8"}, .default_value = "1"});
+    (void)k.add({.name = "kernel.rmsnorm.variant", .type = KnobType::kEnum,
+                 .choices = {"auto", "scalar", "avx2", "avx512"}, .default_value = "auto"});
+    (void)k.add({.name = "kernel.gemm.precision", .type = KnobType::kEnum, .choices = {"f32", "bf16"},
+                 .default_value = "f32"});
+    return k;
+  }();
+  return r;
+}
+
+constexpr std::string_view kFull = R"toml(name = "demo"
+description = "TP agreement and speed"
+conditions = [
+  "tokens_equal(tp2 vs tp1)",
+  "logits_max_rel_err(tp2 vs tp1) <= 1e-4",
+  "decode_tok_s(tp2) >= 0.5 * decode_tok_s(tp1) and decode_tok_s(tp1) > 0",
+  "max_rel_err(fast) <= 1e-5 and check_pass(fast)",
+  "time_ratio(fast vs tp1) <= 2",
+]
+
+[workload]
+threads = 1
+
+[workload.engine]
+prompts = ["hello world", "once"]
+prefill_tokens = 16
+decode_tokens = 4
+runs = 3
+
+[workload.engine.synthetic]
+arch = "llama"
+dim = 64
+
+[workload.kernel]
+name = "rmsnorm"
+shape = "M4,N64"
+budget_s = 0.5
+
+[arms.tp1]
+"engine.tp" = "1"
+[arms.tp2]
+engine.tp = 2
+[arms.fast]
+"kernel.rmsnorm.variant" = "scalar"
+kernel.gemm = { precision = "bf16" }
+)toml";
+
+Result<GateSpec> parse(std::string_view text) { return parse_gate_spec(text, "spec.toml", test_knobs()); }
+
+std::string error_of(std::string_view text) {
+  auto s = parse(text);
+  EXPECT_FALSE(s.has_value()) << "parsed: " << text;
+  return s ? "" : s.error().message();
+}
+
+// kFull with one substring replaced.
+std::string edit(std::string_view from, std::string_view to) {
+  std::string s(kFull);
+  size_t at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) s.replace(at, from.size(), to);
+  return s;
+}
+
+TEST(GateSpec, AFullSpecParsesIntoWhatItSays) {
+  auto s = parse(kFull);
+  ASSERT_TRUE(s.has_value()) << s.error().message();
+  EXPECT_EQ(s->name, "demo");
+  EXPECT_EQ(s->threads, 1);
+  ASSERT_TRUE(s->engine.has_value());
+  EXPECT_EQ(s->engine->model, "synthetic");
+  ASSERT_TRUE(s->engine->synthetic.has_value());
+  EXPECT_EQ(s->engine->synthetic->dim, 64);
+  EXPECT_EQ(s->engine->prompts.size(), 2u);
+  EXPECT_EQ(s->engine->runs, 3);
+  ASSERT_TRUE(s->kernel.has_value());
+  EXPECT_EQ(s->kernel->kernel, "rmsnorm");
+  EXPECT_DOUBLE_EQ(s->kernel->budget_s, 0.5);
+  // Arms and knobs come in name order (TOML tables are unordered).
+  ASSERT_EQ(s->arms.size(), 3u);
+  EXPECT_EQ(s->arms[0].name, "fast");
+  EXPECT_EQ(s->arms[2].name, "tp2");
+  // Nested tables and non-string values flatten to dotted names and text.
+  ASSERT_EQ(s->arms[2].knobs.size(), 1u);
+  EXPECT_EQ(s->arms[2].knobs[0], (std::pair<std::string, std::string>("engine.tp", "2")));
+  ASSERT_EQ(s->arms[0].knobs.size(), 2u);
+  EXPECT_EQ(s->arms[0].knobs[0], (std::pair<std::string, std::string>("kernel.gemm.precision", "bf16")));
+  EXPECT_EQ(s->arms[0].knobs[1], (std::pair<std::string, std::string>("kernel.rmsnorm.variant", "scalar")));
+  ASSERT_EQ(s->conditions.size(), 5u);
+  EXPECT_EQ(s->conditions[1].source.line, 5);
+  EXPECT_EQ(s->conditions[1].source.column, 4);
+  std::vector<std::string> keys;
+  for (const MetricRequest& r : s->requests) keys.push_back(r.key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"tokens_equal(tp2 vs tp1)", "logits_max_rel_err(tp2 vs tp1)",
+                                            "decode_tok_s(tp2)", "decode_tok_s(tp1)", "max_rel_err(fast)",
+                                            "check_pass(fast)", "time_ratio(fast vs tp1)"}));
+}
+
+TEST(GateSpec, ArmConfigsLayerTheBaseUnderTheArm) {
+  auto s = parse(kFull);
+  ASSERT_TRUE(s.has_value()) << s.error().message();
+  Config base(test_knobs());
+  ASSERT_TRUE(base.set("engine.tp", "4").has_value());
+  ASSERT_TRUE(base.set("kernel.gemm.precision", "f32").has_value());
+  auto tp2 = arm_config(*s, *s->find_arm("tp2"), base);
+  ASSERT_TRUE(tp2.has_value());
+  EXPECT_EQ(*tp2->get("engine.tp"), "2");              // the arm wins
+  EXPECT_EQ(*tp2->get("kernel.gemm.precision"), "f32");  // the base fills in
+  auto fast = arm_config(*s, *s->find_arm("fast"), base);
+  ASSERT_TRUE(fast.has_value());
+  EXPECT_EQ(*fast->get("engine.tp"), "4");
+  EXPECT_EQ(*fast->get("kernel.gemm.precision"), "bf16");
+}
+
+TEST(GateSpec, ConditionErrorsPointIntoTheFile) {
+  std::string m = error_of(edit("decode_tok_s(tp2) >= 0.5", "decode_tok_s(tp3) >= 0.5"));
+  EXPECT_NE(m.find("spec.toml:6:17: condition 3: unknown arm 'tp3'; arms: fast, tp1, tp2"), std::string::npos) << m;
+  m = error_of(edit("\"tokens_equal(tp2 vs tp1)\"", "\"tokens_eq(tp2 vs tp1)\""));
+  EXPECT_NE(m.find("spec.toml:4:4: condition 1: unknown metric 'tokens_eq'; metrics: prefill_tok_s, decode_tok_s,"),
+            std::string::npos)
+      << m;
+  m = error_of(edit("<= 1e-4", "<= 1e-4 +"));
+  EXPECT_NE(m.find("spec.toml:5:44: condition 2: expected a number, a metric call"), std::string::npos) << m;
+  m = error_of(edit("\"tokens_equal(tp2 vs tp1)\"", "\"tokens_equal(tp2, tp1) + 1 >= 2\""));
+  EXPECT_NE(m.find("the left side of '+' must be a number, got a truth value"), std::string::npos) << m;
+  m = error_of(edit("\"tokens_equal(tp2 vs tp1)\"", "\"decode_tok_s(tp1) * 2\""));
+  EXPECT_NE(m.find("a condition must be a truth value"), std::string::npos) << m;
+  m = error_of(edit("\"tokens_equal(tp2 vs tp1)\"", "\"decode_tok_s(tp1 vs tp2) > 0\""));
+  EXPECT_NE(m.find("decode_tok_s takes 1 arm, got 2: write decode_tok_s(arm)"), std::string::npos) << m;
+  m = error_of(edit("\"tokens_equal(tp2 vs tp1)\"", "\"tokens_equal(tp1)\""));
+  EXPECT_NE(m.find("tokens_equal takes 2 arms, got 1: write tokens_equal(a vs b)"), std::string::npos) << m;
+  m = error_of(edit("\"tokens_equal(tp2 vs tp1)\"", "\"tokens_equal(tp1, tp1)\""));
+  EXPECT_NE(m.find("compares two different arms, got 'tp1' twice"), std::string::npos) << m;
+  m = error_of(edit("\"tokens_equal(tp2 vs tp1)\"", "\"zone_time_us(tp1, \\\"attention\\\") > 0\""));
+  EXPECT_NE(m.find("metric 'zone_time_us' is declared but not implemented yet"), std::string::npos) << m;
+  // A kernel metric without a kernel workload.
+  std::string no_kernel = edit("[workload.kernel]\nname = \"rmsnorm\"\nshape = \"M4,N64\"\nbudget_s = 0.5\n", "");
+  m = error_of(no_kernel);
+  EXPECT_NE(m.find("max_rel_err measures a kernel, but the spec has no [workload.kernel] table"), std::string::npos)
+      << m;
+}
+
+TEST(GateSpec, KnobErrorsNameTheArmTheKnobAndThePosition) {
+  std::string m = error_of(edit("engine.tp = 2", "engine.tpp = 2"));
+  EXPECT_NE(m.find("spec.toml:32:14: arm tp2: unknown knob 'engine.tpp'"), std::string::npos) << m;
+  m = error_of(edit("engine.tp = 2", "engine.tp = 3"));
+  EXPECT_NE(m.find("arm tp2: knob engine.tp: '3' is not one of 1, 2, 4, 8"), std::string::npos) << m;
+  m = error_of(edit("\"kernel.rmsnorm.variant\" = \"scalar\"", "\"kernel.rmsnorm.variant\" = \"avx9\""));
+  EXPECT_NE(m.find("arm fast: knob kernel.rmsnorm.variant: 'avx9' is not one of auto, scalar"), std::string::npos) << m;
+  m = error_of(edit("[arms.tp2]", "[arms.tp-2]"));
+  EXPECT_NE(m.find("[arms] tp-2: an arm name is letters, digits and '_'"), std::string::npos) << m;
+}
+
+TEST(GateSpec, TableErrorsNameTheKeyAndWhatWasExpected) {
+  std::string m = error_of(edit("runs = 3", "prefil_tokens = 3"));
+  EXPECT_NE(m.find("spec.toml:18:17: [workload.engine]: unknown key 'prefil_tokens'; expected one of:"), std::string::npos)
+      << m;
+  m = error_of(edit("runs = 3", "runs = \"three\""));
+  EXPECT_NE(m.find("spec.toml:18:8: [workload.engine] runs: expected an integer in [1, 1000], got a string"),
+            std::string::npos)
+      << m;
+  m = error_of(edit("runs = 3", "batch = 2"));
+  EXPECT_NE(m.find("batch must be 1"), std::string::npos) << m;
+  m = error_of(edit("name = \"rmsnorm\"", "name = \"rmsnrom\""));
+  EXPECT_NE(m.find("[workload.kernel] name: "), std::string::npos) << m;
+  EXPECT_NE(m.find("rmsnorm"), std::string::npos) << m;  // the list of kernels
+  m = error_of(edit("shape = \"M4,N64\"", "shape = \"Q4\""));
+  EXPECT_NE(m.find("[workload.kernel] shape: "), std::string::npos) << m;
+  m = error_of(edit("arch = \"llama\"", "arch = \"gpt\""));
+  EXPECT_NE(m.find("[workload.engine.synthetic] arch: expected llama or hybrid, got 'gpt'"), std::string::npos) << m;
+  m = error_of(edit("[workload.engine.synthetic]\narch = \"llama\"", "[workload.engine.synthetic]\narch = \"llama\"\n"
+                                                                     "model = \"x.gguf\""));
+  EXPECT_NE(m.find("unknown key 'model'"), std::string::npos) << m;
+  m = error_of("name = \"x\"\n[workload.engine]\n[arms.a]\n");
+  EXPECT_NE(m.find("spec.toml: missing 'conditions'"), std::string::npos) << m;
+  m = error_of("conditions = [\"tokens_equal(a, b)\"\n");
+  EXPECT_TRUE(std::regex_search(m, std::regex("^spec\\.toml:[0-9]+:[0-9]+: "))) << m;  // TOML syntax, positioned
+  m = error_of("conditions = [\"decode_tok_s(a) > 0\"]\n[workload.engine]\nmodel = \"no/such/model.gguf\"\n[arms.a]\n");
+  EXPECT_NE(m.find("no such file: no/such/model.gguf"), std::string::npos) << m;
+}
+
+}  // namespace
+}  // namespace recur::gate
