@@ -447,6 +447,14 @@ class Reader {
   Status type_fail(sj::value& v, std::string_view key, std::string_view expected) {
     sj::json_type t;
     std::string got = v.type().get(t) ? "invalid JSON" : json_type_name(t);
+    // The right kind of value that still did not parse ("tru", "\u12"): show the text.
+    if (got == "invalid JSON" || expected.ends_with(got)) {
+      std::string_view raw = v.raw_json_token();
+      while (!raw.empty() && (raw.back() == ' ' || raw.back() == '\n' || raw.back() == '\r' || raw.back() == '\t')) {
+        raw.remove_suffix(1);
+      }
+      got = fmt::format("invalid JSON `{}`", raw.substr(0, 40));
+    }
     return fail(offset_of(v), "expected {} for \"{}\", got {}", expected, key, got);
   }
 

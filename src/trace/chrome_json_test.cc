@@ -328,6 +328,36 @@ TEST(ChromeJsonMalformed, WrongTypesNameTheOffsetAndExpectation) {
   EXPECT_NE(e.find("expected an integer for distributedInfo.rank"), std::string::npos) << e;
 }
 
+// Every member the reader keeps, given the wrong type (or an invalid value of the right
+// type), names the byte where the value starts and what was expected.
+TEST(ChromeJsonMalformed, EveryKeptMemberRejectsTheWrongType) {
+  struct Case {
+    const char* json;
+    const char* error;
+  };
+  const Case cases[] = {
+      {R"({"traceEvents":[{"ph":"X","name":"a","ts":1,"dur":"long"}]})", "byte 50: expected a number (µs) for \"dur\", got string"},
+      {R"({"traceEvents":[{"ph":"X","name":"a","ts":1,"tid":1.5}]})", "byte 50: expected an integer for \"tid\", got number"},
+      {R"({"traceEvents":[{"ph":"X","name":"a","ts":1,"tid":true}]})", "byte 50: expected an integer or a string for \"tid\", got boolean"},
+      {R"({"traceEvents":[{"ph":"X","name":"a","ts":1,"cat":3}]})", "byte 50: expected a string for \"cat\", got number"},
+      {R"({"traceEvents":[{"ph":"s","name":"a","ts":1,"id":[1]}]})", "byte 49: expected an integer or a string for \"id\", got array"},
+      {R"({"traceEvents":[{"ph":"f","name":"a","ts":1,"id":1,"bp":1}]})", "byte 56: expected a string for \"bp\", got number"},
+      {R"({"traceEvents":[{"ph":"i","name":"a","ts":1,"s":{}}]})", "byte 48: expected a string for \"s\", got object"},
+      {R"({"traceEvents":[{"ph":1,"name":"a","ts":1}]})", "byte 22: expected a string for \"ph\", got number"},
+      {R"({"distributedInfo": {"rank": 0, "world_size": 2.5}, "traceEvents":[]})", "byte 20: expected an integer for distributedInfo.world_size"},
+      {R"({"distributedInfo": [1], "traceEvents":[]})", "byte 20: expected an object for \"distributedInfo\""},
+      {R"({"traceEvents":[{"ph":"X","name":"a","ts":4700000000000000}]})", "byte 42: expected a number of µs for \"ts\" below 2^62 ns"},
+      {R"({"traceEvents":[{"ph":"X","name":"a","ts":1,"dur":1e400}]})", "byte 50: expected a number of µs for \"dur\" below 2^62 ns"},
+      {R"({"traceEvents":[{"ph":"X","name":"a","ts":1,"args":{"x":tru}}]})", "byte 56: expected a boolean for \"x\", got invalid JSON `tru`"},
+      {R"({"traceEvents":[{"ph":"X","name":"a\u12","ts":1}]})", "byte 33: expected a string for \"name\", got invalid JSON `\"a\\u12\"`"},
+      {R"({"traceEvents":[{"ph":"X","name":"a","ts":1}],"recurDroppedEvents":-1})", "byte 67: expected a non-negative integer for \"recurDroppedEvents\""},
+  };
+  for (const Case& c : cases) {
+    std::string e = error_of(c.json);
+    EXPECT_NE(e.find(std::string("bad.json: ") + c.error), std::string::npos) << c.json << "\n" << e;
+  }
+}
+
 TEST(ChromeJsonMalformed, NegativeDurationIsAnError) {
   std::string e = error_of(R"({"traceEvents":[{"ph":"X","name":"a","ts":5,"dur":-1.5}]})");
   EXPECT_NE(e.find("byte 50: expected a non-negative \"dur\", got -1500 ns"), std::string::npos) << e;

@@ -10,6 +10,7 @@
 
 #include "trace/chrome_json.h"
 #include "trace/perfetto.h"
+#include "trace/perfetto_trace.pb.h"
 #include "trace/test_util.h"
 #include "trace/trace.h"
 #include "trace/trace_io.h"
@@ -164,6 +165,53 @@ TEST(PerfettoMalformed, BadUtf8AndBadJsonArgsStillWriteValidJson) {
   auto again = testing::parse_json_text(json);
   ASSERT_TRUE(again) << again.error().to_string() << "\n" << json;
   EXPECT_EQ(again->name(0), "bad\xef\xbf\xbd\xef\xbf\xbd(");
+}
+
+// A trace written by hand: one thread track, slices given as (type, ts, name).
+std::string slices_trace(std::initializer_list<std::tuple<perfetto::TrackEvent::Type, uint64_t, const char*>> evs) {
+  perfetto::Trace trace;
+  perfetto::TracePacket* d = trace.add_packet();
+  d->set_trusted_packet_sequence_id(1);
+  d->set_sequence_flags(perfetto::TracePacket::SEQ_INCREMENTAL_STATE_CLEARED);
+  d->mutable_track_descriptor()->set_uuid(7);
+  d->mutable_track_descriptor()->mutable_thread()->set_pid(1);
+  d->mutable_track_descriptor()->mutable_thread()->set_tid(2);
+  for (auto [type, ts, name] : evs) {
+    perfetto::TracePacket* p = trace.add_packet();
+    p->set_trusted_packet_sequence_id(1);
+    p->set_timestamp(ts);
+    p->mutable_track_event()->set_type(type);
+    p->mutable_track_event()->set_track_uuid(7);
+    if (name != nullptr) p->mutable_track_event()->set_name(name);
+  }
+  return trace.SerializeAsString();
+}
+
+// Perfetto slices follow the B/E recovery rules: an END without a BEGIN is dropped and
+// counted, a BEGIN never ended ends at its track's last timestamp; an END before its BEGIN is
+// an error naming the packet's byte.
+TEST(PerfettoMalformed, UnbalancedSlicesAreRecoveredOrRejected) {
+  using T = perfetto::TrackEvent;
+  auto r = parse_trace("u.pftrace", as_bytes(slices_trace({{T::TYPE_SLICE_END, 5, nullptr},
+                                                            {T::TYPE_SLICE_BEGIN, 10, "open"},
+                                                            {T::TYPE_SLICE_BEGIN, 20, "closed"},
+                                                            {T::TYPE_SLICE_END, 30, nullptr},
+                                                            {T::TYPE_INSTANT, 50, "last"}})));
+  ASSERT_TRUE(r) << r.error().to_string();
+  EXPECT_EQ(r->info().unmatched_end_events, 1u);
+  EXPECT_EQ(r->info().unclosed_begin_events, 1u);
+  auto lines = event_lines(*r);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0], "X closed cat= ts=20 dur=10 pid=1 tid=2 id=0 flags=0");
+  EXPECT_EQ(lines[1], "X open cat= ts=10 dur=20 pid=1 tid=2 id=0 flags=0");
+  EXPECT_EQ(lines[2].substr(0, 7), "i last ");
+  auto bad = parse_trace("b.pftrace", as_bytes(slices_trace({{T::TYPE_SLICE_BEGIN, 10, "a"},
+                                                              {T::TYPE_SLICE_END, 4, nullptr}})));
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("b.pftrace: byte "), std::string::npos) << bad.error().message();
+  EXPECT_NE(bad.error().message().find("expected SLICE_END at or after its SLICE_BEGIN (10 ns), got 4 ns"),
+            std::string::npos)
+      << bad.error().message();
 }
 
 TEST(PerfettoMalformed, ErrorsGiveTheOffset) {
