@@ -30,8 +30,8 @@ std::string render_breakdown(const ZoneTree& tree, const BreakdownOptions& optio
   for (const ThreadTime& th : r.threads) {
     threads.add_row({th.label, std::to_string(th.zones), format_ns(th.busy_ns),
                      percent(r.span_ns > 0 ? double(th.busy_ns) / double(r.span_ns) : 0.0), format_ns(th.idle_ns),
-                     format_ns(th.wait_ns), "+" + format_ns(th.first_ns - tree.first_begin()),
-                     "+" + format_ns(th.last_ns - tree.first_begin())});
+                     format_ns(th.wait_ns), format_offset_ns(th.first_ns - tree.first_begin()),
+                     format_offset_ns(th.last_ns - tree.first_begin())});
   }
   out += threads.render();
   return out;

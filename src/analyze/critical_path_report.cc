@@ -73,7 +73,7 @@ std::string render_critical_path(const ZoneTree& tree, const CriticalPathOptions
   TextTable path({">at", ">time", "kind", "thread", "zone / dependency"});
   for (size_t k : shown) {
     const PathSegment& s = r.segments[k];
-    path.add_row({"+" + format_ns(s.begin - tree.first_begin()), format_ns(s.dur()), std::string(segment_kind_name(s.kind)),
+    path.add_row({format_offset_ns(s.begin - tree.first_begin()), format_ns(s.dur()), std::string(segment_kind_name(s.kind)),
                   is_dependency(s.kind) ? "" : thread_label(t, s.track), segment_what(tree, s)});
   }
   out += path.render();

@@ -15,7 +15,7 @@ using nlohmann::json;
 // "nccl:all_reduce ended 1.200 us before" / "none before".
 std::string neighbour_text(const ZoneTree& tree, uint32_t b, int64_t gap_ns, const char* where) {
   if (b == kNoZone) return fmt::format("no B {}", where);
-  return fmt::format("{} {} {}", tree.table().name(tree.zone(b).event), format_ns(gap_ns), where);
+  return fmt::format("{} {} {}", fit(tree.table().name(tree.zone(b).event), 80), format_ns(gap_ns), where);
 }
 
 std::string never_text(const ZoneTree& tree, const NeverOverlapped& n) {

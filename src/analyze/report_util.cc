@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "analyze/text_table.h"
 #include "analyze/trace_labels.h"
 
 namespace recur::analyze {
@@ -10,7 +11,7 @@ namespace recur::analyze {
 std::string zone_text(const ZoneTree& tree, uint32_t zone) {
   if (zone == kNoZone) return "-";
   const Zone& z = tree.zone(zone);
-  return fmt::format("{} at +{} for {} on {}", tree.table().name(z.event), format_ns(z.begin - tree.first_begin()),
+  return fmt::format("{} at +{} for {} on {}", fit(tree.table().name(z.event), 80), format_ns(z.begin - tree.first_begin()),
                      format_ns(z.dur()), thread_label(tree.table(), z.track));
 }
 

@@ -12,8 +12,15 @@ TextTable::TextTable(std::vector<std::string> headers) {
   }
 }
 
+std::string fit(std::string_view s, size_t max) {
+  if (s.size() <= max || max < 5) return std::string(s);
+  size_t head = (max - 3) / 2, tail = max - 3 - head;
+  return std::string(s.substr(0, head)) + "..." + std::string(s.substr(s.size() - tail));
+}
+
 void TextTable::add_row(std::vector<std::string> cells) {
   cells.resize(headers_.size());
+  for (std::string& c : cells) c = fit(c, kMaxCell);
   rows_.push_back(std::move(cells));
 }
 

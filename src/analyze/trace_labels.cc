@@ -60,6 +60,9 @@ std::string format_ns(int64_t ns) {
   return fmt::format("{:.3f} s", double(ns) / 1e9);
 }
 
-std::string format_delta_ns(int64_t ns) { return (ns >= 0 ? "+" : "") + format_ns(ns); }
+// fmt rather than "+" + std::string: g++ 12 warns falsely (-Wrestrict) on the latter at -O3.
+std::string format_delta_ns(int64_t ns) { return fmt::format("{}{}", ns >= 0 ? "+" : "", format_ns(ns)); }
+
+std::string format_offset_ns(int64_t ns) { return fmt::format("+{}", format_ns(ns)); }
 
 }  // namespace recur::analyze

@@ -32,5 +32,7 @@ int64_t rank_of_pid(const trace::EventTable& t, int64_t pid);
 std::string format_ns(int64_t ns);
 // Signed: "+3.250 ms", "-12 ns".
 std::string format_delta_ns(int64_t ns);
+// A time since the trace's first zone: "+3.250 ms".
+std::string format_offset_ns(int64_t ns);
 
 }  // namespace recur::analyze
