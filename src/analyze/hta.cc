@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "analyze/hta_filter.h"
+#include "analyze/hta_heap.h"
 #include "analyze/hta_rows.h"
 #include "analyze/hta_stats.h"
 #include "trace/trace_io.h"
@@ -81,8 +82,12 @@ Result<HtaReport> assemble(std::vector<RankPartial> partials, std::string path) 
   }
   std::sort(out.ranks.begin(), out.ranks.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
   out.notes.push_back(out.last_step_excluded
-                          ? fmt::format("{} ProfilerStep names: the last step is excluded (HTA's default)", steps.size())
-                          : fmt::format("{} ProfilerStep name(s): no step excluded (HTA's default)", steps.size()));
+                          ? fmt::format("{} ProfilerStep names over all ranks: the last step is excluded (CPU "
+                                        "events from its start on, and the kernels they launched), as HTA does",
+                                        steps.size())
+                          : fmt::format("{} ProfilerStep name(s): no step excluded (HTA excludes the last step only "
+                                        "when there are two or more)",
+                                        steps.size()));
   out.kernel_types = hta_kernel_type_table(out.ranks);
   return out;
 }
@@ -173,6 +178,15 @@ Result<HtaReport> analyze_hta_tables(const std::vector<HtaInput>& inputs, const 
 Result<HtaReport> analyze_hta(const std::string& path, const HtaOptions& options) {
   auto files = trace_files(path);
   if (!files) return unexpected(files.error());
+  if (options.reserve_heap) {
+    // The reader holds the JSON text and the table at once: about 3x the JSON at the peak.
+    std::vector<size_t> sizes;
+    for (const std::string& f : *files) sizes.push_back(trace_json_bytes(f));
+    std::sort(sizes.rbegin(), sizes.rend());
+    size_t need = 0;
+    for (size_t i = 0; i < sizes.size() && i < std::max(1u, options.jobs); ++i) need += 3 * sizes[i];
+    reserve_heap(need);
+  }
   std::vector<std::optional<RankPartial>> partials(files->size());
   std::vector<std::optional<Error>> errors(files->size());
   parallel_for(files->size(), options.jobs, [&](size_t i) {

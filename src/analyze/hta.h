@@ -31,6 +31,9 @@ namespace recur::analyze {
 struct HtaOptions {
   unsigned jobs = 1;  // ranks analysed at once
   int64_t kernel_wait_threshold_ns = kHtaKernelWaitThresholdNs;
+  // analyze_hta() only: before reading, reserve_heap() (hta_heap.h) for about three times the
+  // JSON of the `jobs` largest traces. Process-wide: for the CLI, not for embedding.
+  bool reserve_heap = false;
 };
 
 // Everything measured on one rank's rows.

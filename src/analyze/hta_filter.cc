@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <limits>
-#include <unordered_map>
+
+#include "analyze/hta_join.h"
 
 namespace recur::analyze {
 
@@ -28,11 +29,8 @@ HtaRows exclude_last_profiler_step(const HtaRows& in) {
   if (!any_cpu) return in;
   const int64_t cutoff = any_step ? last_step : first_cpu;
 
-  // CPU rows kept, and how many of them carry each correlation id.
-  std::unordered_map<int64_t, uint32_t> matches;
-  for (const HtaRow& r : rows) {
-    if (!r.has(HtaRow::kGpu) && r.ts < cutoff) ++matches[r.correlation];
-  }
+  // The CPU rows kept, by correlation id: a GPU row is kept once per match.
+  HtaJoin kept_cpu(rows, [cutoff](const HtaRow& r) { return !r.has(HtaRow::kGpu) && r.ts < cutoff; });
   HtaRows out;
   out.profiler_steps = in.profiler_steps;
   out.rounded = in.rounded;
@@ -43,8 +41,8 @@ HtaRows exclude_last_profiler_step(const HtaRows& in) {
     uint32_t copies = 0;
     if (!r.has(HtaRow::kGpu)) {
       copies = r.ts < cutoff ? 1 : 0;
-    } else if (auto it = matches.find(r.correlation); it != matches.end()) {
-      copies = it->second;
+    } else {
+      copies = uint32_t(kept_cpu.find(r.correlation).size());
     }
     if (copies > 0) new_index[i] = int32_t(out.rows.size());
     for (uint32_t c = 0; c < copies; ++c) out.rows.push_back(r);

@@ -2,9 +2,8 @@
 
 #include <algorithm>
 #include <limits>
-#include <unordered_set>
-#include <utility>
-#include <vector>
+
+#include "analyze/hta_join.h"
 
 namespace recur::analyze {
 
@@ -15,40 +14,22 @@ double HtaLaunchStats::launch_delay_mean_us() const {
 
 HtaLaunchStats hta_launch_stats(const HtaRows& in) {
   const std::vector<HtaRow>& rows = in.rows;
-  std::unordered_set<int64_t> launches;
-  for (const HtaRow& r : rows) {
-    if (r.has(HtaRow::kLaunchStatsCall)) launches.insert(r.correlation);
-  }
-  // (correlation, row) on each side, sorted by correlation, then joined.
-  std::vector<std::pair<int64_t, uint32_t>> cpu, gpu;
-  for (uint32_t i = 0; i < rows.size(); ++i) {
-    if (!launches.contains(rows[i].correlation)) continue;
-    (rows[i].on_stream() ? gpu : cpu).emplace_back(rows[i].correlation, i);
-  }
-  std::sort(cpu.begin(), cpu.end());
-  std::sort(gpu.begin(), gpu.end());
+  HtaJoin launches(rows, [](const HtaRow& r) { return r.has(HtaRow::kLaunchStatsCall); });
+  // CPU rows (no stream) and GPU rows whose correlation id is a launch's, joined on it.
+  HtaJoin cpu(rows, [&](const HtaRow& r) { return !r.on_stream() && launches.contains(r.correlation); });
+  HtaJoin gpu(rows, [&](const HtaRow& r) { return r.on_stream() && launches.contains(r.correlation); });
   HtaLaunchStats s;
-  size_t g = 0;
-  for (size_t c = 0; c < cpu.size();) {
-    int64_t corr = cpu[c].first;
-    size_t c_end = c;
-    while (c_end < cpu.size() && cpu[c_end].first == corr) ++c_end;
-    while (g < gpu.size() && gpu[g].first < corr) ++g;
-    size_t g_end = g;
-    while (g_end < gpu.size() && gpu[g_end].first == corr) ++g_end;
-    for (size_t i = c; i < c_end; ++i) {
-      const HtaRow& call = rows[cpu[i].second];
-      for (size_t k = g; k < g_end; ++k) {
-        const HtaRow& kernel = rows[gpu[k].second];
-        int64_t delay = std::max<int64_t>(0, kernel.ts - call.ts - call.dur);
-        s.launch_delay_max_ns = s.n == 0 ? delay : std::max(s.launch_delay_max_ns, delay);
-        ++s.n;
-        s.cpu_dur_sum_ns += call.dur;
-        s.gpu_dur_sum_ns += kernel.dur;
-        s.launch_delay_sum_ns += delay;
-      }
+  for (const auto& [corr, c] : cpu.entries()) {
+    const HtaRow& call = rows[c];
+    for (const auto& [unused, k] : gpu.find(corr)) {
+      const HtaRow& kernel = rows[k];
+      int64_t delay = std::max<int64_t>(0, kernel.ts - call.ts - call.dur);
+      s.launch_delay_max_ns = s.n == 0 ? delay : std::max(s.launch_delay_max_ns, delay);
+      ++s.n;
+      s.cpu_dur_sum_ns += call.dur;
+      s.gpu_dur_sum_ns += kernel.dur;
+      s.launch_delay_sum_ns += delay;
     }
-    c = c_end;
   }
   return s;
 }

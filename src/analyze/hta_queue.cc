@@ -2,11 +2,10 @@
 
 #include <algorithm>
 #include <map>
-#include <unordered_map>
-#include <unordered_set>
+
+#include "analyze/hta_join.h"
 
 namespace recur::analyze {
-
 namespace {
 
 struct Step {
@@ -19,23 +18,17 @@ struct Step {
 std::vector<HtaQueueRow> hta_queue_length(const HtaRows& in, HtaQueueTies ties) {
   const std::vector<HtaRow>& rows = in.rows;
   // GPU rows by correlation id (their streams), for the calls' side of the join.
-  std::unordered_map<int64_t, std::vector<int64_t>> streams_of;
-  for (const HtaRow& r : rows) {
-    if (r.on_stream()) streams_of[r.correlation].push_back(r.stream);
-  }
+  HtaJoin gpu(rows, [](const HtaRow& r) { return r.on_stream(); });
+  HtaJoin calls(rows, [](const HtaRow& r) { return r.has(HtaRow::kQueueLaunchCall) && r.has(HtaRow::kLinked); });
   // Per stream: the calls' +1 steps, then the kernels' -1 steps (a stable sort by time then
   // keeps calls first at equal times; kStartsFirst sorts by step as well).
   std::map<int64_t, std::vector<Step>> steps_of;
-  std::unordered_set<int64_t> enqueued;
   for (const HtaRow& r : rows) {
     if (!r.has(HtaRow::kQueueLaunchCall) || !r.has(HtaRow::kLinked)) continue;
-    enqueued.insert(r.correlation);
-    auto it = streams_of.find(r.correlation);
-    if (it == streams_of.end()) continue;
-    for (int64_t stream : it->second) steps_of[stream].push_back({r.ts, +1});
+    for (const auto& [corr, k] : gpu.find(r.correlation)) steps_of[rows[k].stream].push_back({r.ts, +1});
   }
   for (const HtaRow& r : rows) {
-    if (r.on_stream() && enqueued.contains(r.correlation)) steps_of[r.stream].push_back({r.ts, -1});
+    if (r.on_stream() && calls.contains(r.correlation)) steps_of[r.stream].push_back({r.ts, -1});
   }
   std::vector<HtaQueueRow> out;
   for (auto& [stream, steps] : steps_of) {

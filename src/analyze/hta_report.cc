@@ -148,6 +148,9 @@ std::string hta_report_text(const HtaReport& report) {
   section("idle_time_breakdown (us)", idle);
   section("cuda_kernel_launch_stats (us)", launch);
   section("queue_length_summary", queue);
+  if (queue.rows() > 0) {
+    out += "  (a launch and a kernel start in the same µs: launch first; HTA's order there follows the file)\n";
+  }
   return out;
 }
 

@@ -5,15 +5,15 @@
 #include <cmath>
 #include <limits>
 #include <optional>
-#include <unordered_map>
+
+#include "analyze/hta_join.h"
 
 namespace recur::analyze {
 namespace {
 
 // HTA reads args.stream with pandas.to_numeric(errors="coerce") and casts to int: numbers and
 // numeric strings count (truncated), anything else is -1.
-int64_t stream_of(const trace::EventTable& t, size_t i) {
-  const trace::Arg* a = t.find_arg(i, "stream");
+int64_t stream_value(const trace::EventTable& t, const trace::Arg* a) {
   if (a == nullptr) return -1;
   switch (a->type) {
     case trace::ArgType::kInt: return a->i;
@@ -30,10 +30,22 @@ int64_t stream_of(const trace::EventTable& t, size_t i) {
   }
 }
 
+// args.correlation as HTA reads it (an integer id; -1 when absent or not a number).
+int64_t correlation_value(const trace::Arg* a) {
+  if (a == nullptr) return -1;
+  switch (a->type) {
+    case trace::ArgType::kInt: return a->i;
+    case trace::ArgType::kUint: return int64_t(a->u);
+    case trace::ArgType::kDouble: return std::isfinite(a->d) ? int64_t(a->d) : -1;
+    default: return -1;
+  }
+}
+
 // Per distinct name or category: the flags and kernel class HTA derives from its text.
 class NameCache {
  public:
-  explicit NameCache(const trace::EventTable& t) : t_(t), info_(t.strings().size(), kUnknown) {}
+  explicit NameCache(const trace::EventTable& t)
+      : t_(t), info_(t.strings().size(), kUnknown), cats_(t.strings().size(), kUnknown) {}
 
   uint8_t name_flags(trace::StringId id, HtaKernelType* type) {
     uint8_t& v = info_[id];
@@ -50,9 +62,9 @@ class NameCache {
     return uint8_t(v & 0x3f);
   }
   bool kernel_category(trace::StringId id) {
-    auto it = cats_.find(id);
-    if (it == cats_.end()) it = cats_.emplace(id, is_hta_kernel_category(t_.str(id))).first;
-    return it->second;
+    uint8_t& v = cats_[id];
+    if (v == kUnknown) v = is_hta_kernel_category(t_.str(id)) ? 1 : 0;
+    return v == 1;
   }
 
   static constexpr uint8_t kSyncBit = 32;  // only inside the cache (shares kKernelCategory's bit)
@@ -61,7 +73,7 @@ class NameCache {
   static constexpr uint8_t kUnknown = 0xff;
   const trace::EventTable& t_;
   std::vector<uint8_t> info_;  // flags in bits 0-5, kernel type in bits 6-7
-  std::unordered_map<trace::StringId, bool> cats_;
+  std::vector<uint8_t> cats_;
 };
 
 // HTA rounds when pandas reads `ts` as float64, i.e. when some timestamp is fractional.
@@ -100,22 +112,20 @@ void round_like_hta(int64_t ts_ns, int64_t dur_ns, int64_t* ts, int64_t* dur) {
 // Pairs CPU and GPU rows that share a correlation id; when several match, the last one wins
 // (HTA assigns the merged pairs in order, so later ones overwrite earlier ones).
 void link_correlated(std::vector<HtaRow>& rows) {
-  struct Last {
-    int32_t cpu = -1, gpu = -1;
-  };
-  std::unordered_map<int64_t, Last> last;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (rows[i].correlation == -1) continue;
-    Last& l = last[rows[i].correlation];
-    (rows[i].has(HtaRow::kGpu) ? l.gpu : l.cpu) = int32_t(i);
-  }
-  for (HtaRow& r : rows) {
-    if (r.correlation == -1) continue;
-    const Last& l = last[r.correlation];
-    int32_t other = r.has(HtaRow::kGpu) ? l.cpu : l.gpu;
-    if (other < 0) continue;
-    r.flags |= HtaRow::kLinked;
-    if (r.has(HtaRow::kGpu)) r.partner = other;
+  HtaJoin by_id(rows, [](const HtaRow& r) { return r.correlation != -1; });
+  const auto& e = by_id.entries();
+  for (size_t lo = 0, hi; lo < e.size(); lo = hi) {
+    int32_t last_cpu = -1, last_gpu = -1;
+    for (hi = lo; hi < e.size() && e[hi].first == e[lo].first; ++hi) {
+      (rows[e[hi].second].has(HtaRow::kGpu) ? last_gpu : last_cpu) = int32_t(e[hi].second);
+    }
+    for (size_t k = lo; k < hi; ++k) {
+      HtaRow& r = rows[e[k].second];
+      int32_t other = r.has(HtaRow::kGpu) ? last_cpu : last_gpu;
+      if (other < 0) continue;
+      r.flags |= HtaRow::kLinked;
+      if (r.has(HtaRow::kGpu)) r.partner = other;
+    }
   }
 }
 
@@ -126,6 +136,8 @@ HtaRows hta_rows(const trace::EventTable& t) {
   out.rounded = has_fractional_us(t);
   NameCache names(t);
   std::optional<trace::StringId> trace_cat = t.strings().find("Trace");
+  std::optional<trace::StringId> stream_key = t.strings().find("stream");
+  std::optional<trace::StringId> correlation_key = t.strings().find("correlation");
   std::vector<trace::StringId> step_names;
   out.rows.reserve(t.size());
   for (size_t i = 0; i < t.size(); ++i) {
@@ -137,8 +149,14 @@ HtaRows hta_rows(const trace::EventTable& t) {
       r.ts = t.ts_ns(i);
       r.dur = t.dur_ns(i);
     }
-    r.stream = stream_of(t, i);
-    r.correlation = t.int_arg(i, "correlation").value_or(-1);
+    const trace::Arg *stream = nullptr, *correlation = nullptr;
+    for (size_t k = t.args_begin(i), end = t.args_end(i); k < end; ++k) {
+      const trace::Arg& a = t.arg(k);
+      if (stream_key && a.key == *stream_key) stream = &a;
+      if (correlation_key && a.key == *correlation_key) correlation = &a;
+    }
+    r.stream = stream_value(t, stream);
+    r.correlation = correlation_value(correlation);
     uint8_t flags = names.name_flags(t.name_id(i), &r.kernel_type);
     bool sync = (flags & NameCache::kSyncBit) != 0;
     r.flags = uint8_t(flags & ~NameCache::kSyncBit);

@@ -129,7 +129,9 @@ TEST_P(HtaFolder, MatchesExpectedJson) {
   nlohmann::json expected = nlohmann::json::parse(in);
   const nlohmann::json& ranks = expected["traces"][GetParam()]["ranks"];
   ASSERT_EQ(report_.ranks.size(), ranks.size());
-  for (const auto& [key, want] : ranks.items()) {
+  for (auto item = ranks.begin(); item != ranks.end(); ++item) {  // no structured binding: clang-14 lambdas
+    const std::string key = item.key();
+    const nlohmann::json& want = item.value();
     const HtaRankReport& r = rank(std::stoll(key));
     const HtaGpuTime& g = r.figures.gpu;
     std::string where = std::string(GetParam()) + " rank " + key + ": ";
@@ -264,7 +266,9 @@ TEST_P(HtaFolder, MatchesEveryPrintedTable) {
       std::string what = std::string("queue ") + names[k] + " " + line;
       Printed p = printed(w[k + 1]);
       bool exact = k == 0 || k == 3 || k == 7;
-      if (exact) EXPECT_DOUBLE_EQ(a[k], b[k]) << what << ": depends on the order of ties";
+      if (exact) {
+        EXPECT_DOUBLE_EQ(a[k], b[k]) << what << ": depends on the order of ties";
+      }
       EXPECT_GE(p.value, std::min(a[k], b[k]) - p.half_unit) << what << " (ours " << a[k] << " .. " << b[k] << ")";
       EXPECT_LE(p.value, std::max(a[k], b[k]) + p.half_unit) << what << " (ours " << a[k] << " .. " << b[k] << ")";
     }

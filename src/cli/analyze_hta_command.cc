@@ -23,6 +23,7 @@ int run_hta(const HtaFlags& f) {
   AnalysisClock clock;
   analyze::HtaOptions options;
   options.jobs = f.jobs;
+  options.reserve_heap = true;  // a short process: huge pages for the reader's buffers
   auto report = analyze::analyze_hta(f.path, options);
   if (!report) return report_failure(report.error());
   return print_analysis(f.json, analyze::hta_feedback(*report), clock, analyze::hta_report_json(*report),
