@@ -14,12 +14,9 @@
 // Part 2: a folder of R copies of the largest trace (ns_resolution_trace), each given its own
 // distributedInfo.rank and written as plain JSON to a temporary folder, analysed with each of
 // --jobs; peak RSS against R shows memory follows the largest rank (x jobs), not the sum.
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -33,26 +30,16 @@
 
 #include "analyze/hta.h"
 #include "analyze/hta_report.h"
+#include "bench_process.h"
 #include "trace/trace_io.h"
-
-extern char** environ;
 
 namespace {
 
 namespace fs = std::filesystem;
-
-size_t peak_rss_bytes() {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return size_t(std::strtoull(line.c_str() + 6, nullptr, 10)) * 1024;
-  }
-  return 0;
-}
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+using recur::bench::now_s;
+using recur::bench::peak_rss_bytes;
+using recur::bench::stat;
+using recur::bench::Stat;
 
 // Child: analyses FOLDER with JOBS, prints "analysis_s peak_rss_bytes ranks".
 int child(const char* folder, const char* jobs) {
@@ -77,46 +64,17 @@ struct Run {
 };
 
 Run spawn_child(const std::string& self, const std::string& folder, unsigned jobs) {
-  int pipefd[2];
-  if (pipe(pipefd) != 0) std::exit(1);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
-  posix_spawn_file_actions_addclose(&fa, pipefd[0]);
-  std::vector<std::string> args = {self, "--child", folder, std::to_string(jobs)};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  double t0 = now_s();
-  pid_t pid;
-  if (posix_spawn(&pid, self.c_str(), &fa, nullptr, argv.data(), environ) != 0) std::exit(1);
-  posix_spawn_file_actions_destroy(&fa);
-  close(pipefd[1]);
-  std::string out;
-  char buf[256];
-  ssize_t n;
-  while ((n = read(pipefd[0], buf, sizeof buf)) > 0) out.append(buf, size_t(n));
-  close(pipefd[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  auto child = recur::bench::run_child({self, "--child", folder, std::to_string(jobs)});
   Run r;
-  r.wall = now_s() - t0;
   size_t text = 0;
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
-      std::sscanf(out.c_str(), "%lf %zu %zu %zu", &r.analysis, &r.rss, &r.ranks, &text) != 4) {
+  if (!child || std::sscanf(child->out.c_str(), "%lf %zu %zu %zu", &r.analysis, &r.rss, &r.ranks, &text) != 4) {
     std::fprintf(stderr, "child failed on %s\n", folder.c_str());
     std::exit(1);
   }
+  r.wall = child->wall_s;
   return r;
 }
 
-struct Stat {
-  double med, lo, hi;
-};
-Stat stat(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return {v[v.size() / 2], v.front(), v.back()};
-}
 std::string ms(const std::vector<double>& secs) {
   Stat s = stat(secs);
   return fmt::format("{:.1f} [{:.1f} .. {:.1f}]", s.med * 1e3, s.lo * 1e3, s.hi * 1e3);
