@@ -126,9 +126,12 @@ int show_run(agent::Journal& j, const JournalFlags& f) {
       fmt::print("{}", indented);
     }
   }
-  fmt::print("resume: {} done, {} to re-run {}, {} pending, {} abandoned; next step {}; config {}\n", plan->done.size(),
-             plan->rerun.size(), fmt::format("[{}]", fmt::join(plan->rerun, ", ")), plan->pending.size(),
-             plan->abandoned.size(), plan->next_step, diff_text(plan->config));
+  auto steps = [](const std::vector<int64_t>& v) {
+    return v.empty() ? std::string() : fmt::format(" (step {})", fmt::join(v, ", "));
+  };
+  fmt::print("resume: {} done, {} to re-run{}, {} pending{}, {} abandoned{}; next step {}; config {}\n",
+             plan->done.size(), plan->rerun.size(), steps(plan->rerun), plan->pending.size(), steps(plan->pending),
+             plan->abandoned.size(), steps(plan->abandoned), plan->next_step, diff_text(plan->config));
   return kExitOk;
 }
 
