@@ -31,7 +31,7 @@
 
 namespace recur::gate {
 
-// A synthetic model written once into the model cache (engine/default_model.h).
+// A synthetic model written once into the model cache (engine/model_cache.h).
 struct SyntheticModel {
   std::string arch = "llama";  // llama or hybrid
   int dim = 128, layers = 2, heads = 4, kv_heads = 0, ffn = 0, vocab = 512, context = 1024;
