@@ -24,12 +24,9 @@
 // bytes / seconds, by default of the child's thread-CPU time (CLOCK_THREAD_CPUTIME_ID: user +
 // system time, page faults included, time spent descheduled left out, which keeps figures
 // readable when other work shares the cores); --clock wall uses the wall clock.
-#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -37,17 +34,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include "bench_process.h"
 #include "trace/chrome_json.h"
 #include "trace/trace_io.h"
 
-extern char** environ;
 
 namespace {
 
@@ -56,19 +52,9 @@ using recur::trace::PaddedBytes;
 constexpr double kRooflineGBs = 33.0;
 const char* const kModes[] = {"recur", "simdjson", "memchr", "file"};
 
-// VmHWM (peak resident set) of this process, in bytes.
-size_t peak_rss_bytes() {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return size_t(std::strtoull(line.c_str() + 6, nullptr, 10)) * 1024;
-  }
-  return 0;
-}
-
 bool g_wall_clock = false;
 
-double now_s() {
+double clock_s() {
   if (g_wall_clock) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
   }
@@ -121,7 +107,7 @@ int child(int argc, char** argv) {
     if (std::strcmp(argv[i], "--clock") == 0) g_wall_clock = std::strcmp(argv[i + 1], "wall") == 0;
   }
   if (argc < 4) {
-    std::printf("0 0 0 %zu 0\n", peak_rss_bytes());
+    std::printf("0 0 0 %zu 0\n", recur::bench::peak_rss_bytes());
     return 0;
   }
   PaddedBytes json;
@@ -136,22 +122,22 @@ int child(int argc, char** argv) {
   }
   simdjson::dom::parser dom;
   if (mode == "none") {
-    std::printf("0 0 0 %zu 0\n", peak_rss_bytes());
+    std::printf("0 0 0 %zu 0\n", recur::bench::peak_rss_bytes());
     return 0;
   }
   rusage ru0{}, ru1{};
   getrusage(RUSAGE_THREAD, &ru0);
-  double t0 = now_s();
+  double t0 = clock_s();
   size_t events = run_mode(mode, argv[3], json, dom);
-  double cold = now_s() - t0;
+  double cold = clock_s() - t0;
   getrusage(RUSAGE_THREAD, &ru1);
-  size_t rss = peak_rss_bytes();
+  size_t rss = recur::bench::peak_rss_bytes();
   long faults = ru1.ru_minflt - ru0.ru_minflt;
   std::vector<double> w;
   for (int k = 0; k < warm; ++k) {
-    t0 = now_s();
+    t0 = clock_s();
     run_mode(mode, argv[3], json, dom);
-    w.push_back(now_s() - t0);
+    w.push_back(clock_s() - t0);
   }
   std::sort(w.begin(), w.end());
   std::printf("%.9f %.9f %zu %zu %ld\n", cold, w.empty() ? cold : w[w.size() / 2], events, rss, faults);
@@ -184,46 +170,22 @@ struct Run {
 };
 
 Run spawn_child(const std::string& self, const std::string& mode, const std::string& file, int warm) {
-  int pipefd[2];
-  if (pipe(pipefd) != 0) std::exit(1);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
-  posix_spawn_file_actions_addclose(&fa, pipefd[0]);
   std::vector<std::string> args = {self, "--child", mode};
   if (!file.empty()) {
     args.insert(args.end(), {file, "--warm", std::to_string(warm), "--clock", g_wall_clock ? "wall" : "cpu"});
   }
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid;
-  if (posix_spawn(&pid, self.c_str(), &fa, nullptr, argv.data(), environ) != 0) std::exit(1);
-  posix_spawn_file_actions_destroy(&fa);
-  close(pipefd[1]);
-  std::string out;
-  char buf[256];
-  ssize_t n;
-  while ((n = read(pipefd[0], buf, sizeof buf)) > 0) out.append(buf, size_t(n));
-  close(pipefd[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  auto child = recur::bench::run_child(args);
   Run r;
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
-      std::sscanf(out.c_str(), "%lf %lf %zu %zu %ld", &r.cold, &r.warm, &r.events, &r.rss, &r.faults) != 5) {
+  if (!child || std::sscanf(child->out.c_str(), "%lf %lf %zu %zu %ld", &r.cold, &r.warm, &r.events, &r.rss,
+                            &r.faults) != 5) {
     std::fprintf(stderr, "child failed: %s %s\n", mode.c_str(), file.c_str());
     std::exit(1);
   }
   return r;
 }
 
-struct Stat {
-  double med, lo, hi;
-};
-Stat stat(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return {v[v.size() / 2], v.front(), v.back()};
-}
+using recur::bench::Stat;
+using recur::bench::stat;
 
 }  // namespace
 

@@ -26,6 +26,7 @@
 
 #include <fmt/format.h>
 
+#include "bench_process.h"
 #include "trace/trace.h"
 
 namespace {
@@ -107,13 +108,8 @@ struct Series {
   std::vector<double> wall, cpu;
 };
 
-struct Stat {
-  double med, lo, hi;
-};
-Stat stat(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return {v[v.size() / 2], v.front(), v.back()};
-}
+using recur::bench::Stat;
+using recur::bench::stat;
 
 }  // namespace
 
