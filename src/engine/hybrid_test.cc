@@ -12,32 +12,13 @@
 #include "engine/generate.h"
 #include "engine/layers.h"
 #include "engine/synthetic.h"
+#include "engine/test_models.h"
 #include "kernels/kda/kda_reference.h"
 
 namespace recur {
 namespace {
 
-ModelConfig tiny_hybrid(int experts) {
-  ModelConfig c;
-  c.arch = Arch::kHybrid;
-  c.dim = 64;
-  c.n_layers = 4;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.head_dim = 16;
-  c.ffn_dim = 64;
-  c.vocab = 400;
-  c.context = 64;
-  c.layer_pattern = "kkka";
-  c.kda_heads = 4;
-  c.kda_key_heads = 2;
-  c.kda_head_dim = 16;
-  c.conv_size = 4;
-  c.n_experts = experts;
-  c.n_experts_used = experts ? 2 : 0;
-  c.shared_expert = experts > 0;
-  return c;
-}
+ModelConfig tiny_hybrid(int experts) { return testing::tiny_hybrid_config(experts); }
 
 std::unique_ptr<Model> make(const ModelConfig& c, gguf::TensorType dtype, std::vector<std::byte>& storage) {
   auto w = synthetic_model({c, dtype, 3});

@@ -56,7 +56,8 @@ Result<std::unique_ptr<Session>> LlamaModel::new_session(ThreadPool& pool, int m
   if (max_tokens <= 0 || max_tokens > config_.context)
     return invalid_argument("session of {} tokens (the context is {})", max_tokens, config_.context);
   RECUR_ASSIGN_OR_RETURN(int64_t tp, knobs.get_int("engine.tp"));
-  RECUR_ASSIGN_OR_RETURN(auto session, LlamaSession::create(*this, pool, max_tokens, int(tp)));
+  RECUR_ASSIGN_OR_RETURN(ReduceDtype reduce, reduce_dtype_from_config(knobs));
+  RECUR_ASSIGN_OR_RETURN(auto session, LlamaSession::create(*this, pool, max_tokens, int(tp), reduce));
   return std::unique_ptr<Session>(std::move(session));
 }
 
@@ -80,7 +81,7 @@ LlamaSession::~LlamaSession() = default;
 int LlamaSession::tp() const { return int(ranks_.size()); }
 
 Result<std::unique_ptr<LlamaSession>> LlamaSession::create(const LlamaModel& model, ThreadPool& pool, int max_tokens,
-                                                           int tp) {
+                                                           int tp, ReduceDtype reduce) {
   const ModelConfig& c = model.config();
   if (tp < 1) return invalid_argument("engine.tp must be at least 1, got {}", tp);
   if (c.n_heads % tp != 0)
@@ -108,13 +109,8 @@ Result<std::unique_ptr<LlamaSession>> LlamaSession::create(const LlamaModel& mod
       shard.wv = weight_rows(L.wv, rank->kv_heads.begin * hd, rank->kv_heads.end * hd);
       shard.w_gate = weight_rows(L.w_gate, rank->ffn.begin, rank->ffn.end);
       shard.w_up = weight_rows(L.w_up, rank->ffn.begin, rank->ffn.end);
-      if (tp > 1) {
-        RECUR_ASSIGN_OR_RETURN(shard.wo, weight_cols(L.wo, rank->heads.begin * hd, rank->heads.end * hd));
-        RECUR_ASSIGN_OR_RETURN(shard.w_down, weight_cols(L.w_down, rank->ffn.begin, rank->ffn.end));
-      } else {  // one rank: the whole matrices, no copy
-        shard.wo = std::make_unique<OwnedWeight>(OwnedWeight{L.wo, {}});
-        shard.w_down = std::make_unique<OwnedWeight>(OwnedWeight{L.w_down, {}});
-      }
+      RECUR_ASSIGN_OR_RETURN(shard.wo, row_parallel_shard(L.wo, {rank->heads.begin * hd, rank->heads.end * hd}, tp));
+      RECUR_ASSIGN_OR_RETURN(shard.w_down, row_parallel_shard(L.w_down, rank->ffn, tp));
       rank->layers.push_back(std::move(shard));
     }
     rank->output = weight_rows(model.output, rank->vocab.begin, rank->vocab.end);
@@ -135,9 +131,8 @@ Result<std::unique_ptr<LlamaSession>> LlamaSession::create(const LlamaModel& mod
     s->ranks_.push_back(std::move(rank));
   }
   s->logits_.resize(size_t(c.vocab));
-  s->group_ = std::make_unique<RankGroup>(tp, c.dim);
   if (tp > 1) {
-    RECUR_ASSIGN_OR_RETURN(s->rank_pool_, ThreadPool::create({.threads = tp, .pin = true}));
+    RECUR_ASSIGN_OR_RETURN(s->runner_, RankRunner::create(tp, c.dim, reduce));
   }
   return s;
 }
@@ -147,7 +142,7 @@ void LlamaSession::all_reduce(Rank& r, int n) {
   RECUR_ZONE("all_reduce");
   zone.arg("ranks", int64_t(ranks_.size()));
   zone.arg("floats", n);
-  group_->all_reduce_sum(r.index, r.partial.data(), r.partial.data(), n);
+  runner_->group().all_reduce_sum(r.index, r.partial.data(), r.partial.data(), n);
 }
 
 void LlamaSession::rank_step(Rank& r, TokenId token) {
@@ -208,12 +203,7 @@ Result<std::span<const float>> LlamaSession::step(TokenId token) {
   zone.arg("tp", int64_t(ranks_.size()));
   if (ranks_.size() == 1) rank_step(*ranks_[0], token);
   else
-    rank_pool_->run_on_all([&](int r) {
-      static const char* const kRankNames[] = {"rank 0", "rank 1", "rank 2", "rank 3",
-                                               "rank 4", "rank 5", "rank 6", "rank 7"};
-      if (r < 8) trace::set_thread_name(kRankNames[r]);
-      rank_step(*ranks_[size_t(r)], token);
-    });
+    runner_->run([&](int r) { rank_step(*ranks_[size_t(r)], token); });
   ++pos_;
   return std::span<const float>(logits_);
 }

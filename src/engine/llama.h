@@ -22,7 +22,8 @@
 namespace recur {
 
 class ThreadPool;
-class RankGroup;
+class RankRunner;
+enum class ReduceDtype : uint8_t;
 
 struct LlamaLayerWeights {
   Weight attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
@@ -55,7 +56,7 @@ class LlamaModel final : public Model {
 class LlamaSession final : public Session {
  public:
   static Result<std::unique_ptr<LlamaSession>> create(const LlamaModel& model, ThreadPool& pool, int max_tokens,
-                                                      int tp = 1);
+                                                      int tp = 1, ReduceDtype reduce = {});
   ~LlamaSession() override;
 
   // Appends `token` at the next position and returns the logits for the token after it.
@@ -74,8 +75,7 @@ class LlamaSession final : public Session {
   int max_tokens_;
   int pos_ = 0;
   std::vector<std::unique_ptr<Rank>> ranks_;
-  std::unique_ptr<ThreadPool> rank_pool_;  // tp > 1
-  std::unique_ptr<RankGroup> group_;
+  std::unique_ptr<RankRunner> runner_;  // tp > 1
   std::vector<float> logits_;  // all-gathered: each rank writes its vocabulary slice
 };
 

@@ -14,6 +14,7 @@
 #include "core/status.h"
 #include "engine/gguf.h"
 #include "engine/model_config.h"
+#include "engine/op_tap.h"
 #include "engine/tokenizer.h"
 
 namespace recur {
@@ -28,9 +29,13 @@ class Session {
   virtual int position() const = 0;
   // Called after every layer with the residual stream (activation statistics, tests).
   void set_layer_observer(std::function<void(int layer, std::span<const float> residual)> f) { observer_ = std::move(f); }
+  // Receives every named op's output (op_tap.h) until reset to null; the tap must outlive the
+  // steps it observes. Architectures without op taps ignore it (llama so far).
+  void set_op_tap(OpTap* tap) { op_tap_ = tap; }
 
  protected:
   std::function<void(int, std::span<const float>)> observer_;
+  OpTap* op_tap_ = nullptr;
 };
 
 class Model {

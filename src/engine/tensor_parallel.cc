@@ -2,7 +2,10 @@
 
 #include <cstring>
 
+#include "core/convert.h"
 #include "core/knobs.h"
+#include "core/thread_pool.h"
+#include "trace/trace.h"
 
 namespace recur {
 
@@ -10,6 +13,23 @@ RECUR_KNOB(engine_tp, {.name = "engine.tp", .type = KnobType::kEnum, .choices = 
                        .default_value = "1", .components = {"engine:tp", "thread:rank"},
                        .help = "tensor-parallel ranks (pinned threads, each owning a weight shard); more ranks "
                                "than cores runs correctly, just not faster"});
+
+RECUR_KNOB(engine_tp_reduce_dtype,
+           {.name = "engine.tp.reduce_dtype", .type = KnobType::kEnum, .choices = {"f32", "bf16"},
+            .default_value = "f32", .components = {"op:all_reduce", "engine:tp"},
+            .help = "element type of the TP all-reduce: bf16 rounds every rank's partial and the sum to bf16, "
+                    "as a bf16 NCCL all-reduce does (half the bytes on a real interconnect)"});
+
+Result<ReduceDtype> reduce_dtype_from_config(const Config& config) {
+  Result<std::string> v = config.get("engine.tp.reduce_dtype");
+  if (!v) return unexpected(v.error());
+  return *v == "bf16" ? ReduceDtype::kBf16 : ReduceDtype::kF32;
+}
+
+Result<std::unique_ptr<OwnedWeight>> row_parallel_shard(const Weight& w, Span cols, int ranks) {
+  if (ranks == 1) return std::make_unique<OwnedWeight>(OwnedWeight{w, {}});
+  return weight_cols(w, cols.begin, cols.end);
+}
 
 Result<std::unique_ptr<OwnedWeight>> weight_cols(const Weight& w, int64_t c0, int64_t c1) {
   gguf::BlockLayout b = gguf::block_layout(w.type);
@@ -36,22 +56,46 @@ Span rank_span(int64_t n, int ranks, int rank, int64_t granule) {
   return {begin * granule, (begin + len) * granule};
 }
 
-RankGroup::RankGroup(int ranks, int64_t max_elements)
-    : ranks_(ranks), barrier_(ranks), slots_(size_t(ranks), std::vector<float>(size_t(max_elements))) {}
+RankGroup::RankGroup(int ranks, int64_t max_elements, ReduceDtype dtype)
+    : ranks_(ranks), dtype_(dtype), barrier_(ranks),
+      slots_(size_t(ranks), std::vector<float>(size_t(max_elements))) {}
 
 void RankGroup::all_reduce_sum(int rank, const float* partial, float* out, int64_t n) {
   if (ranks_ == 1) {
     if (out != partial) std::memcpy(out, partial, size_t(n) * sizeof(float));
     return;
   }
-  std::memcpy(slots_[size_t(rank)].data(), partial, size_t(n) * sizeof(float));
+  float* slot = slots_[size_t(rank)].data();
+  if (dtype_ == ReduceDtype::kBf16) {
+    for (int64_t i = 0; i < n; ++i) slot[i] = bf16_to_fp32(fp32_to_bf16(partial[i]));
+  } else {
+    std::memcpy(slot, partial, size_t(n) * sizeof(float));
+  }
   barrier_.arrive_and_wait();
   for (int64_t i = 0; i < n; ++i) {
     float s = slots_[0][size_t(i)];
     for (int r = 1; r < ranks_; ++r) s += slots_[size_t(r)][size_t(i)];
-    out[i] = s;
+    out[i] = dtype_ == ReduceDtype::kBf16 ? bf16_to_fp32(fp32_to_bf16(s)) : s;
   }
   barrier_.arrive_and_wait();  // nobody refills a slot before everyone has read it
+}
+
+Result<std::unique_ptr<RankRunner>> RankRunner::create(int ranks, int64_t max_elements, ReduceDtype dtype) {
+  auto r = std::unique_ptr<RankRunner>(new RankRunner());
+  RECUR_ASSIGN_OR_RETURN(r->pool_, ThreadPool::create({.threads = ranks, .pin = true}));
+  r->group_ = std::make_unique<RankGroup>(ranks, max_elements, dtype);
+  return r;
+}
+
+RankRunner::~RankRunner() = default;
+
+void RankRunner::run(const std::function<void(int rank)>& fn) {
+  pool_->run_on_all([&](int r) {
+    static const char* const kRankNames[] = {"rank 0", "rank 1", "rank 2", "rank 3",
+                                             "rank 4", "rank 5", "rank 6", "rank 7"};
+    if (r < 8) trace::set_thread_name(kRankNames[r]);
+    fn(r);
+  });
 }
 
 }  // namespace recur

@@ -9,11 +9,14 @@
 //
 // Collectives (shared memory, a Barrier per phase):
 //   all_reduce_sum  every rank gets the sum of all partials, added in rank order 0, 1, ..., P-1,
-//                   so every rank holds bit-identical results and a run is reproducible;
+//                   so every rank holds bit-identical results and a run is reproducible; with
+//                   knob engine.tp.reduce_dtype=bf16 each partial is rounded to bf16 before the
+//                   sum and the sum is rounded to bf16 (what a bf16 NCCL all-reduce delivers);
 //   all-gather      the LM head: each rank writes its vocabulary slice of the shared logits.
 // Thread-safety: one step at a time per group; each rank calls with its own index.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -23,6 +26,9 @@
 #include "engine/weights.h"
 
 namespace recur {
+
+class Config;
+class ThreadPool;
 
 // Columns [c0, c1) of w, copied into owned storage (block-aligned for Q8_0).
 struct OwnedWeight {
@@ -38,9 +44,17 @@ struct Span {
 };
 Span rank_span(int64_t n, int ranks, int rank, int64_t granule = 1);
 
+// Columns `cols` of w for one of `ranks` ranks: a copy when ranks > 1, the whole matrix as a
+// view (no copy) when there is one rank. The row-parallel shard of a weight.
+Result<std::unique_ptr<OwnedWeight>> row_parallel_shard(const Weight& w, Span cols, int ranks);
+
+// Element type of the all-reduce (knob engine.tp.reduce_dtype).
+enum class ReduceDtype : uint8_t { kF32, kBf16 };
+Result<ReduceDtype> reduce_dtype_from_config(const Config& config);
+
 class RankGroup {
  public:
-  RankGroup(int ranks, int64_t max_elements);
+  RankGroup(int ranks, int64_t max_elements, ReduceDtype dtype = ReduceDtype::kF32);
   int ranks() const { return ranks_; }
   // Called by every rank with its partial[n]; returns with out[n] = partial_0 + ... + partial_{P-1}.
   void all_reduce_sum(int rank, const float* partial, float* out, int64_t n);
@@ -48,8 +62,23 @@ class RankGroup {
 
  private:
   int ranks_;
+  ReduceDtype dtype_;
   Barrier barrier_;
   std::vector<std::vector<float>> slots_;
+};
+
+// The ranks of a session with tp > 1: a pinned pool of `ranks` threads (named "rank R" in
+// traces) and their RankGroup. run(fn) calls fn(rank) on every rank and returns when all did.
+class RankRunner {
+ public:
+  static Result<std::unique_ptr<RankRunner>> create(int ranks, int64_t max_elements, ReduceDtype dtype);
+  ~RankRunner();
+  RankGroup& group() { return *group_; }
+  void run(const std::function<void(int rank)>& fn);
+
+ private:
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<RankGroup> group_;
 };
 
 }  // namespace recur

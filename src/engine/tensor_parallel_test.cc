@@ -7,10 +7,13 @@
 #include <cmath>
 #include <thread>
 
+#include "core/convert.h"
 #include "core/thread_pool.h"
+#include "engine/hybrid.h"
 #include "engine/llama.h"
 #include "engine/sampler.h"
 #include "engine/synthetic.h"
+#include "engine/test_models.h"
 
 namespace recur {
 namespace {
@@ -56,6 +59,21 @@ TEST(TensorParallel, AllReduceSumsInRankOrderOnEveryRank) {
     // ((1e8 - 1e8) + 0) + 0 in rank order: exactly 0 on every rank.
     EXPECT_EQ(out[size_t(r)][1], 0.0f);
     EXPECT_EQ(out[size_t(r)][2], out[0][2]) << "ranks must hold bit-identical sums";
+  }
+}
+
+// bf16 collectives: each partial and the rank-order sum rounded to bf16, on every rank alike.
+TEST(TensorParallel, Bf16AllReduceRoundsPartialsAndSum) {
+  constexpr int P = 2;
+  RankGroup group(P, 2, ReduceDtype::kBf16);
+  auto pool = ThreadPool::create({.threads = P, .pin = false});
+  std::vector<std::vector<float>> out(P, std::vector<float>(2));
+  const float a[2] = {1.00390625f + 1e-4f, 3.3f}, b[2] = {1e-3f, -1.1f};
+  (*pool)->run_on_all([&](int r) { group.all_reduce_sum(r, r == 0 ? a : b, out[size_t(r)].data(), 2); });
+  auto bf = [](float x) { return bf16_to_fp32(fp32_to_bf16(x)); };
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(out[0][size_t(i)], bf(bf(a[i]) + bf(b[i]))) << i;
+    EXPECT_EQ(out[1][size_t(i)], out[0][size_t(i)]);
   }
 }
 
@@ -112,6 +130,74 @@ void expect_tp_matches_tp1(gguf::TensorType dtype) {
 
 TEST(TensorParallel, LlamaF32GreedyTokensMatchTp1) { expect_tp_matches_tp1(gguf::TensorType::kF32); }
 TEST(TensorParallel, LlamaQ8GreedyTokensMatchTp1) { expect_tp_matches_tp1(gguf::TensorType::kQ8_0); }
+
+// Hybrid (testing::tiny_hybrid_config): KDA value heads (2 per key head), attention heads, FFN
+// columns or every expert's columns, and the vocabulary split across ranks; TP=4 puts two ranks
+// on one KDA key head.
+// Greedy tokens and every step's logits of `steps` steps from token 5 at knobs `tp`.
+std::vector<std::vector<float>> hybrid_run(const Model& model, ThreadPool& pool, int tp, int steps,
+                                           std::vector<TokenId>* tokens) {
+  Config knobs;
+  EXPECT_TRUE(knobs.set("engine.tp", std::to_string(tp)).has_value());
+  auto s = model.new_session(pool, steps + 1, knobs);
+  EXPECT_TRUE(s.has_value()) << (s ? "" : s.error().message());
+  std::vector<std::vector<float>> out;
+  TokenId t = 5;
+  for (int i = 0; i < steps; ++i) {
+    auto logits = (*s)->step(t);
+    EXPECT_TRUE(logits.has_value());
+    out.emplace_back(logits->begin(), logits->end());
+    tokens->push_back(t = argmax(*logits));
+  }
+  return out;
+}
+
+TEST(TensorParallel, HybridGreedyTokensAndLogitsMatchTp1) {
+  for (int experts : {0, 4}) {
+    auto w = synthetic_model({testing::tiny_hybrid_config(experts), gguf::TensorType::kF32, 7});
+    ASSERT_TRUE(w.has_value()) << w.error().message();
+    std::vector<std::byte> bytes = w->serialize();
+    auto model = model_from_file(std::move(*gguf::parse(bytes, "hybrid-tp.gguf")));
+    ASSERT_TRUE(model.has_value()) << model.error().message();
+    auto pool = ThreadPool::create({.threads = 2, .pin = false});
+    std::vector<TokenId> want;
+    auto base = hybrid_run(**model, **pool, 1, 16, &want);
+    for (int tp : {2, 4}) {
+      std::vector<TokenId> got;
+      auto logits = hybrid_run(**model, **pool, tp, 16, &got);
+      EXPECT_EQ(got, want) << "tp=" << tp << " experts=" << experts;
+      double max_diff = 0, scale = 0;
+      for (size_t i = 0; i < base.size(); ++i)
+        for (size_t j = 0; j < base[i].size(); ++j) {
+          max_diff = std::max(max_diff, double(std::fabs(base[i][j] - logits[i][j])));
+          scale = std::max(scale, double(std::fabs(base[i][j])));
+        }
+      EXPECT_LT(max_diff, 1e-5 * scale) << "tp=" << tp << " experts=" << experts;
+    }
+  }
+}
+
+TEST(TensorParallel, HybridRejectsSplitsThatDoNotDivide) {
+  ModelConfig c = testing::tiny_hybrid_config(0);
+  c.kda_heads = 6;
+  c.kda_key_heads = 3;
+  auto w = synthetic_model({c, gguf::TensorType::kF32, 1});
+  ASSERT_TRUE(w.has_value()) << w.error().message();
+  std::vector<std::byte> bytes = w->serialize();
+  auto model = model_from_file(std::move(*gguf::parse(bytes, "m")));
+  ASSERT_TRUE(model.has_value()) << model.error().message();
+  auto pool = ThreadPool::create({.threads = 1, .pin = false});
+  Config knobs;
+  ASSERT_TRUE(knobs.set("engine.tp", "4").has_value());
+  auto s = (*model)->new_session(**pool, 8, knobs);
+  ASSERT_FALSE(s.has_value());
+  EXPECT_NE(s.error().message().find("does not divide the 6 KDA value heads"), std::string::npos)
+      << s.error().message();
+  ASSERT_TRUE(knobs.set("engine.tp", "2").has_value());
+  s = (*model)->new_session(**pool, 8, knobs);
+  ASSERT_FALSE(s.has_value()) << "3 key heads over 2 ranks: a rank's value heads would straddle key heads";
+  EXPECT_NE(s.error().message().find("3 KDA key heads"), std::string::npos) << s.error().message();
+}
 
 TEST(TensorParallel, RejectsSplitsThatDoNotDivide) {
   ModelConfig c = tp_config();

@@ -152,4 +152,12 @@ Result<Q8Activations> q8_activations_from_config(const Config& config);
 Status gemm_stored(const WeightView& w, const float* x, int64_t m, float* y, ThreadPool* pool,
                    Workspace* ws = nullptr, Q8Activations q8 = Q8Activations::kF32);
 
+// BF16 weights read in place against x at a bf16-family precision (docs/gemm.md): kBf16 rounds
+// x to bf16; kBf16x3 splits it into hi + lo, kBf16x6 into hi + mid + lo. W is exactly bf16, so
+// the products with W's lower parts vanish and only x's parts remain: the parts are the rows of
+// one bf16 GEMM (vdpbf16ps) that streams W once, and each output adds its parts' sums smallest
+// first. kF32 is gemm_stored's widening GEMV; other precisions and formats are refused.
+Status gemm_stored_bf16(const WeightView& w, Precision precision, const float* x, int64_t m, float* y,
+                        ThreadPool* pool, Workspace* ws = nullptr);
+
 }  // namespace recur::gemm

@@ -7,6 +7,7 @@
 #include "core/cpu_features.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/gemm/gemm_internal.h"
+#include "kernels/gemm/gemm_round.h"
 
 namespace recur::gemm {
 
@@ -74,6 +75,39 @@ Status gemm_stored(const WeightView& w, const float* x, int64_t m, float* y, Thr
     fn = kern.q8_0q8;
   }
   run_dot(fn, a, m, w.n, kc, 64, pool);
+  return ok_status();
+}
+
+Status gemm_stored_bf16(const WeightView& w, Precision precision, const float* x, int64_t m, float* y,
+                        ThreadPool* pool, Workspace* ws) {
+  if (precision == Precision::kF32) return gemm_stored(w, x, m, y, pool, ws);
+  const int parts = precision == Precision::kBf16 ? 1 : precision == Precision::kBf16x3 ? 2 : 3;
+  if (w.format != WeightFormat::kBf16 || (parts == 3 && precision != Precision::kBf16x6))
+    return invalid_argument("gemm_stored_bf16: {} weights at precision {}: expected bf16 weights and f32, bf16, "
+                            "bf16x3 or bf16x6",
+                            weight_format_name(w.format), precision_name(precision));
+  if (w.n < 1 || w.k < 1 || w.data == nullptr || m < 1 || x == nullptr || y == nullptr)
+    return invalid_argument("gemm_stored_bf16: [{}, {}] x m={}: expected n, k, m >= 1 and data", w.n, w.k, m);
+  thread_local Workspace local;
+  Workspace& s = ws != nullptr ? *ws : local;
+  // Row p * m + i of xp is part p of x row i; row p * m + i of yp its sums.
+  auto* xp = reinterpret_cast<uint16_t*>(s.bytes(0, size_t(parts * m * w.k) * sizeof(uint16_t)));
+  const int64_t mk = m * w.k;
+  for (int64_t i = 0; i < mk; ++i) {
+    float r = x[i];
+    for (int p = 0; p < parts; ++p) {
+      xp[p * mk + i] = bf16_round(r);
+      r -= bf16_value(xp[p * mk + i]);  // exact: the residual of a bf16 rounding fits fp32
+    }
+  }
+  const int64_t rows = parts * m;
+  float* yp = parts == 1 ? y : reinterpret_cast<float*>(s.bytes(1, size_t(rows * w.n) * sizeof(float)));
+  DotArgs a{.k = w.k, .x = xp, .w = w.data, .y = yp, .ldy = w.n};
+  run_dot(dot_kernels(active_isa()).bf16, a, rows, w.n, rows <= 8 ? w.k : 2048, 64, pool);
+  if (parts == 1) return ok_status();
+  const int64_t mn = m * w.n;
+  for (int64_t i = 0; i < mn; ++i)
+    y[i] = parts == 2 ? yp[i] + yp[mn + i] : yp[i] + (yp[mn + i] + yp[2 * mn + i]);
   return ok_status();
 }
 

@@ -121,6 +121,49 @@ TEST(GemmStored, Q8ActivationsMatchReferenceOnEveryIsa) {
   }
 }
 
+// BF16 weights against x rounded or split into bf16 parts (the engine's projections at
+// kernel.gemm.precision): W is exactly bf16, so reference_precision over the widened weights is
+// the exact value of what the kernel computes, up to fp32 accumulation.
+TEST(GemmStored, Bf16WeightsAtBf16PrecisionsMatchReferenceOnEveryIsa) {
+  auto pool = ThreadPool::create({.threads = 2, .pin = false});
+  ASSERT_TRUE(pool.has_value());
+  for (Isa isa : runnable_isas()) {
+    for (Precision p : {Precision::kF32, Precision::kBf16, Precision::kBf16x3, Precision::kBf16x6}) {
+      for (int64_t k : {17, 100, 1000}) {
+        for (int64_t m : {1, 3, 5}) {
+          const int64_t n = 37;
+          const uint64_t seed = uint64_t(k * 3 + m);
+          auto x = random_values(size_t(m * k), seed, int(seed % 3));
+          auto bytes = encode(WeightFormat::kBf16, random_values(size_t(n * k), seed + 9), n, k);
+          const WeightView view{.format = WeightFormat::kBf16, .n = n, .k = k, .data = bytes.data()};
+          std::vector<float> wide(size_t(n * k)), y(size_t(m * n));
+          for (size_t i = 0; i < wide.size(); ++i) {
+            uint16_t h;
+            std::memcpy(&h, bytes.data() + 2 * i, 2);
+            wide[i] = bf16_to_fp32(h);
+          }
+          {
+            ScopedIsaCap cap(isa);
+            auto st = gemm_stored_bf16(view, p, x.data(), m, y.data(), pool->get());
+            ASSERT_TRUE(st.has_value()) << st.error().to_string();
+          }
+          std::vector<double> ref(y.size()), mag(y.size());
+          ASSERT_TRUE(reference_precision(p, x, wide, m, n, k, ref, mag).has_value());
+          for (size_t i = 0; i < y.size(); ++i)
+            ASSERT_LE(std::fabs(y[i] - ref[i]), double(k + 8) * std::ldexp(1.0, -24) * mag[i])
+                << precision_name(p) << " " << isa_name(isa) << " M" << m << " K" << k << " at " << i;
+        }
+      }
+    }
+  }
+  std::vector<std::byte> f32(4 * 8);
+  std::vector<float> x(8), y(1);
+  EXPECT_FALSE(gemm_stored_bf16({.format = WeightFormat::kF32, .n = 1, .k = 8, .data = f32.data()},
+                                Precision::kBf16x3, x.data(), 1, y.data(), nullptr)
+                   .has_value())
+      << "only bf16 weights";
+}
+
 TEST(GemmStored, RejectsQ8WithPartialBlocksAndEmptyWeights) {
   std::vector<std::byte> data(340);
   std::vector<float> x(40), y(1);

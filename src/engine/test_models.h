@@ -1,0 +1,32 @@
+// Small model configurations the engine's tests share (header-only, tests only).
+#pragma once
+
+#include "engine/model_config.h"
+
+namespace recur::testing {
+
+// A 4-layer hybrid ("kkka"), dim 64: 4 KDA value heads on 2 key heads of 16, 4 attention heads
+// on 2 KV heads of 16, FFN 64 (or `experts` experts, top-2, plus a shared one), vocab 400.
+inline ModelConfig tiny_hybrid_config(int experts) {
+  ModelConfig c;
+  c.arch = Arch::kHybrid;
+  c.dim = 64;
+  c.n_layers = 4;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.head_dim = 16;
+  c.ffn_dim = 64;
+  c.vocab = 400;
+  c.context = 64;
+  c.layer_pattern = "kkka";
+  c.kda_heads = 4;
+  c.kda_key_heads = 2;
+  c.kda_head_dim = 16;
+  c.conv_size = 4;
+  c.n_experts = experts;
+  c.n_experts_used = experts ? 2 : 0;
+  c.shared_expert = experts > 0;
+  return c;
+}
+
+}  // namespace recur::testing
