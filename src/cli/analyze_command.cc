@@ -1,36 +1,24 @@
 // `recur analyze`: the parent of every trace-analysis verb (cli/analyze.h). It only collects
 // the verbs that registered themselves and requires one of them.
-#include <algorithm>
-#include <string>
-#include <utility>
-#include <vector>
-
 #include "cli/analyze.h"
+#include "cli/verb_group.h"
 
 namespace recur::cli {
 namespace {
 
-std::vector<std::pair<std::string, AnalyzeRegisterFn>>& analyze_verbs() {
-  static std::vector<std::pair<std::string, AnalyzeRegisterFn>> verbs;
+VerbGroup& analyze_verbs() {
+  static VerbGroup verbs;
   return verbs;
 }
 
 void register_analyze(CLI::App& app, Invocation& inv) {
-  CLI::App* analyze = app.add_subcommand(
-      "analyze",
-      "Trace analyses: overlap, breakdown, diff, locks, critical path, HTA-compatible figures");
-  analyze->require_subcommand(1);
-  auto verbs = analyze_verbs();
-  std::sort(verbs.begin(), verbs.end());
-  for (auto& [name, fn] : verbs) fn(*analyze, inv);
+  analyze_verbs().register_on(
+      app, "analyze", "Trace analyses: overlap, breakdown, diff, locks, critical path, HTA-compatible figures", inv);
 }
 
 }  // namespace
 
-bool add_analyze_verb(const char* name, AnalyzeRegisterFn fn) {
-  analyze_verbs().emplace_back(name, fn);
-  return true;
-}
+bool add_analyze_verb(const char* name, AnalyzeRegisterFn fn) { return analyze_verbs().add(name, fn); }
 
 RECUR_CLI_COMMAND(analyze, register_analyze);
 
