@@ -1,5 +1,6 @@
 #include "core/knobs.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -95,6 +96,15 @@ Status KnobRegistry::add(KnobSpec spec) {
     return invalid_argument("knob {}: default '{}' is invalid: {}", spec.name, spec.default_value, s.error().message());
   std::string key = spec.name;
   specs_.emplace(std::move(key), std::move(spec));
+  return ok_status();
+}
+
+Status KnobRegistry::add_choice(std::string_view name, std::string choice) {
+  auto it = specs_.find(name);
+  if (it == specs_.end()) return not_found("knob {} is not registered", name);
+  if (it->second.type != KnobType::kEnum) return invalid_argument("knob {} is not an enum", name);
+  auto& choices = it->second.choices;
+  if (std::find(choices.begin(), choices.end(), choice) == choices.end()) choices.push_back(std::move(choice));
   return ok_status();
 }
 

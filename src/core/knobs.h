@@ -42,6 +42,9 @@ class KnobRegistry {
   static KnobRegistry& global();
   // Fails on a duplicate name or a default that does not pass its own check.
   Status add(KnobSpec spec);
+  // Adds a choice to an enum knob (a kernel variant registered after start-up); call it before
+  // other threads read the registry.
+  Status add_choice(std::string_view name, std::string choice);
   // Exact name, or the "[]" family an indexed name belongs to.
   const KnobSpec* find(std::string_view name) const;
   std::vector<const KnobSpec*> all() const;  // sorted by name

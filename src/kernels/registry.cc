@@ -195,6 +195,9 @@ Status KernelRegistry::add_variant(std::string_view kernel, VariantSpec variant)
   if (it == specs_.end()) return unexpected(lookup(kernel).error());
   if (it->second.find_variant(variant.name))
     return invalid_argument("kernel {}: variant '{}' is registered twice", kernel, variant.name);
+  // The variant knob offers it too, so configurations (and the agent) can select it.
+  const std::string knob = fmt::format("kernel.{}.variant", kernel);
+  if (KnobRegistry::global().find(knob) != nullptr) RECUR_RETURN_IF_ERROR(KnobRegistry::global().add_choice(knob, variant.name));
   it->second.variants.push_back(std::move(variant));
   return ok_status();
 }

@@ -1,0 +1,129 @@
+#include "agent/episode.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "gate/toml_reader.h"
+#include "kernels/registry.h"
+
+namespace recur::agent {
+
+namespace {
+
+namespace fs = std::filesystem;
+using gate::TomlTable;
+
+// Knob assignments of a table; nested tables flatten to dotted names (`engine.tp = 4`).
+Status read_knobs(const TomlTable& t, const toml::table& table, const std::string& prefix,
+                  std::map<std::string, std::string>& out) {
+  for (auto&& [k, v] : table) {
+    std::string name = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
+    if (v.is_table()) {
+      RECUR_RETURN_IF_ERROR(read_knobs(t, *v.as_table(), name, out));
+      continue;
+    }
+    if (v.is_string()) out[name] = v.as_string()->get();
+    else if (v.is_integer()) out[name] = fmt::format("{}", v.as_integer()->get());
+    else if (v.is_floating_point()) out[name] = fmt::format("{}", v.as_floating_point()->get());
+    else if (v.is_boolean()) out[name] = v.as_boolean()->get() ? "true" : "false";
+    else return unexpected(t.error_at(v, name, "expected a string, number or boolean knob value"));
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+const gate::Arm& Episode::candidate_arm() const { return *gate.find_arm(candidate); }
+
+Result<Episode> parse_episode(std::string_view toml_text, std::string_view path, const KnobRegistry& registry) {
+  const std::string file = path.empty() ? "<episode>" : std::string(path);
+  kernels::KernelRegistry::global();  // registers the kernels' variant knobs
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, std::string_view(file));
+  } catch (const toml::parse_error& e) {
+    const auto& p = e.source().begin;
+    return parse_error("{}:{}:{}: {}", file, p.line, p.column, e.description());
+  }
+  Episode ep;
+  ep.path = std::string(path);
+  TomlTable top(root, file, "the top level");
+  RECUR_ASSIGN_OR_RETURN(auto name, top.string("name"));
+  ep.name = name ? *name : fs::path(file).stem().string();
+  RECUR_ASSIGN_OR_RETURN(auto description, top.string("description"));
+  if (description) ep.description = *description;
+  RECUR_ASSIGN_OR_RETURN(auto budget, top.number("budget_s", 1, 86400));
+  if (budget) ep.budget_s = *budget;
+  RECUR_ASSIGN_OR_RETURN(auto max_experiments, top.integer("max_experiments", 1, 10000));
+  if (max_experiments) ep.max_experiments = int(*max_experiments);
+
+  RECUR_ASSIGN_OR_RETURN(auto gate_rel, top.string("gate"));
+  if (!gate_rel) return parse_error("{}: missing 'gate' (the path of a gate spec, relative to this file)", file);
+  fs::path gate_path(*gate_rel);
+  if (gate_path.is_relative() && !path.empty()) gate_path = fs::path(file).parent_path() / gate_path;
+  ep.gate_path = gate_path.string();
+  auto gate = gate::load_gate_spec(ep.gate_path, registry);
+  if (!gate) return unexpected(gate.error().with_context(file + ": gate"));
+  ep.gate = std::move(*gate);
+
+  RECUR_ASSIGN_OR_RETURN(auto candidate, top.string("candidate"));
+  ep.candidate = candidate ? *candidate : "cand";
+  const gate::Arm* arm = ep.gate.find_arm(ep.candidate);
+  if (arm == nullptr) {
+    std::vector<std::string> names;
+    for (const gate::Arm& a : ep.gate.arms) names.push_back(a.name);
+    return parse_error("{}: candidate '{}' is not an arm of {}; arms: {}", file, ep.candidate, ep.gate_path,
+                       fmt::join(names, ", "));
+  }
+  for (const auto& [k, v] : arm->knobs) ep.start[k] = v;
+
+  RECUR_ASSIGN_OR_RETURN(auto start, top.subtable("start"));
+  if (start) {
+    std::map<std::string, std::string> knobs;
+    RECUR_RETURN_IF_ERROR(read_knobs(*start, start->table(), "", knobs));
+    for (auto& [k, v] : knobs) ep.start[k] = v;
+  }
+  Config check(registry);
+  for (const auto& [k, v] : ep.start) {
+    if (Status s = check.set(k, v); !s) return parse_error("{}: [start] {}: {}", file, k, s.error().message());
+  }
+
+  RECUR_ASSIGN_OR_RETURN(auto search, top.subtable("search"));
+  if (search) {
+    RECUR_ASSIGN_OR_RETURN(auto fixed, search->strings("fixed"));
+    if (fixed) {
+      for (const std::string& k : *fixed) {
+        if (registry.find(k) == nullptr)
+          return unexpected(search->error_at(*search->find("fixed"), "fixed", fmt::format("unknown knob '{}'", k)));
+      }
+      ep.fixed = *fixed;
+    }
+    RECUR_RETURN_IF_ERROR(search->finish());
+  }
+  RECUR_RETURN_IF_ERROR(top.finish());
+  return ep;
+}
+
+Result<Episode> load_episode(const std::string& path, const KnobRegistry& registry) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return io_error("{}: cannot open the episode", path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return io_error("{}: cannot read the episode", path);
+  return parse_episode(text.str(), path, registry);
+}
+
+gate::GateSpec gate_with_candidate(const Episode& e, const std::map<std::string, std::string>& config) {
+  gate::GateSpec spec = e.gate;
+  for (gate::Arm& a : spec.arms) {
+    if (a.name != e.candidate) continue;
+    a.knobs.assign(config.begin(), config.end());
+  }
+  return spec;
+}
+
+}  // namespace recur::agent

@@ -1,0 +1,188 @@
+#include "agent/evidence.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "agent/search_space.h"
+#include "gate/kernel_probe.h"
+#include "kernels/registry.h"
+#include "probe/callgrind.h"
+#include "probe/probe_cli.h"
+
+namespace recur::agent {
+
+namespace {
+
+void collect_calls(const gate::Expr& e, std::vector<gate::MetricRequest>& out) {
+  if (e.op == gate::ExprOp::kCall) {
+    out.push_back(gate::request_for_call(e));
+    return;
+  }
+  if (e.lhs) collect_calls(*e.lhs, out);
+  if (e.rhs) collect_calls(*e.rhs, out);
+}
+
+bool is_kernel_time(gate::MetricSource s) {
+  return s == gate::MetricSource::kKernelTime || s == gate::MetricSource::kKernelRatio;
+}
+
+Result<Config> config_of(const gate::GateSpec& spec, std::string_view arm) {
+  const gate::Arm* a = spec.find_arm(arm);
+  if (a == nullptr) return not_found("gate {}: no arm '{}'", spec.name, arm);
+  return gate::arm_config(spec, *a, Config());
+}
+
+// "memory-bound (0.81 of the bandwidth roof, 0.12 of the compute roof)".
+std::string roofline_class(const Feedback& bench) {
+  const Metric* bw = bench.find_metric("bandwidth_frac");
+  const Metric* fl = bench.find_metric("compute_frac");
+  if (bw == nullptr || fl == nullptr) return "";
+  const char* cls = bw->value >= fl->value ? "memory-bound" : "compute-bound";
+  if (std::max(bw->value, fl->value) < 0.3) cls = "far from both roofs (latency- or overhead-bound)";
+  return fmt::format("{}: {:.2f} of the bandwidth roof, {:.2f} of the compute roof", cls, bw->value, fl->value);
+}
+
+// The parts of a kernel, from the callgrind split, largest first, after the kernel itself.
+void add_region_parts(const Feedback& split, std::vector<Attribution>& parts, std::vector<std::string>& findings) {
+  std::vector<Attribution> regions;
+  for (const Attribution& a : split.attribution)
+    if (a.component != kUnattributed) regions.push_back(a);
+  std::stable_sort(regions.begin(), regions.end(), [](const Attribution& a, const Attribution& b) { return a.share > b.share; });
+  std::string line = "instruction split:";
+  for (const Attribution& a : regions) line += fmt::format(" {} {:.0f}%", a.component, 100 * a.share);
+  if (!regions.empty()) findings.push_back(line);
+  for (Attribution& a : regions) parts.push_back(std::move(a));
+}
+
+Result<Evidence> kernel_time_evidence(const Episode& ep, const gate::GateSpec& spec, const Config& cand,
+                                      ExperimentLog& log, const Progress& progress, Evidence ev) {
+  const gate::KernelWorkload w = kernel_workload_for(spec, ep.candidate);
+  RECUR_ASSIGN_OR_RETURN(std::string variant, cand.get(fmt::format("kernel.{}.variant", w.kernel)));
+  RECUR_ASSIGN_OR_RETURN(probe::KernelTarget t, probe::resolve_kernel_target(kernels::KernelRegistry::global(),
+                                                                            w.kernel, variant, "", w.shape, variant));
+  const std::string component = "kernel:" + w.kernel;
+  ev.components.push_back({component, 1.0, fmt::format("`{}` times {} variant {}", ev.condition, w.kernel, t.variant->name)});
+  if (progress) progress(fmt::format("attribute: instruction split of {} {} (callgrind)", w.kernel, t.variant->name));
+  RECUR_ASSIGN_OR_RETURN(
+      LoggedExperiment split,
+      log.run({.hypothesis = fmt::format("the instruction split of {} variant {} shows which part costs most", w.kernel,
+                                         t.variant->name),
+               .probe = "bench.callgrind", .tier = 0, .config_diff = {}},
+              [&] { return probe::bench_callgrind(*t.spec, *t.variant, nullptr, t.shape, probe::CallgrindOptions{}); },
+              [](const Feedback&) { return Decision::kNone; }));
+  if (split.feedback.verdict != Verdict::kFailed) add_region_parts(split.feedback, ev.components, ev.findings);
+  if (progress) progress(fmt::format("attribute: roofline class of {} {} (bench)", w.kernel, t.variant->name));
+  RECUR_ASSIGN_OR_RETURN(
+      LoggedExperiment bench,
+      log.run({.hypothesis = fmt::format("the roofline class of {} variant {} says what bounds it", w.kernel, t.variant->name),
+               .probe = "bench.kernel", .tier = 2, .config_diff = {}},
+              [&]() -> Result<Feedback> {
+                RECUR_ASSIGN_OR_RETURN(gate::KernelMeasurement m, gate::measure_kernel_time(w, cand, {}));
+                return std::move(m.feedback);
+              },
+              [](const Feedback&) { return Decision::kNone; }));
+  if (std::string cls = roofline_class(bench.feedback); !cls.empty()) ev.findings.push_back(cls);
+  return ev;
+}
+
+Result<Evidence> kernel_numerics_evidence(const Episode& ep, const gate::GateSpec& spec, const Config& cand,
+                                          ExperimentLog& log, const Progress& progress, Evidence ev) {
+  const gate::KernelWorkload w = kernel_workload_for(spec, ep.candidate);
+  if (progress) progress(fmt::format("attribute: check {} against float64 (shards, tiles)", w.kernel));
+  RECUR_ASSIGN_OR_RETURN(
+      LoggedExperiment check,
+      log.run({.hypothesis = fmt::format("check localizes the error of {}", w.kernel), .probe = "check.kernel", .tier = 1,
+               .config_diff = {}},
+              [&]() -> Result<Feedback> {
+                RECUR_ASSIGN_OR_RETURN(gate::KernelCheckMeasurement m, gate::measure_kernel_check(w, cand, nullptr, {}));
+                return std::move(m.feedback);
+              },
+              [](const Feedback&) { return Decision::kNone; }));
+  ev.components.push_back({"kernel:" + w.kernel, 1.0, fmt::format("check {} max_rel_err", w.kernel)});
+  for (const std::string& n : check.feedback.notes)
+    if (n.find("worst") != std::string::npos || n.find("shard") != std::string::npos) ev.findings.push_back(n);
+  return ev;
+}
+
+// The knobs in which two arms differ, by the components they are tagged with.
+Result<Evidence> config_diff_evidence(const gate::GateSpec& spec, const std::vector<gate::MetricRequest>& calls,
+                                      ExperimentLog& log, const Progress& progress, Evidence ev) {
+  std::string a = calls.front().arm, b = calls.front().vs;
+  for (const gate::MetricRequest& r : calls)
+    if (!r.vs.empty()) a = r.arm, b = r.vs;
+  RECUR_ASSIGN_OR_RETURN(Config ca, config_of(spec, a));
+  Config cb;
+  if (!b.empty()) {
+    RECUR_ASSIGN_OR_RETURN(cb, config_of(spec, b));
+  }
+  if (progress) progress(fmt::format("attribute: knobs in which {} and {} differ", a, b.empty() ? "the defaults" : b));
+  auto probe = [&]() -> Result<Feedback> {
+    Feedback f;
+    f.probe = "analyze.config_diff";
+    f.tier = 0;
+    f.subject = fmt::format("arms {} vs {}", a, b.empty() ? "defaults" : b);
+    f.verdict = Verdict::kConfirmed;
+    std::vector<std::pair<const KnobSpec*, std::string>> diffs;
+    for (const KnobSpec* k : KnobRegistry::global().all()) {
+      const std::string va = effective_value(ca, *k), vb = effective_value(cb, *k);
+      if (va != vb) diffs.emplace_back(k, fmt::format("{}: {} vs {}", k->name, va, vb));
+    }
+    std::map<std::string, std::vector<std::string>> by_component;
+    for (const auto& [k, line] : diffs)
+      for (const std::string& c : k->components) by_component[c].push_back(line);
+    for (const auto& [c, lines] : by_component) {
+      const double share = double(lines.size()) / double(std::max<size_t>(1, diffs.size()));
+      std::string evidence;
+      for (const std::string& l : lines) evidence += (evidence.empty() ? "" : "; ") + l;
+      f.attribution.push_back({c, std::min(1.0, share), evidence});
+    }
+    std::stable_sort(f.attribution.begin(), f.attribution.end(),
+                     [](const Attribution& x, const Attribution& y) { return x.share > y.share; });
+    f.add_metric("knobs_differing", double(diffs.size()));
+    if (diffs.empty()) f.notes.push_back("the arms differ in no knob: the gap is not a configuration difference");
+    return f;
+  };
+  RECUR_ASSIGN_OR_RETURN(
+      LoggedExperiment diff,
+      log.run({.hypothesis = fmt::format("the knobs in which {} and {} differ explain `{}`", a, b.empty() ? "defaults" : b,
+                                         ev.condition),
+               .probe = "analyze.config_diff", .tier = 0, .config_diff = {}},
+              probe, [](const Feedback&) { return Decision::kNone; }));
+  for (const Attribution& at : diff.feedback.attribution) {
+    ev.components.push_back(at);
+    ev.findings.push_back(fmt::format("{} ({})", at.component, at.evidence));
+  }
+  return ev;
+}
+
+}  // namespace
+
+gate::KernelWorkload kernel_workload_for(const gate::GateSpec& spec, std::string_view arm) {
+  (void)arm;
+  return spec.kernel ? *spec.kernel : gate::KernelWorkload{};
+}
+
+Result<Evidence> attribute_gap(const Episode& episode, const std::map<std::string, std::string>& config,
+                               const GateState& gate, ExperimentLog& log, const Progress& progress) {
+  const gate::GateSpec spec = gate_with_candidate(episode, config);
+  const gate::Condition* c = gate.deciding(spec);
+  if (c == nullptr) return make_error(ErrorCode::kFailedPrecondition, "attribute: gate {} has no failing condition to attribute", spec.name);
+  Evidence ev;
+  ev.condition = c->text;
+  std::vector<gate::MetricRequest> calls;
+  collect_calls(c->expr, calls);
+  RECUR_ASSIGN_OR_RETURN(Config cand, config_of(spec, episode.candidate));
+  auto touches_candidate = [&](const gate::MetricRequest& r) { return r.arm == episode.candidate || r.vs == episode.candidate; };
+  for (const gate::MetricRequest& r : calls) {
+    if (!touches_candidate(r)) continue;
+    if (is_kernel_time(r.def->source)) return kernel_time_evidence(episode, spec, cand, log, progress, std::move(ev));
+    if (r.def->source == gate::MetricSource::kKernelCheck)
+      return kernel_numerics_evidence(episode, spec, cand, log, progress, std::move(ev));
+  }
+  if (calls.empty()) return make_error(ErrorCode::kFailedPrecondition, "attribute: condition `{}` measures nothing", c->text);
+  return config_diff_evidence(spec, calls, log, progress, std::move(ev));
+}
+
+}  // namespace recur::agent

@@ -1,0 +1,43 @@
+// Attribution: the loop's step 2. When the gate fails, the cheapest probe that can say *which
+// component* explains the gap runs, and its Feedback becomes Evidence for the proposer
+// (docs/agent.md, "The probe ladder"). Nothing here knows an episode.
+//
+// The deciding condition's metrics choose the probes:
+//   kernel time (time_us, time_ratio, speedup)  bench.callgrind (tier 0): instruction split of
+//       the candidate's variant by the kernel's regions; bench.kernel (tier 2): roofline class
+//   kernel numerics (max_*_err, check_pass)     check.kernel (tier 1): worst shard and tile
+//   engine agreement and throughput             analyze.config_diff (tier 0): the knobs in which
+//       the failing arms differ, by component (the components their knobs are tagged with)
+// Every probe is one journal experiment (decision none).
+// Not thread-safe (probes time things).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agent/episode.h"
+#include "agent/experiment_log.h"
+#include "agent/gate_state.h"
+#include "core/feedback.h"
+
+namespace recur::agent {
+
+struct Evidence {
+  std::string condition;                // the deciding condition, as written
+  std::vector<Attribution> components;  // most responsible first; never empty when found
+  std::vector<std::string> findings;    // one line each, for hypotheses and the summary
+};
+
+using Progress = std::function<void(std::string_view)>;
+
+// Runs the attribution probes for the gate's deciding condition on the candidate configuration.
+Result<Evidence> attribute_gap(const Episode& episode, const std::map<std::string, std::string>& config,
+                               const GateState& gate, ExperimentLog& log, const Progress& progress);
+
+// The kernel workload an arm measures (the spec's kernel workload, with the arm's overrides).
+gate::KernelWorkload kernel_workload_for(const gate::GateSpec& spec, std::string_view arm);
+
+}  // namespace recur::agent

@@ -1,0 +1,69 @@
+// Runs the agent's experiments through the journal so that a run can be resumed by replaying
+// it: the loop is a deterministic function of the Feedback records it has seen, so a resumed
+// run executes the same code, and every experiment the journal already holds as done is
+// returned from the journal instead of being run again (docs/agent.md, "Crash and resume").
+//
+//   ExperimentLog log(journal, run.id);
+//   auto out = log.run({.hypothesis = "...", .probe = "bench.kernel", .tier = 2, .config_diff = d},
+//                      [&] { return bench(...); },                    // not called when replayed
+//                      [](const Feedback& f) { return Decision::kNone; });
+//
+// A step whose spec differs from the one recorded (the episode or recur changed in between) is
+// an error, never a silent overwrite. A step that crashed the process max_attempts times is
+// abandoned with a `failed` Feedback. Budgets count recorded probe cost, so a replay makes the
+// same budget decisions as the original run. Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string_view>
+
+#include "agent/journal.h"
+#include "core/feedback.h"
+#include "core/status.h"
+
+namespace recur::agent {
+
+struct LoggedExperiment {
+  int64_t step = 0;
+  ExperimentSpec spec;
+  Feedback feedback;
+  Decision decision = Decision::kNone;
+  bool replayed = false;  // taken from the journal, not run
+};
+
+class ExperimentLog {
+ public:
+  using Probe = std::function<Result<Feedback>()>;
+  using Decide = std::function<Decision(const Feedback&)>;
+
+  ExperimentLog(Journal& journal, int64_t run_id, int max_attempts = 3);
+  // Called with one line before each experiment runs ("[12.3/300 s] step 7 bench.kernel (tier
+  // 2): <hypothesis>") and for each replayed one.
+  void set_progress(std::function<void(std::string_view)> progress, double budget_s);
+
+  // A probe that returns an error is recorded as a `failed` Feedback naming the error (the loop
+  // goes on; the decision function sees it). Errors here are the journal's own.
+  Result<LoggedExperiment> run(const ExperimentSpec& spec, const Probe& probe, const Decide& decide);
+
+  double spent_s() const { return spent_s_; }  // recorded cost of every experiment so far
+  int64_t steps() const { return next_step_; }
+  int replayed() const { return replayed_; }
+  int64_t run_id() const { return run_id_; }
+  Journal& journal() { return journal_; }
+
+ private:
+  Journal& journal_;
+  int64_t run_id_;
+  int max_attempts_;
+  int64_t next_step_ = 0;
+  int replayed_ = 0;
+  double spent_s_ = 0;
+  std::function<void(std::string_view)> progress_;
+  double budget_s_ = 0;
+};
+
+// The Feedback of a probe that could not run: verdict failed, the error in the notes.
+Feedback failed_feedback(const ExperimentSpec& spec, const Error& error, double cost_s);
+
+}  // namespace recur::agent

@@ -1,0 +1,50 @@
+#include "agent/gate_state.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "gate/gate.h"
+
+namespace recur::agent {
+
+const gate::Condition* GateState::deciding(const gate::GateSpec& spec) const {
+  if (passed() || verdict.deciding < 0 || size_t(verdict.deciding) >= spec.conditions.size()) return nullptr;
+  return &spec.conditions[size_t(verdict.deciding)];
+}
+
+GateState gate_state_from_feedback(const gate::GateSpec& spec, const Feedback& f) {
+  gate::MetricValues values;
+  for (const gate::MetricRequest& r : spec.requests) {
+    const Metric* m = f.find_metric(r.key());
+    if (m == nullptr) continue;
+    gate::MetricValue v{.value = gate::Interval::point(m->value), .boolean = r.def->boolean, .unit = m->unit};
+    if (m->ci95) v.value = {m->value, m->ci95->first, m->ci95->second};
+    values[r.key()] = v;
+  }
+  gate::GateResult r = gate::evaluate_gate(spec, values, {}, f.cost_s);
+  return GateState{std::move(r.verdict), std::move(r.values)};
+}
+
+GateScore gate_score(const gate::GateVerdict& v) {
+  GateScore s;
+  for (const gate::ConditionResult& c : v.conditions) {
+    if (c.outcome == gate::Outcome::kFail) ++s.failing;
+    if (c.outcome == gate::Outcome::kInconclusive) ++s.inconclusive;
+    if (c.outcome != gate::Outcome::kPass && std::isfinite(c.slack) && c.slack < 0) s.violation -= c.slack;
+  }
+  return s;
+}
+
+bool closer_to_pass(const GateScore& a, const GateScore& b) {
+  if (a.failing != b.failing) return a.failing < b.failing;
+  if (a.inconclusive != b.inconclusive) return a.inconclusive < b.inconclusive;
+  // Relative slacks of a few percent are within the noise of one measurement: demand a margin.
+  return a.violation < b.violation * 0.9 - 1e-12;
+}
+
+std::string GateScore::to_string() const {
+  return fmt::format("{} failing, {} inconclusive, violation {:.3g}", failing, inconclusive, violation);
+}
+
+}  // namespace recur::agent

@@ -1,0 +1,40 @@
+// The agent's view of one gate evaluation, rebuilt from the gate's Feedback record alone (so a
+// replayed run sees exactly what the original saw), and a score that orders configurations by
+// how far they are from passing.
+// Pure functions; thread-safe.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/feedback.h"
+#include "gate/evaluate.h"
+#include "gate/spec.h"
+
+namespace recur::agent {
+
+struct GateState {
+  gate::GateVerdict verdict;
+  gate::MetricValues values;
+  bool passed() const { return verdict.outcome == gate::Outcome::kPass; }
+  // The deciding condition (failing first, then inconclusive); null when the gate passed or
+  // has none.
+  const gate::Condition* deciding(const gate::GateSpec& spec) const;
+};
+
+// Metric values from the Feedback's metrics (value and ci95), the verdict re-evaluated from them.
+GateState gate_state_from_feedback(const gate::GateSpec& spec, const Feedback& f);
+
+// Lexicographic: fewer failing conditions, then fewer inconclusive ones, then less violation
+// (the sum of negative relative slacks of finite comparisons).
+struct GateScore {
+  int failing = 0;
+  int inconclusive = 0;
+  double violation = 0;
+  std::string to_string() const;
+};
+GateScore gate_score(const gate::GateVerdict& v);
+// a is strictly closer to passing than b.
+bool closer_to_pass(const GateScore& a, const GateScore& b);
+
+}  // namespace recur::agent

@@ -1,0 +1,302 @@
+#include "agent/loop.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "agent/builtin_proposer.h"
+#include "agent/evidence.h"
+#include "agent/gate_state.h"
+#include "gate/gate.h"
+#include "gate/kernel_probe.h"
+#include "kernels/registry.h"
+
+namespace recur::agent {
+
+namespace {
+
+namespace fs = std::filesystem;
+using KnobMap = std::map<std::string, std::string>;
+
+int gate_tier(const gate::GateSpec& spec) {
+  int t = 0;
+  for (const gate::MetricRequest& r : spec.requests) t = std::max(t, r.def->tier);
+  return t;
+}
+
+// The kernel and variant a change selects, when it selects one: a variant knob, or a knob
+// tagged kernel:K whose value names a variant of K (kernel.gemm.precision=bf16x3).
+std::optional<std::pair<std::string, std::string>> kernel_variant_of(const Candidate& c) {
+  const auto& kernels = kernels::KernelRegistry::global();
+  constexpr std::string_view prefix = "kernel.", suffix = ".variant";
+  std::string_view k = c.knob;
+  if (k.starts_with(prefix) && k.ends_with(suffix) && k.size() > prefix.size() + suffix.size()) {
+    std::string name(k.substr(prefix.size(), k.size() - prefix.size() - suffix.size()));
+    if (kernels.find(name)) return std::pair(name, c.value);
+  }
+  const KnobSpec* spec = KnobRegistry::global().find(c.knob);
+  if (spec == nullptr) return std::nullopt;
+  for (const std::string& tag : spec->components) {
+    if (!tag.starts_with("kernel:")) continue;
+    const kernels::KernelSpec* ks = kernels.find(tag.substr(7));
+    if (ks && ks->find_variant(c.value)) return std::pair(ks->name, c.value);
+  }
+  return std::nullopt;
+}
+
+bool condition_times_kernel(const gate::Condition& c, std::string_view candidate) {
+  std::vector<const gate::Expr*> stack = {&c.expr};
+  while (!stack.empty()) {
+    const gate::Expr* e = stack.back();
+    stack.pop_back();
+    if (e->op == gate::ExprOp::kCall) {
+      gate::MetricRequest r = gate::request_for_call(*e);
+      const bool timed = r.def->source == gate::MetricSource::kKernelTime || r.def->source == gate::MetricSource::kKernelRatio;
+      if (timed && (r.arm == candidate || r.vs == candidate)) return true;
+      continue;
+    }
+    if (e->lhs) stack.push_back(e->lhs.get());
+    if (e->rhs) stack.push_back(e->rhs.get());
+  }
+  return false;
+}
+
+Result<Config> to_config(const KnobMap& m) {
+  Config c;
+  for (const auto& [k, v] : m) RECUR_RETURN_IF_ERROR(c.set(k, v));
+  return c;
+}
+
+std::string metric_text(const Feedback& f, std::string_view name) {
+  const Metric* m = f.find_metric(name);
+  if (m == nullptr) return "";
+  if (m->ci95) return fmt::format("{:.3g} [{:.3g}, {:.3g}]", m->value, m->ci95->first, m->ci95->second);
+  return fmt::format("{:.3g}", m->value);
+}
+
+class Loop {
+ public:
+  Loop(const Episode& ep, const LoopOptions& o, Journal& journal, RunRecord run, Proposer& proposer)
+      : ep_(ep), o_(o), run_(std::move(run)), proposer_(proposer), log_(journal, run_.id),
+        budget_s_(o.budget_s.value_or(ep.budget_s)) {
+    log_.set_progress(o.progress, budget_s_);
+  }
+
+  Result<LoopResult> run() {
+    LoopResult out;
+    out.run = run_;
+    out.episode = ep_.path;
+    out.start = ep_.start;
+    KnobMap config = ep_.start;
+    std::set<KnobMap> visited = {config};
+    RECUR_ASSIGN_OR_RETURN(LoggedExperiment g, gate(config, "the starting configuration passes the gate", {}, nullptr));
+    GateState state = gate_state_from_feedback(gate_with_candidate(ep_, config), g.feedback);
+    int inconclusive_reruns = 0, iteration = 0;
+    std::string stop;
+    while (true) {
+      if (state.passed()) break;
+      if (state.verdict.outcome == gate::Outcome::kInconclusive && inconclusive_reruns < 2) {
+        ++inconclusive_reruns;
+        RECUR_ASSIGN_OR_RETURN(g, gate(config, "a second measurement decides the inconclusive gate", {}, nullptr));
+        state = gate_state_from_feedback(gate_with_candidate(ep_, config), g.feedback);
+        continue;
+      }
+      if (!(stop = out_of_budget()).empty()) break;
+      RECUR_ASSIGN_OR_RETURN(Evidence ev, attribute_gap(ep_, config, state, log_, o_.progress));
+      AgentState as{.episode = &ep_, .config = config, .gate_feedback = &g.feedback, .gate = state,
+                    .evidence = ev, .tried = {}, .visited = visited, .iteration = ++iteration};
+      bool kept = false;
+      while (!kept) {
+        if (!(stop = out_of_budget()).empty()) break;
+        RECUR_ASSIGN_OR_RETURN(std::optional<Proposal> p, proposer_.propose(as));
+        if (!p) {
+          stop = fmt::format("the {} proposer has no untried change left for `{}`", proposer_.name(), ev.condition);
+          break;
+        }
+        as.tried.insert(p->change.key());
+        RECUR_ASSIGN_OR_RETURN(std::optional<Finding> f, ladder(*p, config, state, ev, g));
+        if (!f) continue;
+        kept = true;
+        config = apply_change(config, p->change);
+        visited.insert(config);
+        state = gate_state_from_feedback(gate_with_candidate(ep_, config), g.feedback);
+        inconclusive_reruns = 0;
+        out.findings.push_back(std::move(*f));
+      }
+      if (!kept) break;
+    }
+    out.passed = state.passed();
+    out.final_config = config;
+    out.final_gate = state.verdict.reason;
+    out.spent_s = log_.spent_s();
+    out.replayed = log_.replayed();
+    out.outcome = out.passed ? fmt::format("gate pass after {} experiments, {} change(s) kept, {:.1f} s of probes",
+                                           log_.steps(), out.findings.size(), log_.spent_s())
+                             : fmt::format("gate {} after {} experiments: {}; stopped: {}",
+                                           gate::outcome_name(state.verdict.outcome), log_.steps(),
+                                           state.verdict.reason, stop);
+    RECUR_ASSIGN_OR_RETURN(out.experiments, load_experiments());
+    RECUR_RETURN_IF_ERROR(log_.journal().end_run(run_.id, "done", out.outcome));
+    RECUR_ASSIGN_OR_RETURN(out.run, log_.journal().find_run(std::to_string(run_.id)));
+    return out;
+  }
+
+ private:
+  std::string out_of_budget() const {
+    if (log_.spent_s() >= budget_s_) return fmt::format("budget of {:.0f} s spent ({:.1f} s)", budget_s_, log_.spent_s());
+    if (log_.steps() >= ep_.max_experiments) return fmt::format("{} experiments (the episode's limit)", log_.steps());
+    return "";
+  }
+
+  Result<std::vector<LoggedExperiment>> load_experiments() {
+    RECUR_ASSIGN_OR_RETURN(auto recs, log_.journal().experiments(run_.id));
+    std::vector<LoggedExperiment> out;
+    for (ExperimentRecord& r : recs) {
+      if (r.state != ExperimentState::kDone) continue;
+      out.push_back({r.step, r.spec, *r.feedback, *r.decision, false});
+    }
+    return out;
+  }
+
+  Result<LoggedExperiment> gate(const KnobMap& config, std::string hypothesis, KnobDiff diff,
+                                const std::function<Decision(const Feedback&)>& decide) {
+    const gate::GateSpec spec = gate_with_candidate(ep_, config);
+    return log_.run({.hypothesis = std::move(hypothesis), .probe = "gate", .tier = gate_tier(spec), .config_diff = diff},
+                    [&]() -> Result<Feedback> {
+                      gate::GateRunOptions go;
+                      go.progress = [this](std::string_view line) {
+                        if (o_.progress) o_.progress(fmt::format("    {}", line));
+                      };
+                      RECUR_ASSIGN_OR_RETURN(gate::GateResult r, gate::run_gate(spec, go));
+                      return std::move(r.feedback);
+                    },
+                    decide ? decide : [](const Feedback&) { return Decision::kNone; });
+  }
+
+  // Validates one change cheapest first; returns the finding when it is kept (and leaves the
+  // new gate experiment in `g`).
+  Result<std::optional<Finding>> ladder(const Proposal& p, const KnobMap& config, const GateState& state,
+                                        const Evidence& ev, LoggedExperiment& g) {
+    const KnobDiff diff = {{p.change.knob, p.change.value}};
+    const KnobMap next = apply_change(config, p.change);
+    RECUR_ASSIGN_OR_RETURN(Config next_cfg, to_config(next));
+    RECUR_ASSIGN_OR_RETURN(Config cur_cfg, to_config(config));
+    const gate::GateSpec spec = gate_with_candidate(ep_, config);
+    std::string gain;
+
+    // Tier 1: the variant the change selects must pass check against float64.
+    if (auto kv = kernel_variant_of(p.change)) {
+      gate::KernelWorkload w = kernel_workload_for(spec, ep_.candidate);
+      if (w.kernel != kv->first) w = gate::KernelWorkload{.kernel = kv->first, .budget_s = 1, .seeds = {1}};
+      Config check_cfg;
+      RECUR_RETURN_IF_ERROR(check_cfg.set(fmt::format("kernel.{}.variant", kv->first), kv->second));
+      RECUR_ASSIGN_OR_RETURN(
+          LoggedExperiment c,
+          log_.run({.hypothesis = fmt::format("{} variant {} is correct (check against float64)", kv->first, kv->second),
+                    .probe = "check.kernel", .tier = 1, .config_diff = diff},
+                   [&]() -> Result<Feedback> {
+                     RECUR_ASSIGN_OR_RETURN(gate::KernelCheckMeasurement m, gate::measure_kernel_check(w, check_cfg, nullptr, {}));
+                     return std::move(m.feedback);
+                   },
+                   [](const Feedback& f) { return f.verdict == Verdict::kConfirmed ? Decision::kNone : Decision::kRevert; }));
+      if (c.decision == Decision::kRevert) return std::optional<Finding>();
+    }
+
+    // Tier 2: when the gate times the candidate's kernel, the new variant must be faster.
+    const gate::Condition* deciding = state.deciding(spec);
+    const gate::KernelWorkload w = kernel_workload_for(spec, ep_.candidate);
+    if (deciding && condition_times_kernel(*deciding, ep_.candidate) && spec.kernel &&
+        p.change.knob == fmt::format("kernel.{}.variant", w.kernel)) {
+      RECUR_ASSIGN_OR_RETURN(
+          LoggedExperiment b,
+          log_.run({.hypothesis = fmt::format("{} {} is faster than {} ({})", w.kernel, p.change.value, p.change.from,
+                                              p.change.why),
+                    .probe = "bench.kernel", .tier = 2, .config_diff = diff},
+                   [&]() -> Result<Feedback> {
+                     RECUR_ASSIGN_OR_RETURN(gate::KernelMeasurement m, gate::measure_kernel_ratio(w, next_cfg, cur_cfg, {}));
+                     return std::move(m.feedback);
+                   },
+                   [](const Feedback& f) { return f.verdict == Verdict::kRefuted || f.verdict == Verdict::kFailed
+                                                      ? Decision::kRevert : Decision::kNone; }));
+      gain = fmt::format("bench: time ratio {} ({})", metric_text(b.feedback, "ratio"), verdict_name(b.feedback.verdict));
+      if (b.decision == Decision::kRevert) return std::optional<Finding>();
+    }
+
+    // The gate decides: keep only what brings it strictly closer to passing.
+    const GateScore before = gate_score(state.verdict);
+    const gate::GateSpec next_spec = gate_with_candidate(ep_, next);
+    RECUR_ASSIGN_OR_RETURN(LoggedExperiment ng, gate(next, p.hypothesis, diff, [&](const Feedback& f) {
+                             const GateScore after = gate_score(gate_state_from_feedback(next_spec, f).verdict);
+                             return closer_to_pass(after, before) ? Decision::kKeep : Decision::kRevert;
+                           }));
+    if (ng.decision != Decision::kKeep) return std::optional<Finding>();
+    const GateScore after = gate_score(gate_state_from_feedback(next_spec, ng.feedback).verdict);
+    g = ng;
+    Finding f{.step = ng.step, .hypothesis = p.hypothesis, .knob = p.change.knob, .from = p.change.from,
+              .to = p.change.value, .component = p.change.component, .evidence = ev.findings, .gain = gain};
+    f.gain += fmt::format("{}gate: {} -> {}", f.gain.empty() ? "" : "; ", before.to_string(), after.to_string());
+    return std::optional<Finding>(std::move(f));
+  }
+
+  const Episode& ep_;
+  const LoopOptions& o_;
+  RunRecord run_;
+  Proposer& proposer_;
+  ExperimentLog log_;
+  double budget_s_;
+};
+
+Result<std::string> next_run_name(Journal& j, const std::string& episode) {
+  RECUR_ASSIGN_OR_RETURN(auto runs, j.runs());
+  int n = 1;
+  for (const RunRecord& r : runs) {
+    if (!r.name.starts_with(episode + "-")) continue;
+    n = std::max(n, std::atoi(r.name.c_str() + episode.size() + 1) + 1);
+  }
+  return fmt::format("{}-{}", episode, n);
+}
+
+Result<std::unique_ptr<Journal>> open_journal(const std::string& path) {
+  const fs::path dir = fs::path(path).parent_path();
+  std::error_code ec;
+  if (!dir.empty()) fs::create_directories(dir, ec);
+  if (ec) return io_error("journal {}: cannot create {}: {}", path, dir.string(), ec.message());
+  return Journal::open(path);
+}
+
+}  // namespace
+
+Result<LoopResult> run_episode(const Episode& episode, const LoopOptions& options) {
+  RECUR_ASSIGN_OR_RETURN(std::unique_ptr<Journal> journal, open_journal(options.journal));
+  std::string name = options.run_name;
+  if (name.empty()) {
+    RECUR_ASSIGN_OR_RETURN(name, next_run_name(*journal, episode.name));
+  }
+  RECUR_ASSIGN_OR_RETURN(RunRecord run, journal->begin_run(name, episode.path, episode.start));
+  BuiltinProposer builtin;
+  Proposer& proposer = options.proposer ? *options.proposer : builtin;
+  Loop loop(episode, options, *journal, std::move(run), proposer);
+  return loop.run();
+}
+
+Result<LoopResult> resume_run(std::string_view run, const LoopOptions& options) {
+  RunRecord rec;
+  {
+    JournalOptions jo;
+    jo.create = false;
+    RECUR_ASSIGN_OR_RETURN(std::unique_ptr<Journal> journal, Journal::open(options.journal, jo));
+    RECUR_ASSIGN_OR_RETURN(rec, journal->find_run(run));
+  }
+  RECUR_ASSIGN_OR_RETURN(Episode episode, load_episode(rec.episode));
+  if (episode.start != KnobMap(rec.base_config.begin(), rec.base_config.end()))
+    return make_error(ErrorCode::kFailedPrecondition,
+                      "run {}: episode {} now starts from another configuration than the run did; resume needs the "
+                      "same episode",
+                      rec.name, rec.episode);
+  LoopOptions o = options;
+  o.run_name = rec.name;
+  return run_episode(episode, o);
+}
+
+}  // namespace recur::agent

@@ -1,0 +1,69 @@
+// The agent loop (`recur agent run`, docs/agent.md "The loop"):
+//   1. evaluate the episode's gate on the candidate configuration;
+//   2. if it fails, attribute the gap to components with the cheapest probe that can
+//      (evidence.h);
+//   3-4. ask the proposer for a hypothesis and a change to a knob tagged with the top
+//      component, and validate it cheapest first (the probe ladder): check.kernel (tier 1)
+//      when the knob selects a kernel variant, bench.kernel against the current variant
+//      (tier 2) when the gate times that kernel, then the gate; keep the change only when
+//      the gate is strictly closer to passing (gate_state.h), else revert it;
+//   5. repeat until the gate passes, the proposer has nothing left, or the budget (probe
+//      seconds) or experiment limit is spent.
+// Every probe is a journal experiment, and the loop is a deterministic function of their
+// Feedback, so `recur agent resume` replays a killed run and continues where it stopped.
+// Not thread-safe (one run at a time: probes time things).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agent/episode.h"
+#include "agent/experiment_log.h"
+#include "agent/journal.h"
+#include "agent/proposer.h"
+
+namespace recur::agent {
+
+inline constexpr std::string_view kDefaultJournal = "runs/journal.db";
+
+struct LoopOptions {
+  std::string journal = std::string(kDefaultJournal);
+  std::string run_name;             // "" = "<episode>-<n>", the next free n
+  std::optional<double> budget_s;   // overrides the episode's
+  Proposer* proposer = nullptr;     // null = builtin
+  std::function<void(std::string_view)> progress;  // stderr lines
+};
+
+// One kept change and why: the root cause the agent found.
+struct Finding {
+  int64_t step = 0;  // the gate experiment that kept it
+  std::string hypothesis;
+  std::string knob, from, to;
+  std::string component;
+  std::vector<std::string> evidence;  // attribution findings at the time
+  std::string gain;                   // "bench: 1.11x faster [1.08, 1.14]; gate: 2 -> 1 failing"
+};
+
+struct LoopResult {
+  RunRecord run;
+  std::string episode;
+  bool passed = false;
+  std::string outcome;  // one line
+  std::map<std::string, std::string> start, final_config;
+  std::vector<LoggedExperiment> experiments;  // every step, replayed ones included
+  std::vector<Finding> findings;
+  std::string final_gate;  // the last gate's reason
+  double spent_s = 0;
+  int replayed = 0;
+};
+
+Result<LoopResult> run_episode(const Episode& episode, const LoopOptions& options);
+
+// Continues a run recorded in the journal (the episode path is taken from the run).
+Result<LoopResult> resume_run(std::string_view run, const LoopOptions& options);
+
+}  // namespace recur::agent

@@ -1,0 +1,58 @@
+// Proposers: the loop's step 3 and 4 (hypothesis, candidate change). The loop gives a proposer
+// the current configuration, the gate's state and the attribution Evidence; the proposer
+// returns one change with its hypothesis, or nothing when it has no idea left. The loop, not
+// the proposer, validates the change (the probe ladder) and keeps or reverts it.
+//
+// Built in: BuiltinProposer (builtin_proposer.h), general: it searches only through the
+// attributed components and the knobs tagged with them. CommandProposer runs an external
+// program per proposal (JSON on stdin and stdout), so other proposers (an LLM agent, a script)
+// plug in without code here.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "agent/episode.h"
+#include "agent/evidence.h"
+#include "agent/gate_state.h"
+#include "agent/search_space.h"
+#include "core/status.h"
+
+namespace recur::agent {
+
+struct AgentState {
+  const Episode* episode = nullptr;
+  std::map<std::string, std::string> config;  // the candidate arm's configuration now
+  const Feedback* gate_feedback = nullptr;    // the latest gate evaluation of `config`
+  GateState gate;
+  Evidence evidence;
+  // Changes already tried from this configuration, and configurations already visited (a
+  // change back to one of them is never proposed).
+  std::set<std::string> tried;
+  std::set<std::map<std::string, std::string>> visited;
+  int iteration = 0;
+};
+
+struct Proposal {
+  std::string hypothesis;
+  Candidate change;
+};
+
+class Proposer {
+ public:
+  virtual ~Proposer() = default;
+  virtual std::string name() const = 0;
+  // The next change to try, or nullopt when there is none left.
+  virtual Result<std::optional<Proposal>> propose(const AgentState& state) = 0;
+};
+
+// "builtin", or "cmd:PROGRAM ARGS..." (CommandProposer). Errors name the accepted forms.
+Result<std::unique_ptr<Proposer>> make_proposer(std::string_view spec);
+
+// The configuration after a change.
+std::map<std::string, std::string> apply_change(const std::map<std::string, std::string>& config, const Candidate& c);
+
+}  // namespace recur::agent

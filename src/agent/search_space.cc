@@ -1,0 +1,106 @@
+#include "agent/search_space.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "kernels/registry.h"
+
+namespace recur::agent {
+
+namespace {
+
+// "kernel.<k>.variant" -> the kernel, or null.
+const kernels::KernelSpec* variant_kernel(std::string_view knob) {
+  constexpr std::string_view prefix = "kernel.", suffix = ".variant";
+  if (!knob.starts_with(prefix) || !knob.ends_with(suffix) || knob.size() <= prefix.size() + suffix.size()) return nullptr;
+  return kernels::KernelRegistry::global().find(knob.substr(prefix.size(), knob.size() - prefix.size() - suffix.size()));
+}
+
+// The parameter in which two variants differ, when they differ in exactly one ("" otherwise).
+std::string single_difference(const kernels::VariantSpec& a, const kernels::VariantSpec& b) {
+  if (a.params.size() != b.params.size()) return "";
+  std::string differs;
+  for (const auto& [k, v] : a.params) {
+    auto it = b.params.find(k);
+    if (it == b.params.end()) return "";
+    if (it->second == v) continue;
+    if (!differs.empty()) return "";
+    differs = k;
+  }
+  return differs;
+}
+
+void variant_candidates(const kernels::KernelSpec& kernel, const KnobSpec& knob, const std::string& current,
+                        std::vector<Candidate>& out) {
+  const kernels::VariantSpec* from = kernel.find_variant(current);
+  for (const kernels::VariantSpec& v : kernel.variants) {
+    if (v.name == current || !kernels::check_runnable(v)) continue;
+    if (from == nullptr || from->params.empty()) {
+      out.push_back({knob.name, v.name, current, "", fmt::format("variant of {}", kernel.name)});
+      continue;
+    }
+    const std::string p = single_difference(*from, v);
+    if (p.empty()) continue;
+    out.push_back({knob.name, v.name, current, "",
+                   fmt::format("variant neighbour: {} {} -> {}", p, from->params.at(p), v.params.at(p))});
+  }
+}
+
+void value_candidates(const KnobSpec& knob, const std::string& current, std::vector<Candidate>& out) {
+  switch (knob.type) {
+    case KnobType::kEnum:
+      for (const std::string& c : knob.choices)
+        if (c != current && c != "auto") out.push_back({knob.name, c, current, "", "another choice"});
+      break;
+    case KnobType::kBool:
+      out.push_back({knob.name, current == "true" ? "false" : "true", current, "", "the other setting"});
+      break;
+    case KnobType::kInt: {
+      char* end = nullptr;
+      const long long v = std::strtoll(current.c_str(), &end, 10);
+      for (long long n : {v * 2, v / 2})
+        if (n != v && double(n) >= knob.min && double(n) <= knob.max)
+          out.push_back({knob.name, std::to_string(n), current, "", n > v ? "doubled" : "halved"});
+      break;
+    }
+    case KnobType::kFloat:
+    case KnobType::kString: break;  // no neighbourhood without a scale
+  }
+}
+
+}  // namespace
+
+bool component_matches(std::string_view tag, std::string_view component) {
+  if (tag == component) return true;
+  return component.size() > tag.size() && component.starts_with(tag) && component[tag.size()] == '/';
+}
+
+std::string effective_value(const Config& config, const KnobSpec& knob) {
+  auto v = config.get(knob.name);
+  std::string value = v ? *v : knob.default_value;
+  if (value != "auto") return value;
+  if (const kernels::KernelSpec* k = variant_kernel(knob.name))
+    if (const kernels::VariantSpec* best = k->best_variant()) return best->name;
+  return value;
+}
+
+std::vector<Candidate> candidates_for(std::string_view component, const Config& current,
+                                      const std::set<std::string, std::less<>>& fixed, const KnobRegistry& registry) {
+  std::vector<Candidate> out;
+  for (const KnobSpec* knob : registry.all()) {
+    if (fixed.count(knob->name) || knob->name.ends_with("[]")) continue;
+    const bool tagged = std::any_of(knob->components.begin(), knob->components.end(),
+                                    [&](const std::string& tag) { return component_matches(tag, component); });
+    if (!tagged) continue;
+    const std::string value = effective_value(current, *knob);
+    const size_t first = out.size();
+    if (const kernels::KernelSpec* kernel = variant_kernel(knob->name)) variant_candidates(*kernel, *knob, value, out);
+    else value_candidates(*knob, value, out);
+    for (size_t i = first; i < out.size(); ++i) out[i].component = std::string(component);
+  }
+  return out;
+}
+
+}  // namespace recur::agent

@@ -1,0 +1,45 @@
+// The agent's action space around a configuration: single-knob changes to the knobs tagged
+// with a component (shared/DESIGN.md, "Knobs"). Nothing here knows an episode or an answer.
+//
+// A kernel's variant knob (`kernel.<k>.variant`) moves through the kernel's registered
+// variants by their parameters: a variant is a point (prologue=per_tile, division=divide), and
+// its neighbours are the runnable variants that differ from it in exactly one parameter (all
+// other variants when it declares none). Enum knobs offer their other choices ("auto" is a
+// policy, not a point, and is never proposed), booleans the other value, integers x2 and /2
+// within range. Plain functions; thread-safe.
+#pragma once
+
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/knobs.h"
+#include "core/status.h"
+
+namespace recur::agent {
+
+struct Candidate {
+  std::string knob;
+  std::string value;
+  std::string from;       // the current value
+  std::string component;  // the attributed component that led here
+  std::string why;        // one line: "variant neighbour: division divide -> rsqrt_rcp_newton"
+  std::string key() const { return knob + "=" + value; }
+};
+
+// Whether a knob tagged `tag` touches `component`: equal, or `component` is a part of the
+// tag ("kernel:kda_decode/prologue" is part of "kernel:kda_decode").
+bool component_matches(std::string_view tag, std::string_view component);
+
+// The value the configuration gives a knob, with a variant knob's "auto" resolved to the
+// variant it selects on this machine.
+std::string effective_value(const Config& config, const KnobSpec& knob);
+
+// Single-knob changes of the knobs tagged with `component`, excluding `fixed` knobs, in knob
+// name order and each knob's declared order.
+std::vector<Candidate> candidates_for(std::string_view component, const Config& current,
+                                      const std::set<std::string, std::less<>>& fixed,
+                                      const KnobRegistry& registry = KnobRegistry::global());
+
+}  // namespace recur::agent

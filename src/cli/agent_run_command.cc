@@ -1,0 +1,108 @@
+// `recur agent run --episode FILE [--budget-s N] [--proposer builtin|cmd:PROG] [--run NAME]
+// [--journal PATH] [--json]` and `recur agent resume RUN [--journal PATH] [--json]`: the agent
+// loop (agent/loop.h) on an episode, with progress on stderr (step, probe, tier, hypothesis,
+// probe seconds spent of the budget), then the summary (gate verdict, experiments, root cause,
+// config diff) and the run's HTML report (agent/report.h) on stdout.
+// Exit codes: 0 the gate passes, 1 it does not (or a probe or the journal failed), 2 bad usage
+// (a malformed episode, an unknown proposer).
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "agent/loop.h"
+#include "agent/report.h"
+#include "agent/summary.h"
+#include "cli/agent.h"
+
+namespace recur::cli {
+namespace {
+
+struct RunFlags {
+  std::string episode;
+  std::string run;
+  std::string journal = std::string(agent::kDefaultJournal);
+  std::string proposer = "builtin";
+  double budget_s = 0;
+  bool json = false;
+  bool quiet = false;
+};
+
+int finish(const Result<agent::LoopResult>& r, const RunFlags& f) {
+  if (!r) return report_failure(r.error());
+  std::string report;
+  if (auto j = agent::Journal::open(f.journal, {.create = false})) {
+    if (auto w = agent::write_run_report(**j, r->run.name)) report = w->path;
+    else std::fprintf(stderr, "recur: report: %s\n", w.error().to_string().c_str());
+  }
+  if (f.json) print_json(agent::summary_json(*r, report));
+  else fmt::print("{}", agent::render_summary(*r, report));
+  return r->passed ? kExitOk : kExitFailure;
+}
+
+agent::LoopOptions loop_options(const RunFlags& f, agent::Proposer* proposer) {
+  agent::LoopOptions o;
+  o.journal = f.journal;
+  o.run_name = f.run;
+  if (f.budget_s > 0) o.budget_s = f.budget_s;
+  o.proposer = proposer;
+  if (!f.quiet) o.progress = [](std::string_view line) { std::fprintf(stderr, "agent: %.*s\n", int(line.size()), line.data()); };
+  return o;
+}
+
+int run_agent(const RunFlags& f) {
+  auto episode = agent::load_episode(f.episode);
+  if (!episode) return report_failure(episode.error());
+  auto proposer = agent::make_proposer(f.proposer);
+  if (!proposer) return report_failure(proposer.error());
+  return finish(agent::run_episode(*episode, loop_options(f, proposer->get())), f);
+}
+
+int resume_agent(const RunFlags& f) {
+  auto proposer = agent::make_proposer(f.proposer);
+  if (!proposer) return report_failure(proposer.error());
+  return finish(agent::resume_run(f.run, loop_options(f, proposer->get())), f);
+}
+
+void common_flags(CLI::App* cmd, RunFlags& f) {
+  cmd->add_option("--journal", f.journal, "journal file (SQLite, created if missing)")->capture_default_str();
+  cmd->add_option("--proposer", f.proposer, "builtin, or cmd:PROGRAM (JSON state on stdin, a change on stdout; "
+                                            "docs/agent.md)")
+      ->capture_default_str();
+  cmd->add_flag("--json", f.json, "Print the summary as JSON");
+  cmd->add_flag("--quiet", f.quiet, "No progress lines on stderr");
+}
+
+void register_run(CLI::App& agent, Invocation& inv) {
+  auto f = std::make_shared<RunFlags>();
+  auto* cmd = agent.add_subcommand(
+      "run", "Run the agent on an episode: evaluate its gate, attribute a failure to components, try changes to "
+             "the knobs tagged with them cheapest probe first, keep or revert, until the gate passes or the "
+             "budget is spent. Every experiment goes to the journal; prints the summary and writes the report.");
+  cmd->add_option("--episode", f->episode, "episode file (TOML; episodes/*.toml)")->required();
+  cmd->add_option("--budget-s", f->budget_s, "probe seconds to spend (default: the episode's budget_s)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--run", f->run, "run name (default: <episode>-<n>, the next free n); an existing name resumes it");
+  common_flags(cmd, *f);
+  cmd->callback([&inv, f] { inv.run = [f] { return run_agent(*f); }; });
+}
+
+void register_resume(CLI::App& agent, Invocation& inv) {
+  auto f = std::make_shared<RunFlags>();
+  auto* cmd = agent.add_subcommand(
+      "resume", "Continue a run (after kill -9, a crash or a spent budget): experiments the journal holds as done "
+                "are replayed, not re-run; one that was running when the process died runs again once.");
+  cmd->add_option("RUN", f->run, "run name or id")->required();
+  cmd->add_option("--budget-s", f->budget_s, "probe seconds in total, replayed ones included (default: the episode's)")
+      ->check(CLI::PositiveNumber);
+  common_flags(cmd, *f);
+  cmd->callback([&inv, f] { inv.run = [f] { return resume_agent(*f); }; });
+}
+
+}  // namespace
+
+RECUR_AGENT_VERB(run, register_run);
+RECUR_AGENT_VERB(resume, register_resume);
+
+}  // namespace recur::cli
