@@ -57,7 +57,7 @@ Result<ReportResult> write_run_report(const Journal& journal, std::string_view r
   RECUR_ASSIGN_OR_RETURN(RunRecord r, journal.find_run(run));
   std::string path = options.out.empty() ? default_report_path(journal.path(), r.name) : options.out;
   fs::path dir = fs::path(path).parent_path();
-  RECUR_ASSIGN_OR_RETURN(ReportData data, load_report_data(journal, std::to_string(r.id), dir.empty() ? "." : dir.string()));
+  RECUR_ASSIGN_OR_RETURN(ReportData data, load_report_data(journal, std::to_string(r.id), dir.string()));
   std::string html = render_report_html(data);
   RECUR_RETURN_IF_ERROR(write_file_atomically(path, html));
   return ReportResult{.path = path, .run = std::move(data.run), .counts = data.counts, .bytes = html.size()};

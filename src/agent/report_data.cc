@@ -106,8 +106,10 @@ ReportData build_report_data(std::string journal_path, RunRecord run, std::vecto
             [](const ExperimentRecord& a, const ExperimentRecord& b) { return a.step < b.step; });
   d.final_config = std::move(final_config);
 
-  fs::path journal_dir = fs::absolute(fs::path(d.journal_path).parent_path()).lexically_normal();
-  fs::path report_abs = fs::absolute(fs::path(report_dir)).lexically_normal();
+  // fs::absolute("") throws: an empty folder is the current one.
+  auto folder = [](fs::path p) { return fs::absolute(p.empty() ? fs::path(".") : p).lexically_normal(); };
+  fs::path journal_dir = folder(fs::path(d.journal_path).parent_path());
+  fs::path report_abs = folder(report_dir);
   ReportCounts& c = d.counts;
   c.experiments = d.experiments.size();
   d.start_s = d.run.created_at;

@@ -66,6 +66,22 @@ TEST(ReportData, GateChartMetricsLeaveOutTheConditionCounters) {
   EXPECT_FALSE(is_gate_chart_metric("conditions_inconclusive"));
 }
 
+TEST(ReportData, HrefsFromAJournalAndAReportInTheCurrentFolder) {
+  ExperimentRecord e;
+  e.state = ExperimentState::kDone;
+  e.decision = Decision::kNone;
+  e.feedback = Feedback{.probe = "bench.kernel", .artifacts = {{"trace", "traces/t 1.json"}}};
+  RunRecord run{.id = 1, .name = "r"};
+  // Bare file names: their folder is the current one (never an empty path).
+  ReportData here = build_report_data("journal.db", run, {e}, {}, "");
+  ASSERT_EQ(here.artifacts.size(), 1u);
+  EXPECT_EQ(here.artifacts[0].href, "traces/t%201.json");
+  ReportData below = build_report_data("journal.db", run, {e}, {}, "r");
+  EXPECT_EQ(below.artifacts[0].href, "../traces/t%201.json");
+  ReportData absolute = build_report_data("/a/b/journal.db", run, {e}, {}, "/a/c/d");
+  EXPECT_EQ(absolute.artifacts[0].href, "../../b/traces/t%201.json");
+}
+
 TEST(Report, DefaultPathIsBesideTheJournalInTheRunsFolder) {
   EXPECT_EQ(default_report_path("runs/journal.db", "kda-1"), "runs/kda-1/report.html");
   EXPECT_EQ(default_report_path("journal.db", "kda-1"), "kda-1/report.html");

@@ -12,7 +12,7 @@ code, .mono, td.num, td.knob, td.value { font-family: ui-monospace, "DejaVu Sans
 dl.summary { display: grid; grid-template-columns: max-content 1fr; gap: 2px 16px; margin: 0; }
 dl.summary dt { color: var(--muted); }
 table { border-collapse: collapse; margin: 6px 0; } th, td { text-align: left; padding: 2px 8px; border-bottom: 1px solid #eee; vertical-align: top; }
-td.num { text-align: right; }
+td.num { text-align: right; white-space: nowrap; } .timeline-table td:not(:nth-child(3)) { white-space: nowrap; }
 .decision-keep { --c: var(--keep); } .decision-revert { --c: var(--revert); } .decision-none { --c: var(--none); } .decision-pending { --c: var(--pending); }
 .badge { display: inline-block; padding: 0 6px; border-radius: 3px; color: #fff; background: var(--c, var(--none)); font-size: 12px; }
 svg text { font: 11px system-ui, sans-serif; fill: var(--muted); }
