@@ -48,7 +48,7 @@ std::string roofline_class(const Feedback& bench) {
 void add_region_parts(const Feedback& split, std::vector<Attribution>& parts, std::vector<std::string>& findings) {
   std::vector<Attribution> regions;
   for (const Attribution& a : split.attribution)
-    if (a.component != kUnattributed) regions.push_back(a);
+    if (a.component != kUnattributed && a.share >= 0.01) regions.push_back(a);
   std::stable_sort(regions.begin(), regions.end(), [](const Attribution& a, const Attribution& b) { return a.share > b.share; });
   std::string line = "instruction split:";
   for (const Attribution& a : regions) line += fmt::format(" {} {:.0f}%", a.component, 100 * a.share);
@@ -57,23 +57,23 @@ void add_region_parts(const Feedback& split, std::vector<Attribution>& parts, st
 }
 
 Result<Evidence> kernel_time_evidence(const Episode& ep, const gate::GateSpec& spec, const Config& cand,
-                                      ExperimentLog& log, const Progress& progress, Evidence ev) {
+                                      ExperimentLog& log, const AttributeOptions& options, Evidence ev) {
   const gate::KernelWorkload w = kernel_workload_for(spec, ep.candidate);
   RECUR_ASSIGN_OR_RETURN(std::string variant, cand.get(fmt::format("kernel.{}.variant", w.kernel)));
   RECUR_ASSIGN_OR_RETURN(probe::KernelTarget t, probe::resolve_kernel_target(kernels::KernelRegistry::global(),
                                                                             w.kernel, variant, "", w.shape, variant));
   const std::string component = "kernel:" + w.kernel;
   ev.components.push_back({component, 1.0, fmt::format("`{}` times {} variant {}", ev.condition, w.kernel, t.variant->name)});
-  if (progress) progress(fmt::format("attribute: instruction split of {} {} (callgrind)", w.kernel, t.variant->name));
-  RECUR_ASSIGN_OR_RETURN(
-      LoggedExperiment split,
-      log.run({.hypothesis = fmt::format("the instruction split of {} variant {} shows which part costs most", w.kernel,
-                                         t.variant->name),
-               .probe = "bench.callgrind", .tier = 0, .config_diff = {}},
-              [&] { return probe::bench_callgrind(*t.spec, *t.variant, nullptr, t.shape, probe::CallgrindOptions{}); },
-              [](const Feedback&) { return Decision::kNone; }));
-  if (split.feedback.verdict != Verdict::kFailed) add_region_parts(split.feedback, ev.components, ev.findings);
-  if (progress) progress(fmt::format("attribute: roofline class of {} {} (bench)", w.kernel, t.variant->name));
+  if (options.instruction_counts) {
+    RECUR_ASSIGN_OR_RETURN(
+        LoggedExperiment split,
+        log.run({.hypothesis = fmt::format("the instruction split of {} variant {} shows which part costs most", w.kernel,
+                                           t.variant->name),
+                 .probe = "bench.callgrind", .tier = 0, .config_diff = {}},
+                [&] { return probe::bench_callgrind(*t.spec, *t.variant, nullptr, t.shape, probe::CallgrindOptions{}); },
+                [](const Feedback&) { return Decision::kNone; }));
+    if (split.feedback.verdict != Verdict::kFailed) add_region_parts(split.feedback, ev.components, ev.findings);
+  }
   RECUR_ASSIGN_OR_RETURN(
       LoggedExperiment bench,
       log.run({.hypothesis = fmt::format("the roofline class of {} variant {} says what bounds it", w.kernel, t.variant->name),
@@ -88,9 +88,8 @@ Result<Evidence> kernel_time_evidence(const Episode& ep, const gate::GateSpec& s
 }
 
 Result<Evidence> kernel_numerics_evidence(const Episode& ep, const gate::GateSpec& spec, const Config& cand,
-                                          ExperimentLog& log, const Progress& progress, Evidence ev) {
+                                          ExperimentLog& log, Evidence ev) {
   const gate::KernelWorkload w = kernel_workload_for(spec, ep.candidate);
-  if (progress) progress(fmt::format("attribute: check {} against float64 (shards, tiles)", w.kernel));
   RECUR_ASSIGN_OR_RETURN(
       LoggedExperiment check,
       log.run({.hypothesis = fmt::format("check localizes the error of {}", w.kernel), .probe = "check.kernel", .tier = 1,
@@ -108,7 +107,7 @@ Result<Evidence> kernel_numerics_evidence(const Episode& ep, const gate::GateSpe
 
 // The knobs in which two arms differ, by the components they are tagged with.
 Result<Evidence> config_diff_evidence(const gate::GateSpec& spec, const std::vector<gate::MetricRequest>& calls,
-                                      ExperimentLog& log, const Progress& progress, Evidence ev) {
+                                      ExperimentLog& log, Evidence ev) {
   std::string a = calls.front().arm, b = calls.front().vs;
   for (const gate::MetricRequest& r : calls)
     if (!r.vs.empty()) a = r.arm, b = r.vs;
@@ -117,7 +116,6 @@ Result<Evidence> config_diff_evidence(const gate::GateSpec& spec, const std::vec
   if (!b.empty()) {
     RECUR_ASSIGN_OR_RETURN(cb, config_of(spec, b));
   }
-  if (progress) progress(fmt::format("attribute: knobs in which {} and {} differ", a, b.empty() ? "the defaults" : b));
   auto probe = [&]() -> Result<Feedback> {
     Feedback f;
     f.probe = "analyze.config_diff";
@@ -165,7 +163,7 @@ gate::KernelWorkload kernel_workload_for(const gate::GateSpec& spec, std::string
 }
 
 Result<Evidence> attribute_gap(const Episode& episode, const std::map<std::string, std::string>& config,
-                               const GateState& gate, ExperimentLog& log, const Progress& progress) {
+                               const GateState& gate, ExperimentLog& log, const AttributeOptions& options) {
   const gate::GateSpec spec = gate_with_candidate(episode, config);
   const gate::Condition* c = gate.deciding(spec);
   if (c == nullptr) return make_error(ErrorCode::kFailedPrecondition, "attribute: gate {} has no failing condition to attribute", spec.name);
@@ -177,12 +175,12 @@ Result<Evidence> attribute_gap(const Episode& episode, const std::map<std::strin
   auto touches_candidate = [&](const gate::MetricRequest& r) { return r.arm == episode.candidate || r.vs == episode.candidate; };
   for (const gate::MetricRequest& r : calls) {
     if (!touches_candidate(r)) continue;
-    if (is_kernel_time(r.def->source)) return kernel_time_evidence(episode, spec, cand, log, progress, std::move(ev));
+    if (is_kernel_time(r.def->source)) return kernel_time_evidence(episode, spec, cand, log, options, std::move(ev));
     if (r.def->source == gate::MetricSource::kKernelCheck)
-      return kernel_numerics_evidence(episode, spec, cand, log, progress, std::move(ev));
+      return kernel_numerics_evidence(episode, spec, cand, log, std::move(ev));
   }
   if (calls.empty()) return make_error(ErrorCode::kFailedPrecondition, "attribute: condition `{}` measures nothing", c->text);
-  return config_diff_evidence(spec, calls, log, progress, std::move(ev));
+  return config_diff_evidence(spec, calls, log, std::move(ev));
 }
 
 }  // namespace recur::agent

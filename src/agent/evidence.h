@@ -31,11 +31,13 @@ struct Evidence {
   std::vector<std::string> findings;    // one line each, for hypotheses and the summary
 };
 
-using Progress = std::function<void(std::string_view)>;
+struct AttributeOptions {
+  bool instruction_counts = true;  // bench.callgrind (needs valgrind and this process to be `recur`)
+};
 
 // Runs the attribution probes for the gate's deciding condition on the candidate configuration.
 Result<Evidence> attribute_gap(const Episode& episode, const std::map<std::string, std::string>& config,
-                               const GateState& gate, ExperimentLog& log, const Progress& progress);
+                               const GateState& gate, ExperimentLog& log, const AttributeOptions& options);
 
 // The kernel workload an arm measures (the spec's kernel workload, with the arm's overrides).
 gate::KernelWorkload kernel_workload_for(const gate::GateSpec& spec, std::string_view arm);

@@ -103,7 +103,8 @@ class Loop {
         continue;
       }
       if (!(stop = out_of_budget()).empty()) break;
-      RECUR_ASSIGN_OR_RETURN(Evidence ev, attribute_gap(ep_, config, state, log_, o_.progress));
+      RECUR_ASSIGN_OR_RETURN(Evidence ev, attribute_gap(ep_, config, state, log_,
+                                                        {.instruction_counts = o_.instruction_counts}));
       AgentState as{.episode = &ep_, .config = config, .gate_feedback = &g.feedback, .gate = state,
                     .evidence = ev, .tried = {}, .visited = visited, .iteration = ++iteration};
       bool kept = false;

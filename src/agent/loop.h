@@ -36,6 +36,7 @@ struct LoopOptions {
   std::optional<double> budget_s;   // overrides the episode's
   Proposer* proposer = nullptr;     // null = builtin
   std::function<void(std::string_view)> progress;  // stderr lines
+  bool instruction_counts = true;  // attribution may count instructions (valgrind, re-running `recur`)
 };
 
 // One kept change and why: the root cause the agent found.

@@ -156,6 +156,23 @@ std::pair<int64_t, int64_t> shard_range(int64_t extent, int shards, int p) {
   return {extent * p / shards, extent * (p + 1) / shards};
 }
 
+namespace {
+
+// A kernel's variant is a knob, kernel.<name>.variant ("auto" = best runnable), tagged with the
+// kernel's component, so every registered variant is in the agent's search space. A knob
+// registry that already has it (a second kernel registry in a test) keeps its own.
+void register_variant_knob(const KernelSpec& spec) {
+  const std::string knob = fmt::format("kernel.{}.variant", spec.name);
+  if (KnobRegistry::global().find(knob) != nullptr) return;
+  std::vector<std::string> choices = {"auto"};
+  for (const VariantSpec& v : spec.variants) choices.push_back(v.name);
+  (void)KnobRegistry::global().add({.name = knob, .type = KnobType::kEnum, .choices = choices, .default_value = "auto",
+                                    .components = {"kernel:" + spec.name},
+                                    .help = "variant of kernel " + spec.name + " (auto: best for the ISA)"});
+}
+
+}  // namespace
+
 Status KernelRegistry::add(KernelSpec spec) {
   if (spec.name.empty()) return invalid_argument("kernel registry: a kernel needs a name");
   if (specs_.count(spec.name)) return invalid_argument("kernel registry: '{}' is registered twice", spec.name);
@@ -185,6 +202,7 @@ Status KernelRegistry::add(KernelSpec spec) {
     for (size_t j = 0; j < i; ++j)
       if (spec.variants[i].name == spec.variants[j].name)
         return invalid_argument("kernel {}: variant '{}' is registered twice", spec.name, spec.variants[i].name);
+  register_variant_knob(spec);
   std::string name = spec.name;
   specs_.emplace(name, std::move(spec));
   return ok_status();
@@ -224,19 +242,9 @@ KernelRegistry& KernelRegistry::global() {
   static KernelRegistry* registry = [] {
     auto* r = new KernelRegistry;
     for (KernelSpec& spec : builtin_kernel_specs()) {
-      std::vector<std::string> choices = {"auto"};
-      for (const VariantSpec& v : spec.variants) choices.push_back(v.name);
-      std::string knob = fmt::format("kernel.{}.variant", spec.name);
-      std::string kernel_name = spec.name;
       if (auto s = r->add(std::move(spec)); !s) {
         std::fprintf(stderr, "recur: built-in kernel: %s\n", s.error().to_string().c_str());
         std::abort();
-      }
-      // The variant is a knob; a knob registry that already has it (a second registry) is fine.
-      if (KnobRegistry::global().find(knob) == nullptr) {
-        (void)KnobRegistry::global().add({.name = knob, .type = KnobType::kEnum, .choices = choices,
-                                          .default_value = "auto", .components = {"kernel:" + kernel_name},
-                                          .help = "variant of kernel " + kernel_name + " (auto: best for the ISA)"});
       }
     }
     return r;

@@ -1,0 +1,223 @@
+// The loop on an episode written at test time, on a kernel registered by the test: a slow
+// starting variant, a decoy neighbour that is correct but slower, and a fast neighbour. The
+// agent must try the decoy, reject it at the microbenchmark, keep the fast one, pass the gate,
+// and a resumed run must replay every experiment instead of re-running it. Nothing here is
+// known to the agent's code: the kernel, its knob and the episode exist only in this test.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include "agent/builtin_proposer.h"
+#include "agent/episode.h"
+#include "agent/gate_state.h"
+#include "agent/loop.h"
+#include "agent/search_space.h"
+#include "kernels/registry.h"
+
+namespace recur::agent {
+namespace {
+
+namespace fs = std::filesystem;
+using kernels::KernelCall;
+
+// y = 3 x, computed in `passes` partial sums of 3x/passes (exact: passes is a power of two).
+kernels::KernelFn scaled(int passes) {
+  return [passes](const KernelCall& c) {
+    const float* x = c.inputs[0].ptr<float>();
+    float* y = c.outputs[0].ptr<float>();
+    const int64_t n = c.shape["N"];
+    const float part = 3.0f / float(passes);
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * part;
+    for (int p = 1; p < passes; ++p)
+      for (int64_t i = 0; i < n; ++i) y[i] += x[i] * part;
+  };
+}
+
+void register_toy_kernel() {
+  static bool done = [] {
+    kernels::KernelSpec k;
+    k.name = "toy_scale";
+    k.help = "y = 3x (loop test)";
+    k.shape_params = {{.name = "N", .default_value = 1 << 18, .max = 1 << 24, .help = "elements"}};
+    auto n = [](const kernels::Shape& s) { return std::vector<int64_t>{s["N"]}; };
+    k.inputs = {{.name = "x", .dtype = DType::kF32, .dims = n, .coords = {"i"}, .tile = {1024}}};
+    k.outputs = {{.name = "y", .dtype = DType::kF32, .dims = n, .coords = {"i"}, .tile = {1024}}};
+    k.reference = [](const kernels::Shape& s, std::span<const std::vector<double>> in,
+                     std::span<std::vector<double>> out, std::span<std::vector<double>> mag) {
+      for (int64_t i = 0; i < s["N"]; ++i) {
+        out[0][size_t(i)] = 3.0 * in[0][size_t(i)];
+        mag[0][size_t(i)] = std::fabs(out[0][size_t(i)]);
+      }
+    };
+    k.cost.bytes = [](const kernels::Shape& s) { return 8.0 * double(s["N"]); };
+    k.cost.flops = [](const kernels::Shape& s) { return double(s["N"]); };
+    // Declared order puts the decoy first among the start's neighbours.
+    k.variants = {{.name = "plain", .params = {{"passes", "4"}}, .help = "four partial passes", .run = scaled(4)},
+                  {.name = "decoy", .params = {{"passes", "16"}}, .help = "sixteen passes: correct, slower", .run = scaled(16)},
+                  {.name = "fast", .params = {{"passes", "1"}}, .help = "one pass", .run = scaled(1)}};
+    Status s = kernels::KernelRegistry::global().add(std::move(k));
+    EXPECT_TRUE(s) << s.error().to_string();
+    return true;
+  }();
+  (void)done;
+}
+
+class LoopTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    register_toy_kernel();
+    dir_ = fs::temp_directory_path() / fmt::format("recur-loop-test-{}-{}", ::getpid(),
+                                                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    write("gate.toml", R"toml(name = "toy-speed"
+conditions = ["check_pass(cand)", "speedup(cand vs base) >= 2.0"]
+[workload.kernel]
+name = "toy_scale"
+budget_s = 0.5
+seeds = [1]
+[arms.base]
+"kernel.toy_scale.variant" = "plain"
+[arms.cand]
+"kernel.toy_scale.variant" = "auto"
+)toml");
+    write("episode.toml", R"toml(name = "toy"
+description = "toy_scale starts at its slow variant; the gate wants 2x"
+gate = "gate.toml"
+candidate = "cand"
+budget_s = 60
+[start]
+"kernel.toy_scale.variant" = "plain"
+)toml");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  void write(const std::string& name, const std::string& text) { std::ofstream(dir_ / name) << text; }
+  LoopOptions options() {
+    LoopOptions o;
+    o.journal = (dir_ / "runs" / "journal.db").string();
+    o.instruction_counts = false;  // valgrind would re-run this test binary, not recur
+    return o;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(LoopTest, RejectsTheDecoyKeepsTheFastVariantAndPasses) {
+  auto ep = load_episode((dir_ / "episode.toml").string());
+  ASSERT_TRUE(ep) << ep.error().to_string();
+  auto r = run_episode(*ep, options());
+  ASSERT_TRUE(r) << r.error().to_string();
+  EXPECT_TRUE(r->passed) << r->outcome;
+  EXPECT_EQ(r->final_config.at("kernel.toy_scale.variant"), "fast");
+  ASSERT_EQ(r->findings.size(), 1u);
+  EXPECT_EQ(r->findings[0].from, "plain");
+  EXPECT_EQ(r->findings[0].to, "fast");
+  EXPECT_EQ(r->findings[0].component, "kernel:toy_scale");
+
+  // The decoy was tried (it is the first neighbour), passed check, and was reverted by bench.
+  bool decoy_checked = false, decoy_reverted_by_bench = false, fast_kept_by_gate = false;
+  for (const LoggedExperiment& e : r->experiments) {
+    auto it = e.spec.config_diff.find("kernel.toy_scale.variant");
+    if (it == e.spec.config_diff.end()) continue;
+    if (it->second == "decoy" && e.spec.probe == "check.kernel") decoy_checked = e.decision == Decision::kNone;
+    if (it->second == "decoy" && e.spec.probe == "bench.kernel") decoy_reverted_by_bench = e.decision == Decision::kRevert;
+    if (it->second == "decoy") {
+      EXPECT_NE(e.spec.probe, "gate") << "the decoy must not reach the gate";
+    }
+    if (it->second == "fast" && e.spec.probe == "gate") fast_kept_by_gate = e.decision == Decision::kKeep;
+  }
+  EXPECT_TRUE(decoy_checked);
+  EXPECT_TRUE(decoy_reverted_by_bench);
+  EXPECT_TRUE(fast_kept_by_gate);
+  // Step 0 is the gate on the start; it failed.
+  ASSERT_FALSE(r->experiments.empty());
+  EXPECT_EQ(r->experiments[0].spec.probe, "gate");
+  EXPECT_EQ(r->experiments[0].feedback.verdict, Verdict::kRefuted);
+
+  auto j = Journal::open(options().journal, {.create = false});
+  ASSERT_TRUE(j);
+  EXPECT_TRUE((*j)->check_integrity());
+  auto plan = (*j)->resume_plan(r->run.id);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->config.at("kernel.toy_scale.variant"), "fast");  // base + kept diffs
+  EXPECT_TRUE(plan->rerun.empty() && plan->pending.empty());
+}
+
+TEST_F(LoopTest, ResumeReplaysEveryDoneExperimentWithoutRunningIt) {
+  auto ep = load_episode((dir_ / "episode.toml").string());
+  ASSERT_TRUE(ep);
+  auto first = run_episode(*ep, options());
+  ASSERT_TRUE(first) << first.error().to_string();
+  auto again = resume_run(first->run.name, options());
+  ASSERT_TRUE(again) << again.error().to_string();
+  EXPECT_EQ(again->replayed, int(first->experiments.size()));
+  EXPECT_EQ(again->experiments.size(), first->experiments.size());
+  EXPECT_EQ(again->final_config, first->final_config);
+  EXPECT_EQ(again->passed, first->passed);
+  for (size_t i = 0; i < first->experiments.size(); ++i)
+    EXPECT_EQ(feedback_to_json(again->experiments[i].feedback), feedback_to_json(first->experiments[i].feedback)) << i;
+}
+
+TEST_F(LoopTest, ABudgetStopsTheRunAndNamesWhy) {
+  auto ep = load_episode((dir_ / "episode.toml").string());
+  ASSERT_TRUE(ep);
+  LoopOptions o = options();
+  o.budget_s = 0.01;  // the first gate alone spends more
+  auto r = run_episode(*ep, o);
+  ASSERT_TRUE(r) << r.error().to_string();
+  EXPECT_FALSE(r->passed);
+  EXPECT_NE(r->outcome.find("budget"), std::string::npos) << r->outcome;
+  EXPECT_EQ(r->experiments.size(), 1u);
+}
+
+TEST_F(LoopTest, VariantNeighboursDifferInOneParameterAndFixedKnobsStay) {
+  Config c;
+  ASSERT_TRUE(c.set("kernel.toy_scale.variant", "plain"));
+  auto cands = candidates_for("kernel:toy_scale/loop", c, {});
+  ASSERT_EQ(cands.size(), 2u);
+  EXPECT_EQ(cands[0].value, "decoy");
+  EXPECT_EQ(cands[1].value, "fast");
+  EXPECT_NE(cands[0].why.find("passes 4 -> 16"), std::string::npos) << cands[0].why;
+  EXPECT_TRUE(candidates_for("kernel:toy_scale", c, {"kernel.toy_scale.variant"}).empty());
+  EXPECT_TRUE(candidates_for("kernel:toy", c, {}).empty());  // a prefix of a name is not a part
+  EXPECT_TRUE(component_matches("kernel:toy_scale", "kernel:toy_scale/prologue"));
+  EXPECT_FALSE(component_matches("kernel:toy_scale/prologue", "kernel:toy_scale"));
+}
+
+TEST_F(LoopTest, EpisodeErrorsNameTheFileAndWhatWasExpected) {
+  auto expect_error = [&](const std::string& text, const std::string& needle) {
+    write("bad.toml", text);
+    auto ep = load_episode((dir_ / "bad.toml").string());
+    ASSERT_FALSE(ep) << text;
+    EXPECT_NE(ep.error().message().find(needle), std::string::npos) << ep.error().message();
+    EXPECT_NE(ep.error().message().find("bad.toml"), std::string::npos) << ep.error().message();
+  };
+  expect_error("name = \"x\"\n", "missing 'gate'");
+  expect_error("gate = \"nope.toml\"\n", "cannot open");
+  expect_error("gate = \"gate.toml\"\ncandidate = \"zzz\"\n", "candidate 'zzz' is not an arm");
+  expect_error("gate = \"gate.toml\"\n[start]\n\"kernel.toy_scale.variant\" = \"warp\"\n", "[start] kernel.toy_scale.variant");
+  expect_error("gate = \"gate.toml\"\n[search]\nfixed = [\"no.such.knob\"]\n", "unknown knob 'no.such.knob'");
+  expect_error("gate = \"gate.toml\"\nbudget_s = -1\n", "budget_s");
+  expect_error("gate = \"gate.toml\"\ncolour = 1\n", "colour");
+  expect_error("gate = [\n", "bad.toml:");
+}
+
+TEST(GateScoreTest, FewerFailingConditionsWinThenLessViolation) {
+  GateScore a{.failing = 1, .inconclusive = 0, .violation = 0.5};
+  GateScore b{.failing = 2, .inconclusive = 0, .violation = 0.01};
+  EXPECT_TRUE(closer_to_pass(a, b));
+  EXPECT_FALSE(closer_to_pass(b, a));
+  GateScore c{.failing = 1, .inconclusive = 0, .violation = 0.3};
+  EXPECT_TRUE(closer_to_pass(c, a));
+  GateScore d{.failing = 1, .inconclusive = 0, .violation = 0.48};  // within the 10% noise margin
+  EXPECT_FALSE(closer_to_pass(d, a));
+  EXPECT_FALSE(closer_to_pass(a, a));
+}
+
+}  // namespace
+}  // namespace recur::agent
