@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -137,7 +138,8 @@ int main(int argc, char** argv) {
   fmt::print("| mode | HV | B | state MiB | variant | us/step [min..max] | x vtile | GB/s | BW frac | GFLOP/s | FLOP frac |\n");
   fmt::print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
 
-  const DecodeVariant variants[] = {DecodeVariant::kVtile, DecodeVariant::kVtileRecip, DecodeVariant::kHoisted};
+  const auto& variants = kAllDecodeVariants;
+  constexpr int kVariants = int(std::size(kAllDecodeVariants));
   for (int hv : opt.hv) {
     for (int batch : opt.batch) {
       const Shape shape{.batch = batch, .tokens = 1, .hk = hv, .hv = hv, .k = 128, .v = 128};
@@ -145,10 +147,10 @@ int main(int argc, char** argv) {
       for (bool replay : {false, true}) {
         Data d = make_data(shape, params);
         // One state / cache per variant so each sees its own steady state.
-        std::vector<std::vector<float>> states(3, d.state);
+        std::vector<std::vector<float>> states(kVariants, d.state);
         std::vector<ReplayCache> caches;
         if (replay) {
-          for (int i = 0; i < 3; ++i) {
+          for (int i = 0; i < kVariants; ++i) {
             auto c = ReplayCache::create(shape, params.layout, opt.window);
             if (!c) {
               std::fprintf(stderr, "bench_kda_decode: %s\n", c.error().to_string().c_str());
@@ -171,24 +173,24 @@ int main(int argc, char** argv) {
           }
         };
         // Steps per sample: a whole number of windows lasting about sample_ms.
-        for (int vi = 0; vi < 3; ++vi) for (int i = 0; i < opt.window; ++i) step(vi);  // warm-up
+        for (int vi = 0; vi < kVariants; ++vi) for (int i = 0; i < opt.window; ++i) step(vi);  // warm-up
         int64_t t0 = now_ns();
         for (int i = 0; i < opt.window; ++i) step(0);
         double window_ms = double(now_ns() - t0) / 1e6;
         int windows = std::max(1, int(opt.sample_ms / std::max(window_ms, 1e-3)));
         int steps = windows * opt.window;
-        std::vector<std::vector<double>> us(3);
+        std::vector<std::vector<double>> us(kVariants);
         for (int r = 0; r < opt.runs; ++r) {
-          for (int j = 0; j < 3; ++j) {
-            int vi = (r + j) % 3;
+          for (int j = 0; j < kVariants; ++j) {
+            int vi = (r + j) % kVariants;
             int64_t s0 = now_ns();
             for (int i = 0; i < steps; ++i) step(vi);
             us[size_t(vi)].push_back(double(now_ns() - s0) / 1e3 / steps);
           }
         }
         const double base = median(us[0]);
-        for (int vi = 0; vi < 3; ++vi) {
-          Cost c = replay ? replay_cost(shape, params, opt.window, variants[vi] == DecodeVariant::kHoisted)
+        for (int vi = 0; vi < kVariants; ++vi) {
+          Cost c = replay ? replay_cost(shape, params, opt.window, hoists_prologue(variants[vi]))
                           : decode_cost(shape, params);
           const double m = median(us[size_t(vi)]);
           const double gbs = c.bytes / (m * 1e3);

@@ -15,9 +15,11 @@
 namespace recur {
 
 RECUR_KNOB(engine_kda_decode_variant,
-           {.name = "engine.kda.decode_variant", .type = KnobType::kEnum, .choices = {"vtile", "vtile_recip", "hoisted"},
-            .default_value = "hoisted", .components = {"kernel:kda_decode"},
-            .help = "KDA decode work split: prologue per V-tile (vtile, vtile_recip) or once per head (hoisted)"});
+           {.name = "engine.kda.decode_variant", .type = KnobType::kEnum,
+            .choices = {"vtile", "vtile_recip", "hoisted", "hoisted_recip"}, .default_value = "hoisted",
+            .components = {"kernel:kda_decode"},
+            .help = "KDA decode work split: prologue per V-tile (vtile, vtile_recip) or once per head (hoisted, "
+                    "hoisted_recip); _recip: rsqrt/rcp + Newton step instead of divisions"});
 
 namespace {
 

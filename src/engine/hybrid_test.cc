@@ -205,7 +205,7 @@ void expect_matches_reference(int experts) {
   std::vector<std::byte> storage;
   auto model = make(c, gguf::TensorType::kF32, storage);
   auto pool = ThreadPool::create({.threads = 2, .pin = false});
-  for (const char* variant : {"vtile", "vtile_recip", "hoisted"}) {
+  for (const char* variant : {"vtile", "vtile_recip", "hoisted", "hoisted_recip"}) {
     Config knobs;
     ASSERT_TRUE(knobs.set("engine.kda.decode_variant", variant).has_value());
     auto session = model->new_session(**pool, 16, knobs);

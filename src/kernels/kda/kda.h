@@ -45,18 +45,30 @@ enum class StateLayout : uint8_t { kKV, kVK };
 
 // Decode (and ReplaySSM step) variants; they differ only in the per-(sequence, head) prologue
 // (q/k normalization, the gate and exp(g), beta and, for ReplaySSM, the buffer coefficients).
+// They form a 2 x 2 grid: where the prologue runs x how it divides.
 enum class DecodeVariant : uint8_t {
-  kVtile,       // every V-tile work item recomputes the prologue; divisions as written
-  kVtileRecip,  // the same, divisions replaced by rsqrt / reciprocal multiplies + Newton step
-  kHoisted,     // prologue computed once per (sequence, head) and shared by its V-tiles
+  kVtile,         // every V-tile work item recomputes the prologue; divisions as written
+  kVtileRecip,    // the same, divisions replaced by rsqrt / reciprocal multiplies + Newton step
+  kHoisted,       // prologue computed once per (sequence, head) and shared by its V-tiles
+  kHoistedRecip,  // hoisted, with rsqrt / reciprocal multiplies + Newton step
 };
+inline constexpr DecodeVariant kAllDecodeVariants[] = {DecodeVariant::kVtile, DecodeVariant::kVtileRecip,
+                                                       DecodeVariant::kHoisted, DecodeVariant::kHoistedRecip};
+// Once per (sequence, head) rather than per V-tile.
+inline bool hoists_prologue(DecodeVariant v) {
+  return v == DecodeVariant::kHoisted || v == DecodeVariant::kHoistedRecip;
+}
+// rsqrt / reciprocal estimates plus one Newton step instead of divisions.
+inline bool uses_reciprocals(DecodeVariant v) {
+  return v == DecodeVariant::kVtileRecip || v == DecodeVariant::kHoistedRecip;
+}
 enum class PrefillVariant : uint8_t {
   kRecurrent,  // token by token per (sequence, head, V-tile); the state tile stays in L1
   kChunked64,  // WY/UT chunked form, chunk 64
   kChunked16,  // WY/UT chunked form, chunk 16
 };
 
-std::string_view decode_variant_name(DecodeVariant v);  // "vtile", "vtile_recip", "hoisted"
+std::string_view decode_variant_name(DecodeVariant v);  // "vtile", "vtile_recip", "hoisted", "hoisted_recip"
 std::optional<DecodeVariant> parse_decode_variant(std::string_view name);
 std::string_view prefill_variant_name(PrefillVariant v);  // "recurrent", "chunked64", "chunked16"
 std::optional<PrefillVariant> parse_prefill_variant(std::string_view name);

@@ -10,12 +10,13 @@ std::string_view decode_variant_name(DecodeVariant v) {
     case DecodeVariant::kVtile: return "vtile";
     case DecodeVariant::kVtileRecip: return "vtile_recip";
     case DecodeVariant::kHoisted: return "hoisted";
+    case DecodeVariant::kHoistedRecip: return "hoisted_recip";
   }
   return "?";
 }
 
 std::optional<DecodeVariant> parse_decode_variant(std::string_view name) {
-  for (auto v : {DecodeVariant::kVtile, DecodeVariant::kVtileRecip, DecodeVariant::kHoisted}) {
+  for (DecodeVariant v : kAllDecodeVariants) {
     if (decode_variant_name(v) == name) return v;
   }
   return std::nullopt;

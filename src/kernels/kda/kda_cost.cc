@@ -39,21 +39,32 @@ Cost decode_cost(const Shape& s, const Params& p) {
   return c;
 }
 
-Cost replay_cost(const Shape& s, const Params& p, int window, bool hoisted) {
+Cost replay_step_cost(const Shape& s, const Params& p, double buffered, bool hoisted) {
   const double heads = double(s.batch * s.hv), K = double(s.k), V = double(s.v);
-  const double L = window, n = (L - 1) / 2;  // mean entries before a step
+  const double n = buffered;
   const double reps = hoisted ? 1 : tiles(s, p);
   const TokenIo io = token_io(s, p);
   Cost c;
-  // checkpoint read every step, written once per window (its flush read is the same tile)
-  c.state_bytes = heads * 4 * K * V * (1 + 1 / L);
+  c.state_bytes = heads * 4 * K * V;  // the checkpoint, read
   const double entry = 4 * (2 * K + V);
   c.bytes = c.state_bytes + heads * (io.bytes + n * entry + entry);
   // S0^T kt, S0^T qt: 4 K V; buffer terms: per entry 4 K (coefficients) + 4 V; v', o 4 V;
-  // kt, qt, G: 3 K; flush: (2 L + 1) K V per window
-  c.flops = heads * (4 * K * V + reps * (n * 4 * K + io.flops + 3 * K) + n * 4 * V + 4 * V +
-                     (2 * L + 1) * K * V / L);
-  c.transcend = heads * reps * (io.transcend + n * K + K) + heads * K;  // + flush exps
+  // kt, qt, G: 3 K
+  c.flops = heads * (4 * K * V + reps * (n * 4 * K + io.flops + 3 * K) + n * 4 * V + 4 * V);
+  c.transcend = heads * reps * (io.transcend + n * K + K);
+  return c;
+}
+
+Cost replay_cost(const Shape& s, const Params& p, int window, bool hoisted) {
+  const double heads = double(s.batch * s.hv), K = double(s.k), V = double(s.v);
+  const double L = window;
+  Cost c = replay_step_cost(s, p, (L - 1) / 2, hoisted);  // mean entries before a step
+  // The checkpoint is written once per window (its flush read is the same tile): (2 L + 1) K V
+  // FLOPs and K exponentials per flush.
+  c.state_bytes += heads * 4 * K * V / L;
+  c.bytes += heads * 4 * K * V / L;
+  c.flops += heads * (2 * L + 1) * K * V / L;
+  c.transcend += heads * K;
   return c;
 }
 

@@ -21,6 +21,10 @@ struct Cost {
 
 // One plain decode step (shape.tokens == 1).
 Cost decode_cost(const Shape& shape, const Params& params);
+// One ReplaySSM decode step with `buffered` entries before it and no flush, for the vtile
+// prologue repeated nv times or hoisted. Linear in `buffered`, so T steps from F entries cost
+// T x replay_step_cost(F + (T - 1) / 2).
+Cost replay_step_cost(const Shape& shape, const Params& params, double buffered, bool hoisted);
 // One ReplaySSM decode step averaged over a window of L steps (mean buffered entries
 // (L - 1) / 2, one flush per L steps), for the vtile prologue repeated nv times or hoisted.
 Cost replay_cost(const Shape& shape, const Params& params, int window, bool hoisted);

@@ -1,8 +1,8 @@
 // kda::decode: one token per sequence, work items (sequence, head, V-tile).
 //
 // vtile / vtile_recip: each work item computes its head's prologue in per-worker scratch, then
-// its tile. hoisted: a first parallel pass computes one prologue per (sequence, head) into the
-// workspace; the tile pass reads it. The tile step itself is plain_tile (kda_prologue.h).
+// its tile. hoisted / hoisted_recip: a first parallel pass computes one prologue per (sequence,
+// head) into the workspace; the tile pass reads it. The tile step itself is plain_tile (kda_prologue.h).
 #include <algorithm>
 
 #include "core/thread_pool.h"
@@ -39,8 +39,8 @@ Status decode(const Shape& shape, const Params& params, const Inputs& in, float*
   const int nv = (V + bv - 1) / bv;
   const int64_t heads = shape.batch * shape.hv;
   const int workers = pool ? pool->size() : 1;
-  const bool hoisted = variant == DecodeVariant::kHoisted;
-  const bool recip = variant != DecodeVariant::kVtile;
+  const bool hoisted = hoists_prologue(variant);
+  const bool recip = uses_reciprocals(variant);
 
   const size_t per_head = round16(kPrologueArrays * size_t(K)) + 16;  // arrays + beta, kq
   const size_t per_worker = round16(kPrologueArrays * size_t(K)) + round16(3 * size_t(bv));
@@ -52,7 +52,7 @@ Status decode(const Shape& shape, const Params& params, const Inputs& in, float*
       for (int64_t i = begin; i < end; ++i) {
         float* slot = shared + per_head * i;
         Prologue p;
-        token_prologue(ops, ci, params, in, i / ci.HV, 0, i % ci.HV, true, true, slot, p);
+        token_prologue(ops, ci, params, in, i / ci.HV, 0, i % ci.HV, recip, true, slot, p);
         slot[per_head - 2] = p.beta;
         slot[per_head - 1] = p.kq;
       }

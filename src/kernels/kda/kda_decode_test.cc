@@ -47,7 +47,7 @@ TEST(KdaDecode, MatchesReferenceOnEveryPath) {
     for (const Case& cs : cases()) {
       for (GateForm gate : {GateForm::kPrecomputed, GateForm::kSoftplus, GateForm::kSigmoidBounded}) {
         for (StateLayout layout : {StateLayout::kKV, StateLayout::kVK}) {
-          for (DecodeVariant variant : {DecodeVariant::kVtile, DecodeVariant::kVtileRecip, DecodeVariant::kHoisted}) {
+          for (DecodeVariant variant : kAllDecodeVariants) {
             for (uint64_t seed : {1u, 2u, 3u}) {
               Params params{.gate = gate, .layout = layout, .block_v = cs.block_v};
               Problem pr(cs.shape, params, seed);
@@ -134,7 +134,7 @@ TEST(KdaDecode, RejectsBadShapes) {
 }
 
 TEST(KdaDecode, VariantNamesRoundTrip) {
-  for (auto v : {DecodeVariant::kVtile, DecodeVariant::kVtileRecip, DecodeVariant::kHoisted}) {
+  for (DecodeVariant v : kAllDecodeVariants) {
     EXPECT_EQ(parse_decode_variant(decode_variant_name(v)), v);
   }
   for (auto v : {PrefillVariant::kRecurrent, PrefillVariant::kChunked64, PrefillVariant::kChunked16}) {

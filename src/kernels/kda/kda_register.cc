@@ -14,6 +14,7 @@
 #include "kernels/kda/kda_cost.h"
 #include "kernels/kda/kda_reference.h"
 #include "kernels/kda/kda_replay.h"
+#include "kernels/kda/kda_replay_memo.h"
 
 namespace recur::kernels {
 namespace {
@@ -25,10 +26,11 @@ kda::Params registered_params() {
   return kda::Params{.gate = kda::GateForm::kSigmoidBounded, .layout = kda::StateLayout::kKV, .block_v = kBlockV};
 }
 
-// The kda.h shape of a registry shape; decode has no T parameter (T = 1).
-kda::Shape kda_shape(const Shape& s) {
-  return kda::Shape{.batch = s["B"], .tokens = s.find("T").value_or(1), .hk = s["HK"], .hv = s["HV"], .k = s["K"],
-                    .v = s["V"]};
+// The kda.h shape of a registry shape, with `tokens` tokens per sequence (default: T, which
+// decode does not have: 1).
+kda::Shape kda_shape(const Shape& s, std::optional<int64_t> tokens = std::nullopt) {
+  return kda::Shape{.batch = s["B"], .tokens = tokens.value_or(s.find("T").value_or(1)), .hk = s["HK"], .hv = s["HV"],
+                    .k = s["K"], .v = s["V"]};
 }
 
 // A variant's arguments cannot fail once check_shape has passed; a failure is a bug.
@@ -44,11 +46,17 @@ kda::Workspace& workspace() {
   return ws;
 }
 
-// Input order of every KDA kernel: q, k, v, g, b, a_log, dt_bias, state_in.
-kda::Inputs call_inputs(const KernelCall& c) {
-  return kda::Inputs{c.inputs[0].ptr<float>(), c.inputs[1].ptr<float>(), c.inputs[2].ptr<float>(),
-                     c.inputs[3].ptr<float>(), c.inputs[4].ptr<float>(), c.inputs[5].ptr<float>(),
-                     c.inputs[6].ptr<float>()};
+// Input order of every KDA kernel: q, k, v, g, b, a_log, dt_bias, state_in; kda_replay_decode
+// then has the F earlier tokens' q, k, v, g, b (inputs 8..12).
+constexpr size_t kHistoryInput = 8;
+
+// The kda::Inputs whose per-token tensors start at index `first` of `ptrs` (0: q..b; 8: history).
+template <typename Ptr>
+kda::Inputs kda_inputs(Ptr ptrs, size_t first) {
+  return kda::Inputs{ptrs(first), ptrs(first + 1), ptrs(first + 2), ptrs(first + 3), ptrs(first + 4), ptrs(5), ptrs(6)};
+}
+kda::Inputs call_inputs(const KernelCall& c, size_t first = 0) {
+  return kda_inputs([&](size_t i) { return c.inputs[i].ptr<float>(); }, first);
 }
 
 std::vector<ShapeParam> shape_params(bool tokens, int64_t max_tokens) {
@@ -69,13 +77,16 @@ Status check_heads(const Shape& s) {
 
 using Dims = std::function<std::vector<int64_t>(const Shape&)>;
 
-// [B, (T,) H, n] for per-token tensors.
-TensorSpec per_token(std::string name, bool tokens, const char* heads, const char* inner, std::string inner_coord) {
+// [B, (tokens,) H, n] for per-token tensors; `tokens` names the shape parameter that counts
+// them (T, or F for ReplaySSM's earlier tokens), or is null for one token.
+TensorSpec per_token(std::string name, const char* tokens, const char* heads, const char* inner,
+                     std::string inner_coord) {
   const std::string h = heads;
   const std::optional<std::string> n = inner ? std::optional<std::string>(inner) : std::nullopt;
-  Dims dims = [tokens, h, n](const Shape& s) {
+  const std::optional<std::string> t = tokens ? std::optional<std::string>(tokens) : std::nullopt;
+  Dims dims = [t, h, n](const Shape& s) {
     std::vector<int64_t> d = {s["B"]};
-    if (tokens) d.push_back(s["T"]);
+    if (t) d.push_back(s[*t]);
     d.push_back(s[h]);
     if (n) d.push_back(s[*n]);
     return d;
@@ -101,16 +112,23 @@ TensorSpec state_tensor(std::string name) {
           .coords = {"seq", "head", "k", "v"}, .tile = {1, 1, 32, kBlockV}, .partition_dim = 0};
 }
 
-std::vector<TensorSpec> inputs(bool tokens) {
-  return {per_token("q", tokens, "HK", "K", "k"), per_token("k", tokens, "HK", "K", "k"),
-          per_token("v", tokens, "HV", "V", "v"), per_token("g", tokens, "HV", "K", "k"),
-          per_token("b", tokens, "HV", nullptr, ""),
-          {.name = "a_log", .dtype = DType::kF32, .dims = [](const Shape& s) { return std::vector<int64_t>{s["HV"]}; },
-           .coords = {"head"}},
-          {.name = "dt_bias", .dtype = DType::kF32,
-           .dims = [](const Shape& s) { return std::vector<int64_t>{s["HV"], s["K"]}; }, .coords = {"head", "k"},
-           .tile = {1, kBlockV}},
-          state_tensor("state_in")};
+// q, k, v, g, b of `tokens` tokens (as per_token), with `suffix` on their names.
+std::vector<TensorSpec> token_inputs(const char* tokens, const std::string& suffix = "") {
+  return {per_token("q" + suffix, tokens, "HK", "K", "k"), per_token("k" + suffix, tokens, "HK", "K", "k"),
+          per_token("v" + suffix, tokens, "HV", "V", "v"), per_token("g" + suffix, tokens, "HV", "K", "k"),
+          per_token("b" + suffix, tokens, "HV", nullptr, "")};
+}
+
+// The inputs of every KDA kernel; kda_replay_decode appends the history (kHistoryInput).
+std::vector<TensorSpec> inputs(const char* tokens) {
+  std::vector<TensorSpec> in = token_inputs(tokens);
+  in.push_back({.name = "a_log", .dtype = DType::kF32,
+                .dims = [](const Shape& s) { return std::vector<int64_t>{s["HV"]}; }, .coords = {"head"}});
+  in.push_back({.name = "dt_bias", .dtype = DType::kF32,
+                .dims = [](const Shape& s) { return std::vector<int64_t>{s["HV"], s["K"]}; }, .coords = {"head", "k"},
+                .tile = {1, kBlockV}});
+  in.push_back(state_tensor("state_in"));
+  return in;
 }
 
 // Error scale of a (sequence, head) block: the largest |ref| in it, floored by the largest
@@ -139,17 +157,23 @@ void head_scale(const std::vector<double>& ref, std::vector<double>& mag, int64_
     }
 }
 
-// outputs: out, then (with_state) the final state.
-ReferenceFn make_reference(bool with_state) {
-  return [with_state](const Shape& shape, std::span<const std::vector<double>> in, std::span<std::vector<double>> out,
-                      std::span<std::vector<double>> mag) {
+// outputs: out, then (with_state) the final state. With history, the F earlier tokens
+// (inputs 8..12) run on state_in first; only the T tokens' outputs are compared.
+ReferenceFn make_reference(bool with_state, bool history) {
+  return [with_state, history](const Shape& shape, std::span<const std::vector<double>> in,
+                               std::span<std::vector<double>> out, std::span<std::vector<double>> mag) {
     const kda::Shape s = kda_shape(shape);
-    std::vector<std::vector<float>> f(7);
-    for (size_t i = 0; i < 7; ++i) f[i].assign(in[i].begin(), in[i].end());
-    const kda::Inputs ki{f[0].data(), f[1].data(), f[2].data(), f[3].data(), f[4].data(), f[5].data(), f[6].data()};
+    std::vector<std::vector<float>> f(in.size());
+    for (size_t i = 0; i < in.size(); ++i)
+      if (i != 7) f[i].assign(in[i].begin(), in[i].end());
+    auto ptrs = [&](size_t i) { return static_cast<const float*>(f[i].data()); };
     std::vector<double> state = in[7];
     std::vector<double> o;
-    kda::reference_forward(s, registered_params(), ki, state, o);
+    if (history && shape["F"] > 0) {
+      kda::reference_forward(kda_shape(shape, shape["F"]), registered_params(), kda_inputs(ptrs, kHistoryInput),
+                             state, o);
+    }
+    kda::reference_forward(s, registered_params(), kda_inputs(ptrs, 0), state, o);
     const std::vector<double> floor = state_floor(in[7], state, s.batch * s.hv, s.k * s.v);
     out[0] = o;
     head_scale(out[0], mag[0], s.batch, s.tokens, s.hv, s.v, floor);
@@ -176,6 +200,7 @@ constexpr DecodeVariantInfo kDecodeVariants[] = {
     {kda::DecodeVariant::kVtile, "per_tile", "divide", "prologue recomputed by every V-tile item"},
     {kda::DecodeVariant::kVtileRecip, "per_tile", "rsqrt_rcp_newton", "per-tile prologue, rsqrt/rcp + Newton"},
     {kda::DecodeVariant::kHoisted, "per_head", "divide", "prologue once per (sequence, head), shared by its tiles"},
+    {kda::DecodeVariant::kHoistedRecip, "per_head", "rsqrt_rcp_newton", "per-head prologue, rsqrt/rcp + Newton"},
 };
 
 KernelFn decode_call(kda::DecodeVariant variant) {
@@ -189,25 +214,19 @@ KernelFn decode_call(kda::DecodeVariant variant) {
   };
 }
 
-// A cache per thread, rebuilt when the shape changes (shards differ in B).
-kda::ReplayCache& replay_cache(const kda::Shape& s) {
-  thread_local std::unique_ptr<kda::ReplayCache> cache;
-  if (!cache || cache->shape().batch != s.batch || cache->shape().hv != s.hv || cache->shape().k != s.k ||
-      cache->shape().v != s.v) {
-    auto made = kda::ReplayCache::create(s, kda::StateLayout::kKV, kReplayWindow);
-    must(made ? ok_status() : Status(unexpected(made.error())), "kda_replay_decode");
-    cache = std::make_unique<kda::ReplayCache>(std::move(*made));
-  }
-  return *cache;
-}
-
+// The step starts from state_in plus the F history steps (kda_replay_memo.h: filled once per
+// input set, then only state_in is copied into the checkpoint per call).
 KernelFn replay_call(kda::DecodeVariant variant) {
   return [variant](const KernelCall& c) {
     const kda::Shape s = kda_shape(c.shape);
-    kda::ReplayCache& cache = replay_cache(s);
-    cache.reset(c.inputs[7].ptr<float>());
-    must(kda::replay_step(cache, s, registered_params(), call_inputs(c), c.outputs[0].ptr<float>(), variant, nullptr,
-                          workspace()),
+    uint64_t salt = 0;
+    for (const auto& [name, value] : c.shape.params()) salt = salt * 1000003 + uint64_t(value);
+    const uint64_t key = kda::fingerprint_views(c.inputs.subspan(5), salt);  // a_log .. history
+    auto cache = kda::steady_replay_cache(key, kda_shape(c.shape, c.shape["F"]), registered_params(),
+                                          call_inputs(c, kHistoryInput), c.inputs[7].ptr<float>(), kReplayWindow);
+    must(cache ? ok_status() : Status(unexpected(cache.error())), "kda_replay_decode");
+    must(kda::replay_step(**cache, s, registered_params(), call_inputs(c), c.outputs[0].ptr<float>(), variant,
+                          nullptr, workspace()),
          "kda_replay_decode");
   };
 }
@@ -231,9 +250,9 @@ KernelSpec kda_decode_spec() {
   k.help = "one KDA decode step (kda.h): gate sigmoid_bounded, state KV, block_v 64; state copied then updated";
   k.shape_params = shape_params(false, 1);
   k.check_shape = check_heads;
-  k.inputs = inputs(false);
-  k.outputs = {per_token("out", false, "HV", "V", "v"), state_tensor("state")};
-  k.reference = make_reference(true);
+  k.inputs = inputs(nullptr);
+  k.outputs = {per_token("out", nullptr, "HV", "V", "v"), state_tensor("state")};
+  k.reference = make_reference(true, false);
   // decode_cost plus the copy of state_in into state (one more state read and write).
   k.cost.bytes = [](const Shape& s) {
     const kda::Cost c = kda::decode_cost(kda_shape(s), registered_params());
@@ -253,24 +272,35 @@ KernelSpec kda_decode_spec() {
 KernelSpec kda_replay_decode_spec() {
   KernelSpec k;
   k.name = "kda_replay_decode";
-  k.help = "ReplaySSM step (kda_replay.h) of T drafts against a checkpoint with an empty buffer (window 16); "
-           "T = 1 is decode, T > 1 speculative verify";
+  k.help = "ReplaySSM step (kda_replay.h) of T drafts against a checkpoint with F steps already buffered "
+           "(window 16; inputs q..b of the T tokens, then q_prev..b_prev of the F earlier ones); T = 1 is decode, "
+           "T > 1 speculative verify; state_in copied into the checkpoint per call";
   k.shape_params = shape_params(true, kReplayWindow);
   k.shape_params.back().default_value = 1;
-  k.check_shape = check_heads;
-  k.inputs = inputs(true);
-  k.outputs = {per_token("out", true, "HV", "V", "v")};
-  k.reference = make_reference(false);
-  // T steps of replay_cost with window T: mean (T - 1) / 2 buffered entries, as in this call
-  // (its amortized flush term is an overestimate: this call never flushes).
-  k.cost.bytes = [](const Shape& s) {
-    const int t = int(s["T"]);
-    return double(t) * kda::replay_cost(kda_shape(s), registered_params(), t, false).bytes;
+  k.shape_params.push_back({.name = "F", .default_value = 8, .min = 0, .max = kReplayWindow - 1,
+                            .help = "steps buffered before the call (8: the mean fill of a 16-step window)"});
+  k.check_shape = [](const Shape& s) -> Status {
+    RECUR_RETURN_IF_ERROR(check_heads(s));
+    if (s["F"] + s["T"] > kReplayWindow)
+      return invalid_argument("F={} + T={} exceed the window of {}: the step would flush", s["F"], s["T"],
+                              kReplayWindow);
+    return ok_status();
   };
-  k.cost.flops = [](const Shape& s) {
-    const int t = int(s["T"]);
-    return double(t) * kda::replay_cost(kda_shape(s), registered_params(), t, false).flops;
+  k.inputs = inputs("T");
+  for (TensorSpec& t : token_inputs("F", "_prev")) k.inputs.push_back(std::move(t));
+  k.outputs = {per_token("out", "T", "HV", "V", "v")};
+  k.reference = make_reference(false, true);
+  // The copy of state_in into the checkpoint (a state read and write, as kda_decode's copy),
+  // then T steps from F buffered entries (mean F + (T - 1) / 2), with vtile's repeated prologue.
+  auto cost = [](const Shape& s) {
+    const double t = double(s["T"]);
+    kda::Cost c = kda::replay_step_cost(kda_shape(s), registered_params(), double(s["F"]) + (t - 1) / 2, false);
+    c.bytes = t * c.bytes + 2 * c.state_bytes;
+    c.flops = t * c.flops;
+    return c;
   };
+  k.cost.bytes = [cost](const Shape& s) { return cost(s).bytes; };
+  k.cost.flops = [cost](const Shape& s) { return cost(s).flops; };
   k.tolerances = tolerance(1e-4);  // docs/kda.md: ReplaySSM
   k.partitioning = Partitioning{.param = "B"};
   k.regions = {{"prologue", "replay_prologue"}, {"tile", "replay_tile"}};
@@ -288,9 +318,9 @@ KernelSpec kda_prefill_spec() {
   k.shape_params = shape_params(true, 1 << 16);
   k.shape_params[0].default_value = 1;
   k.check_shape = check_heads;
-  k.inputs = inputs(true);
-  k.outputs = {per_token("out", true, "HV", "V", "v"), state_tensor("state")};
-  k.reference = make_reference(true);
+  k.inputs = inputs("T");
+  k.outputs = {per_token("out", "T", "HV", "V", "v"), state_tensor("state")};
+  k.reference = make_reference(true, false);
   // The recurrent form's cost (chunk 0) plus the state copy; chunked variants do other FLOPs
   // (prefill_cost(chunk)), which the bench reports against this same model.
   k.cost.bytes = [](const Shape& s) {

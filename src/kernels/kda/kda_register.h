@@ -1,6 +1,7 @@
 // Registry entries of the KDA kernels (kda.h, kda_replay.h): kda_decode, kda_replay_decode and
-// kda_prefill, with shapes (B, HK, HV, K, V, T), the float64 reference of kda_reference.h, the
-// cost model of kda_cost.h and the tolerances of docs/kda.md. builtin_kernels.cc lists them.
+// kda_prefill, with shapes (B, HK, HV, K, V, T; F for ReplaySSM's buffered steps), the float64
+// reference of kda_reference.h, the cost model of kda_cost.h and the tolerances of docs/kda.md.
+// builtin_kernels.cc lists them. kda_replay_decode times a steady-state step (kda_replay_memo.h).
 //
 // The registered form fixes what the registry's shape cannot express: gate sigmoid_bounded
 // (g = -5 sigmoid(exp(A_log) x), bounded for any input the check draws), state layout KV,

@@ -9,8 +9,8 @@
 //     v'_p = beta (v - u) (stored in the buffer);  o = w + (k.q) v'_p
 //
 // vtile/vtile_recip: every tile item computes the prologue itself, keeping this call's new
-// entries private (tile 0 stores them), so no item reads what another writes. hoisted: one
-// prologue pass per (sequence, head) writes the new entries and coefficients, then the tiles.
+// entries private (tile 0 stores them), so no item reads what another writes. hoisted and
+// hoisted_recip: one prologue pass per (sequence, head) writes the new entries and coefficients, then the tiles.
 #include "kernels/kda/kda_replay.h"
 
 #include <algorithm>
@@ -246,8 +246,8 @@ Status replay_step(ReplayCache& cache, const Shape& shape, const Params& params,
   const int nv = (V + bv - 1) / bv;
   const int64_t heads = shape.batch * shape.hv;
   const int workers = pool ? pool->size() : 1;
-  const bool hoisted = variant == DecodeVariant::kHoisted;
-  const bool recip = variant != DecodeVariant::kVtile;
+  const bool hoisted = hoists_prologue(variant);
+  const bool recip = uses_reciprocals(variant);
 
   std::vector<SeqPlan> plans(size_t(shape.batch));
   for (int64_t b = 0; b < shape.batch; ++b) {
@@ -271,7 +271,7 @@ Status replay_step(ReplayCache& cache, const Shape& shape, const Params& params,
       for (int64_t head = begin; head < end; ++head) {
         const int64_t b = head / ci.HV;
         ReplayPro pro(shared + pro_floats * head, K, L, T);
-        replay_prologue(ops, ci, params, in, cache, b, head % ci.HV, plans[size_t(b)], true, pro,
+        replay_prologue(ops, ci, params, in, cache, b, head % ci.HV, plans[size_t(b)], recip, pro,
                         scratch);
         store_entries(cache, head, plans[size_t(b)], pro, K, T);
       }

@@ -26,7 +26,7 @@ TEST(KdaReplay, LongDecodeRunsMatchThePlainRecurrence) {
   for (Isa isa : runnable_isas()) {
     ScopedIsaCap cap(isa);
     for (StateLayout layout : {StateLayout::kKV, StateLayout::kVK}) {
-      for (DecodeVariant variant : {DecodeVariant::kVtile, DecodeVariant::kVtileRecip, DecodeVariant::kHoisted}) {
+      for (DecodeVariant variant : kAllDecodeVariants) {
         for (int L : {16, 5}) {
           const int steps = 10 * L + 3;
           const Shape shape{.batch = 2, .tokens = steps, .hk = 1, .hv = 2, .k = 36, .v = 44};
@@ -71,7 +71,7 @@ TEST(KdaReplay, SpeculativeVerifyAndRollbackMatchTheAcceptedSequence) {
   const int L = 8;
   for (Isa isa : runnable_isas()) {
     ScopedIsaCap cap(isa);
-    for (DecodeVariant variant : {DecodeVariant::kVtile, DecodeVariant::kHoisted}) {
+    for (DecodeVariant variant : {DecodeVariant::kVtile, DecodeVariant::kHoisted, DecodeVariant::kHoistedRecip}) {
       // Sequence 0 and 1 get their own acceptance, so cursors differ within a batch.
       const Shape base{.batch = 2, .tokens = 1, .hk = 2, .hv = 4, .k = 32, .v = 40};
       Params params{.gate = GateForm::kSigmoidBounded, .block_v = 16};
