@@ -1,0 +1,6 @@
+# End-to-end tests of `recur agent run/resume`: kill -9 mid-episode and resume (journal
+# invariants), exit codes, usage errors.
+if(RECUR_BUILD_TESTS)
+  add_test(NAME agent_cli_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/agent_cli_test.sh $<TARGET_FILE:recur> ${CMAKE_SOURCE_DIR})
+  set_tests_properties(agent_cli_test PROPERTIES LABELS "e2e" TIMEOUT 300)
+endif()
