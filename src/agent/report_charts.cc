@@ -13,7 +13,7 @@ namespace {
 // Timeline geometry (px).
 constexpr double kTlWidth = 960, kTlLabel = 220, kTlRight = 16, kTlTop = 26, kTlRow = 20, kTlBottom = 8;
 // Metric chart geometry (px).
-constexpr double kChWidth = 520, kChHeight = 220, kChLeft = 70, kChRight = 60, kChTop = 14, kChBottom = 34;
+constexpr double kChWidth = 470, kChHeight = 200, kChLeft = 64, kChRight = 62, kChTop = 14, kChBottom = 34;
 
 std::string shortened(const std::string& s, size_t max) {
   if (s.size() <= max) return s;

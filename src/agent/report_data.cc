@@ -165,6 +165,9 @@ ReportData build_report_data(std::string journal_path, RunRecord run, std::vecto
       }
     }
   }
+  // Metrics a condition compares with a number first: they are what the gate decides on.
+  std::stable_partition(d.gate_series.begin(), d.gate_series.end(),
+                        [](const GateSeries& s) { return s.threshold.has_value(); });
   c.gate_metrics = d.gate_series.size();
   c.artifacts = d.artifacts.size();
   if (d.end_s <= d.start_s) d.end_s = d.start_s + 1;

@@ -55,7 +55,7 @@ struct ReportData {
   std::vector<ExperimentRecord> experiments;  // in step order
   KnobDiff final_config;                      // base config + kept diffs (ResumePlan::config)
   std::map<std::string, int64_t> set_by_step; // knob -> the last kept step that set it
-  std::vector<GateSeries> gate_series;        // in order of first appearance
+  std::vector<GateSeries> gate_series;        // those with a threshold first, then by first appearance
   std::vector<ArtifactLink> artifacts;        // in step order, then key order
   ReportCounts counts;
   double start_s = 0, end_s = 0;              // the timeline's span (unix seconds), end > start

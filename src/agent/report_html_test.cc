@@ -82,6 +82,26 @@ TEST(ReportData, HrefsFromAJournalAndAReportInTheCurrentFolder) {
   EXPECT_EQ(absolute.artifacts[0].href, "../../b/traces/t%201.json");
 }
 
+TEST(ReportData, GateMetricsWithAThresholdComeFirst) {
+  ExperimentRecord e;
+  e.state = ExperimentState::kDone;
+  e.decision = Decision::kNone;
+  e.spec.probe = "gate";
+  Feedback f{.probe = "gate"};
+  f.add_metric("check_pass(best)", 1);
+  f.add_metric("conditions_pass", 1);
+  f.add_metric("speedup(best vs scalar)", 5.5).ci95 = std::pair(5.3, 5.9);
+  f.notes = {"gate pass: ...", "condition 1 pass: `check_pass(best)`", "condition 2 pass: `speedup(best vs scalar) >= 1.5`"};
+  e.feedback = f;
+  ReportData d = build_report_data("/j/journal.db", RunRecord{.id = 1, .name = "r"}, {e}, {}, "/j/r");
+  ASSERT_EQ(d.gate_series.size(), 2u);  // the conditions_* counters are not charted
+  EXPECT_EQ(d.gate_series[0].metric, "speedup(best vs scalar)");
+  EXPECT_EQ(d.gate_series[0].threshold, 1.5);
+  EXPECT_EQ(d.gate_series[1].metric, "check_pass(best)");
+  EXPECT_FALSE(d.gate_series[1].threshold);
+  EXPECT_EQ(d.counts.gate_evaluations, 1u);
+}
+
 TEST(Report, DefaultPathIsBesideTheJournalInTheRunsFolder) {
   EXPECT_EQ(default_report_path("runs/journal.db", "kda-1"), "runs/kda-1/report.html");
   EXPECT_EQ(default_report_path("journal.db", "kda-1"), "kda-1/report.html");

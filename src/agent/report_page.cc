@@ -77,6 +77,7 @@ std::string timeline_section(const ReportData& d) {
 std::string metrics_section(const ReportData& d) {
   std::string out = "<section id=\"metrics\">\n<h2>Gate metrics over iterations</h2>\n";
   if (d.gate_series.empty()) return out + "<p class=\"empty\">No gate evaluation yet.</p>\n</section>\n";
+  out += "<div class=\"metric-grid\">\n";
   for (size_t k = 0; k < d.gate_series.size(); ++k) {
     const GateSeries& s = d.gate_series[k];
     std::string threshold =
@@ -96,7 +97,7 @@ std::string metrics_section(const ReportData& d) {
     }
     out += "</tbody></table></figure>\n";
   }
-  return out + "</section>\n";
+  return out + "</div>\n</section>\n";
 }
 
 std::string artifact_link(const ArtifactLink& a) {

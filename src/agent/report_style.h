@@ -21,7 +21,7 @@ svg .tl-bar { fill: var(--c); } svg .tl-bar.tier-4 { stroke: #000; stroke-width:
 svg .series { fill: none; stroke: #90a4ae; } svg .point { fill: #1565c0; } svg .ci, svg .ci-cap { stroke: #1565c0; stroke-width: 1.5; }
 svg .threshold { stroke: var(--revert); stroke-dasharray: 5 4; } svg .threshold-label { fill: var(--revert); }
 .legend span { margin-right: 14px; } .legend .badge { width: 10px; height: 10px; padding: 0; vertical-align: middle; }
-figure.metric { margin: 12px 0; } figure.metric figcaption { font-weight: 600; }
+.metric-grid { display: flex; flex-wrap: wrap; gap: 4px 24px; } figure.metric { margin: 8px 0; width: 470px; } figure.metric figcaption { font-weight: 600; }
 details.experiment { border-left: 4px solid var(--c); margin: 6px 0; padding: 2px 10px; background: #fafafa; }
 details.experiment > summary { cursor: pointer; } details.experiment dl { display: grid; grid-template-columns: max-content 1fr; gap: 0 12px; }
 .attribution .row { display: grid; grid-template-columns: 260px 220px 1fr; gap: 8px; align-items: center; }
