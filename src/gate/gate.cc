@@ -80,7 +80,7 @@ class Runner {
     // Tier 1: kernel checks.
     for (const auto& [a, b] : plan.checks) {
       say(fmt::format("check.kernel {}{}", a, b.empty() ? "" : " vs " + b));
-      RECUR_ASSIGN_OR_RETURN(auto m, measure_kernel_check(*spec_.kernel, configs_.at(a),
+      RECUR_ASSIGN_OR_RETURN(auto m, measure_kernel_check(arm_kernel_workload(spec_, a), configs_.at(a),
                                                           b.empty() ? nullptr : &configs_.at(b), kopt));
       values_[call_key("max_rel_err", a, b)] = point(m.max_rel_err);
       values_[call_key("max_abs_err", a, b)] = point(m.max_abs_err);
@@ -91,13 +91,14 @@ class Runner {
     // Tier 2: kernel timings.
     for (const std::string& a : plan.kernel_times) {
       say(fmt::format("bench.kernel {} ({:.1f} s budget)", a, spec_.kernel->budget_s));
-      RECUR_ASSIGN_OR_RETURN(auto m, measure_kernel_time(*spec_.kernel, configs_.at(a), kopt));
+      RECUR_ASSIGN_OR_RETURN(auto m, measure_kernel_time(arm_kernel_workload(spec_, a), configs_.at(a), kopt));
       values_[call_key("time_us", a)] = m.value;
       probes_.push_back(std::move(m.feedback));
     }
     for (const auto& [a, b] : plan.ratios) {
       say(fmt::format("bench.kernel {} vs {} ({:.1f} s budget)", a, b, spec_.kernel->budget_s));
-      RECUR_ASSIGN_OR_RETURN(auto m, measure_kernel_ratio(*spec_.kernel, configs_.at(a), configs_.at(b), kopt));
+      RECUR_ASSIGN_OR_RETURN(auto m, measure_kernel_ratio(arm_kernel_workload(spec_, a), configs_.at(a),
+                                                          arm_kernel_workload(spec_, b), configs_.at(b), kopt));
       values_[call_key("time_ratio", a, b)] = m.value;
       MetricValue inv = m.value;
       inv.value = Interval::point(1) / m.value.value;

@@ -170,6 +170,55 @@ TEST_F(GateRun, AKernelGateChecksAndTimesVariants) {
   EXPECT_EQ(r->feedback.artifacts.at("spec"), "kernel.toml");
 }
 
+// Arms on two kernels: a ReplaySSM step against the plain decode step at the same heads.
+constexpr std::string_view kCrossKernelGate = R"toml(name = "replay-vs-plain"
+conditions = [
+  "check_pass(cand)",
+  "time_us(cand) > 0 and time_us(plain) > 0",
+  "time_ratio(cand vs plain) > 0 and speedup(cand vs plain) > 0",
+]
+[workload.kernel]
+name = "kda_replay_decode"
+shape = "B2,HK1,HV2,K16,V24,T1,F4"
+budget_s = 0.2
+seeds = [1]
+[arms.cand]
+"kernel.kda_replay_decode.variant" = "hoisted"
+[arms.plain]
+kernel = "kda_decode"
+shape = "B2,HK1,HV2,K16,V24"
+"kernel.kda_decode.variant" = "vtile"
+)toml";
+
+TEST_F(GateRun, ArmsOnDifferentKernelsAreTimedEachOnItsOwnKernel) {
+  auto spec = parse_gate_spec(kCrossKernelGate, "cross.toml");
+  ASSERT_TRUE(spec.has_value()) << spec.error().message();
+  GateRunOptions o;
+  o.peaks = generous_peaks();
+  auto r = run_gate(*spec, o);
+  ASSERT_TRUE(r.has_value()) << r.error().message();
+  EXPECT_EQ(r->verdict.outcome, Outcome::kPass) << r->verdict.reason;
+  // check cand, bench cand, bench plain, bench cand vs plain.
+  ASSERT_EQ(r->probes.size(), 4u);
+  EXPECT_EQ(r->probes[0].probe, "check.kernel");
+  EXPECT_NE(r->probes[0].subject.find("kda_replay_decode"), std::string::npos) << r->probes[0].subject;
+  EXPECT_NE(r->probes[1].subject.find("kernel:kda_replay_decode variant=hoisted shape=B2,HK1,HV2,K16,V24,T1,F4"),
+            std::string::npos)
+      << r->probes[1].subject;
+  EXPECT_NE(r->probes[2].subject.find("kernel:kda_decode variant=vtile shape=B2,HK1,HV2,K16,V24"), std::string::npos)
+      << r->probes[2].subject;
+  EXPECT_EQ(r->probes[3].subject,
+            "kernel:kda_replay_decode variant=hoisted shape=B2,HK1,HV2,K16,V24,T1,F4 vs kernel:kda_decode "
+            "variant=vtile shape=B2,HK1,HV2,K16,V24");
+  EXPECT_NE(r->probes[3].hypothesis.find("kda_replay_decode/hoisted is faster than kda_decode/vtile"),
+            std::string::npos)
+      << r->probes[3].hypothesis;
+  const MetricValue& ratio = r->values.at("time_ratio(cand vs plain)");
+  EXPECT_LE(ratio.value.lo, ratio.value.value);
+  EXPECT_LE(ratio.value.value, ratio.value.hi);
+  EXPECT_NEAR(r->values.at("speedup(cand vs plain)").value.value * ratio.value.value, 1, 1e-12);
+}
+
 TEST_F(GateRun, AnInconclusiveGateSaysWhichConditionAndWhatToDo) {
   auto spec = parse_gate_spec(kKernelGate, "kernel.toml");
   ASSERT_TRUE(spec.has_value()) << spec.error().message();

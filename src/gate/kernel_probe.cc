@@ -47,15 +47,21 @@ Result<KernelMeasurement> measure_kernel_time(const KernelWorkload& w, const Con
   return KernelMeasurement{std::move(v), std::move(f)};
 }
 
-Result<KernelMeasurement> measure_kernel_ratio(const KernelWorkload& w, const Config& a, const Config& b,
-                                               const KernelProbeOptions& options) {
-  RECUR_ASSIGN_OR_RETURN(probe::KernelTarget ta, target_for(w, a));
-  RECUR_ASSIGN_OR_RETURN(probe::KernelTarget tb, target_for(w, b));
-  RECUR_ASSIGN_OR_RETURN(Feedback f,
-                         probe::bench_kernel(*ta.spec, *ta.variant, tb.variant, ta.shape, bench_options(w, options)));
+Result<KernelMeasurement> measure_kernel_ratio(const KernelWorkload& wa, const Config& a, const KernelWorkload& wb,
+                                               const Config& b, const KernelProbeOptions& options) {
+  RECUR_ASSIGN_OR_RETURN(probe::KernelTarget ta, target_for(wa, a));
+  RECUR_ASSIGN_OR_RETURN(probe::KernelTarget tb, target_for(wb, b));
+  const probe::KernelBenchTarget base{tb.spec, tb.variant, tb.shape};
+  RECUR_ASSIGN_OR_RETURN(Feedback f, probe::bench_kernel_targets({ta.spec, ta.variant, ta.shape}, &base,
+                                                                 bench_options(wa, options)));
   if (f.find_metric("ratio") == nullptr) return internal_error("bench.kernel returned no ratio for {}", f.subject);
   MetricValue v = from_metric(f, "ratio");
   return KernelMeasurement{std::move(v), std::move(f)};
+}
+
+Result<KernelMeasurement> measure_kernel_ratio(const KernelWorkload& w, const Config& a, const Config& b,
+                                               const KernelProbeOptions& options) {
+  return measure_kernel_ratio(w, a, w, b, options);
 }
 
 Result<KernelCheckMeasurement> measure_kernel_check(const KernelWorkload& w, const Config& a, const Config* b,

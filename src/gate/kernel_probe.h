@@ -5,7 +5,8 @@
 //   max_rel_err(a [vs b]), max_abs_err, check_pass
 //                        check.kernel of a's variant against the float64 reference (and b's
 //                        variant, and a split into the workload's partitions)
-// An arm's variant is its `kernel.<name>.variant` knob ("auto" = the best this machine runs).
+// An arm's variant is its `kernel.<name>.variant` knob ("auto" = the best this machine runs); an
+// arm's kernel and shape are its workload's (arm_kernel_workload, which the gate passes).
 // Not thread-safe (one measurement at a time).
 #pragma once
 
@@ -33,7 +34,12 @@ struct KernelMeasurement {
 // time_us of one arm.
 Result<KernelMeasurement> measure_kernel_time(const KernelWorkload& w, const Config& arm,
                                               const KernelProbeOptions& options);
-// time_ratio of a over b (candidate a, baseline b).
+// time_ratio of a over b (candidate a, baseline b), each on its own workload (arm_kernel_workload):
+// on the same kernel and shape they share inputs; otherwise each side has its own, and the
+// interleaved rounds still pair them.
+Result<KernelMeasurement> measure_kernel_ratio(const KernelWorkload& wa, const Config& a, const KernelWorkload& wb,
+                                               const Config& b, const KernelProbeOptions& options);
+// The same, both arms on workload w.
 Result<KernelMeasurement> measure_kernel_ratio(const KernelWorkload& w, const Config& a, const Config& b,
                                                const KernelProbeOptions& options);
 

@@ -142,8 +142,14 @@ struct KnobAt {
   std::string name, value, position;
 };
 
+// The arm's reserved keys: `kernel` (unless a table: the start of a dotted knob name) and `shape`.
+bool reserved_arm_key(std::string_view key, const toml::node& value) {
+  return (key == "kernel" && !value.is_table()) || key == "shape";
+}
+
 Status flatten_arm(const toml::table& t, const std::string& prefix, const std::string& file, std::vector<KnobAt>& out) {
   for (auto&& [k, v] : t) {
+    if (prefix.empty() && reserved_arm_key(k.str(), v)) continue;
     std::string name = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
     std::string value;
     if (v.is_table()) {
@@ -169,7 +175,45 @@ bool valid_arm_name(std::string_view name) {
   return name != "and" && name != "or" && name != "not" && name != "vs";
 }
 
-Result<std::vector<Arm>> read_arms(TomlTable t, const KnobRegistry& registry) {
+// The reserved keys of an arm's table (kernel, shape), checked against the registry: the kernel
+// exists and the arm's shape (or the workload's) parses for it.
+Status read_arm_target(const toml::table& table, const std::string& arm_name, const TomlTable& t,
+                       const std::optional<KernelWorkload>& workload, Arm& arm) {
+  const toml::node* kernel = table.get("kernel");
+  const toml::node* shape = table.get("shape");
+  if (kernel && !reserved_arm_key("kernel", *kernel)) kernel = nullptr;  // kernel.<name>.variant = ...
+  if (!kernel && !shape) return ok_status();
+  for (const toml::node* n : {kernel, shape}) {
+    if (n && !n->is_string())
+      return unexpected(t.error_at(*n, arm_name, fmt::format("{} expected a string (a reserved key: the arm's {})",
+                                                             n == kernel ? "kernel" : "shape",
+                                                             n == kernel ? "kernel, as `recur kernels` names it"
+                                                                         : "shape, e.g. \"B1,HV32\"")));
+  }
+  const toml::node* at = kernel ? kernel : shape;
+  if (!workload)
+    return unexpected(t.error_at(*at, arm_name, "an arm's kernel and shape need a [workload.kernel] table (budget, "
+                                                "seeds; its name is the default kernel)"));
+  if (kernel) arm.kernel = kernel->as_string()->get();
+  if (shape) arm.shape = shape->as_string()->get();
+  const std::string kernel_name = arm.kernel.empty() ? workload->kernel : arm.kernel;
+  auto spec = kernels::KernelRegistry::global().lookup(kernel_name);
+  if (!spec) return unexpected(t.error_at(*at, arm_name, fmt::format("kernel: {}", spec.error().message())));
+  const std::string shape_text = shape ? arm.shape : workload->shape;
+  if (auto s = (*spec)->parse_shape(shape_text); !s)
+    return unexpected(t.error_at(
+        shape ? *shape : *at, arm_name,
+        fmt::format("shape '{}'{} does not fit kernel {}: {}{}", shape_text, shape ? "" : " (from [workload.kernel])",
+                    kernel_name, s.error().message(), shape ? "" : "; give the arm its own shape = \"...\"")));
+  if (!workload->partitions.empty() && !(*spec)->partitioning)
+    return unexpected(t.error_at(*at, arm_name,
+                                 fmt::format("kernel {} has no partitioning, but [workload.kernel] asks for partitions",
+                                             kernel_name)));
+  return ok_status();
+}
+
+Result<std::vector<Arm>> read_arms(TomlTable t, const KnobRegistry& registry,
+                                   const std::optional<KernelWorkload>& workload) {
   std::vector<Arm> arms;
   for (auto&& [k, v] : t.table()) {
     std::string name(k.str());
@@ -179,9 +223,10 @@ Result<std::vector<Arm>> read_arms(TomlTable t, const KnobRegistry& registry) {
                                             "and/or/not/vs"));
     if (!v.is_table())
       return unexpected(t.error_at(v, name, "expected a table of knob assignments, e.g. { \"engine.tp\" = \"4\" }"));
+    Arm arm{name, {}, "", ""};
+    RECUR_RETURN_IF_ERROR(read_arm_target(*v.as_table(), name, t, workload, arm));
     std::vector<KnobAt> knobs;
     RECUR_RETURN_IF_ERROR(flatten_arm(*v.as_table(), "", t.file(), knobs));
-    Arm arm{name, {}};
     Config check(registry);
     for (const KnobAt& kv : knobs) {
       if (auto s = check.set(kv.name, kv.value); !s)
@@ -223,13 +268,55 @@ std::vector<std::string> split_lines(std::string_view text) {
   return lines;
 }
 
+// Each arm's variant exists for its kernel, and the arm sets no other kernel's variant knob
+// (that would silently measure the default variant).
 Status check_kernel_arms(const GateSpec& spec, const KnobRegistry& registry) {
-  const kernels::KernelSpec* k = kernels::KernelRegistry::global().find(spec.kernel->kernel);
+  const auto& kernels = kernels::KernelRegistry::global();
   for (const Arm& arm : spec.arms) {
+    const kernels::KernelSpec* k = kernels.find(arm_kernel_workload(spec, arm).kernel);
+    for (const auto& [knob, value] : arm.knobs) {
+      const std::string prefix = "kernel.", suffix = ".variant";
+      if (!knob.starts_with(prefix) || !knob.ends_with(suffix) || knob.size() <= prefix.size() + suffix.size()) continue;
+      const std::string other = knob.substr(prefix.size(), knob.size() - prefix.size() - suffix.size());
+      if (other != k->name && kernels.find(other) != nullptr)
+        return invalid_argument("{}: arm {}: knob {} chooses a variant of kernel {}, but the arm measures kernel {}{}",
+                                spec.path, arm.name, knob, other, k->name,
+                                arm.kernel.empty() ? " ([workload.kernel]); add kernel = \"" + other + "\" to the arm"
+                                                   : "");
+    }
     RECUR_ASSIGN_OR_RETURN(Config c, arm_config(spec, arm, Config(registry)));
     RECUR_ASSIGN_OR_RETURN(std::string v, c.get(fmt::format("kernel.{}.variant", k->name)));
     if (v != "auto" && k->find_variant(v) == nullptr)
       return invalid_argument("{}: arm {}: kernel {} has no variant '{}'", spec.path, arm.name, k->name, v);
+  }
+  return ok_status();
+}
+
+// The first call in `e` that makes request `r` (for the caret of an error).
+const Expr* find_call(const Expr& e, const MetricRequest& r) {
+  if (e.op == ExprOp::kCall) return request_for_call(e) == r ? &e : nullptr;
+  for (const Expr* side : {e.lhs.get(), e.rhs.get()})
+    if (side)
+      if (const Expr* found = find_call(*side, r)) return found;
+  return nullptr;
+}
+
+// Check metrics compare two arms' outputs, which only means something on one kernel and shape;
+// time ratios across kernels are measured interleaved (probe::bench_kernel_targets).
+Status check_arm_pairs(const GateSpec& spec, const Condition& c, size_t first_request) {
+  for (size_t i = first_request; i < spec.requests.size(); ++i) {
+    const MetricRequest& r = spec.requests[i];
+    if (r.def->source != MetricSource::kKernelCheck || r.vs.empty()) continue;
+    const KernelWorkload a = arm_kernel_workload(spec, *spec.find_arm(r.arm));
+    const KernelWorkload b = arm_kernel_workload(spec, *spec.find_arm(r.vs));
+    if (a.kernel == b.kernel && a.shape == b.shape) continue;
+    const Expr* call = find_call(c.expr, r);
+    return unexpected(c.source.error(
+        c.text, call ? call->offset : 0,
+        fmt::format("{} compares the outputs of arms on different kernels or shapes ({} {} vs {} {}); check metrics "
+                    "compare variants of one kernel at one shape: use {}({}) against the float64 reference",
+                    r.key(), a.kernel, a.shape.empty() ? "(default shape)" : a.shape, b.kernel,
+                    b.shape.empty() ? "(default shape)" : b.shape, r.def->name, r.arm)));
   }
   return ok_status();
 }
@@ -240,6 +327,17 @@ const Arm* GateSpec::find_arm(std::string_view arm_name) const {
   for (const Arm& a : arms)
     if (a.name == arm_name) return &a;
   return nullptr;
+}
+
+KernelWorkload arm_kernel_workload(const GateSpec& spec, const Arm& arm) {
+  KernelWorkload w = *spec.kernel;
+  if (!arm.kernel.empty()) w.kernel = arm.kernel;
+  if (!arm.shape.empty()) w.shape = arm.shape;
+  return w;
+}
+
+KernelWorkload arm_kernel_workload(const GateSpec& spec, std::string_view arm_name) {
+  return arm_kernel_workload(spec, *spec.find_arm(arm_name));
 }
 
 Result<Config> arm_config(const GateSpec& spec, const Arm& arm, const Config& base) {
@@ -287,7 +385,7 @@ Result<GateSpec> parse_gate_spec(std::string_view toml_text, std::string_view pa
 
   RECUR_ASSIGN_OR_RETURN(auto arms, top.subtable("arms"));
   if (!arms) return parse_error("{}: missing [arms]; expected e.g. [arms.baseline] and [arms.candidate]", file);
-  RECUR_ASSIGN_OR_RETURN(spec.arms, read_arms(*arms, registry));
+  RECUR_ASSIGN_OR_RETURN(spec.arms, read_arms(*arms, registry, spec.kernel));
   if (spec.kernel) RECUR_RETURN_IF_ERROR(check_kernel_arms(spec, registry));
 
   const toml::node* conds = top.find("conditions");
@@ -310,7 +408,9 @@ Result<GateSpec> parse_gate_spec(std::string_view toml_text, std::string_view pa
     c.text = item.as_string()->get();
     c.source = condition_source(item, c.text, lines, file, i);
     RECUR_ASSIGN_OR_RETURN(c.expr, parse_expr(c.text, c.source));
+    const size_t first_request = spec.requests.size();
     RECUR_RETURN_IF_ERROR(check_condition(c.expr, c.text, c.source, ctx, spec.requests));
+    RECUR_RETURN_IF_ERROR(check_arm_pairs(spec, c, first_request));
     spec.conditions.push_back(std::move(c));
   }
   for (const MetricRequest& r : spec.requests) {

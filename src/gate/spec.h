@@ -15,7 +15,9 @@
 // parse_gate_spec() checks everything that can be checked without running: TOML syntax and
 // unknown keys, types and ranges, condition syntax, metric names, arms, arity and types (with
 // file:line:column), knob names and values (against the registry), the kernel, its shape and
-// each arm's variant. Plain data; thread-safe.
+// each arm's variant; per-arm kernels and shapes (each exists and parses, the arm's variant knob
+// names its own kernel, and check metrics compare only arms on the same kernel and shape).
+// Plain data; thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -64,6 +66,10 @@ struct KernelWorkload {
 struct Arm {
   std::string name;  // letters, digits, '_'
   std::vector<std::pair<std::string, std::string>> knobs;  // by name (TOML tables are unordered)
+  // Kernel metrics only: reserved keys `kernel = "..."` and `shape = "..."` in the arm's table
+  // (knob names always contain a dot) measure this arm on another kernel or shape than
+  // [workload.kernel]'s; "" = the workload's.
+  std::string kernel, shape;
 };
 
 struct Condition {
@@ -91,6 +97,12 @@ struct GateSpec {
 Result<GateSpec> parse_gate_spec(std::string_view toml_text, std::string_view path,
                                  const KnobRegistry& registry = KnobRegistry::global());
 Result<GateSpec> load_gate_spec(const std::string& path, const KnobRegistry& registry = KnobRegistry::global());
+
+// The kernel workload of one arm: [workload.kernel] with the arm's kernel and shape, where it
+// has them (parse_gate_spec checked that the resulting shape fits the kernel). spec.kernel must
+// be set.
+KernelWorkload arm_kernel_workload(const GateSpec& spec, const Arm& arm);
+KernelWorkload arm_kernel_workload(const GateSpec& spec, std::string_view arm_name);  // an arm of spec
 
 // The configuration of one arm: `base` (e.g. --set), then the arm's own assignments (which win).
 // Errors name the arm and the knob.

@@ -167,6 +167,87 @@ TEST(GateSpec, KnobErrorsNameTheArmTheKnobAndThePosition) {
   EXPECT_NE(m.find("[arms] tp-2: an arm name is letters, digits and '_'"), std::string::npos) << m;
 }
 
+// Arms on different kernels: the episode compares a ReplaySSM step with the plain decode step.
+constexpr std::string_view kCrossKernel = R"toml(conditions = [
+  "check_pass(cand)",
+  "time_us(cand) <= time_us(plain)",
+  "time_ratio(cand vs plain) <= 1",
+]
+[workload.kernel]
+name = "kda_replay_decode"
+shape = "B1,HK2,HV2,K16,V16,T1,F8"
+[arms.cand]
+"kernel.kda_replay_decode.variant" = "vtile"
+[arms.plain]
+kernel = "kda_decode"
+shape = "B1,HK2,HV2,K16,V16"
+"kernel.kda_decode.variant" = "vtile"
+)toml";
+
+std::string cross_error(std::string_view from, std::string_view to) {
+  std::string text(kCrossKernel);
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  auto s = parse_gate_spec(text, "cross.toml");
+  return s ? std::string("(parsed)") : s.error().message();
+}
+
+TEST(GateSpec, ArmsMayNameTheirOwnKernelAndShape) {
+  auto s = parse_gate_spec(kCrossKernel, "cross.toml");
+  ASSERT_TRUE(s.has_value()) << s.error().message();
+  const Arm* plain = s->find_arm("plain");
+  ASSERT_NE(plain, nullptr);
+  EXPECT_EQ(plain->kernel, "kda_decode");
+  EXPECT_EQ(plain->shape, "B1,HK2,HV2,K16,V16");
+  ASSERT_EQ(plain->knobs.size(), 1u);  // kernel and shape are not knobs
+  EXPECT_EQ(plain->knobs[0].first, "kernel.kda_decode.variant");
+  const KernelWorkload wp = arm_kernel_workload(*s, "plain"), wc = arm_kernel_workload(*s, "cand");
+  EXPECT_EQ(wp.kernel, "kda_decode");
+  EXPECT_EQ(wp.shape, "B1,HK2,HV2,K16,V16");
+  EXPECT_EQ(wc.kernel, "kda_replay_decode");
+  EXPECT_EQ(wc.shape, "B1,HK2,HV2,K16,V16,T1,F8");
+  EXPECT_EQ(wp.budget_s, wc.budget_s);  // everything else is the workload's
+  // A dotted knob name under `kernel` is still a knob.
+  std::string dotted = std::string(kCrossKernel);
+  dotted.replace(dotted.find("\"kernel.kda_replay_decode.variant\" = \"vtile\""), 44,
+                 "kernel.kda_replay_decode.variant = \"hoisted\"");
+  auto d = parse_gate_spec(dotted, "cross.toml");
+  ASSERT_TRUE(d.has_value()) << d.error().message();
+  EXPECT_EQ(d->find_arm("cand")->kernel, "");
+  EXPECT_EQ(d->find_arm("cand")->knobs[0].second, "hoisted");
+}
+
+TEST(GateSpec, ArmKernelsAndShapesAreCheckedBeforeAnythingRuns) {
+  std::string m = cross_error("kernel = \"kda_decode\"", "kernel = \"kda_decod\"");
+  EXPECT_NE(m.find("cross.toml:12:10: [arms] plain: kernel: "), std::string::npos) << m;
+  EXPECT_NE(m.find("kda_decode"), std::string::npos) << m;  // the kernels that exist
+  m = cross_error("kernel = \"kda_decode\"", "kernel = 3");
+  EXPECT_NE(m.find("[arms] plain: kernel expected a string"), std::string::npos) << m;
+  m = cross_error("shape = \"B1,HK2,HV2,K16,V16\"\n", "shape = \"B1,HK2,HV2,K16,V16,F8\"\n");
+  EXPECT_NE(m.find("cross.toml:13:9: [arms] plain: shape 'B1,HK2,HV2,K16,V16,F8' does not fit kernel kda_decode"),
+            std::string::npos)
+      << m;
+  m = cross_error("shape = \"B1,HK2,HV2,K16,V16\"\n", "");  // the workload's shape has T and F
+  EXPECT_NE(m.find("(from [workload.kernel]) does not fit kernel kda_decode"), std::string::npos) << m;
+  EXPECT_NE(m.find("give the arm its own shape"), std::string::npos) << m;
+  m = cross_error("\"kernel.kda_decode.variant\" = \"vtile\"", "\"kernel.kda_replay_decode.variant\" = \"hoisted\"");
+  EXPECT_NE(m.find("arm plain: knob kernel.kda_replay_decode.variant chooses a variant of kernel kda_replay_decode, "
+                   "but the arm measures kernel kda_decode"),
+            std::string::npos)
+      << m;
+  m = cross_error("\"kernel.kda_replay_decode.variant\" = \"vtile\"", "\"kernel.kda_decode.variant\" = \"vtile\"");
+  EXPECT_NE(m.find("add kernel = \"kda_decode\" to the arm"), std::string::npos) << m;
+  m = cross_error("\"check_pass(cand)\"", "\"max_rel_err(cand vs plain) <= 1\"");
+  EXPECT_NE(m.find("cross.toml:2:4: condition 1: max_rel_err(cand vs plain) compares the outputs of arms on different "
+                   "kernels or shapes (kda_replay_decode B1,HK2,HV2,K16,V16,T1,F8 vs kda_decode B1,HK2,HV2,K16,V16)"),
+            std::string::npos)
+      << m;
+  m = cross_error("[workload.kernel]\nname = \"kda_replay_decode\"\nshape = \"B1,HK2,HV2,K16,V16,T1,F8\"\n",
+                  "[workload.engine]\n");
+  EXPECT_NE(m.find("an arm's kernel and shape need a [workload.kernel] table"), std::string::npos) << m;
+}
+
 TEST(GateSpec, TableErrorsNameTheKeyAndWhatWasExpected) {
   std::string m = error_of(edit("runs = 3", "prefil_tokens = 3"));
   EXPECT_NE(m.find("spec.toml:18:17: [workload.engine]: unknown key 'prefil_tokens'; expected one of:"), std::string::npos)

@@ -25,20 +25,55 @@ std::string hypothesis_text(std::string_view candidate, std::string_view baselin
   }
 }
 
+// `rotate` input sets of one kernel and shape.
+Result<std::vector<KernelInstance>> input_sets(const kernels::KernelSpec& spec, const kernels::Shape& shape,
+                                               int rotate) {
+  std::vector<KernelInstance> sets;
+  for (int i = 0; i < rotate; ++i) {
+    RECUR_ASSIGN_OR_RETURN(KernelInstance k, KernelInstance::make(spec, shape));
+    k.fill_inputs(Distribution::kUniform, uint64_t(1000 + i));
+    k.fill_outputs_zero();
+    sets.push_back(std::move(k));
+  }
+  return sets;
+}
+
+// Runs `iters` calls of a variant, cycling through its input sets.
+struct Rotation {
+  std::vector<KernelInstance>* sets;
+  size_t next = 0;
+  void run(const kernels::VariantSpec& v, const kernels::Shape& shape, int64_t iters) {
+    for (int64_t i = 0; i < iters; ++i) {
+      KernelInstance& k = (*sets)[next];
+      next = next + 1 == sets->size() ? 0 : next + 1;
+      v.run(KernelCall{shape, k.inputs(), k.outputs(), 0, 1});
+    }
+  }
+};
+
 }  // namespace
 
 Result<Feedback> bench_kernel(const kernels::KernelSpec& spec, const kernels::VariantSpec& variant,
                               const kernels::VariantSpec* baseline, const kernels::Shape& shape,
                               const KernelBenchOptions& options) {
+  const KernelBenchTarget base{&spec, baseline, shape};
+  return bench_kernel_targets({&spec, &variant, shape}, baseline ? &base : nullptr, options);
+}
+
+Result<Feedback> bench_kernel_targets(const KernelBenchTarget& candidate, const KernelBenchTarget* baseline,
+                                      const KernelBenchOptions& options) {
+  const kernels::KernelSpec& spec = *candidate.spec;
+  const kernels::VariantSpec& variant = *candidate.variant;
+  const kernels::Shape& shape = candidate.shape;
   RECUR_RETURN_IF_ERROR(kernels::check_runnable(variant));
-  if (baseline) RECUR_RETURN_IF_ERROR(kernels::check_runnable(*baseline));
+  if (baseline) RECUR_RETURN_IF_ERROR(kernels::check_runnable(*baseline->variant));
   if (options.rotate < 1) return invalid_argument("bench: --rotate must be >= 1, got {}", options.rotate);
-  std::vector<KernelInstance> sets;
-  for (int i = 0; i < options.rotate; ++i) {
-    RECUR_ASSIGN_OR_RETURN(KernelInstance k, KernelInstance::make(spec, shape));
-    k.fill_inputs(Distribution::kUniform, uint64_t(1000 + i));
-    k.fill_outputs_zero();
-    sets.push_back(std::move(k));
+  RECUR_ASSIGN_OR_RETURN(std::vector<KernelInstance> sets, input_sets(spec, shape, options.rotate));
+  // Another kernel or shape needs its own inputs; the same one shares them (as it always has).
+  const bool cross = baseline && (baseline->spec != candidate.spec || !(baseline->shape == shape));
+  std::vector<KernelInstance> base_sets;
+  if (cross) {
+    RECUR_ASSIGN_OR_RETURN(base_sets, input_sets(*baseline->spec, baseline->shape, options.rotate));
   }
   std::optional<MachinePeaks> peaks = options.peaks;
   std::string peaks_note;
@@ -47,15 +82,14 @@ Result<Feedback> bench_kernel(const kernels::KernelSpec& spec, const kernels::Va
     else peaks_note = "no roofline: " + p.error().message();
   }
 
-  size_t next = 0;
-  auto arm = [&](const kernels::VariantSpec& v) {
-    return BenchArm{v.name, [&sets, &next, &v, &shape](int64_t iters) {
-                      for (int64_t i = 0; i < iters; ++i) {
-                        KernelInstance& k = sets[next];
-                        next = next + 1 == sets.size() ? 0 : next + 1;
-                        v.run(KernelCall{shape, k.inputs(), k.outputs(), 0, 1});
-                      }
-                    }};
+  Rotation cand_rot{&sets}, base_rot{&base_sets};  // base_rot only when cross: else one shared rotation
+  auto arm = [](std::string name, Rotation& rot, const kernels::VariantSpec& v, const kernels::Shape& at) {
+    return BenchArm{std::move(name), [&rot, &v, &at](int64_t iters) { rot.run(v, at, iters); }};
+  };
+  // Names in the record: the variant, or kernel/variant when the kernels differ.
+  auto name_of = [&](const KernelBenchTarget& t) {
+    return cross && baseline->spec != candidate.spec ? fmt::format("{}/{}", t.spec->name, t.variant->name)
+                                                      : t.variant->name;
   };
   BenchOptions bo = options.bench;
   AlignedBuffer flush;
@@ -68,10 +102,10 @@ Result<Feedback> bench_kernel(const kernels::KernelSpec& spec, const kernels::Va
       std::memset(flush.data(), ++v, flush.size());
     };
   }
-  BenchArm cand = arm(variant);
+  BenchArm cand = arm(name_of(candidate), cand_rot, variant, shape);
   BenchResult r;
   if (baseline) {
-    BenchArm base = arm(*baseline);
+    BenchArm base = arm(name_of(*baseline), cross ? base_rot : cand_rot, *baseline->variant, baseline->shape);
     r = bench_compare(base, cand, bo);
   } else {
     bo.aa_rounds = false;
@@ -82,10 +116,16 @@ Result<Feedback> bench_kernel(const kernels::KernelSpec& spec, const kernels::Va
   f.probe = "bench.kernel";
   f.tier = 2;
   f.cost_s = r.elapsed_s;
-  f.subject = fmt::format("kernel:{} variant={}{} shape={}", spec.name, variant.name, baseline ? " vs " + baseline->name : "",
-                          shape.to_string());
+  if (cross) {
+    f.subject = fmt::format("kernel:{} variant={} shape={} vs kernel:{} variant={} shape={}", spec.name, variant.name,
+                            shape.to_string(), baseline->spec->name, baseline->variant->name,
+                            baseline->shape.to_string());
+  } else {
+    f.subject = fmt::format("kernel:{} variant={}{} shape={}", spec.name, variant.name,
+                            baseline ? " vs " + baseline->variant->name : "", shape.to_string());
+  }
   if (baseline) {
-    f.hypothesis = hypothesis_text(variant.name, baseline->name, options.hypothesis);
+    f.hypothesis = hypothesis_text(name_of(candidate), name_of(*baseline), options.hypothesis);
     f.verdict = verdict_for_hypothesis(r.decision.verdict, options.hypothesis);
   } else {
     f.hypothesis = fmt::format("the time of {} is resolved to +-{:.1f}%", variant.name, 100 * bo.resolution);
@@ -124,9 +164,9 @@ Result<Feedback> bench_kernel(const kernels::KernelSpec& spec, const kernels::Va
   }
   f.notes.push_back(fmt::format("isa {}; {} variant needs {}; cache flush {}", isa_name(active_isa()), variant.name,
                                 isa_name(variant.isa), options.flush_cache ? "before every sample" : "off"));
-  if (baseline && r.decision.verdict == BenchVerdict::kInconclusive)
+  if (baseline && !cross && r.decision.verdict == BenchVerdict::kInconclusive)
     f.next.push_back(fmt::format("recur bench {} --variant {} --vs {} --shape {} --budget-s {:.0f}", spec.name, variant.name,
-                                 baseline->name, shape.to_string(), 2 * bo.budget_s));
+                                 baseline->variant->name, shape.to_string(), 2 * bo.budget_s));
   return f;
 }
 

@@ -35,6 +35,19 @@ Result<Feedback> bench_kernel(const kernels::KernelSpec& spec, const kernels::Va
                               const kernels::VariantSpec* baseline, const kernels::Shape& shape,
                               const KernelBenchOptions& options);
 
+// One side of a comparison: a kernel's variant at a shape.
+struct KernelBenchTarget {
+  const kernels::KernelSpec* spec = nullptr;
+  const kernels::VariantSpec* variant = nullptr;
+  kernels::Shape shape;
+};
+
+// As bench_kernel, where the baseline may be another kernel or shape (each side then gets its
+// own rotated input sets; the rounds are interleaved the same way, so the ratio still cancels
+// drift). The roofline is the candidate's.
+Result<Feedback> bench_kernel_targets(const KernelBenchTarget& candidate, const KernelBenchTarget* baseline,
+                                      const KernelBenchOptions& options);
+
 struct CommandBenchOptions {
   BenchOptions bench;
   BenchVerdict hypothesis = BenchVerdict::kFaster;
