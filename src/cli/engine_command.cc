@@ -1,5 +1,6 @@
 // `recur engine bench`: prefill and decode tokens/s of a model, with the bandwidth roofline,
 // as a tier-3 probe (Feedback-shaped JSON with --json).
+// `recur engine ops-diff`: two configurations compared op by op (gate/op_errors.h).
 #include <cstdio>
 #include <memory>
 
@@ -10,6 +11,8 @@
 #include "core/thread_pool.h"
 #include "engine/engine_bench.h"
 #include "engine/model.h"
+#include "engine/model_cache.h"
+#include "gate/op_errors.h"
 #include "probe/sysinfo.h"
 
 namespace recur::cli {
@@ -69,8 +72,60 @@ int run_engine_bench(const EngineBenchFlags& f) {
   return kExitOk;
 }
 
+struct OpsDiffFlags {
+  std::string model = "default";
+  std::vector<std::string> a_knobs, b_knobs;
+  gate::OpErrorOptions options;
+  int threads = 1;
+  bool json = false;
+};
+
+int run_ops_diff(const OpsDiffFlags& f) {
+  auto path = f.model == "default" ? default_model_path() : Result<std::string>(f.model);
+  if (!path) return report_failure(path.error());
+  auto model = load_model(*path);
+  if (!model) return report_failure(model.error());
+  auto pool = ThreadPool::create({.threads = f.threads, .pin = false});
+  if (!pool) return report_failure(pool.error());
+  gate::NamedConfig a{"a", global_config()}, b{"b", global_config()};
+  for (auto [arm, knobs] : {std::pair(&a, &f.a_knobs), std::pair(&b, &f.b_knobs)})
+    for (const std::string& k : *knobs)
+      if (auto st = arm->config.set_assignment(k); !st) return report_failure(st.error().with_context("--" + arm->name));
+  auto r = gate::measure_op_errors(**model, *path, **pool, f.options, a, b);
+  if (!r) return report_failure(r.error());
+  if (f.json) {
+    print_json(feedback_to_json(r->feedback));
+    return kExitOk;
+  }
+  fmt::print("{:<28} {:<18} {:>12} {:>12}\n", "op", "component", "max_rel_err", "added");
+  for (const gate::OpError& e : r->ops)
+    fmt::print("{:<28} {:<18} {:>12.3e} {:>12.3e}{}\n", e.name, e.component, e.max_rel_err, e.added,
+               e.name == r->first_over ? "  <- first over tolerance" : "");
+  fmt::print("\n{}", render_feedback(r->feedback));
+  return kExitOk;
+}
+
+void register_ops_diff(CLI::App* engine, Invocation& inv) {
+  auto f = std::make_shared<OpsDiffFlags>();
+  auto* c = engine->add_subcommand(
+      "ops-diff", "Compare two configurations op by op: arm b generates greedy tokens, both arms are fed them, and "
+                  "every op's output (projections, KDA/attention cores, all-reduces, norms, LM head) is compared; "
+                  "prints each op's max relative error, the first op over the tolerance and which components add "
+                  "the error (hybrid models)");
+  c->add_option("-m,--model", f->model, "GGUF model file, or 'default'")->capture_default_str();
+  c->add_option("--a", f->a_knobs, "knob=value for arm a (repeatable; --set applies to both arms)");
+  c->add_option("--b", f->b_knobs, "knob=value for arm b, the reference (repeatable)");
+  c->add_option("-p,--prompt", f->options.prompts, "prompt (repeatable)")->capture_default_str();
+  c->add_option("--tokens", f->options.decode_tokens, "greedy tokens per prompt")->check(CLI::Range(1, 4096))->capture_default_str();
+  c->add_option("--tolerance", f->options.tolerance, "an op is over when its max relative error exceeds this")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  c->add_option("--threads", f->threads, "threads of the engine pool (TP ranks are their own)")->check(CLI::Range(1, 1024))->capture_default_str();
+  c->add_flag("--json", f->json, "Print the Feedback record (JSON)");
+  c->callback([&inv, f] { inv.run = [f] { return run_ops_diff(*f); }; });
+}
+
 void register_engine(CLI::App& app, Invocation& inv) {
-  auto* engine = app.add_subcommand("engine", "Engine probes: throughput of a model");
+  auto* engine = app.add_subcommand("engine", "Engine probes: throughput of a model, op-by-op comparison of two configurations");
   engine->require_subcommand(1);
   auto f = std::make_shared<EngineBenchFlags>();
   auto* bench = engine->add_subcommand("bench", "Prefill and decode tokens/s of a GGUF model over fresh sessions, "
@@ -83,6 +138,7 @@ void register_engine(CLI::App& app, Invocation& inv) {
   bench->add_option("--threads", f->threads, "threads (0 = every CPU)")->check(CLI::Range(0, 1024))->capture_default_str();
   bench->add_flag("--json", f->json, "Print a Feedback record (JSON)");
   bench->callback([&inv, f] { inv.run = [f] { return run_engine_bench(*f); }; });
+  register_ops_diff(engine, inv);
 }
 
 }  // namespace

@@ -49,12 +49,6 @@ Result<SyntheticModelOptions> synthetic_options(const SyntheticModel& m) {
   return o;
 }
 
-std::string config_text(const Config& c) {
-  std::string s;
-  for (const auto& [k, v] : c.overrides()) s += fmt::format("{}{}={}", s.empty() ? "" : " ", k, v);
-  return s.empty() ? "defaults" : s;
-}
-
 MetricValue median_with_ci(const std::vector<double>& x, std::string unit) {
   MetricValue m;
   m.unit = std::move(unit);
@@ -70,6 +64,17 @@ void add_metric_value(Feedback& f, std::string name, const MetricValue& v) {
 }
 
 }  // namespace
+
+std::string config_text(const Config& c) {
+  std::string s;
+  for (const auto& [k, v] : c.overrides()) s += fmt::format("{}{}={}", s.empty() ? "" : " ", k, v);
+  return s.empty() ? "defaults" : s;
+}
+
+std::string pair_subject(const Model& model, std::string_view model_path, const NamedConfig& a, const NamedConfig& b) {
+  return fmt::format("engine:{} model={} arm {} ({}) vs {} ({})", arch_name(model.config().arch), model_path, a.name,
+                     config_text(a.config), b.name, config_text(b.config));
+}
 
 Result<std::string> resolve_model_path(const EngineWorkload& w) {
   if (w.model == "default") return default_model_path();
@@ -231,8 +236,7 @@ Result<AgreementResult> measure_agreement(const Model& model, std::string_view m
   f.probe = "check.engine";
   f.tier = 3;
   f.cost_s = double(now_ns() - t0) / 1e9;
-  f.subject = fmt::format("engine:{} model={} arm {} ({}) vs {} ({})", arch_name(model.config().arch), model_path,
-                          a.name, config_text(a.config), b.name, config_text(b.config));
+  f.subject = pair_subject(model, model_path, a, b);
   f.hypothesis = fmt::format("{} generates the same greedy tokens as {}", a.name, b.name);
   f.verdict = out.tokens_equal ? Verdict::kConfirmed : Verdict::kRefuted;
   f.add_metric("tokens_equal", out.tokens_equal ? 1 : 0);

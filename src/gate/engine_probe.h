@@ -42,6 +42,12 @@ struct NamedConfig {
   Config config;
 };
 
+// "k=v k2=v2" of the knobs that differ from their defaults, or "defaults".
+std::string config_text(const Config& c);
+
+// "engine:<arch> model=<path> arm a (<knobs>) vs b (<knobs>)": the subject of a two-arm probe.
+std::string pair_subject(const Model& model, std::string_view model_path, const NamedConfig& a, const NamedConfig& b);
+
 // The model file a workload names: the embedded default, a cached synthetic model, or a path.
 Result<std::string> resolve_model_path(const EngineWorkload& w);
 

@@ -12,6 +12,7 @@
 #include "engine/model.h"
 #include "gate/engine_probe.h"
 #include "gate/kernel_probe.h"
+#include "gate/op_errors.h"
 
 namespace recur::gate {
 
@@ -23,6 +24,7 @@ struct Plan {
   std::vector<std::string> kernel_times;                     // arms
   std::vector<std::pair<std::string, std::string>> ratios;   // (a, b)
   std::vector<std::pair<std::string, std::string>> agreements;
+  std::vector<std::pair<std::string, std::string>> op_pairs;  // one op-by-op pass per (a, b)
   std::vector<std::string> throughput;                       // arms, in spec order
   std::vector<std::pair<std::string, std::string>> throughput_pairs;  // paired ratios (a, b)
 };
@@ -40,6 +42,7 @@ Plan make_plan(const GateSpec& spec) {
       case MetricSource::kKernelTime: add_unique(p.kernel_times, r.arm); break;
       case MetricSource::kKernelRatio: add_unique(p.ratios, std::pair(r.arm, r.vs)); break;
       case MetricSource::kEnginePair: add_unique(p.agreements, std::pair(r.arm, r.vs)); break;
+      case MetricSource::kEngineOps: add_unique(p.op_pairs, std::pair(r.arm, r.vs)); break;
       case MetricSource::kEngineThroughput:
         add_unique(p.throughput, r.arm);
         if (!r.vs.empty()) {
@@ -107,7 +110,7 @@ class Runner {
     }
     if (stop()) return finish();
     // Tier 3: the engine; agreement (one pass per pair) before throughput (many runs).
-    if (!plan.agreements.empty() || !plan.throughput.empty()) {
+    if (!plan.agreements.empty() || !plan.op_pairs.empty() || !plan.throughput.empty()) {
       RECUR_RETURN_IF_ERROR(load_engine());
       for (const auto& [a, b] : plan.agreements) {
         say(fmt::format("check.engine {} vs {}", a, b));
@@ -119,6 +122,7 @@ class Runner {
         values_[call_key("logits_max_rel_err", a, b)] = point(m->max_rel_err);
         probes_.push_back(std::move(m->feedback));
       }
+      for (const auto& [a, b] : plan.op_pairs) RECUR_RETURN_IF_ERROR(measure_ops(a, b));
       if (stop()) return finish();
       if (!plan.throughput.empty()) {
         std::vector<NamedConfig> arms;
@@ -161,6 +165,24 @@ class Runner {
       }
     }
     return false;
+  }
+
+  // op_max_rel_err of every op the conditions name, from one op-by-op pass of a against b.
+  Status measure_ops(const std::string& a, const std::string& b) {
+    say(fmt::format("check.engine_ops {} vs {}", a, b));
+    OpErrorOptions o{.prompts = spec_.engine->prompts, .decode_tokens = spec_.engine->decode_tokens};
+    auto m = measure_op_errors(*model_, model_path_, *pool_, o, {a, configs_.at(a)}, {b, configs_.at(b)});
+    if (!m) return unexpected(m.error().with_context(spec_.path.empty() ? "gate" : spec_.path));
+    for (const MetricRequest& r : spec_.requests) {
+      if (r.def->source != MetricSource::kEngineOps || r.arm != a || r.vs != b) continue;
+      auto op = std::find_if(m->ops.begin(), m->ops.end(), [&](const OpError& e) { return e.name == r.detail; });
+      if (op == m->ops.end())
+        return not_found("{}: {} names no op of the forward pass (`recur engine ops-diff` lists them, e.g. {})",
+                         spec_.path, r.key(), m->ops.empty() ? "none" : m->ops.back().name);
+      values_[r.key()] = point(op->max_rel_err);
+    }
+    probes_.push_back(std::move(m->feedback));
+    return ok_status();
   }
 
   Status load_engine() {

@@ -29,6 +29,9 @@ constexpr MetricDef kMetrics[] = {
      "max |logit_a - logit_b| over every position, a fed b's tokens"},
     {"logits_max_rel_err", S::kEnginePair, 2, 2, 0, false, "", "check.engine", 3, true,
      "max over positions of max|logit_a - logit_b| / max|logit_b|, a fed b's tokens"},
+    {"op_max_rel_err", S::kEngineOps, 2, 2, 1, false, "", "check.engine_ops", 3, true,
+     "max over positions of max|a - b| / max|b| of one op's output, a fed b's greedy tokens: "
+     "op_max_rel_err(cand vs ref, \"layer.0.kda.all_reduce\"); `recur engine ops-diff` lists the ops"},
     {"time_us", S::kKernelTime, 1, 1, 0, false, "us", "bench.kernel", 2, true,
      "the kernel's time per call with the arm's variant: median, bootstrap 95% CI"},
     {"time_ratio", S::kKernelRatio, 2, 2, 0, false, "", "bench.kernel", 2, true,
@@ -98,7 +101,8 @@ struct Checker {
     }
     if (n == 2 && arms[0]->text == arms[1]->text)
       return fail(arms[1]->offset, fmt::format("{} compares two different arms, got '{}' twice", e.name, arms[0]->text));
-    const bool engine = def->source == S::kEngineThroughput || def->source == S::kEnginePair;
+    const bool engine =
+        def->source == S::kEngineThroughput || def->source == S::kEnginePair || def->source == S::kEngineOps;
     if (engine && !ctx.has_engine)
       return fail(e.offset, fmt::format("{} measures the engine, but the spec has no [workload.engine] table", e.name));
     if (!engine && def->source != S::kTraceZone && !ctx.has_kernel)

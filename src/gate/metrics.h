@@ -18,6 +18,7 @@ namespace recur::gate {
 enum class MetricSource {
   kEngineThroughput,  // bench.engine: prefill/decode tok/s per arm, repeated runs, median + CI
   kEnginePair,        // greedy generation of one arm, the other teacher-forced on its tokens
+  kEngineOps,         // the same forced pass, compared op by op (check.engine_ops, gate/op_errors.h)
   kKernelTime,        // bench.kernel: one arm timed alone
   kKernelRatio,       // bench.kernel: one arm against another, interleaved, ratio with CI
   kKernelCheck,       // check.kernel: an arm against the float64 reference (and another arm)

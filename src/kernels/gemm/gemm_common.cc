@@ -12,7 +12,8 @@ namespace recur::gemm {
 RECUR_KNOB(gemm_precision, {.name = "kernel.gemm.precision", .type = KnobType::kEnum,
                             .choices = {"f32", "bf16", "bf16x3", "bf16x6", "tf32", "tf32x3", "w8a8"},
                             .default_value = "f32", .components = {"kernel:gemm"},
-                            .help = "arithmetic of gemm() for callers that let the config choose (docs/gemm.md)"});
+                            .help = "arithmetic of gemm() for callers that let the config choose (docs/gemm.md), "
+                                    "including the engine's projections and LM head (docs/engine.md)"});
 RECUR_KNOB(gemm_algo, {.name = "kernel.gemm.algo", .type = KnobType::kEnum, .choices = {"auto", "dot", "tiled"},
                        .default_value = "auto", .components = {"kernel:gemm"},
                        .help = "dot: register-blocked dot products; tiled: packed 6x64 AVX-512 microkernel (f32/tf32)"});

@@ -1,0 +1,80 @@
+// measure_op_errors localizes a discrepancy to the op that introduces it: bf16 all-reduces
+// first show at the first all-reduce, bf16 activations at the first projection, and a
+// configuration against itself has no error anywhere.
+#include "gate/op_errors.h"
+
+#include <gtest/gtest.h>
+
+#include "core/thread_pool.h"
+#include "engine/synthetic.h"
+#include "engine/test_models.h"
+
+namespace recur::gate {
+namespace {
+
+class OpErrors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto w = synthetic_model({recur::testing::tiny_hybrid_config(0), gguf::TensorType::kBF16, 5});
+    ASSERT_TRUE(w.has_value()) << w.error().message();
+    bytes_ = w->serialize();
+    auto m = model_from_file(std::move(*gguf::parse(bytes_, "ops.gguf")));
+    ASSERT_TRUE(m.has_value()) << m.error().message();
+    model_ = std::move(*m);
+    pool_ = std::move(*ThreadPool::create({.threads = 1, .pin = false}));
+  }
+  NamedConfig arm(std::string name, std::vector<std::pair<const char*, const char*>> knobs) {
+    NamedConfig a{std::move(name), Config()};
+    for (auto [k, v] : knobs) EXPECT_TRUE(a.config.set(k, v).has_value());
+    return a;
+  }
+  Result<OpErrorsResult> run(const NamedConfig& a, const NamedConfig& b) {
+    OpErrorOptions o;
+    o.decode_tokens = 6;
+    o.tolerance = 1e-4;
+    return measure_op_errors(*model_, "ops.gguf", *pool_, o, a, b);
+  }
+  double share(const Feedback& f, std::string_view component) {
+    for (const Attribution& x : f.attribution)
+      if (x.component == component) return x.share;
+    return 0;
+  }
+
+  std::vector<std::byte> bytes_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<ThreadPool> pool_;
+};
+
+TEST_F(OpErrors, AConfigurationAgreesWithItselfAtEveryOp) {
+  auto r = run(arm("x", {{"engine.tp", "2"}}), arm("y", {{"engine.tp", "2"}}));
+  ASSERT_TRUE(r.has_value()) << r.error().message();
+  EXPECT_TRUE(r->first_over.empty());
+  for (const OpError& e : r->ops) EXPECT_EQ(e.max_rel_err, 0) << e.name;
+  EXPECT_EQ(r->feedback.verdict, Verdict::kConfirmed);
+  EXPECT_GT(r->ops.size(), 40u) << "every layer's ops are tapped";
+  EXPECT_EQ(r->ops.front().name, "embed");
+  EXPECT_EQ(r->ops.back().name, "lm_head");
+}
+
+TEST_F(OpErrors, Bf16AllReduceIsLocalizedToTheFirstAllReduce) {
+  auto r = run(arm("cand", {{"engine.tp", "4"}, {"engine.tp.reduce_dtype", "bf16"}}), arm("ref", {}));
+  ASSERT_TRUE(r.has_value()) << r.error().message();
+  EXPECT_EQ(r->first_over, "layer.0.kda.all_reduce");
+  EXPECT_EQ(r->feedback.verdict, Verdict::kRefuted);
+  EXPECT_GT(share(r->feedback, "op:all_reduce"), 0.3);
+  EXPECT_TRUE(validate_feedback(r->feedback).has_value());
+}
+
+TEST_F(OpErrors, Bf16ActivationsAreLocalizedToTheFirstProjection) {
+  auto r = run(arm("cand", {{"kernel.gemm.precision", "bf16"}}), arm("ref", {}));
+  ASSERT_TRUE(r.has_value()) << r.error().message();
+  EXPECT_EQ(r->first_over, "layer.0.kda.q_proj");
+  EXPECT_GT(share(r->feedback, "kernel:gemm"), 0.3);
+  EXPECT_EQ(share(r->feedback, "op:all_reduce"), 0) << "one rank: no collective adds error";
+  auto x3 = run(arm("cand", {{"kernel.gemm.precision", "bf16x3"}}), arm("ref", {}));
+  ASSERT_TRUE(x3.has_value());
+  EXPECT_LT(x3->ops.back().max_rel_err, r->ops.back().max_rel_err / 20) << "bf16x3 logits far closer than bf16's";
+}
+
+}  // namespace
+}  // namespace recur::gate
