@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "core/thread_pool.h"
+#include "engine/hybrid_reference.h"
 #include "engine/layers.h"
 #include "engine/projection.h"
 #include "engine/tensor_parallel.h"
@@ -477,6 +478,8 @@ class HybridSession final : public Session {
 Result<std::unique_ptr<Session>> HybridModel::new_session(ThreadPool& pool, int max_tokens, const Config& knobs) const {
   if (max_tokens <= 0 || max_tokens > config_.context)
     return invalid_argument("session of {} tokens (the context is {})", max_tokens, config_.context);
+  RECUR_ASSIGN_OR_RETURN(std::string numerics, knobs.get("engine.numerics"));
+  if (numerics == "f64_reference") return new_reference_session(file_, config_, max_tokens);
   RECUR_ASSIGN_OR_RETURN(int64_t tp, knobs.get_int("engine.tp"));
   RECUR_ASSIGN_OR_RETURN(ReduceDtype reduce, reduce_dtype_from_config(knobs));
   RECUR_ASSIGN_OR_RETURN(gemm::Precision precision, gemm::precision_from_config(knobs));

@@ -55,6 +55,8 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::from_file(gguf::File file) {
 Result<std::unique_ptr<Session>> LlamaModel::new_session(ThreadPool& pool, int max_tokens, const Config& knobs) const {
   if (max_tokens <= 0 || max_tokens > config_.context)
     return invalid_argument("session of {} tokens (the context is {})", max_tokens, config_.context);
+  RECUR_ASSIGN_OR_RETURN(std::string numerics, knobs.get("engine.numerics"));
+  if (numerics != "native") return unsupported("engine.numerics={}: llama runs native only", numerics);
   RECUR_ASSIGN_OR_RETURN(int64_t tp, knobs.get_int("engine.tp"));
   RECUR_ASSIGN_OR_RETURN(ReduceDtype reduce, reduce_dtype_from_config(knobs));
   RECUR_ASSIGN_OR_RETURN(auto session, LlamaSession::create(*this, pool, max_tokens, int(tp), reduce));

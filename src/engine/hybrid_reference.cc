@@ -1,0 +1,220 @@
+#include "engine/hybrid_reference.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/knobs.h"
+#include "engine/weights.h"
+#include "kernels/kda/kda_reference.h"
+
+namespace recur {
+
+RECUR_KNOB(engine_numerics, {.name = "engine.numerics", .type = KnobType::kEnum, .choices = {"native", "f64_reference"},
+                             .default_value = "native", .components = {"engine:numerics"},
+                             .help = "native: the engine's fp32 forward pass; f64_reference: the float64 reference "
+                                     "forward pass (hybrid only; slow, one thread, for small models), the arm "
+                                     "others are judged against"});
+
+namespace {
+
+double sigmoid(double v) { return 1 / (1 + std::exp(-v)); }
+
+class ReferenceSession final : public Session {
+ public:
+  ReferenceSession(const gguf::File& f, const ModelConfig& c, int max_tokens)
+      : ref_(f, c), vocab_(c.vocab), max_tokens_(max_tokens) {}
+  Result<std::span<const float>> step(TokenId token) override {
+    if (token < 0 || token >= vocab_) return invalid_argument("token {} outside the vocabulary of {}", token, vocab_);
+    if (pos_ >= max_tokens_) return invalid_argument("sequence is full ({} tokens)", max_tokens_);
+    std::vector<double> l = ref_.step(token);
+    logits_.assign(l.begin(), l.end());
+    ++pos_;
+    return std::span<const float>(logits_);
+  }
+  int position() const override { return pos_; }
+
+ private:
+  HybridReference ref_;
+  int vocab_, max_tokens_, pos_ = 0;
+  std::vector<float> logits_;
+};
+
+}  // namespace
+
+std::unique_ptr<Session> new_reference_session(const gguf::File& file, const ModelConfig& config, int max_tokens) {
+  return std::make_unique<ReferenceSession>(file, config, max_tokens);
+}
+
+HybridReference::HybridReference(const gguf::File& f, const ModelConfig& c) : file_(f), c_(c) {
+  for (int l = 0; l < c.n_layers; ++l) {
+    const int K = c.kda_head_dim;
+    state_.emplace_back(size_t(c.kda_heads) * K * K, 0.0);
+    window_.emplace_back(size_t(c.conv_size - 1) * size_t(2 * c.kda_key_heads * K + c.kda_heads * K), 0.0);
+  }
+  keys_.resize(size_t(c.n_layers));
+  values_.resize(size_t(c.n_layers));
+}
+
+const std::vector<double>& HybridReference::tensor(const std::string& name) {
+  auto it = tensors_.find(name);
+  if (it != tensors_.end()) return it->second;
+  const gguf::TensorInfo* t = file_.tensor(name);  // the model bound every tensor at load
+  int64_t rows = 1;
+  for (size_t d = 1; d < t->dims.size(); ++d) rows *= int64_t(t->dims[d]);
+  const Weight w{name, t->type, rows, int64_t(t->dims[0]), t->data};
+  std::vector<float> row(size_t(w.cols));
+  std::vector<double>& out = tensors_[name];
+  out.reserve(size_t(rows * w.cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    w.dequantize_row(r, row.data());
+    out.insert(out.end(), row.begin(), row.end());
+  }
+  return out;
+}
+
+std::vector<double> HybridReference::step(int token) {
+  const int d = c_.dim;
+  const std::vector<double>& embd = tensor("token_embd.weight");
+  std::vector<double> x(embd.begin() + int64_t(token) * d, embd.begin() + int64_t(token + 1) * d);
+  for (int l = 0; l < c_.n_layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    std::vector<double> h = norm(x, p + "attn_norm.weight");
+    std::vector<double> mix = c_.is_kda_layer(l) ? kda(l, p, h) : attention(l, p, h);
+    for (int i = 0; i < d; ++i) x[size_t(i)] += mix[size_t(i)];
+    h = norm(x, p + "ffn_norm.weight");
+    std::vector<double> ff = mlp(p, h);
+    for (int i = 0; i < d; ++i) x[size_t(i)] += ff[size_t(i)];
+  }
+  ++pos_;
+  return mat(c_.tied_embeddings ? "token_embd.weight" : "output.weight", norm(x, "output_norm.weight"), c_.vocab, 0);
+}
+
+std::vector<double> HybridReference::mat(const std::string& name, const std::vector<double>& x, int rows,
+                                         int64_t offset) {
+  const std::vector<double>& w = tensor(name);
+  std::vector<double> y(size_t(rows), 0.0);
+  for (int r = 0; r < rows; ++r)
+    for (size_t k = 0; k < x.size(); ++k) y[size_t(r)] += w[size_t(offset + r * int64_t(x.size())) + k] * x[k];
+  return y;
+}
+
+std::vector<double> HybridReference::norm(const std::vector<double>& x, const std::string& name) {
+  const std::vector<double>& w = tensor(name);
+  double ss = 0;
+  for (double v : x) ss += v * v;
+  double inv = 1 / std::sqrt(ss / double(x.size()) + c_.rms_eps);
+  std::vector<double> y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * inv * w[i];
+  return y;
+}
+
+void HybridReference::conv(std::vector<double>& x, const std::string& name, double* win) {
+  const std::vector<double>& w = tensor(name);
+  const size_t taps = size_t(c_.conv_size);
+  for (size_t ch = 0; ch < x.size(); ++ch) {
+    double y = w[ch * taps + taps - 1] * x[ch];
+    for (size_t j = 0; j + 1 < taps; ++j) y += w[ch * taps + j] * win[ch * (taps - 1) + j];
+    for (size_t j = 0; j + 2 < taps; ++j) win[ch * (taps - 1) + j] = win[ch * (taps - 1) + j + 1];
+    if (taps > 1) win[ch * (taps - 1) + taps - 2] = x[ch];
+    x[ch] = y * sigmoid(y);
+  }
+}
+
+std::vector<double> HybridReference::kda(int l, const std::string& p, const std::vector<double>& h) {
+  const int K = c_.kda_head_dim, HV = c_.kda_heads, HK = c_.kda_key_heads, qk = HK * K, vd = HV * K;
+  std::vector<double> q = mat(p + "kda_q.weight", h, qk, 0), k = mat(p + "kda_k.weight", h, qk, 0),
+                      v = mat(p + "kda_v.weight", h, vd, 0);
+  double* win = window_[size_t(l)].data();
+  const size_t span = size_t(c_.conv_size - 1);
+  conv(q, p + "kda_conv_q.weight", win);
+  conv(k, p + "kda_conv_k.weight", win + span * size_t(qk));
+  conv(v, p + "kda_conv_v.weight", win + 2 * span * size_t(qk));
+  std::vector<double> g = mat(p + "kda_f.weight", h, vd, 0), b = mat(p + "kda_b.weight", h, HV, 0);
+  // kda::reference_forward takes fp32 inputs.
+  const std::vector<double>&a_log = tensor(p + "kda_a_log"), &dt = tensor(p + "kda_dt_bias");
+  std::vector<float> qf(q.begin(), q.end()), kf(k.begin(), k.end()), vf(v.begin(), v.end()), gf(g.begin(), g.end()),
+      bf(b.begin(), b.end()), af(a_log.begin(), a_log.end()), dtf(dt.begin(), dt.end());
+  kda::Shape shape{.batch = 1, .tokens = 1, .hk = HK, .hv = HV, .k = K, .v = K};
+  kda::Params params;
+  kda::Inputs in{qf.data(), kf.data(), vf.data(), gf.data(), bf.data(), af.data(), dtf.data()};
+  std::vector<double> o;
+  kda::reference_forward(shape, params, in, state_[size_t(l)], o);
+  std::vector<double> gate = mat(p + "kda_out_gate.weight", h, vd, 0);
+  const std::vector<double>& w_norm = tensor(p + "kda_out_norm.weight");
+  for (int hd = 0; hd < HV; ++hd) {
+    double ss = 0;
+    for (int i = 0; i < K; ++i) ss += o[size_t(hd * K + i)] * o[size_t(hd * K + i)];
+    double inv = 1 / std::sqrt(ss / K + c_.rms_eps);
+    for (int i = 0; i < K; ++i) o[size_t(hd * K + i)] *= inv * w_norm[size_t(i)] * sigmoid(gate[size_t(hd * K + i)]);
+  }
+  return mat(p + "attn_output.weight", o, c_.dim, 0);
+}
+
+std::vector<double> HybridReference::attention(int l, const std::string& p, const std::vector<double>& h) {
+  const int hd = c_.head_dim, kvd = c_.n_kv_heads * hd;
+  std::vector<double> q = mat(p + "attn_q.weight", h, c_.n_heads * hd, 0), k = mat(p + "attn_k.weight", h, kvd, 0),
+                      v = mat(p + "attn_v.weight", h, kvd, 0);
+  auto rope = [&](std::vector<double>& x) {
+    for (size_t head = 0; head < x.size() / size_t(hd); ++head)
+      for (int i = 0; i < hd; i += 2) {
+        double a = pos_ * std::pow(double(c_.rope_theta), -double(i) / hd), x0 = x[head * hd + size_t(i)],
+               x1 = x[head * hd + size_t(i) + 1];
+        x[head * hd + size_t(i)] = x0 * std::cos(a) - x1 * std::sin(a);
+        x[head * hd + size_t(i) + 1] = x0 * std::sin(a) + x1 * std::cos(a);
+      }
+  };
+  rope(q);
+  rope(k);
+  keys_[size_t(l)].push_back(k);
+  values_[size_t(l)].push_back(v);
+  std::vector<double> out(size_t(c_.n_heads * hd), 0.0);
+  for (int head = 0; head < c_.n_heads; ++head) {
+    int kvh = head / (c_.n_heads / c_.n_kv_heads);
+    std::vector<double> s;
+    double mx = -1e300, sum = 0;
+    for (const auto& key : keys_[size_t(l)]) {
+      double dot = 0;
+      for (int i = 0; i < hd; ++i) dot += q[size_t(head * hd + i)] * key[size_t(kvh * hd + i)];
+      s.push_back(dot / std::sqrt(double(hd)));
+      mx = std::max(mx, s.back());
+    }
+    for (double& e : s) sum += (e = std::exp(e - mx));
+    for (size_t t = 0; t < s.size(); ++t)
+      for (int i = 0; i < hd; ++i) out[size_t(head * hd + i)] += s[t] / sum * values_[size_t(l)][t][size_t(kvh * hd + i)];
+  }
+  return mat(p + "attn_output.weight", out, c_.dim, 0);
+}
+
+std::vector<double> HybridReference::swiglu(const std::string& gate, const std::string& up, const std::string& down,
+                                            const std::vector<double>& h, int64_t off_in, int64_t off_out) {
+  std::vector<double> g = mat(gate, h, c_.ffn_dim, off_in), u = mat(up, h, c_.ffn_dim, off_in);
+  for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] * sigmoid(g[i]) * u[i];
+  return mat(down, g, c_.dim, off_out);
+}
+
+std::vector<double> HybridReference::mlp(const std::string& p, const std::vector<double>& h) {
+  if (c_.n_experts == 0) return swiglu(p + "ffn_gate.weight", p + "ffn_up.weight", p + "ffn_down.weight", h, 0, 0);
+  std::vector<double> logits = mat(p + "ffn_gate_inp.weight", h, c_.n_experts, 0);
+  std::vector<int> order(static_cast<size_t>(c_.n_experts));
+  for (int i = 0; i < c_.n_experts; ++i) order[size_t(i)] = i;
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return logits[size_t(a)] > logits[size_t(b)]; });
+  double total = 0;
+  for (int i = 0; i < c_.n_experts_used; ++i) total += std::exp(logits[size_t(order[size_t(i)])]);
+  std::vector<double> out(size_t(c_.dim), 0.0);
+  const int64_t block = int64_t(c_.ffn_dim) * c_.dim;
+  for (int i = 0; i < c_.n_experts_used; ++i) {
+    int e = order[size_t(i)];
+    double weight = std::exp(logits[size_t(e)]) / total;
+    std::vector<double> y = swiglu(p + "ffn_gate_exps.weight", p + "ffn_up_exps.weight", p + "ffn_down_exps.weight", h,
+                                   e * block, e * block);
+    for (int j = 0; j < c_.dim; ++j) out[size_t(j)] += weight * y[size_t(j)];
+  }
+  if (c_.shared_expert) {
+    std::vector<double> shared =
+        swiglu(p + "ffn_gate_shexp.weight", p + "ffn_up_shexp.weight", p + "ffn_down_shexp.weight", h, 0, 0);
+    for (int j = 0; j < c_.dim; ++j) out[size_t(j)] += shared[size_t(j)];
+  }
+  return out;
+}
+
+}  // namespace recur
