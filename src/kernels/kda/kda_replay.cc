@@ -59,8 +59,9 @@ struct ReplayPro {
   }
 };
 
-// Fills pro for head (b, h). The new entries' k and G go to pro.knew / pro.gnew.
-void replay_prologue(const KdaOps& ops, const CallInfo& ci, const Params& params,
+// Fills pro for head (b, h). The new entries' k and G go to pro.knew / pro.gnew. Never inlined,
+// like replay_tile, so instruction counts attribute to the kernel's regions (kda_register.cc).
+[[gnu::noinline]] void replay_prologue(const KdaOps& ops, const CallInfo& ci, const Params& params,
                      const Inputs& in, ReplayCache& cache, int64_t b, int64_t h,
                      const SeqPlan& plan, bool recip, const ReplayPro& pro, float* scratch) {
   const int K = ci.K, L = cache.window();
@@ -109,7 +110,7 @@ void store_entries(ReplayCache& cache, int64_t head, const SeqPlan& plan, const 
   }
 }
 
-void replay_tile(const KdaOps& ops, const CallInfo& ci, ReplayCache& cache, int64_t head,
+[[gnu::noinline]] void replay_tile(const KdaOps& ops, const CallInfo& ci, ReplayCache& cache, int64_t head,
                  const SeqPlan& plan, const ReplayPro& pro, const float* v_head_t0,
                  float* o_head_t0, int v0, int bv, float* tmp) {
   const int K = ci.K, V = ci.V, L = cache.window();
