@@ -11,6 +11,12 @@ namespace {
 
 constexpr int kSamples = 64;  // elements sampled per tensor
 constexpr size_t kSlots = 8;  // input sets kept per thread (bench rotates 4)
+constexpr double kMaxBytes = 1 << 30;  // ... but no more than this much cache memory per thread
+
+// Memory of one cache: checkpoint plus two halves of `window` entries (k, G, v') per head.
+double cache_bytes(const Shape& s, int window) {
+  return 4.0 * double(s.batch * s.hv) * double(s.k * s.v + 2 * window * (2 * s.k + s.v));
+}
 
 uint64_t mix(uint64_t h, uint64_t x) {
   h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
@@ -73,6 +79,15 @@ Result<ReplayCache*> steady_replay_cache(uint64_t key, const Shape& history_shap
   next = (next + 1) % kSlots;
   s.key = key;
   s.cache.reset();
+  // Large shapes keep fewer input sets: the newest others that fit beside this one stay.
+  double held = cache_bytes(history_shape, window);
+  for (size_t i = 1; i < kSlots; ++i) {
+    Slot& other = slots[(next + kSlots - 1 - i) % kSlots];  // this one's predecessors, newest first
+    if (!other.cache) continue;
+    const double b = cache_bytes(other.cache->shape(), other.cache->window());
+    if (held + b > kMaxBytes) other.cache.reset();
+    else held += b;
+  }
   RECUR_ASSIGN_OR_RETURN(ReplayCache made, ReplayCache::create(history_shape, params.layout, window));
   s.cache = std::make_unique<ReplayCache>(std::move(made));
   s.cache->reset(state_in);

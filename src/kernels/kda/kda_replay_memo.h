@@ -4,7 +4,7 @@
 // buffered (about 8 in a window of 16). The registered kernel's inputs are the checkpoint
 // (state_in) and those F earlier tokens; computing their entries costs about F steps, which is
 // not the work of the step being timed. So each thread keeps a few filled caches, one per input
-// set (bench rotates 4), found by a fingerprint of the inputs that determine the entries; a
+// set (bench rotates 4; at most 8 sets and 1 GiB per thread), found by a fingerprint of the inputs that determine the entries; a
 // call on a known input set copies state_in into the checkpoint (as kda_decode copies it into
 // its state) and drops the previous call's T entries, leaving exactly F.
 //
