@@ -12,9 +12,14 @@ build: setup
 	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
-# The main job: until the agent exists, measure and print this machine's roofline.
+# The main job: the agent solves both episodes (episodes/*.toml) on the embedded default,
+# printing for each the gate's verdict, the experiments, the root cause and the report's path.
+# The journal and the reports go to runs/.
+EPISODES ?= episodes/kda-replayssm.toml episodes/partition-numerics.toml
 run: build
-	@$(BUILD)/recur sysinfo
+	@status=0; for e in $(EPISODES); do \
+	  $(BUILD)/recur agent run --episode $$e || status=1; echo; \
+	done; exit $$status
 
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600

@@ -4,3 +4,8 @@ if(RECUR_BUILD_TESTS)
   add_test(NAME agent_cli_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/agent_cli_test.sh $<TARGET_FILE:recur> ${CMAKE_SOURCE_DIR})
   set_tests_properties(agent_cli_test PROPERTIES LABELS "e2e" TIMEOUT 300)
 endif()
+# Both shipped episodes solved from their starting configurations with a reduced budget.
+if(RECUR_BUILD_TESTS)
+  add_test(NAME episodes_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/episodes_test.sh $<TARGET_FILE:recur> ${CMAKE_SOURCE_DIR})
+  set_tests_properties(episodes_test PROPERTIES LABELS "e2e" TIMEOUT 600)
+endif()

@@ -6,7 +6,10 @@
 #include <fmt/format.h>
 
 #include "agent/search_space.h"
+#include "core/thread_pool.h"
+#include "engine/model.h"
 #include "gate/kernel_probe.h"
+#include "gate/op_errors.h"
 #include "kernels/registry.h"
 #include "probe/callgrind.h"
 #include "probe/probe_cli.h"
@@ -14,15 +17,6 @@
 namespace recur::agent {
 
 namespace {
-
-void collect_calls(const gate::Expr& e, std::vector<gate::MetricRequest>& out) {
-  if (e.op == gate::ExprOp::kCall) {
-    out.push_back(gate::request_for_call(e));
-    return;
-  }
-  if (e.lhs) collect_calls(*e.lhs, out);
-  if (e.rhs) collect_calls(*e.rhs, out);
-}
 
 bool is_kernel_time(gate::MetricSource s) {
   return s == gate::MetricSource::kKernelTime || s == gate::MetricSource::kKernelRatio;
@@ -39,20 +33,47 @@ std::string roofline_class(const Feedback& bench) {
   const Metric* bw = bench.find_metric("bandwidth_frac");
   const Metric* fl = bench.find_metric("compute_frac");
   if (bw == nullptr || fl == nullptr) return "";
+  if (bw->value > 1.0)  // faster than DRAM can feed it: the working set lives in cache
+    return fmt::format("cache-resident, so not memory-bound: {:.2f}x the DRAM bandwidth roof; the time goes to "
+                       "compute and latency ({:.2f} of the compute roof)",
+                       bw->value, fl->value);
   const char* cls = bw->value >= fl->value ? "memory-bound" : "compute-bound";
   if (std::max(bw->value, fl->value) < 0.3) cls = "far from both roofs (latency- or overhead-bound)";
   return fmt::format("{}: {:.2f} of the bandwidth roof, {:.2f} of the compute roof", cls, bw->value, fl->value);
 }
 
-// The parts of a kernel, from the callgrind split, largest first, after the kernel itself.
-void add_region_parts(const Feedback& split, std::vector<Attribution>& parts, std::vector<std::string>& findings) {
+// The parts of a kernel, from the callgrind split, largest first, after the kernel itself. Shares
+// are of the kernel's own work: harness regions (kernels::RegionSpec::harness) and the
+// unattributed rest are named in the finding but left out.
+void add_region_parts(const kernels::KernelSpec& kernel, const Feedback& split, std::vector<Attribution>& parts,
+                      std::vector<std::string>& findings) {
+  auto is_harness = [&](const std::string& component) {
+    for (const kernels::RegionSpec& r : kernel.regions)
+      if (r.harness && component == fmt::format("kernel:{}/{}", kernel.name, r.name)) return true;
+    return false;
+  };
   std::vector<Attribution> regions;
-  for (const Attribution& a : split.attribution)
-    if (a.component != kUnattributed && a.share >= 0.01) regions.push_back(a);
+  std::string left_out;
+  double work = 0;
+  for (const Attribution& a : split.attribution) {
+    if (a.component == kUnattributed || is_harness(a.component)) {
+      if (a.share >= 0.01) left_out += fmt::format("{}{} {:.0f}%", left_out.empty() ? "" : ", ", a.component, 100 * a.share);
+      continue;
+    }
+    regions.push_back(a);
+    work += a.share;
+  }
+  if (work <= 0) return;
+  for (Attribution& a : regions) {
+    a.evidence = fmt::format("{:.0f}% of all counted instructions; {}", 100 * a.share, a.evidence);
+    a.share /= work;
+  }
+  std::erase_if(regions, [](const Attribution& a) { return a.share < 0.01; });
   std::stable_sort(regions.begin(), regions.end(), [](const Attribution& a, const Attribution& b) { return a.share > b.share; });
-  std::string line = "instruction split:";
+  std::string line = "instruction split of the kernel's work:";
   for (const Attribution& a : regions) line += fmt::format(" {} {:.0f}%", a.component, 100 * a.share);
-  if (!regions.empty()) findings.push_back(line);
+  if (!left_out.empty()) line += fmt::format(" (left out: {})", left_out);
+  findings.push_back(line);
   for (Attribution& a : regions) parts.push_back(std::move(a));
 }
 
@@ -72,7 +93,7 @@ Result<Evidence> kernel_time_evidence(const Episode& ep, const gate::GateSpec& s
                  .probe = "bench.callgrind", .tier = 0, .config_diff = {}},
                 [&] { return probe::bench_callgrind(*t.spec, *t.variant, nullptr, t.shape, probe::CallgrindOptions{}); },
                 [](const Feedback&) { return Decision::kNone; }));
-    if (split.feedback.verdict != Verdict::kFailed) add_region_parts(split.feedback, ev.components, ev.findings);
+    if (split.feedback.verdict != Verdict::kFailed) add_region_parts(*t.spec, split.feedback, ev.components, ev.findings);
   }
   RECUR_ASSIGN_OR_RETURN(
       LoggedExperiment bench,
@@ -102,6 +123,44 @@ Result<Evidence> kernel_numerics_evidence(const Episode& ep, const gate::GateSpe
   ev.components.push_back({"kernel:" + w.kernel, 1.0, fmt::format("check {} max_rel_err", w.kernel)});
   for (const std::string& n : check.feedback.notes)
     if (n.find("worst") != std::string::npos || n.find("shard") != std::string::npos) ev.findings.push_back(n);
+  return ev;
+}
+
+// Where an engine disagreement comes from: op-by-op error of the candidate against the other
+// arm (check.engine_ops), attributed to the components of the ops that add the error.
+Result<Evidence> op_error_evidence(const gate::GateSpec& spec, const std::string& cand, const std::string& ref,
+                                   ExperimentLog& log, Evidence ev) {
+  RECUR_ASSIGN_OR_RETURN(Config ca, config_of(spec, cand));
+  RECUR_ASSIGN_OR_RETURN(Config cb, config_of(spec, ref));
+  const gate::EngineWorkload& w = *spec.engine;
+  RECUR_ASSIGN_OR_RETURN(
+      LoggedExperiment ops,
+      log.run({.hypothesis = fmt::format("op-by-op errors of {} against {} show which ops add the disagreement in `{}`",
+                                         cand, ref, ev.condition),
+               .probe = "check.engine_ops", .tier = 3, .config_diff = {}},
+              [&]() -> Result<Feedback> {
+                RECUR_ASSIGN_OR_RETURN(std::string path, gate::resolve_model_path(w));
+                RECUR_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, load_model(path));
+                RECUR_ASSIGN_OR_RETURN(std::unique_ptr<ThreadPool> pool,
+                                       ThreadPool::create({.threads = spec.threads, .pin = true}));
+                gate::OpErrorOptions o;
+                o.prompts = w.prompts;
+                o.decode_tokens = w.decode_tokens;
+                RECUR_ASSIGN_OR_RETURN(gate::OpErrorsResult r,
+                                       gate::measure_op_errors(*model, path, *pool, o, {cand, ca}, {ref, cb}));
+                return std::move(r.feedback);
+              },
+              [](const Feedback&) { return Decision::kNone; }));
+  std::vector<Attribution> parts;
+  for (const Attribution& a : ops.feedback.attribution)
+    if (a.component != kUnattributed && a.share > 0) parts.push_back(a);
+  std::stable_sort(parts.begin(), parts.end(), [](const Attribution& x, const Attribution& y) { return x.share > y.share; });
+  for (const Attribution& a : parts) {
+    ev.components.push_back(a);
+    ev.findings.push_back(fmt::format("{} adds {:.0f}% of the error ({})", a.component, 100 * a.share, a.evidence));
+  }
+  for (const std::string& n : ops.feedback.notes)
+    if (n.find("first") != std::string::npos) ev.findings.push_back(n);
   return ev;
 }
 
@@ -157,9 +216,25 @@ Result<Evidence> config_diff_evidence(const gate::GateSpec& spec, const std::vec
 
 }  // namespace
 
+std::vector<gate::MetricRequest> metric_calls(const gate::Expr& e) {
+  std::vector<gate::MetricRequest> out;
+  std::vector<const gate::Expr*> stack = {&e};
+  while (!stack.empty()) {
+    const gate::Expr* x = stack.back();
+    stack.pop_back();
+    if (x->op == gate::ExprOp::kCall) {
+      out.push_back(gate::request_for_call(*x));
+      continue;
+    }
+    if (x->rhs) stack.push_back(x->rhs.get());
+    if (x->lhs) stack.push_back(x->lhs.get());
+  }
+  return out;
+}
+
 gate::KernelWorkload kernel_workload_for(const gate::GateSpec& spec, std::string_view arm) {
-  (void)arm;
-  return spec.kernel ? *spec.kernel : gate::KernelWorkload{};
+  if (!spec.kernel) return gate::KernelWorkload{};
+  return gate::arm_kernel_workload(spec, arm);
 }
 
 Result<Evidence> attribute_gap(const Episode& episode, const std::map<std::string, std::string>& config,
@@ -169,8 +244,7 @@ Result<Evidence> attribute_gap(const Episode& episode, const std::map<std::strin
   if (c == nullptr) return make_error(ErrorCode::kFailedPrecondition, "attribute: gate {} has no failing condition to attribute", spec.name);
   Evidence ev;
   ev.condition = c->text;
-  std::vector<gate::MetricRequest> calls;
-  collect_calls(c->expr, calls);
+  const std::vector<gate::MetricRequest> calls = metric_calls(c->expr);
   RECUR_ASSIGN_OR_RETURN(Config cand, config_of(spec, episode.candidate));
   auto touches_candidate = [&](const gate::MetricRequest& r) { return r.arm == episode.candidate || r.vs == episode.candidate; };
   for (const gate::MetricRequest& r : calls) {
@@ -178,6 +252,12 @@ Result<Evidence> attribute_gap(const Episode& episode, const std::map<std::strin
     if (is_kernel_time(r.def->source)) return kernel_time_evidence(episode, spec, cand, log, options, std::move(ev));
     if (r.def->source == gate::MetricSource::kKernelCheck)
       return kernel_numerics_evidence(episode, spec, cand, log, std::move(ev));
+  }
+  for (const gate::MetricRequest& r : calls) {
+    if (r.def->source != gate::MetricSource::kEnginePair || r.vs.empty() || !touches_candidate(r)) continue;
+    const std::string other = r.arm == episode.candidate ? r.vs : r.arm;
+    RECUR_ASSIGN_OR_RETURN(ev, op_error_evidence(spec, episode.candidate, other, log, std::move(ev)));
+    if (!ev.components.empty()) return ev;
   }
   if (calls.empty()) return make_error(ErrorCode::kFailedPrecondition, "attribute: condition `{}` measures nothing", c->text);
   return config_diff_evidence(spec, calls, log, std::move(ev));

@@ -6,8 +6,10 @@
 //   kernel time (time_us, time_ratio, speedup)  bench.callgrind (tier 0): instruction split of
 //       the candidate's variant by the kernel's regions; bench.kernel (tier 2): roofline class
 //   kernel numerics (max_*_err, check_pass)     check.kernel (tier 1): worst shard and tile
-//   engine agreement and throughput             analyze.config_diff (tier 0): the knobs in which
-//       the failing arms differ, by component (the components their knobs are tagged with)
+//   engine agreement (tokens, logits)           check.engine_ops (tier 3): op-by-op error of the
+//       candidate against the other arm, by the components of the ops that add it
+//   engine throughput (and agreement without op taps)  analyze.config_diff (tier 0): the knobs
+//       in which the failing arms differ, by the components they are tagged with
 // Every probe is one journal experiment (decision none).
 // Not thread-safe (probes time things).
 #pragma once
@@ -38,6 +40,9 @@ struct AttributeOptions {
 // Runs the attribution probes for the gate's deciding condition on the candidate configuration.
 Result<Evidence> attribute_gap(const Episode& episode, const std::map<std::string, std::string>& config,
                                const GateState& gate, ExperimentLog& log, const AttributeOptions& options);
+
+// The metric calls of a condition, left to right.
+std::vector<gate::MetricRequest> metric_calls(const gate::Expr& e);
 
 // The kernel workload an arm measures (the spec's kernel workload, with the arm's overrides).
 gate::KernelWorkload kernel_workload_for(const gate::GateSpec& spec, std::string_view arm);

@@ -1,5 +1,6 @@
 #include "agent/gate_state.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -31,7 +32,10 @@ GateScore gate_score(const gate::GateVerdict& v) {
   for (const gate::ConditionResult& c : v.conditions) {
     if (c.outcome == gate::Outcome::kFail) ++s.failing;
     if (c.outcome == gate::Outcome::kInconclusive) ++s.inconclusive;
-    if (c.outcome != gate::Outcome::kPass && std::isfinite(c.slack) && c.slack < 0) s.violation -= c.slack;
+    // slack = (rhs - lhs) / max(|lhs|, |rhs|) for lhs <= rhs, so -log(1 + slack) = log(lhs / rhs):
+    // a factor of 2 counts the same far from the threshold as near it.
+    if (c.outcome != gate::Outcome::kPass && std::isfinite(c.slack) && c.slack < 0)
+      s.violation += -std::log(std::max(1e-12, 1.0 + c.slack));
   }
   return s;
 }

@@ -26,7 +26,8 @@ struct GateState {
 GateState gate_state_from_feedback(const gate::GateSpec& spec, const Feedback& f);
 
 // Lexicographic: fewer failing conditions, then fewer inconclusive ones, then less violation
-// (the sum of negative relative slacks of finite comparisons).
+// (over the comparisons that do not hold, the sum of log(lhs / rhs): how many e-folds each is
+// from its threshold).
 struct GateScore {
   int failing = 0;
   int inconclusive = 0;

@@ -25,40 +25,17 @@ int gate_tier(const gate::GateSpec& spec) {
   return t;
 }
 
-// The kernel and variant a change selects, when it selects one: a variant knob, or a knob
-// tagged kernel:K whose value names a variant of K (kernel.gemm.precision=bf16x3).
-std::optional<std::pair<std::string, std::string>> kernel_variant_of(const Candidate& c) {
-  const auto& kernels = kernels::KernelRegistry::global();
-  constexpr std::string_view prefix = "kernel.", suffix = ".variant";
-  std::string_view k = c.knob;
-  if (k.starts_with(prefix) && k.ends_with(suffix) && k.size() > prefix.size() + suffix.size()) {
-    std::string name(k.substr(prefix.size(), k.size() - prefix.size() - suffix.size()));
-    if (kernels.find(name)) return std::pair(name, c.value);
+bool condition_times_kernel(const gate::Condition& c, std::string_view candidate) {
+  for (const gate::MetricRequest& r : metric_calls(c.expr)) {
+    const bool timed = r.def->source == gate::MetricSource::kKernelTime || r.def->source == gate::MetricSource::kKernelRatio;
+    if (timed && (r.arm == candidate || r.vs == candidate)) return true;
   }
-  const KnobSpec* spec = KnobRegistry::global().find(c.knob);
-  if (spec == nullptr) return std::nullopt;
-  for (const std::string& tag : spec->components) {
-    if (!tag.starts_with("kernel:")) continue;
-    const kernels::KernelSpec* ks = kernels.find(tag.substr(7));
-    if (ks && ks->find_variant(c.value)) return std::pair(ks->name, c.value);
-  }
-  return std::nullopt;
+  return false;
 }
 
-bool condition_times_kernel(const gate::Condition& c, std::string_view candidate) {
-  std::vector<const gate::Expr*> stack = {&c.expr};
-  while (!stack.empty()) {
-    const gate::Expr* e = stack.back();
-    stack.pop_back();
-    if (e->op == gate::ExprOp::kCall) {
-      gate::MetricRequest r = gate::request_for_call(*e);
-      const bool timed = r.def->source == gate::MetricSource::kKernelTime || r.def->source == gate::MetricSource::kKernelRatio;
-      if (timed && (r.arm == candidate || r.vs == candidate)) return true;
-      continue;
-    }
-    if (e->lhs) stack.push_back(e->lhs.get());
-    if (e->rhs) stack.push_back(e->rhs.get());
-  }
+bool condition_is_numeric(const gate::Condition& c) {
+  for (const gate::MetricRequest& r : metric_calls(c.expr))
+    if (r.def->source == gate::MetricSource::kEnginePair || r.def->source == gate::MetricSource::kKernelCheck) return true;
   return false;
 }
 
@@ -186,26 +163,41 @@ class Loop {
     const gate::GateSpec spec = gate_with_candidate(ep_, config);
     std::string gain;
 
-    // Tier 1: the variant the change selects must pass check against float64.
+    // Tier 1: the variant the change selects must pass check against float64, and when the gate
+    // fails on numerics it must also be clearly more accurate than the variant it replaces.
+    const gate::Condition* deciding = state.deciding(spec);
     if (auto kv = kernel_variant_of(p.change)) {
-      gate::KernelWorkload w = kernel_workload_for(spec, ep_.candidate);
-      if (w.kernel != kv->first) w = gate::KernelWorkload{.kernel = kv->first, .budget_s = 1, .seeds = {1}};
-      Config check_cfg;
-      RECUR_RETURN_IF_ERROR(check_cfg.set(fmt::format("kernel.{}.variant", kv->first), kv->second));
-      RECUR_ASSIGN_OR_RETURN(
-          LoggedExperiment c,
-          log_.run({.hypothesis = fmt::format("{} variant {} is correct (check against float64)", kv->first, kv->second),
-                    .probe = "check.kernel", .tier = 1, .config_diff = diff},
-                   [&]() -> Result<Feedback> {
-                     RECUR_ASSIGN_OR_RETURN(gate::KernelCheckMeasurement m, gate::measure_kernel_check(w, check_cfg, nullptr, {}));
-                     return std::move(m.feedback);
-                   },
-                   [](const Feedback& f) { return f.verdict == Verdict::kConfirmed ? Decision::kNone : Decision::kRevert; }));
+      RECUR_ASSIGN_OR_RETURN(LoggedExperiment c, check_variant(spec, kv->first, kv->second, diff));
       if (c.decision == Decision::kRevert) return std::optional<Finding>();
+      if (deciding && condition_is_numeric(*deciding) && !p.change.from.empty()) {
+        RECUR_ASSIGN_OR_RETURN(LoggedExperiment was, check_variant(spec, kv->first, p.change.from, {}));
+        const Metric* now = c.feedback.find_metric("max_rel");
+        const Metric* before = was.feedback.find_metric("max_rel");
+        if (now && before && !(now->value < 0.5 * before->value)) {
+          RECUR_ASSIGN_OR_RETURN(
+              LoggedExperiment r,
+              log_.run({.hypothesis = fmt::format("{} {} is more accurate than {} (max_rel {:.3g} vs {:.3g})", kv->first,
+                                                  kv->second, p.change.from, now->value, before->value),
+                        .probe = "analyze.compare", .tier = 0, .config_diff = diff},
+                       [&]() -> Result<Feedback> {
+                         Feedback f;
+                         f.probe = "analyze.compare";
+                         f.subject = fmt::format("check.kernel {} {} vs {}", kv->first, kv->second, p.change.from);
+                         f.verdict = Verdict::kRefuted;
+                         f.add_metric("max_rel_ratio", before->value > 0 ? now->value / before->value : 1.0);
+                         f.notes.push_back("not at least 2x more accurate than the current variant: it cannot close a "
+                                           "numerics gap");
+                         return f;
+                       },
+                       [](const Feedback&) { return Decision::kRevert; }));
+          (void)r;
+          return std::optional<Finding>();
+        }
+        gain = fmt::format("check: max_rel {:.3g} -> {:.3g}", before ? before->value : 0.0, now ? now->value : 0.0);
+      }
     }
 
     // Tier 2: when the gate times the candidate's kernel, the new variant must be faster.
-    const gate::Condition* deciding = state.deciding(spec);
     const gate::KernelWorkload w = kernel_workload_for(spec, ep_.candidate);
     if (deciding && condition_times_kernel(*deciding, ep_.candidate) && spec.kernel &&
         p.change.knob == fmt::format("kernel.{}.variant", w.kernel)) {
@@ -220,7 +212,8 @@ class Loop {
                    },
                    [](const Feedback& f) { return f.verdict == Verdict::kRefuted || f.verdict == Verdict::kFailed
                                                       ? Decision::kRevert : Decision::kNone; }));
-      gain = fmt::format("bench: time ratio {} ({})", metric_text(b.feedback, "ratio"), verdict_name(b.feedback.verdict));
+      gain += fmt::format("{}bench: time ratio {} ({})", gain.empty() ? "" : "; ", metric_text(b.feedback, "ratio"),
+                          verdict_name(b.feedback.verdict));
       if (b.decision == Decision::kRevert) return std::optional<Finding>();
     }
 
@@ -240,8 +233,35 @@ class Loop {
     return std::optional<Finding>(std::move(f));
   }
 
+  // check.kernel of one variant (on the gate's kernel workload when it is that kernel's); each
+  // (kernel, variant) runs once per run and is reused, which a replay reproduces.
+  Result<LoggedExperiment> check_variant(const gate::GateSpec& spec, const std::string& kernel,
+                                         const std::string& variant, const KnobDiff& diff) {
+    const std::string key = kernel + "/" + variant;
+    if (auto it = checks_.find(key); it != checks_.end()) return it->second;
+    gate::KernelWorkload w = kernel_workload_for(spec, ep_.candidate);
+    if (w.kernel != kernel) w = gate::KernelWorkload{.kernel = kernel, .budget_s = 1, .seeds = {1}};
+    RECUR_ASSIGN_OR_RETURN(
+        LoggedExperiment c,
+        log_.run({.hypothesis = fmt::format("{} variant {} is correct (check against float64)", kernel, variant),
+                  .probe = "check.kernel", .tier = 1, .config_diff = diff},
+                 [&]() -> Result<Feedback> {
+                   Config cfg;
+                   RECUR_RETURN_IF_ERROR(cfg.set(fmt::format("kernel.{}.variant", kernel), variant));
+                   RECUR_ASSIGN_OR_RETURN(gate::KernelCheckMeasurement m, gate::measure_kernel_check(w, cfg, nullptr, {}));
+                   return std::move(m.feedback);
+                 },
+                 [&diff](const Feedback& f) {
+                   // Checking the variant in use (no diff) measures a baseline; it reverts nothing.
+                   return f.verdict == Verdict::kConfirmed || diff.empty() ? Decision::kNone : Decision::kRevert;
+                 }));
+    checks_[key] = c;
+    return c;
+  }
+
   const Episode& ep_;
   const LoopOptions& o_;
+  std::map<std::string, LoggedExperiment> checks_;
   RunRecord run_;
   Proposer& proposer_;
   ExperimentLog log_;

@@ -72,6 +72,19 @@ void value_candidates(const KnobSpec& knob, const std::string& current, std::vec
 
 }  // namespace
 
+std::optional<std::pair<std::string, std::string>> kernel_variant_of(const Candidate& c) {
+  if (const kernels::KernelSpec* k = variant_kernel(c.knob)) return std::pair(k->name, c.value);
+  const KnobSpec* spec = KnobRegistry::global().find(c.knob);
+  if (spec == nullptr) return std::nullopt;
+  for (const std::string& tag : spec->components) {
+    if (!tag.starts_with("kernel:")) continue;
+    const kernels::KernelSpec* ks = kernels::KernelRegistry::global().find(tag.substr(7));
+    // Both ends must be variants, so a value that only shares a name ("f32") does not count.
+    if (ks && ks->find_variant(c.value) && ks->find_variant(c.from)) return std::pair(ks->name, c.value);
+  }
+  return std::nullopt;
+}
+
 bool component_matches(std::string_view tag, std::string_view component) {
   if (tag == component) return true;
   return component.size() > tag.size() && component.starts_with(tag) && component[tag.size()] == '/';
@@ -100,6 +113,7 @@ std::vector<Candidate> candidates_for(std::string_view component, const Config& 
     else value_candidates(*knob, value, out);
     for (size_t i = first; i < out.size(); ++i) out[i].component = std::string(component);
   }
+  std::stable_partition(out.begin(), out.end(), [](const Candidate& c) { return kernel_variant_of(c).has_value(); });
   return out;
 }
 

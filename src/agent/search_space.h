@@ -9,7 +9,9 @@
 // within range. Plain functions; thread-safe.
 #pragma once
 
+#include <optional>
 #include <set>
+#include <utility>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,8 +38,15 @@ bool component_matches(std::string_view tag, std::string_view component);
 // variant it selects on this machine.
 std::string effective_value(const Config& config, const KnobSpec& knob);
 
+// The kernel and variant a change selects, when it selects one: a variant knob, or a knob
+// tagged kernel:K whose old and new values both name variants of K (kernel.gemm.precision
+// bf16 -> bf16x3 moves between the gemm kernel's bf16 and bf16x3 variants). Such a change can be screened by check (tier 1) before any
+// engine or gate run.
+std::optional<std::pair<std::string, std::string>> kernel_variant_of(const Candidate& c);
+
 // Single-knob changes of the knobs tagged with `component`, excluding `fixed` knobs, in knob
-// name order and each knob's declared order.
+// name order and each knob's declared order, those a kernel check can screen first (the
+// cheapest refutation comes first).
 std::vector<Candidate> candidates_for(std::string_view component, const Config& current,
                                       const std::set<std::string, std::less<>>& fixed,
                                       const KnobRegistry& registry = KnobRegistry::global());

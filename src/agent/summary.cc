@@ -18,7 +18,7 @@ std::string metric_short(const Metric& m) {
 
 std::string result_line(const Feedback& f) {
   std::string line(verdict_name(f.verdict));
-  for (const char* name : {"ratio", "time_us", "max_rel_err", "knobs_differing"}) {
+  for (const char* name : {"ratio", "max_rel", "max_rel_ratio", "time_us", "knobs_differing"}) {
     if (const Metric* m = f.find_metric(name)) return line + ": " + metric_short(*m);
   }
   if (f.probe == "bench.callgrind" && !f.attribution.empty()) {

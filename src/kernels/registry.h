@@ -123,6 +123,9 @@ struct Partitioning {
 struct RegionSpec {
   std::string name;
   std::string function_substring;
+  // The harness's cost, not the kernel's (copying an input so that every timed call starts from
+  // the same state): reported, but left out when attributing the kernel's own work.
+  bool harness = false;
 };
 
 struct KernelSpec {

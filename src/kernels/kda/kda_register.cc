@@ -244,7 +244,8 @@ KernelFn prefill_call(kda::PrefillVariant variant) {
 
 }  // namespace
 
-// Instruction regions (bench --callgrind): the kernel's own parts, and state_copy, the copy of
+// Instruction regions (bench --callgrind): the kernel's own parts, and state_copy (harness: the agent
+// leaves it out of the kernel's work), the copy of
 // state_in every registered call makes (memcpy; callgrind counts each `rep movsb` step, so it is
 // most of the count at small head counts).
 KernelSpec kda_decode_spec() {
@@ -264,7 +265,7 @@ KernelSpec kda_decode_spec() {
   k.cost.flops = [](const Shape& s) { return kda::decode_cost(kda_shape(s), registered_params()).flops; };
   k.tolerances = tolerance(2e-5);  // docs/kda.md: decode, one step
   k.partitioning = Partitioning{.param = "B"};
-  k.regions = {{"prologue", "token_prologue"}, {"tile", "plain_tile"}, {"state_copy", "memcpy"}};
+  k.regions = {{"prologue", "token_prologue"}, {"tile", "plain_tile"}, {"state_copy", "memcpy", true}};
   for (const DecodeVariantInfo& v : kDecodeVariants)
     k.variants.push_back({.name = std::string(kda::decode_variant_name(v.variant)), .isa = Isa::kScalar,
                           .params = variant_params(v.prologue, v.division), .help = v.help,
@@ -306,7 +307,7 @@ KernelSpec kda_replay_decode_spec() {
   k.cost.flops = [cost](const Shape& s) { return cost(s).flops; };
   k.tolerances = tolerance(1e-4);  // docs/kda.md: ReplaySSM
   k.partitioning = Partitioning{.param = "B"};
-  k.regions = {{"prologue", "replay_prologue"}, {"tile", "replay_tile"}, {"state_copy", "memcpy"}};
+  k.regions = {{"prologue", "replay_prologue"}, {"tile", "replay_tile"}, {"state_copy", "memcpy", true}};
   for (const DecodeVariantInfo& v : kDecodeVariants)
     k.variants.push_back({.name = std::string(kda::decode_variant_name(v.variant)), .isa = Isa::kScalar,
                           .params = variant_params(v.prologue, v.division), .help = v.help,
@@ -333,7 +334,7 @@ KernelSpec kda_prefill_spec() {
   k.cost.flops = [](const Shape& s) { return kda::prefill_cost(kda_shape(s), registered_params(), 0).flops; };
   k.tolerances = tolerance(1e-4);  // docs/kda.md: prefill
   k.partitioning = Partitioning{.param = "B"};
-  k.regions = {{"recurrent", "prefill_recurrent"}, {"chunk", "chunk_step"}, {"state_copy", "memcpy"}};
+  k.regions = {{"recurrent", "prefill_recurrent"}, {"chunk", "chunk_step"}, {"state_copy", "memcpy", true}};
   const struct {
     kda::PrefillVariant variant;
     const char* chunk;

@@ -1,0 +1,41 @@
+#!/bin/sh
+# Both shipped episodes, run by the agent from their starting configurations with a reduced
+# budget, must pass their gates, and the root cause must name the components the attribution
+# pointed at (kernel:kda_replay_decode; kernel:gemm and op:all_reduce). The budget is reduced
+# from the episodes' 240 s so a regression that makes the agent wander fails here.
+# Usage: episodes_test.sh /path/to/recur SOURCE_DIR
+set -u
+RECUR="$1"
+SRC="$2"
+export RECUR_CACHE_DIR="$(mktemp -d)"
+T="$RECUR_CACHE_DIR"
+trap 'rm -rf "$T"' EXIT
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+
+run_episode() {  # NAME BUDGET PYTHON-CHECK
+  "$RECUR" agent run --episode "$SRC/episodes/$1.toml" --journal "$T/runs/journal.db" --budget-s "$2" --json \
+    >"$T/$1.json" 2>"$T/$1.err"
+  rc=$?
+  [ $rc = 0 ] || { fail "$1: exit $rc: $(tail -3 "$T/$1.err")"; return; }
+  /usr/bin/python3 - "$T/$1.json" "$3" <<'PYEOF' || fail "$1: $(cat "$T/$1.json" | head -c 3000)"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["passed"] is True, j["outcome"]
+assert j["report"], "no report"
+kept = [f for f in j["root_cause"]]
+assert kept, "no change kept"
+assert all(e["decision"] in ("keep", "revert", "none") for e in j["experiments"])
+assert eval(sys.argv[2], {"j": j, "kept": kept}), sys.argv[2]
+print(sys.argv[1].rsplit("/", 1)[1], "ok:", j["outcome"])
+PYEOF
+}
+
+# ReplaySSM: the fix is a variant of the replay kernel whose prologue is computed once per head.
+run_episode kda-replayssm 120 \
+  'all(f["component"] == "kernel:kda_replay_decode" for f in kept) and j["final_config"]["kernel.kda_replay_decode.variant"].startswith("hoisted")'
+# Partition numerics: TP=4 stays; the fixes are the all-reduce dtype and the projection precision.
+run_episode partition-numerics 180 \
+  'j["final_config"]["engine.tp"] == "4" and j["final_config"]["engine.tp.reduce_dtype"] == "f32" and j["final_config"]["kernel.gemm.precision"] != "bf16" and {f["component"] for f in kept} <= {"kernel:gemm", "op:all_reduce"}'
+
+[ $failures = 0 ] && echo "episodes_test: ok" || { echo "episodes_test: $failures failure(s)"; exit 1; }
