@@ -50,6 +50,11 @@ Result<LoggedExperiment> ExperimentLog::run(const ExperimentSpec& spec, const Pr
     out.decision = *rec.decision;
     return out;
   }
+  if (new_limit_ >= 0 && new_experiments_ >= new_limit_) {
+    paused_ = true;
+    return make_error(ErrorCode::kFailedPrecondition, "paused: {} new experiments run (the limit)", new_experiments_);
+  }
+  ++new_experiments_;
   RECUR_RETURN_IF_ERROR(journal_.start(run_id_, step));
   const auto t0 = std::chrono::steady_clock::now();
   Result<Feedback> f = probe();

@@ -46,6 +46,12 @@ class ExperimentLog {
   // goes on; the decision function sees it). Errors here are the journal's own.
   Result<LoggedExperiment> run(const ExperimentSpec& spec, const Probe& probe, const Decide& decide);
 
+  // After `limit` experiments run (not replayed) by this log, run() refuses with kFailedPrecondition
+  // and paused() turns true: the caller stops without ending the run.
+  void set_new_experiment_limit(int limit) { new_limit_ = limit; }
+  bool paused() const { return paused_; }
+  int new_experiments() const { return new_experiments_; }
+
   double spent_s() const { return spent_s_; }  // recorded cost of every experiment so far
   int64_t steps() const { return next_step_; }
   int replayed() const { return replayed_; }
@@ -61,6 +67,9 @@ class ExperimentLog {
   double spent_s_ = 0;
   std::function<void(std::string_view)> progress_;
   double budget_s_ = 0;
+  int new_limit_ = -1;
+  int new_experiments_ = 0;
+  bool paused_ = false;
 };
 
 // The Feedback of a probe that could not run: verdict failed, the error in the notes.

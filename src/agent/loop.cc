@@ -58,9 +58,30 @@ class Loop {
       : ep_(ep), o_(o), run_(std::move(run)), proposer_(proposer), log_(journal, run_.id),
         budget_s_(o.budget_s.value_or(ep.budget_s)) {
     log_.set_progress(o.progress, budget_s_);
+    if (o.max_new_experiments) log_.set_new_experiment_limit(*o.max_new_experiments);
   }
 
+  // A run that reached max_new_experiments stays `running` in the journal: resume continues it.
   Result<LoopResult> run() {
+    Result<LoopResult> r = run_steps();
+    if (r || !log_.paused()) return r;
+    LoopResult out;
+    out.run = run_;
+    out.episode = ep_.path;
+    out.start = ep_.start;
+    out.paused = true;
+    out.spent_s = log_.spent_s();
+    out.replayed = log_.replayed();
+    out.outcome = fmt::format("paused after {} experiments ({} new); `recur agent resume {}` continues", log_.steps(),
+                              log_.new_experiments(), run_.name);
+    RECUR_ASSIGN_OR_RETURN(out.experiments, load_experiments());
+    RECUR_ASSIGN_OR_RETURN(auto plan, log_.journal().resume_plan(run_.id));
+    out.final_config = KnobMap(plan.config.begin(), plan.config.end());
+    return out;
+  }
+
+ private:
+  Result<LoopResult> run_steps() {
     LoopResult out;
     out.run = run_;
     out.episode = ep_.path;
@@ -120,10 +141,10 @@ class Loop {
     return out;
   }
 
- private:
   std::string out_of_budget() const {
     if (log_.spent_s() >= budget_s_) return fmt::format("budget of {:.0f} s spent ({:.1f} s)", budget_s_, log_.spent_s());
-    if (log_.steps() >= ep_.max_experiments) return fmt::format("{} experiments (the episode's limit)", log_.steps());
+    const int limit = o_.max_experiments.value_or(ep_.max_experiments);
+    if (log_.steps() >= limit) return fmt::format("{} experiments (the limit)", log_.steps());
     return "";
   }
 

@@ -34,6 +34,9 @@ struct LoopOptions {
   std::string journal = std::string(kDefaultJournal);
   std::string run_name;             // "" = "<episode>-<n>", the next free n
   std::optional<double> budget_s;   // overrides the episode's
+  std::optional<int> max_experiments;      // overrides the episode's (a resumed run counts old steps)
+  std::optional<int> max_new_experiments;  // pause after running this many (replayed ones do not
+                                           // count): the run stays open, `resume` continues it
   Proposer* proposer = nullptr;     // null = builtin
   std::function<void(std::string_view)> progress;  // stderr lines
   bool instruction_counts = true;  // attribution may count instructions (valgrind, re-running `recur`)
@@ -53,6 +56,7 @@ struct LoopResult {
   RunRecord run;
   std::string episode;
   bool passed = false;
+  bool paused = false;  // stopped by max_new_experiments; the journal's run is still running
   std::string outcome;  // one line
   std::map<std::string, std::string> start, final_config;
   std::vector<LoggedExperiment> experiments;  // every step, replayed ones included

@@ -163,6 +163,30 @@ TEST_F(LoopTest, ResumeReplaysEveryDoneExperimentWithoutRunningIt) {
     EXPECT_EQ(feedback_to_json(again->experiments[i].feedback), feedback_to_json(first->experiments[i].feedback)) << i;
 }
 
+TEST_F(LoopTest, AStepLimitPausesTheRunAndResumeFinishesItTheSameWay) {
+  auto ep = load_episode((dir_ / "episode.toml").string());
+  ASSERT_TRUE(ep);
+  LoopOptions o = options();
+  o.run_name = "stepped";
+  o.max_new_experiments = 2;
+  auto first = run_episode(*ep, o);
+  ASSERT_TRUE(first) << first.error().to_string();
+  EXPECT_TRUE(first->paused);
+  EXPECT_FALSE(first->passed);
+  EXPECT_EQ(first->experiments.size(), 2u);
+  EXPECT_EQ(first->run.state, "running");
+  int rounds = 0;
+  Result<LoopResult> r = first;
+  while (r && r->paused && ++rounds < 20) {  // one new experiment at a time
+    o.max_new_experiments = 1;
+    r = resume_run("stepped", o);
+  }
+  ASSERT_TRUE(r) << r.error().to_string();
+  EXPECT_TRUE(r->passed) << r->outcome;
+  EXPECT_EQ(r->final_config.at("kernel.toy_scale.variant"), "fast");
+  EXPECT_EQ(size_t(rounds) + 2, r->experiments.size());  // each resume ran exactly one new experiment
+}
+
 TEST_F(LoopTest, ABudgetStopsTheRunAndNamesWhy) {
   auto ep = load_episode((dir_ / "episode.toml").string());
   ASSERT_TRUE(ep);

@@ -121,9 +121,12 @@ std::map<std::string, std::string> apply_change(const std::map<std::string, std:
 
 Result<std::unique_ptr<Proposer>> make_proposer(std::string_view spec) {
   if (spec == "builtin") return std::unique_ptr<Proposer>(std::make_unique<BuiltinProposer>());
-  if (spec.starts_with("cmd:") && spec.size() > 4)
-    return std::unique_ptr<Proposer>(std::make_unique<CommandProposer>(std::string(spec.substr(4))));
-  return invalid_argument("--proposer '{}': expected builtin or cmd:PROGRAM (an external proposer, docs/agent.md)", spec);
+  for (std::string_view prefix : {"cmd:", "command:"})
+    if (spec.starts_with(prefix) && spec.size() > prefix.size())
+      return std::unique_ptr<Proposer>(std::make_unique<CommandProposer>(std::string(spec.substr(prefix.size()))));
+  return invalid_argument("--proposer '{}': expected builtin or cmd:PROGRAM (also command:PROGRAM; an external "
+                          "proposer, docs/agent.md)",
+                          spec);
 }
 
 }  // namespace recur::agent

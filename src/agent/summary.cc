@@ -31,7 +31,7 @@ std::string result_line(const Feedback& f) {
 }
 
 std::string render_summary(const LoopResult& r, const std::string& report_path) {
-  std::string out = fmt::format("episode {} (run {}, {})\n", r.episode, r.run.name, r.passed ? "PASS" : "NOT PASSED");
+  std::string out = fmt::format("episode {} (run {}, {})\n", r.episode, r.run.name, r.passed ? "PASS" : r.paused ? "PAUSED" : "NOT PASSED");
   out += fmt::format("  verdict     {}\n", r.outcome);
   out += fmt::format("  final gate  {}\n", r.final_gate);
   out += fmt::format("  experiments {} ({} replayed from the journal), {:.1f} s of probes\n", r.experiments.size(),
@@ -86,7 +86,7 @@ nlohmann::json summary_json(const LoopResult& r, const std::string& report_path)
     findings.push_back({{"step", f.step}, {"component", f.component}, {"knob", f.knob}, {"from", f.from}, {"to", f.to},
                         {"evidence", f.evidence}, {"gain", f.gain}, {"hypothesis", f.hypothesis}});
   return {{"episode", r.episode},     {"run", r.run.name},          {"run_id", r.run.id},
-          {"passed", r.passed},       {"outcome", r.outcome},       {"final_gate", r.final_gate},
+          {"passed", r.passed},       {"paused", r.paused},         {"outcome", r.outcome},       {"final_gate", r.final_gate},
           {"start", r.start},         {"final_config", r.final_config}, {"experiments", exps},
           {"root_cause", findings},   {"spent_s", r.spent_s},       {"replayed", r.replayed},
           {"report", report_path.empty() ? json(nullptr) : json(report_path)}};

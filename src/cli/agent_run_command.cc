@@ -4,7 +4,7 @@
 // probe seconds spent of the budget), then the summary (gate verdict, experiments, root cause,
 // config diff) and the run's HTML report (agent/report.h) on stdout.
 // Exit codes: 0 the gate passes, 1 it does not (or a probe or the journal failed), 2 bad usage
-// (a malformed episode, an unknown proposer).
+// (a malformed episode, an unknown proposer), 3 paused by --steps before the gate was decided.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -25,6 +25,7 @@ struct RunFlags {
   std::string journal = std::string(agent::kDefaultJournal);
   std::string proposer = "builtin";
   double budget_s = 0;
+  int steps = 0;
   bool json = false;
   bool quiet = false;
 };
@@ -38,6 +39,7 @@ int finish(const Result<agent::LoopResult>& r, const RunFlags& f) {
   }
   if (f.json) print_json(agent::summary_json(*r, report));
   else fmt::print("{}", agent::render_summary(*r, report));
+  if (r->paused) return 3;
   return r->passed ? kExitOk : kExitFailure;
 }
 
@@ -46,6 +48,7 @@ agent::LoopOptions loop_options(const RunFlags& f, agent::Proposer* proposer) {
   o.journal = f.journal;
   o.run_name = f.run;
   if (f.budget_s > 0) o.budget_s = f.budget_s;
+  if (f.steps > 0) o.max_new_experiments = f.steps;
   o.proposer = proposer;
   if (!f.quiet) o.progress = [](std::string_view line) { std::fprintf(stderr, "agent: %.*s\n", int(line.size()), line.data()); };
   return o;
@@ -70,6 +73,9 @@ void common_flags(CLI::App* cmd, RunFlags& f) {
   cmd->add_option("--proposer", f.proposer, "builtin, or cmd:PROGRAM (JSON state on stdin, a change on stdout; "
                                             "docs/agent.md)")
       ->capture_default_str();
+  cmd->add_option("--steps", f.steps, "run at most N new experiments, then pause (the run stays open; resume "
+                                      "continues it)")
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", f.json, "Print the summary as JSON");
   cmd->add_flag("--quiet", f.quiet, "No progress lines on stderr");
 }
