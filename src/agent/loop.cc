@@ -164,6 +164,8 @@ class Loop {
     return log_.run({.hypothesis = std::move(hypothesis), .probe = "gate", .tier = gate_tier(spec), .config_diff = diff},
                     [&]() -> Result<Feedback> {
                       gate::GateRunOptions go;
+                      // Traces a gate records (zone_time_us) go beside the run's report.
+                      go.artifact_dir = (fs::path(o_.journal).parent_path() / run_.name / "traces").string();
                       go.progress = [this](std::string_view line) {
                         if (o_.progress) o_.progress(fmt::format("    {}", line));
                       };

@@ -2,6 +2,7 @@
 #include "gate/gate.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <memory>
 
@@ -13,6 +14,7 @@
 #include "gate/engine_probe.h"
 #include "gate/kernel_probe.h"
 #include "gate/op_errors.h"
+#include "gate/zone_probe.h"
 
 namespace recur::gate {
 
@@ -27,6 +29,7 @@ struct Plan {
   std::vector<std::pair<std::string, std::string>> op_pairs;  // one op-by-op pass per (a, b)
   std::vector<std::string> throughput;                       // arms, in spec order
   std::vector<std::pair<std::string, std::string>> throughput_pairs;  // paired ratios (a, b)
+  std::vector<std::pair<std::string, std::string>> zones;  // (arm, selector)
 };
 
 template <typename T>
@@ -50,7 +53,7 @@ Plan make_plan(const GateSpec& spec) {
           add_unique(p.throughput_pairs, std::pair(r.arm, r.vs));
         }
         break;
-      case MetricSource::kTraceZone: break;  // rejected when the spec was parsed
+      case MetricSource::kTraceZone: add_unique(p.zones, std::pair(r.arm, r.detail)); break;
     }
   }
   std::vector<std::string> ordered;
@@ -110,7 +113,7 @@ class Runner {
     }
     if (stop()) return finish();
     // Tier 3: the engine; agreement (one pass per pair) before throughput (many runs).
-    if (!plan.agreements.empty() || !plan.op_pairs.empty() || !plan.throughput.empty()) {
+    if (!plan.agreements.empty() || !plan.op_pairs.empty() || !plan.throughput.empty() || !plan.zones.empty()) {
       RECUR_RETURN_IF_ERROR(load_engine());
       for (const auto& [a, b] : plan.agreements) {
         say(fmt::format("check.engine {} vs {}", a, b));
@@ -143,6 +146,7 @@ class Runner {
           probes_.push_back(std::move(t.feedback));
         }
       }
+      for (const auto& [a, sel] : plan.zones) RECUR_RETURN_IF_ERROR(measure_zone(a, sel));
     }
     return finish();
   }
@@ -181,6 +185,23 @@ class Runner {
                          spec_.path, r.key(), m->ops.empty() ? "none" : m->ops.back().name);
       values_[r.key()] = point(op->max_rel_err);
     }
+    probes_.push_back(std::move(m->feedback));
+    return ok_status();
+  }
+
+  Status measure_zone(const std::string& arm, const std::string& selector) {
+    say(fmt::format("analyze.zone_time {} `{}` ({} runs, traced)", arm, selector, spec_.engine->runs));
+    std::string trace_out;
+    if (!options_.artifact_dir.empty()) {
+      std::string safe = selector;
+      for (char& c : safe)
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+      trace_out = fmt::format("{}/{}-{}-{}.json.gz", options_.artifact_dir, spec_.name, arm, safe.substr(0, 40));
+    }
+    auto m = measure_zone_time(*model_, *pool_, *spec_.engine, {arm, configs_.at(arm)}, selector, trace_out);
+    if (!m) return unexpected(m.error().with_context(spec_.path.empty() ? "gate" : spec_.path));
+    MetricRequest r{find_metric_def("zone_time_us"), arm, "", selector};
+    values_[r.key()] = m->value;
     probes_.push_back(std::move(m->feedback));
     return ok_status();
   }

@@ -37,6 +37,7 @@ struct GateRunOptions {
   bool stop_at_first_failure = true;
   std::function<void(std::string_view)> progress;  // one line per step ("bench.engine run 2/5 arm tp2")
   std::optional<probe::MachinePeaks> peaks;         // kernel probes; default: measured once and cached
+  std::string artifact_dir;  // where probes write traces (zone_time_us); "" = none are written
 };
 
 struct GateResult {

@@ -84,6 +84,14 @@ GateResult evaluate_gate(const GateSpec& spec, MetricValues values, std::vector<
     if (p.verdict == Verdict::kFailed) f.notes.push_back(fmt::format("probe {} failed: {}", p.probe, p.subject));
   }
   if (spec.path.size()) f.artifacts["spec"] = spec.path;
+  // The probes' artifacts (traces) travel with the gate's record: it is the one the journal keeps.
+  for (const Feedback& p : out.probes) {
+    for (const auto& [key, path] : p.artifacts) {
+      std::string k = key == "trace" ? "trace" : p.probe + "." + key;
+      for (int n = 2; f.artifacts.count(k); ++n) k = fmt::format("{}.{}", key == "trace" ? "trace" : p.probe + "." + key, n);
+      f.artifacts[k] = path;
+    }
+  }
   return out;
 }
 

@@ -97,6 +97,41 @@ TEST_F(GateRun, TensorParallelAgreementOnATinySyntheticModelPasses) {
   EXPECT_FALSE(progress.empty());
 }
 
+// zone_time_us: the engine runs traced; layers nest inside steps, so their time cannot exceed
+// the steps'; a zone that never occurs measures 0; the last run's trace is written and readable.
+TEST_F(GateRun, ZoneTimeMeasuresTracedZonesAndWritesTheTrace) {
+  std::string text(kEngineGate);
+  const std::string conds = "conditions = [\n  \"tokens_equal(tp2 vs tp1)\",\n  \"logits_max_rel_err(tp2 vs tp1) <= 1e-4\",\n"
+                            "  \"decode_tok_s(tp2) > 0 and prefill_tok_s(tp1) > 0\",\n]";
+  ASSERT_NE(text.find(conds), std::string::npos);
+  text.replace(text.find(conds), conds.size(),
+               "conditions = [\n  \"zone_time_us(tp1, \\\"step\\\") > 0\",\n"
+               "  \"zone_time_us(tp1, \\\"layer\\\") > 0\",\n  \"zone_time_us(tp1, \\\"name~^no_such_zone$\\\") == 0\",\n]");
+  auto spec = parse_gate_spec(text, "");
+  ASSERT_TRUE(spec.has_value()) << spec.error().message() << "\n" << text;
+  GateRunOptions o;
+  o.artifact_dir = *cache_dir_ + "/traces";
+  auto r = run_gate(*spec, o);
+  ASSERT_TRUE(r.has_value()) << r.error().message();
+  EXPECT_EQ(r->verdict.outcome, Outcome::kPass) << r->verdict.reason;
+  ASSERT_EQ(r->probes.size(), 3u);
+  for (const Feedback& p : r->probes) {
+    EXPECT_EQ(p.probe, "analyze.zone_time");
+    EXPECT_TRUE(validate_feedback(p).has_value());
+    ASSERT_EQ(p.artifacts.count("trace"), 1u) << p.subject;
+    EXPECT_TRUE(std::filesystem::exists(p.artifacts.at("trace"))) << p.artifacts.at("trace");
+  }
+  // The gate's own record (what the journal keeps) carries the three traces.
+  EXPECT_EQ(r->feedback.artifacts.count("trace"), 1u);
+  EXPECT_EQ(r->feedback.artifacts.count("trace.2"), 1u);
+  EXPECT_EQ(r->feedback.artifacts.count("trace.3"), 1u);
+  const Interval& layer = r->values.at("zone_time_us(tp1, \"layer\")").value;
+  const Interval& step = r->values.at("zone_time_us(tp1, \"step\")").value;
+  EXPECT_GT(layer.value, 0);
+  EXPECT_LE(layer.value, step.value);
+  EXPECT_EQ(r->values.at("zone_time_us(tp1, \"name~^no_such_zone$\")").value.value, 0);
+}
+
 TEST_F(GateRun, AFailingCheapConditionStopsBeforeTheThroughputRuns) {
   std::string text(kEngineGate);
   text.replace(text.find("\"tokens_equal(tp2 vs tp1)\""), 26, "\"logits_max_abs_err(tp2 vs tp1) < 0\"");

@@ -43,8 +43,9 @@ constexpr MetricDef kMetrics[] = {
      "worst |err| of a against the float64 reference, or against b's output"},
     {"check_pass", S::kKernelCheck, 1, 2, 0, true, "", "check.kernel", 1, true,
      "check confirms a (every comparison within tolerance, no defence fired)"},
-    {"zone_time_us", S::kTraceZone, 1, 1, 1, false, "us", "analyze.breakdown", 3, false,
-     "total time in a trace zone, e.g. zone_time_us(candidate, \"attention\")"},
+    {"zone_time_us", S::kTraceZone, 1, 1, 1, false, "us", "analyze.zone_time", 3, true,
+     "time per engine run in the trace zones a selector matches (union per thread, summed), e.g. "
+     "zone_time_us(candidate, \"attention\") or zone_time_us(c, \"path~kda_mixer\")"},
 };
 
 std::string metric_names() {
