@@ -1,0 +1,13 @@
+#include "mcp/tool.h"
+
+namespace recur::mcp {
+
+ToolResult tool_error(std::string reason) {
+  ToolResult r;
+  r.is_error = true;
+  r.structured = {{"error", reason}};
+  r.text = std::move(reason);
+  return r;
+}
+
+}  // namespace recur::mcp

@@ -1,0 +1,29 @@
+#!/bin/sh
+# End-to-end test of `recur mcp`: tests/mcp_client.py drives the rmsnorm speed episode through
+# episode_run_step over both protocol eras (initialize, then stateless _meta + server/discover)
+# until the gate passes, and checks tools, errors and hostile lines. Paths are confined to the
+# server's folder, so the gate spec is copied into it.
+# Usage: mcp_cli_test.sh /path/to/recur SOURCE_DIR
+set -u
+RECUR="$1"
+SRC="$2"
+export RECUR_CACHE_DIR="$(mktemp -d)"
+T="$RECUR_CACHE_DIR"
+trap 'rm -rf "$T"' EXIT
+mkdir -p "$T/gates"
+cp "$SRC/episodes/gates/rmsnorm-speed.toml" "$T/gates/"
+cat > "$T/episode.toml" <<TOML
+name = "rms-mcp"
+description = "rmsnorm starts at scalar; the gate wants 1.5x over scalar"
+gate = "gates/rmsnorm-speed.toml"
+candidate = "best"
+budget_s = 300
+[start]
+"kernel.rmsnorm.variant" = "scalar"
+TOML
+if ! /usr/bin/python3 "$SRC/tests/mcp_client.py" drive "$RECUR" "$T"; then
+  echo "FAIL: mcp_client.py drive; server stderr:" >&2
+  tail -20 "$T/mcp.err" >&2
+  exit 1
+fi
+echo "mcp_cli_test: ok"
