@@ -9,3 +9,8 @@ if(RECUR_BUILD_TESTS)
   add_test(NAME episodes_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/episodes_test.sh $<TARGET_FILE:recur> ${CMAKE_SOURCE_DIR})
   set_tests_properties(episodes_test PROPERTIES LABELS "e2e" TIMEOUT 600)
 endif()
+# An external command proposer that follows `next` solves kda-replayssm; refusals are fed back.
+if(RECUR_BUILD_TESTS)
+  add_test(NAME proposer_cli_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/proposer_cli_test.sh $<TARGET_FILE:recur> ${CMAKE_SOURCE_DIR})
+  set_tests_properties(proposer_cli_test PROPERTIES LABELS "e2e" TIMEOUT 300)
+endif()

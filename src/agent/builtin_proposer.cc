@@ -5,23 +5,20 @@
 namespace recur::agent {
 
 Result<std::optional<Proposal>> BuiltinProposer::propose(const AgentState& state) {
-  const std::set<std::string, std::less<>> fixed(state.episode->fixed.begin(), state.episode->fixed.end());
-  Config current;
-  for (const auto& [k, v] : state.config) RECUR_RETURN_IF_ERROR(current.set(k, v));
+  RECUR_ASSIGN_OR_RETURN(std::vector<Candidate> open, open_changes(state));
+  if (open.empty()) return std::optional<Proposal>();
+  Candidate& c = open.front();
+  const Attribution* a = nullptr;
+  for (const Attribution& x : state.evidence.components)
+    if (x.component == c.component) a = &x;
   std::string findings;
   for (const std::string& f : state.evidence.findings) findings += (findings.empty() ? "" : "; ") + f;
-  for (const Attribution& a : state.evidence.components) {
-    for (Candidate& c : candidates_for(a.component, current, fixed)) {
-      if (state.tried.count(c.key()) || state.visited.count(apply_change(state.config, c))) continue;
-      Proposal p;
-      p.hypothesis = fmt::format("{} explains {:.0f}% of `{}` ({}){}; {} {} -> {} ({}) should close the gap",
-                                 a.component, 100 * a.share, state.evidence.condition, a.evidence,
-                                 findings.empty() ? "" : "; " + findings, c.knob, c.from, c.value, c.why);
-      p.change = std::move(c);
-      return std::optional<Proposal>(std::move(p));
-    }
-  }
-  return std::optional<Proposal>();
+  Proposal p;
+  p.hypothesis = fmt::format("{} explains {:.0f}% of `{}` ({}){}; {} {} -> {} ({}) should close the gap", c.component,
+                             a ? 100 * a->share : 0.0, state.evidence.condition, a ? a->evidence : "",
+                             findings.empty() ? "" : "; " + findings, c.knob, c.from, c.value, c.why);
+  p.change = std::move(c);
+  return std::optional<Proposal>(std::move(p));
 }
 
 }  // namespace recur::agent

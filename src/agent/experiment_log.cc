@@ -41,6 +41,8 @@ Result<LoggedExperiment> ExperimentLog::run(const ExperimentSpec& spec, const Pr
     out.replayed = true;
     ++replayed_;
     spent_s_ += rec.cost_s;
+    last_ = out.feedback;
+    has_last_ = true;
     return out;
   }
   if (rec.state == ExperimentState::kRunning && rec.attempts >= max_attempts_) {
@@ -65,6 +67,8 @@ Result<LoggedExperiment> ExperimentLog::run(const ExperimentSpec& spec, const Pr
   out.decision = decide(out.feedback);
   RECUR_ASSIGN_OR_RETURN(rec, journal_.finish(run_id_, step, out.feedback, out.decision));
   spent_s_ += rec.cost_s;
+  last_ = out.feedback;
+  has_last_ = true;
   return out;
 }
 

@@ -52,7 +52,9 @@ class ExperimentLog {
   bool paused() const { return paused_; }
   int new_experiments() const { return new_experiments_; }
 
-  double spent_s() const { return spent_s_; }  // recorded cost of every experiment so far
+  double spent_s() const { return spent_s_; }
+  // The Feedback of the latest experiment run or replayed (null before the first).
+  const Feedback* last_feedback() const { return has_last_ ? &last_ : nullptr; }  // recorded cost of every experiment so far
   int64_t steps() const { return next_step_; }
   int replayed() const { return replayed_; }
   int64_t run_id() const { return run_id_; }
@@ -67,6 +69,8 @@ class ExperimentLog {
   double spent_s_ = 0;
   std::function<void(std::string_view)> progress_;
   double budget_s_ = 0;
+  Feedback last_;
+  bool has_last_ = false;
   int new_limit_ = -1;
   int new_experiments_ = 0;
   bool paused_ = false;

@@ -108,11 +108,15 @@ class Loop {
       bool kept = false;
       while (!kept) {
         if (!(stop = out_of_budget()).empty()) break;
-        RECUR_ASSIGN_OR_RETURN(std::optional<Proposal> p, proposer_.propose(as));
+        as.last_feedback = log_.last_feedback();
+        RECUR_ASSIGN_OR_RETURN(std::optional<Proposal> p, propose(as));
         if (!p) {
-          stop = fmt::format("the {} proposer has no untried change left for `{}`", proposer_.name(), ev.condition);
+          stop = as.rejected.size() >= kMaxRejections
+                     ? fmt::format("the {} proposer gave {} refused answers in a row", proposer_.name(), as.rejected.size())
+                     : fmt::format("the {} proposer has no untried change left for `{}`", proposer_.name(), ev.condition);
           break;
         }
+        as.rejected.clear();
         as.tried.insert(p->change.key());
         RECUR_ASSIGN_OR_RETURN(std::optional<Finding> f, ladder(*p, config, state, ev, g));
         if (!f) continue;
@@ -139,6 +143,75 @@ class Loop {
     RECUR_RETURN_IF_ERROR(log_.journal().end_run(run_.id, "done", out.outcome));
     RECUR_ASSIGN_OR_RETURN(out.run, log_.journal().find_run(std::to_string(run_.id)));
     return out;
+  }
+
+  static constexpr size_t kMaxRejections = 3;
+
+  // Asks the proposer for the next change as a journal experiment (probe "propose", tier 0), so a
+  // resumed run replays the recorded proposal instead of asking again (an external proposer need
+  // not answer the same twice). A refused answer is recorded `failed` with the reason, which the
+  // proposer sees in `rejected` on the next call; kMaxRejections in a row end the run.
+  Result<std::optional<Proposal>> propose(AgentState& as) {
+    while (as.rejected.size() < kMaxRejections) {
+      RECUR_ASSIGN_OR_RETURN(
+          LoggedExperiment e,
+          log_.run({.hypothesis = "the proposer names the next change (the recorded answer is replayed on resume)",
+                    .probe = "propose", .tier = 0, .config_diff = {}},
+                   [&]() -> Result<Feedback> { return proposal_feedback(as); },
+                   [](const Feedback&) { return Decision::kNone; }));
+      if (e.feedback.verdict == Verdict::kConfirmed) return decode_proposal(e.feedback);
+      if (e.feedback.verdict == Verdict::kRefuted) return std::optional<Proposal>();
+      as.rejected.push_back(e.feedback.notes.empty() ? "refused" : e.feedback.notes.front());
+      as.last_feedback = log_.last_feedback();
+    }
+    return std::optional<Proposal>();
+  }
+
+  Feedback proposal_feedback(const AgentState& as) {
+    Feedback f;
+    f.probe = "propose";
+    f.tier = 0;
+    f.subject = "proposer " + proposer_.name();
+    auto p = proposer_.propose(as);
+    if (!p) {
+      f.verdict = Verdict::kFailed;
+      f.hypothesis = "a valid change";
+      f.notes.push_back("refused: " + p.error().message());
+      return f;
+    }
+    if (!*p) {
+      f.verdict = Verdict::kRefuted;
+      f.hypothesis = "a change is left to try";
+      f.notes.push_back("no change proposed");
+      return f;
+    }
+    const Proposal& x = **p;
+    f.verdict = Verdict::kConfirmed;
+    f.hypothesis = x.hypothesis;
+    f.notes = {"change: " + x.change.knob + "=" + x.change.value, "from: " + x.change.from,
+               "component: " + x.change.component, "why: " + x.change.why};
+    f.add_metric("open_changes", double(open_changes(as).value_or(std::vector<Candidate>{}).size()));
+    return f;
+  }
+
+  static std::optional<Proposal> decode_proposal(const Feedback& f) {
+    Proposal p;
+    p.hypothesis = f.hypothesis;
+    for (const std::string& n : f.notes) {
+      auto field = [&](std::string_view prefix) -> std::optional<std::string> {
+        if (!n.starts_with(prefix)) return std::nullopt;
+        return n.substr(prefix.size());
+      };
+      if (auto v = field("change: ")) {
+        const size_t eq = v->find('=');
+        p.change.knob = v->substr(0, eq);
+        p.change.value = eq == std::string::npos ? "" : v->substr(eq + 1);
+      }
+      if (auto v = field("from: ")) p.change.from = *v;
+      if (auto v = field("component: ")) p.change.component = *v;
+      if (auto v = field("why: ")) p.change.why = *v;
+    }
+    return p;
   }
 
   std::string out_of_budget() const {

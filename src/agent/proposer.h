@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "agent/episode.h"
 #include "agent/evidence.h"
@@ -34,7 +35,16 @@ struct AgentState {
   std::set<std::string> tried;
   std::set<std::map<std::string, std::string>> visited;
   int iteration = 0;
+  const Feedback* last_feedback = nullptr;  // the latest experiment's record
+  std::vector<std::string> rejected;        // why this iteration's earlier proposals were refused
 };
+
+// The changes still open from this state, most promising first: for each attributed component
+// (most responsible first), the untried single-knob changes of the knobs tagged with it
+// (search_space.h), without fixed knobs and without changes back to a visited configuration.
+// Each candidate's `component` is the component that led to it. This is the built-in
+// proposer's order, and what external proposers get as suggestions (`next`).
+Result<std::vector<Candidate>> open_changes(const AgentState& state);
 
 struct Proposal {
   std::string hypothesis;
