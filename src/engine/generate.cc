@@ -7,10 +7,22 @@ namespace recur {
 Result<GenerateStats> generate(const Model& model, ThreadPool& pool, std::string_view prompt,
                                const GenerateOptions& options, const std::function<void(std::string_view)>& on_piece,
                                const Config& knobs) {
+  const Tokenizer& tok = model.tokenizer();
+  return generate_from_ids(model, pool, tok.encode(prompt, tok.vocabulary().add_bos), options,
+                           [&](std::string_view piece) {
+                             on_piece(piece);
+                             return true;
+                           },
+                           knobs);
+}
+
+Result<GenerateStats> generate_from_ids(const Model& model, ThreadPool& pool, std::vector<TokenId> ids,
+                                        const GenerateOptions& options,
+                                        const std::function<bool(std::string_view)>& on_piece,
+                                        const Config& knobs) {
   RECUR_RETURN_IF_ERROR(options.sampling.validate());
   if (options.max_new_tokens < 0) return invalid_argument("cannot generate {} tokens", options.max_new_tokens);
   const Tokenizer& tok = model.tokenizer();
-  std::vector<TokenId> ids = tok.encode(prompt, tok.vocabulary().add_bos);
   if (ids.empty()) ids.push_back(tok.vocabulary().bos >= 0 ? tok.vocabulary().bos : 0);
   const int capacity = int(ids.size()) + options.max_new_tokens;
   if (capacity > model.config().context)
@@ -39,7 +51,10 @@ Result<GenerateStats> generate(const Model& model, ThreadPool& pool, std::string
     if (first && tok.vocabulary().add_space_prefix && ids.size() <= 1 && !piece.empty() && piece[0] == ' ')
       piece.erase(0, 1);  // nothing before it: drop the word-start space
     first = false;
-    on_piece(piece);
+    if (!on_piece(piece)) {
+      stats.stopped_by_caller = true;
+      break;
+    }
     if (i + 1 == options.max_new_tokens) break;
     RECUR_ASSIGN_OR_RETURN(logits, session->step(next));
   }

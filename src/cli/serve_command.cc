@@ -1,0 +1,60 @@
+// `recur serve`: the OpenAI-compatible server (docs/serve.md). Only --role all is built so far.
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/cli.h"
+#include "engine/model_cache.h"
+#include "serve/serve.h"
+
+namespace recur::cli {
+namespace {
+
+struct ServeFlags {
+  serve::ServeOptions options;
+  std::string role = "all";
+  int queue_size = 64;
+};
+
+int run_serve(ServeFlags f) {
+  if (f.role != "all") {
+    fmt::print(stderr, "recur serve: --role {} is not built yet (issue #9); only --role all is\n", f.role);
+    return kExitUsage;
+  }
+  if (f.options.model_path.empty()) {
+    auto d = default_model_path();
+    if (!d) return report_failure(d.error());
+    f.options.model_path = *d;
+  }
+  f.options.queue_size = size_t(f.queue_size);
+  f.options.knobs = global_config();
+  if (auto s = serve::run_server(f.options); !s) return report_failure(s.error());
+  return kExitOk;
+}
+
+void register_serve(CLI::App& app, Invocation& inv) {
+  auto f = std::make_shared<ServeFlags>();
+  serve::ServeOptions& o = f->options;
+  auto* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API (/v1/completions, "
+                                          "/v1/chat/completions with SSE streaming, /v1/models, /health, /metrics) "
+                                          "until SIGTERM or SIGINT. Without -m, the embedded default model.");
+  cmd->add_option("--role", f->role, "process role (encode, prefill, decode and router are not built yet)")
+      ->check(CLI::IsMember({"all", "encode", "prefill", "decode", "router"}))->capture_default_str();
+  cmd->add_option("-m,--model", o.model_path, "GGUF model file");
+  cmd->add_option("--model-name", o.model_id, "the model id clients send (default: the file name without .gguf)");
+  cmd->add_option("--host", o.host, "address to bind")->capture_default_str();
+  cmd->add_option("--port", o.port, "port (0 = any free port, printed on stderr)")->check(CLI::Range(0, 65535))->capture_default_str();
+  cmd->add_option("--api-key", o.api_key, "require 'Authorization: Bearer KEY' on every route but /health");
+  cmd->add_option("--workers", o.workers, "engine workers (sequences generated at once)")->check(CLI::Range(1, 256))->capture_default_str();
+  cmd->add_option("--threads", o.threads_per_worker, "threads per engine worker (0 = CPUs / workers)")->check(CLI::Range(0, 1024))->capture_default_str();
+  cmd->add_option("--queue-size", f->queue_size, "requests waiting for a worker before 429")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  cmd->add_option("--http-threads", o.http_threads, "connections served at once")->check(CLI::Range(1, 4096))->capture_default_str();
+  cmd->add_option("--max-body", o.max_body_bytes, "largest request body in bytes (413 beyond)")->check(CLI::Range(1024, 1 << 30))->capture_default_str();
+  cmd->callback([&inv, f] { inv.run = [f] { return run_serve(*f); }; });
+}
+
+}  // namespace
+
+RECUR_CLI_COMMAND(serve, register_serve);
+
+}  // namespace recur::cli

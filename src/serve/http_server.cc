@@ -1,0 +1,237 @@
+// The one translation unit of the server that includes httplib.h: routes, authentication,
+// errors, streaming and the process lifetime (run_server).
+#include <csignal>
+#include <ctime>
+#include <filesystem>
+#include <thread>
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include "core/clock.h"
+#include "engine/model.h"
+#include "serve/engine_workers.h"
+#include "serve/live_jobs.h"
+#include "serve/openai_json.h"
+#include "serve/serve.h"
+
+namespace recur::serve {
+namespace {
+
+using nlohmann::json;
+
+struct ServerState {
+  const ServeOptions& options;
+  const Model& model;
+  std::string model_id;
+  JobQueue queue;
+  Metrics metrics;
+  LiveJobs live;
+  std::atomic<uint64_t> next_id{1};
+  std::atomic<bool> stopping{false};
+};
+
+const ApiError kShuttingDown{503, "the server is shutting down", "server_error", "", "shutting_down"};
+
+void send_error(httplib::Response& res, const ApiError& error) {
+  res.status = error.http_status;
+  res.set_content(error.body(), "application/json");
+}
+
+// Metric labels come from this fixed set, so arbitrary request paths cannot grow the page.
+std::string route_label(const std::string& path) {
+  for (const char* known : {"/health", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions"})
+    if (path == known) return known;
+  return "other";
+}
+
+// Compares without an early exit, so response timing does not reveal the key's prefix.
+bool same_secret(std::string_view a, std::string_view b) {
+  unsigned diff = a.size() != b.size();
+  for (size_t i = 0; i < a.size(); ++i) diff |= unsigned(uint8_t(a[i]) ^ uint8_t(i < b.size() ? b[i] : 0));
+  return diff == 0;
+}
+
+bool authorized(const ServerState& s, const httplib::Request& req) {
+  if (s.options.api_key.empty() || req.path == "/health") return true;
+  return same_secret(req.get_header_value("Authorization"), "Bearer " + s.options.api_key);
+}
+
+std::string stream_error_event(const ApiError& error) { return sse_event(error.to_json()); }
+
+// Streams the job's text as SSE chunks; a failed write means the client left: cancel the job.
+void stream_job(ServerState& s, std::shared_ptr<Job> job, ResponseMeta meta, bool include_usage,
+                httplib::Response& res) {
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [job, meta, include_usage](size_t, httplib::DataSink& sink) {
+        auto write = [&](const std::string& text) {
+          if (sink.write(text.data(), text.size())) return true;
+          job->cancel();
+          return false;
+        };
+        bool first = true;
+        for (;;) {
+          Job::Update u = job->wait_update();
+          if (!u.text.empty() || (first && meta.kind == CompletionRequest::Kind::kChat)) {
+            if (!write(sse_event(stream_chunk(meta, u.text, first, std::nullopt, include_usage)))) return false;
+            first = false;
+          }
+          if (!u.result) continue;
+          const JobResult& r = *u.result;
+          if (r.error) {
+            if (!write(stream_error_event(*r.error))) return false;
+          } else {
+            if (!write(sse_event(stream_chunk(meta, "", first, r.finish_reason, include_usage)))) return false;
+            if (include_usage &&
+                !write(sse_event(usage_chunk(meta, {r.prompt_tokens, r.completion_tokens}))))
+              return false;
+          }
+          if (!write(std::string(kSseDone))) return false;
+          sink.done();
+          return true;
+        }
+      },
+      [&s, job](bool success) {
+        if (!success) job->cancel();
+        s.live.remove(job);
+      });
+}
+
+void answer_whole(ServerState& s, const std::shared_ptr<Job>& job, const ResponseMeta& meta, httplib::Response& res) {
+  std::string text;
+  JobResult result;
+  for (;;) {
+    Job::Update u = job->wait_update();
+    text += u.text;
+    if (u.result) {
+      result = *u.result;
+      break;
+    }
+  }
+  s.live.remove(job);
+  if (result.error) return send_error(res, *result.error);
+  if (result.finish_reason == "cancelled")
+    return send_error(res, kShuttingDown);
+  res.set_content(json_text(full_response(meta, text, result.finish_reason, {result.prompt_tokens, result.completion_tokens})),
+                  "application/json");
+}
+
+void handle_generation(ServerState& s, CompletionRequest::Kind kind, const httplib::Request& req,
+                       httplib::Response& res) {
+  const int64_t arrival = now_ns();
+  auto parsed = kind == CompletionRequest::Kind::kChat ? parse_chat_request(req.body) : parse_completion_request(req.body);
+  if (!parsed) return send_error(res, parsed.error());
+  auto prepared = prepare_request(*parsed, s.model_id, s.model);
+  if (!prepared) return send_error(res, prepared.error());
+  auto job = std::make_shared<Job>(std::move(*prepared), arrival);
+  s.live.add(job);  // before the push, so that a shutdown from now on cancels it
+  if (!s.queue.try_push(job)) {
+    s.live.remove(job);
+    if (s.stopping.load())
+      return send_error(res, kShuttingDown);
+    res.set_header("Retry-After", "1");
+    return send_error(res, {429,
+                            fmt::format("the server is at capacity ({} requests waiting); retry later", s.queue.capacity()),
+                            "rate_limit_exceeded", "", "queue_full"});
+  }
+  const bool chat = kind == CompletionRequest::Kind::kChat;
+  ResponseMeta meta{kind, fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", s.next_id.fetch_add(1)),
+                    int64_t(std::time(nullptr)), s.model_id};
+  if (parsed->stream)
+    stream_job(s, job, std::move(meta), parsed->include_usage, res);
+  else
+    answer_whole(s, job, meta, res);
+}
+
+void install_routes(httplib::Server& svr, ServerState& s) {
+  svr.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
+    if (authorized(s, req)) return httplib::Server::HandlerResponse::Unhandled;
+    send_error(res, {401, "missing or incorrect API key: send the header 'Authorization: Bearer <key>'",
+                     "invalid_request_error", "", "invalid_api_key"});
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  svr.Get("/health", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"status":"ok"})", "application/json");
+  });
+  svr.Get("/metrics", [&s](const httplib::Request&, httplib::Response& res) {
+    res.set_content(s.metrics.render(s.queue.depth(), s.queue.capacity()), "text/plain; version=0.0.4");
+  });
+  svr.Get("/v1/models", [&s](const httplib::Request&, httplib::Response& res) {
+    json model = {{"id", s.model_id}, {"object", "model"}, {"created", 0}, {"owned_by", "recur"},
+                  {"max_model_len", s.model.config().context}};
+    res.set_content(json_text({{"object", "list"}, {"data", json::array({model})}}), "application/json");
+  });
+  svr.Post("/v1/completions", [&s](const httplib::Request& req, httplib::Response& res) {
+    handle_generation(s, CompletionRequest::Kind::kCompletion, req, res);
+  });
+  svr.Post("/v1/chat/completions", [&s](const httplib::Request& req, httplib::Response& res) {
+    handle_generation(s, CompletionRequest::Kind::kChat, req, res);
+  });
+  // Errors httplib raises itself (unknown path 404, body too large 413, bad method 405) get
+  // the same JSON shape as ours.
+  svr.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    std::string message = res.status == 404   ? fmt::format("no route for {} {}", req.method, req.path)
+                          : res.status == 413 ? "the request body is larger than the server accepts"
+                                              : fmt::format("HTTP {}", res.status);
+    send_error(res, {res.status, message, "invalid_request_error", "", res.status == 413 ? "body_too_large" : ""});
+  });
+  svr.set_logger([&s](const httplib::Request& req, const httplib::Response& res) {
+    s.metrics.count_request(route_label(req.path), res.status);
+  });
+}
+
+// SIGTERM and SIGINT are blocked in every thread and taken by sigwait on the calling thread.
+sigset_t stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  return set;
+}
+
+}  // namespace
+
+Status run_server(const ServeOptions& options) {
+  sigset_t signals = stop_signals();
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);  // a client that left must not kill the server
+  if (options.queue_size < 1) return invalid_argument("--queue-size is {}; expected at least 1", options.queue_size);
+  if (options.http_threads < 1) return invalid_argument("--http-threads is {}; expected at least 1", options.http_threads);
+  RECUR_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, load_model(options.model_path));
+  std::string id = options.model_id.empty() ? std::filesystem::path(options.model_path).stem().string() : options.model_id;
+  ServerState s{options, *model, id, JobQueue(options.queue_size), {}, {}};
+  RECUR_ASSIGN_OR_RETURN(auto workers, EngineWorkers::start(*model, options.workers, options.threads_per_worker,
+                                                            s.queue, s.metrics, options.knobs));
+  httplib::Server svr;
+  const int http_threads = options.http_threads;
+  svr.new_task_queue = [http_threads] { return new httplib::ThreadPool(size_t(http_threads)); };
+  svr.set_payload_max_length(options.max_body_bytes);
+  svr.set_keep_alive_timeout(2);
+  svr.set_read_timeout(30);
+  install_routes(svr, s);
+  int port = options.port;
+  if (port == 0) {
+    port = svr.bind_to_any_port(options.host);
+  } else if (!svr.bind_to_port(options.host, port)) {
+    port = -1;
+  }
+  if (port < 0) return io_error("cannot listen on {}:{} (in use, or not an address of this host)", options.host, options.port);
+  fmt::print(stderr, "listening on http://{}:{} (model {}, {} worker{}, queue {})\n", options.host, port, id,
+             options.workers, options.workers == 1 ? "" : "s", options.queue_size);
+  std::thread listener([&svr] { svr.listen_after_bind(); });
+  int received = 0;
+  sigwait(&signals, &received);
+  fmt::print(stderr, "recur serve: {} received, shutting down\n", received == SIGTERM ? "SIGTERM" : "SIGINT");
+  s.stopping.store(true);
+  s.live.cancel_all();
+  s.queue.close();
+  svr.stop();
+  listener.join();
+  workers.reset();
+  return ok_status();
+}
+
+}  // namespace recur::serve

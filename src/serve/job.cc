@@ -1,0 +1,31 @@
+#include "serve/job.h"
+
+namespace recur::serve {
+
+void Job::append(std::string_view text) {
+  if (text.empty()) return;
+  {
+    std::lock_guard lock(mu_);
+    pending_ += text;
+  }
+  cv_.notify_all();
+}
+
+void Job::finish(JobResult result) {
+  {
+    std::lock_guard lock(mu_);
+    result_ = std::move(result);
+  }
+  cv_.notify_all();
+}
+
+Job::Update Job::wait_update() {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return !pending_.empty() || result_.has_value(); });
+  Update u;
+  u.text.swap(pending_);
+  if (result_) u.result = *result_;
+  return u;
+}
+
+}  // namespace recur::serve

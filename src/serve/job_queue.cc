@@ -1,0 +1,37 @@
+#include "serve/job_queue.h"
+
+namespace recur::serve {
+
+bool JobQueue::try_push(std::shared_ptr<Job> job) {
+  {
+    std::lock_guard lock(mu_);
+    if (closed_ || jobs_.size() >= capacity_) return false;
+    jobs_.push_back(std::move(job));
+  }
+  cv_.notify_one();
+  return true;
+}
+
+std::shared_ptr<Job> JobQueue::pop() {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return closed_ || !jobs_.empty(); });
+  if (jobs_.empty()) return nullptr;
+  auto job = std::move(jobs_.front());
+  jobs_.pop_front();
+  return job;
+}
+
+void JobQueue::close() {
+  {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+  }
+  cv_.notify_all();
+}
+
+size_t JobQueue::depth() const {
+  std::lock_guard lock(mu_);
+  return jobs_.size();
+}
+
+}  // namespace recur::serve

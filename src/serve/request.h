@@ -1,0 +1,56 @@
+// The bodies of POST /v1/completions and /v1/chat/completions, parsed and checked against the
+// schema without a model: JSON syntax, field types, required fields, value ranges that do not
+// depend on the model. Checks that need the model (its name, context, vocabulary) are in
+// prompt.h. Unknown fields are ignored, as OpenAI's server does for forward compatibility.
+//
+// Errors: malformed JSON 400 (code "invalid_json", with the byte offset); a missing field or a
+// wrong type 422; a value out of range or a feature not built 400. Pure functions, thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/expected.h"
+#include "serve/api_error.h"
+
+namespace recur::serve {
+
+inline constexpr size_t kMaxStopSequences = 4;
+inline constexpr size_t kMaxStopBytes = 256;
+
+struct ChatMessage {
+  std::string role;     // system, user, assistant (tool and developer are read as user/system)
+  std::string content;  // the text parts joined
+};
+
+struct SamplingRequest {
+  std::optional<int> max_tokens;  // absent: the endpoint's default (prompt.h)
+  float temperature = 1.0f;       // OpenAI's default; 0 = greedy
+  float top_p = 1.0f;
+  uint64_t seed = 0;
+  std::vector<std::string> stop;
+  bool ignore_eos = false;  // vLLM's extension: generate exactly max_tokens (load generators)
+};
+
+struct CompletionRequest {
+  enum class Kind { kCompletion, kChat };
+  Kind kind = Kind::kCompletion;
+  std::string model;
+  // kCompletion: a text prompt, or token ids when prompt_ids_given.
+  std::string prompt;
+  std::vector<int64_t> prompt_ids;
+  bool prompt_ids_given = false;
+  // kChat:
+  std::vector<ChatMessage> messages;
+  SamplingRequest sampling;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+};
+
+expected<CompletionRequest, ApiError> parse_completion_request(std::string_view body);
+expected<CompletionRequest, ApiError> parse_chat_request(std::string_view body);
+
+}  // namespace recur::serve

@@ -1,0 +1,35 @@
+// recur serve: an OpenAI-compatible HTTP server over one model (docs/serve.md).
+//
+// HTTP threads parse and check each request (request.h, prompt.h), put it on a bounded FIFO
+// (job_queue.h; full = 429) and relay what an engine worker (engine_workers.h) generates, as one
+// JSON response or as SSE chunks. A client that disconnects mid-stream cancels its generation.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+
+#include "core/knobs.h"
+#include "core/status.h"
+
+namespace recur::serve {
+
+struct ServeOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;             // 0 = any free port
+  std::string api_key;         // empty = no authentication
+  std::string model_path;      // GGUF file
+  std::string model_id;        // the name clients send; empty = the file's stem
+  int workers = 1;             // engine workers, one sequence each
+  int threads_per_worker = 0;  // 0 = CPUs / workers
+  size_t queue_size = 64;      // requests waiting for a worker before 429
+  int http_threads = 32;       // connections served at once (keep-alive holds one each)
+  size_t max_body_bytes = 1 << 20;
+  Config knobs;
+};
+
+// Loads the model, listens, prints "listening on http://HOST:PORT" on stderr and serves until
+// SIGTERM or SIGINT, then stops accepting, cancels running generations and returns.
+Status run_server(const ServeOptions& options);
+
+}  // namespace recur::serve
