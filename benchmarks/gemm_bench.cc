@@ -3,6 +3,7 @@
 //
 //   build/benchmarks/bench_gemm [--mode gemv|gemm|errors|all] [--runs N] [--sample-ms M]
 //                               [--threads T] [--n N] [--k K] [--m M] [--mb 1024] [--cpu-time]
+//                               [--variants "packed f32,packed bf16"]
 //
 // gemv: M = 1 (and --m), N x K weights, every stored format (gemm_stored) and the packed
 //   bf16 / w8a8 precisions, against `naive` (the engine's previous per-row loop, kept here
@@ -10,6 +11,10 @@
 //   uses the next copy, so every call streams from DRAM, not from the last-level cache.
 // gemm: M x N x K (default 512 x 4096 x 4096) for every precision and algorithm, against the
 //   f32 dot algorithm.
+// Both tables end with an in-run peak measured in the same rotated rounds: gemv a sum-read of
+// the packed f32 weights themselves (the sysinfo bandwidth loop, split over the threads), gemm
+// the sysinfo FMA loop on every thread. BW frac and FLOP frac of fp32 rows divide by those
+// (the load of a shared machine divides out); bf16 and int8 rows by the cached dot peaks.
 // Each run times every variant back to back in a rotated order (machine drift hits all
 // alike); the table gives the median per call with [min .. max] over the runs, the speedup
 // against the baseline, and GB/s and GFLOP/s from the cost model (gemm_cost.h) as fractions
@@ -30,6 +35,7 @@
 
 #include <fmt/format.h>
 
+#include "bench_args.h"
 #include "core/clock.h"
 #include "core/convert.h"
 #include "core/cpu_features.h"
@@ -37,6 +43,7 @@
 #include "kernels/gemm/gemm.h"
 #include "kernels/gemm/gemm_cost.h"
 #include "kernels/gemm/gemm_reference.h"
+#include "probe/roofline_kernels.h"
 #include "probe/sysinfo.h"
 
 namespace {
@@ -52,6 +59,7 @@ struct Opts {
   int64_t n = 4096, k = 4096, m = 512, gemv_m = 1;
   double mb = 1024;
   bool cpu_time = false;  // time by process CPU time / threads (robust to other processes)
+  std::vector<std::string> variants;  // keep only rows whose name contains one of these
 };
 
 bool g_cpu_time = false;
@@ -69,13 +77,7 @@ Opts parse(int argc, char** argv) {
   Opts o;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    auto next = [&]() -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "bench_gemm: %s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
+    auto next = [&] { return bench::flag_value(argc, argv, i, "bench_gemm"); };
     if (a == "--mode") o.mode = next();
     else if (a == "--runs") o.runs = std::max(1, std::atoi(next()));
     else if (a == "--sample-ms") o.sample_ms = std::atof(next());
@@ -85,10 +87,11 @@ Opts parse(int argc, char** argv) {
     else if (a == "--m") o.m = o.gemv_m = std::atoll(next());
     else if (a == "--mb") o.mb = std::atof(next());
     else if (a == "--cpu-time") o.cpu_time = true;
+    else if (a == "--variants") o.variants = bench::split_list(next());
     else {
       std::fprintf(stderr,
                    "usage: bench_gemm [--mode gemv|gemm|errors|all] [--runs N] [--sample-ms M] [--threads T] "
-                   "[--n N] [--k K] [--m M] [--mb MiB] [--cpu-time]\n");
+                   "[--n N] [--k K] [--m M] [--mb MiB] [--cpu-time] [--variants NAME,...]\n");
       std::exit(2);
     }
   }
@@ -116,15 +119,71 @@ void check(const Status& s) {
   }
 }
 
+// What a row measures: a kernel, or one of the in-run peaks the kernels are divided by.
+enum class Role { kKernel, kReadPeak, kFmaPeak };
+
 struct Variant {
   std::string name;
   std::function<void()> call;
   Cost cost;
   double peak_flops = 0;  // the compute roofline this variant is judged against
+  Role role = Role::kKernel;
 };
 
+volatile uint64_t g_sink = 0;  // keeps the peak loops' results alive
+
+// The sysinfo bandwidth loop (a sum-read) over one buffer of `copies` per call, rotated as
+// the kernels rotate their weights and split over the pool as they split their rows: the read
+// peak of exactly the memory the kernels stream (same pages, same placement).
+Variant read_peak(const std::string& what, std::vector<const std::byte*> copies, size_t bytes, ThreadPool* pool) {
+  Variant v;
+  v.name = fmt::format("sum-read of {} ({} threads): in-run bandwidth peak", what, pool->size());
+  v.role = Role::kReadPeak;
+  v.cost = {.bytes = double(bytes / 256 * 256), .flops = 0};
+  auto next = std::make_shared<size_t>(0);
+  v.call = [=] {
+    const std::byte* data = copies[*next];
+    *next = (*next + 1) % copies.size();
+    const roofline::ReadFn read = roofline::kRead.get();
+    const int64_t blocks = int64_t(bytes / 256);
+    pool->parallel_for(pool->size(), [&](int64_t b, int64_t, int) {
+      const Range r = static_chunk(blocks, pool->size(), int(b));
+      g_sink = g_sink + read(data + r.begin * 256, size_t(r.end - r.begin) * 256);
+    });
+  };
+  return v;
+}
+
+// The sysinfo FMA loop on every thread for about `ms`: the in-run fp32 compute peak.
+Variant fma_peak(ThreadPool* pool, double ms) {
+  const roofline::ComputeLoop* loop = roofline::kFma.get();
+  int64_t iters = 1 << 16;
+  const int64_t t0 = recur::now_ns();
+  g_sink = g_sink + uint64_t(loop->run(iters));
+  const double took = double(recur::now_ns() - t0) / 1e6;
+  iters = std::max<int64_t>(1, int64_t(double(iters) * ms / std::max(took, 1e-3)));
+  Variant v;
+  v.name = fmt::format("{} chains ({} threads): in-run FMA peak", loop->instruction, pool->size());
+  v.role = Role::kFmaPeak;
+  v.cost = {.bytes = 0, .flops = double(iters) * loop->ops_per_iter * pool->size()};
+  v.call = [=] { pool->parallel_for(pool->size(), [&](int64_t, int64_t, int) { g_sink = g_sink + uint64_t(loop->run(iters)); }); };
+  return v;
+}
+
 // Times variants interleaved; prints one table row each.
-void run_table(const std::vector<Variant>& vs, const Opts& o, double bw, const std::string& shape) {
+// bw and fma: the cached roofline's peaks, used unless the table has in-run peak rows. fp32
+// variants have peak_flops 0 and are judged against the fp32 FMA peak in use.
+void run_table(std::vector<Variant> vs, const Opts& o, double bw, double fma, const std::string& shape) {
+  // --variants keeps the baseline (row 0), the peaks and the rows whose name contains a filter.
+  if (!o.variants.empty()) {
+    std::vector<Variant> kept;
+    for (size_t i = 0; i < vs.size(); ++i) {
+      bool keep = i == 0 || vs[i].role != Role::kKernel;
+      for (const std::string& f : o.variants) keep = keep || vs[i].name.find(f) != std::string::npos;
+      if (keep) kept.push_back(std::move(vs[i]));
+    }
+    vs = std::move(kept);
+  }
   for (auto& v : vs) v.call();  // warm-up (and first-touch of workspaces)
   std::vector<int> reps(vs.size());
   for (size_t i = 0; i < vs.size(); ++i) {
@@ -143,14 +202,30 @@ void run_table(const std::vector<Variant>& vs, const Opts& o, double bw, const s
     }
   }
   const double base = median(us[0]);
+  // With in-run peak rows, a kernel's fraction is taken run by run against the peak timed in
+  // the same run (paired: a slow phase of the machine hits both), and the column shows the
+  // median [min .. max] over the runs; otherwise the cached roofline divides the median.
+  auto fractions = [&](size_t i, Role role, double cached) {
+    const double work = role == Role::kReadPeak ? vs[i].cost.bytes : vs[i].cost.flops;
+    for (size_t p = 0; p < vs.size(); ++p) {
+      if (vs[p].role != role) continue;
+      const double peak_work = role == Role::kReadPeak ? vs[p].cost.bytes : vs[p].cost.flops;
+      std::vector<double> f;
+      for (int r = 0; r < o.runs; ++r) f.push_back((work / us[i][size_t(r)]) / (peak_work / us[p][size_t(r)]));
+      return fmt::format("{:.2f} [{:.2f} .. {:.2f}]", median(f), *std::min_element(f.begin(), f.end()),
+                         *std::max_element(f.begin(), f.end()));
+    }
+    return fmt::format("{:.2f}", work / (median(us[i]) * 1e3) / cached);
+  };
   for (size_t i = 0; i < vs.size(); ++i) {
     const double med = median(us[i]);
     const double gbs = vs[i].cost.bytes / (med * 1e3);
     const double gfl = vs[i].cost.flops / (med * 1e3);
-    fmt::print("| {} | {} | {:.1f} [{:.1f} .. {:.1f}] | {:.2f} | {:.1f} | {:.2f} | {:.1f} | {:.2f} |\n", shape,
-               vs[i].name, med, *std::min_element(us[i].begin(), us[i].end()),
-               *std::max_element(us[i].begin(), us[i].end()), base / med, gbs, gbs / bw, gfl,
-               gfl / vs[i].peak_flops);
+    const std::string flop_frac = vs[i].peak_flops > 0 ? fmt::format("{:.2f}", gfl / vs[i].peak_flops)
+                                                       : fractions(i, Role::kFmaPeak, fma);
+    fmt::print("| {} | {} | {:.1f} [{:.1f} .. {:.1f}] | {:.2f} | {:.1f} | {} | {:.1f} | {} |\n", shape, vs[i].name, med,
+               *std::min_element(us[i].begin(), us[i].end()), *std::max_element(us[i].begin(), us[i].end()),
+               base / med, gbs, fractions(i, Role::kReadPeak, bw), gfl, flop_frac);
   }
   std::fflush(stdout);
 }
@@ -229,7 +304,7 @@ void bench_gemv(const Opts& o, ThreadPool* pool, const Roofline& roof) {
                                  f == WeightFormat::kQ8_0 ? fmt::format(" act {}", q8_activations_name(q8)) : "");
     auto ws = std::make_shared<Workspace>();
     v.cost = stored_cost(f, m, n, k);
-    v.peak_flops = fl;
+    v.peak_flops = 0;  // fp32: the FMA peak in use
     v.call = [=, &x, &y] {
       const std::byte* data = (*set)[size_t(*next)].data();
       *next = (*next + 1) % copies;
@@ -255,6 +330,7 @@ void bench_gemv(const Opts& o, ThreadPool* pool, const Roofline& roof) {
   stored(WeightFormat::kQ8_0, true);
   stored(WeightFormat::kQ8_0, false);
   stored(WeightFormat::kQ8_0, false, Q8Activations::kQ8_0);
+  Variant read_peak_row;
   for (Precision p : {Precision::kF32, Precision::kBf16, Precision::kW8A8}) {
     auto one = PackedWeights::pack(w, n, k, p);
     check(one.has_value() ? ok_status() : Status(unexpected(one.error())));
@@ -269,18 +345,24 @@ void bench_gemv(const Opts& o, ThreadPool* pool, const Roofline& roof) {
     v.cost = gemm_cost(p, m, n, k);
     v.peak_flops = p == Precision::kBf16   ? roof.bf16_dot_1t.median * pool->size()
                    : p == Precision::kW8A8 ? roof.int8_dot_1t.median * pool->size()
-                                           : fl;
+                                           : 0;
     v.call = [=, &x, &y] {
       const PackedWeights& pw = (*set)[size_t(*next)];
       *next = (*next + 1) % copies;
       check(recur::gemm::gemm(pw, x.data(), m, y.data(), {.algo = Algo::kDot}, pool, *ws));
     };
     vs.push_back(std::move(v));
+    if (p == Precision::kF32) {
+      std::vector<const std::byte*> copies;
+      for (const PackedWeights& pw : *set) copies.push_back(static_cast<const std::byte*>(pw.hi()));
+      read_peak_row = read_peak("the packed f32 weights", std::move(copies), set->front().weight_bytes(), pool);
+    }
   }
+  vs.push_back(std::move(read_peak_row));
   fmt::print("\n## GEMV M={} N={} K={} ({} MiB of weights per format, rotated)\n\n", m, n, k, o.mb);
   fmt::print("| shape | variant | us/call [min .. max] | x naive f32 | GB/s | BW frac | GFLOP/s | FLOP frac |\n");
   fmt::print("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
-  run_table(vs, o, bw, fmt::format("M{} N{} K{}", m, n, k));
+  run_table(vs, o, bw, fl, fmt::format("M{} N{} K{}", m, n, k));
 }
 
 void bench_gemm(const Opts& o, ThreadPool* pool, const Roofline& roof) {
@@ -300,7 +382,7 @@ void bench_gemm(const Opts& o, ThreadPool* pool, const Roofline& roof) {
     v.peak_flops = p == Precision::kBf16 || p == Precision::kBf16x3 || p == Precision::kBf16x6
                        ? roof.bf16_dot_1t.median * pool->size()
                    : p == Precision::kW8A8                         ? roof.int8_dot_1t.median * pool->size()
-                                                                   : fl;
+                                                                   : 0;
     v.call = [=, &x] { check(recur::gemm::gemm(*pw, x.data(), m, y->data(), {.algo = a}, pool, *ws)); };
     vs.push_back(std::move(v));
   };
@@ -312,10 +394,11 @@ void bench_gemm(const Opts& o, ThreadPool* pool, const Roofline& roof) {
   add(Precision::kBf16x3, Algo::kDot);
   add(Precision::kBf16x6, Algo::kDot);
   add(Precision::kW8A8, Algo::kDot);
+  vs.push_back(fma_peak(pool, 20));
   fmt::print("\n## GEMM M={} N={} K={}\n\n", m, n, k);
   fmt::print("| shape | variant | us/call [min .. max] | x f32 dot | GB/s | BW frac | GFLOP/s | FLOP frac |\n");
   fmt::print("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
-  run_table(vs, o, bw, fmt::format("M{} N{} K{}", m, n, k));
+  run_table(vs, o, bw, fl, fmt::format("M{} N{} K{}", m, n, k));
 }
 
 void error_study(ThreadPool* pool) {

@@ -164,7 +164,7 @@ Status gemm(const PackedWeights& w, const float* x, int64_t m, float* y, const O
       break;
     }
   }
-  run_dot(fn, a, m, n, dot_kc(p, m, k), kDotMc, pool);
+  run_dot(fn, a, m, n, dot_kc(p, m, k), kDotMc, w.weight_bytes() / size_t(n), pool);
   return ok_status();
 }
 

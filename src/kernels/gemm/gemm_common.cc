@@ -115,12 +115,25 @@ const DotKernels& dot_kernels(Isa isa) {
   return *tables.for_isa(isa);
 }
 
-void run_dot(DotFn fn, const DotArgs& base, int64_t m, int64_t n, int64_t kc, int64_t mc, ThreadPool* pool) {
+// GEMV (M <= 8) over more weight bytes than the caches closest to the cores hold, in rows
+// shorter than 16 KiB, streams W one row at a time (DotArgs::one_row_tiles): 4 interleaved
+// streams of 4-8 KiB each reached 0.55-0.75 of the in-run read peak at 2 threads (bf16, int8
+// rows at K = 4096), one sequential stream 0.86-0.99 (docs/performance.md, "GEMM / GEMV").
+// 16 KiB rows (f32, K = 4096) did as well or better with 4-row tiles, and cache-resident
+// weights keep them for their 4 independent accumulator chains.
+constexpr size_t kStreamMinBytes = size_t(4) << 20;
+constexpr size_t kStreamMaxRowBytes = size_t(16) << 10;
+
+void run_dot(DotFn fn, const DotArgs& base, int64_t m, int64_t n, int64_t kc, int64_t mc, size_t w_row_bytes,
+             ThreadPool* pool) {
   const int64_t k = base.k;
+  const bool one_row_tiles =
+      m <= 8 && w_row_bytes < kStreamMaxRowBytes && w_row_bytes * size_t(n) > kStreamMinBytes;
   kc = std::max<int64_t>(1, std::min(kc, k));
   mc = std::max<int64_t>(1, mc);
   auto body = [&](int64_t b0, int64_t b1, int) {
     DotArgs a = base;
+    a.one_row_tiles = one_row_tiles;
     a.n0 = b0 * 4;
     a.n1 = std::min(n, b1 * 4);
     for (a.k0 = 0; a.k0 < k; a.k0 += kc) {

@@ -49,6 +49,10 @@ template <class Op, int MR>
 inline void dot_cover(const Op& op, const DotArgs& a, int64_t m0, int64_t n0, int nb) {
   constexpr int NR = nr_for(MR, Op::kAccRegs);
   int j = 0;
+  if (a.one_row_tiles) {
+    for (; j < nb; ++j) dot_tile<Op, MR, 1>(op, a, m0, n0 + j);
+    return;
+  }
   for (; j + NR <= nb; j += NR) dot_tile<Op, MR, NR>(op, a, m0, n0 + j);
   for (; j < nb; ++j) dot_tile<Op, MR, 1>(op, a, m0, n0 + j);
 }

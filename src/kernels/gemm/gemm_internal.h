@@ -38,6 +38,10 @@ struct DotArgs {
   const int32_t* w_comp = nullptr;  // w8a8 (VNNI path): 128 * sum_k w[n, k]
   float* y = nullptr;
   int64_t ldy = 0;
+  // One W row per tile instead of up to 4 (set by run_dot for GEMV over weights beyond the
+  // caches): each thread then reads W as one sequential stream, which DRAM and the hardware
+  // prefetcher serve better than 4 interleaved short rows. Each output's arithmetic is the same.
+  bool one_row_tiles = false;
 };
 using DotFn = void (*)(const DotArgs&);
 
@@ -86,6 +90,8 @@ void quantize_q8_0_rows(const float* x, int64_t m, int64_t k, int8_t* q, float* 
 // Runs fn over every output of `base` (m rows, n columns, K = base.k), W rows split statically
 // over the pool in blocks of 4; K in blocks of kc (a multiple of the kernel's chunk, or >= K),
 // X rows in blocks of mc. base's m0/m1/n0/n1/k0/k1 are ignored.
-void run_dot(DotFn fn, const DotArgs& base, int64_t m, int64_t n, int64_t kc, int64_t mc, ThreadPool* pool);
+// `w_row_bytes`: one W row in its stored form, which (with n) decides one_row_tiles.
+void run_dot(DotFn fn, const DotArgs& base, int64_t m, int64_t n, int64_t kc, int64_t mc, size_t w_row_bytes,
+             ThreadPool* pool);
 
 }  // namespace recur::gemm

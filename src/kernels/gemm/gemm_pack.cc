@@ -1,4 +1,6 @@
 // PackedWeights::pack: the per-precision weight conversions of gemm_internal.h's layouts.
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -11,10 +13,26 @@
 namespace recur::gemm {
 namespace {
 
+// Packed weights live as long as the model and are streamed on every call, so buffers of 2 MiB
+// and more are 2 MiB-aligned and madvised for transparent huge pages before the first touch
+// (THP "madvise" mode is the common default): a GEMV then takes no TLB miss every 4 KiB.
+AlignedBuffer weight_buffer(size_t bytes, bool zeroed = false) {
+  constexpr size_t kHuge = size_t(2) << 20;
+  if (bytes < kHuge) return AlignedBuffer(bytes, zeroed);
+  AlignedBuffer b(bytes, /*zeroed=*/false, kHuge);
+  madvise(b.data(), (bytes + kHuge - 1) / kHuge * kHuge, MADV_HUGEPAGE);  // advice: failure is harmless
+  if (zeroed) std::memset(b.data(), 0, bytes);
+  return b;
+}
+template <typename T>
+AlignedBuffer weight_array(size_t n) {
+  return weight_buffer(n * sizeof(T));
+}
+
 // 64-column panels [ceil(n / 64)][k][64] of row-major w [n, k], zero-padded past n.
 AlignedBuffer make_panels(const float* w, int64_t n, int64_t k) {
   const int64_t panels = (n + kTileN - 1) / kTileN;
-  AlignedBuffer buf(size_t(panels * k * kTileN) * sizeof(float), /*zeroed=*/true);
+  AlignedBuffer buf = weight_buffer(size_t(panels * k * kTileN) * sizeof(float), /*zeroed=*/true);
   auto* out = reinterpret_cast<float*>(buf.data());
   for (int64_t r = 0; r < n; ++r) {
     float* dst = out + (r / kTileN) * k * kTileN + r % kTileN;
@@ -54,20 +72,20 @@ Result<PackedWeights> PackedWeights::pack(std::span<const float> w, int64_t n, i
   const size_t nk = size_t(n * k);
   switch (precision) {
     case Precision::kF32:
-      p.hi_ = make_aligned<float>(nk);
+      p.hi_ = weight_array<float>(nk);
       std::memcpy(p.hi_.data(), w.data(), nk * sizeof(float));
       p.panels_ = make_panels(w.data(), n, k);
       break;
     case Precision::kTf32: {
-      p.hi_ = make_aligned<float>(nk);
+      p.hi_ = weight_array<float>(nk);
       auto hi = p.hi_.as<float>();
       for (size_t i = 0; i < nk; ++i) hi[i] = tf32_round(w[i]);
       p.panels_ = make_panels(hi.data(), n, k);
       break;
     }
     case Precision::kTf32x3: {
-      p.hi_ = make_aligned<float>(nk);
-      p.lo_ = make_aligned<float>(nk);
+      p.hi_ = weight_array<float>(nk);
+      p.lo_ = weight_array<float>(nk);
       auto hi = p.hi_.as<float>();
       auto lo = p.lo_.as<float>();
       for (size_t i = 0; i < nk; ++i) {
@@ -77,13 +95,13 @@ Result<PackedWeights> PackedWeights::pack(std::span<const float> w, int64_t n, i
       break;
     }
     case Precision::kBf16: {
-      p.hi_ = make_aligned<uint16_t>(nk);
+      p.hi_ = weight_array<uint16_t>(nk);
       RECUR_RETURN_IF_ERROR(fp32_to_bf16(w, p.hi_.as<uint16_t>()));
       break;
     }
     case Precision::kBf16x3: {
-      p.hi_ = make_aligned<uint16_t>(nk);
-      p.lo_ = make_aligned<uint16_t>(nk);
+      p.hi_ = weight_array<uint16_t>(nk);
+      p.lo_ = weight_array<uint16_t>(nk);
       auto hi = p.hi_.as<uint16_t>();
       auto lo = p.lo_.as<uint16_t>();
       for (size_t i = 0; i < nk; ++i) {
@@ -93,14 +111,14 @@ Result<PackedWeights> PackedWeights::pack(std::span<const float> w, int64_t n, i
       break;
     }
     case Precision::kBf16x6: {
-      p.hi_ = make_aligned<uint16_t>(nk);
-      p.mid_ = make_aligned<uint16_t>(nk);
-      p.lo_ = make_aligned<uint16_t>(nk);
+      p.hi_ = weight_array<uint16_t>(nk);
+      p.mid_ = weight_array<uint16_t>(nk);
+      p.lo_ = weight_array<uint16_t>(nk);
       split_bf16x3_parts(w, p.hi_.as<uint16_t>(), p.mid_.as<uint16_t>(), p.lo_.as<uint16_t>());
       break;
     }
     case Precision::kW8A8: {
-      p.hi_ = make_aligned<int8_t>(nk);
+      p.hi_ = weight_array<int8_t>(nk);
       p.scales_ = make_aligned<float>(size_t(n));
       p.comp_ = make_aligned<int32_t>(size_t(n));
       auto q = p.hi_.as<int8_t>();

@@ -74,7 +74,7 @@ Status gemm_stored(const WeightView& w, const float* x, int64_t m, float* y, Thr
     a.x_scale = d;
     fn = kern.q8_0q8;
   }
-  run_dot(fn, a, m, w.n, kc, 64, pool);
+  run_dot(fn, a, m, w.n, kc, 64, row_bytes(w.format, w.k), pool);
   return ok_status();
 }
 
@@ -103,7 +103,8 @@ Status gemm_stored_bf16(const WeightView& w, Precision precision, const float* x
   const int64_t rows = parts * m;
   float* yp = parts == 1 ? y : reinterpret_cast<float*>(s.bytes(1, size_t(rows * w.n) * sizeof(float)));
   DotArgs a{.k = w.k, .x = xp, .w = w.data, .y = yp, .ldy = w.n};
-  run_dot(dot_kernels(active_isa()).bf16, a, rows, w.n, rows <= 8 ? w.k : 2048, 64, pool);
+  run_dot(dot_kernels(active_isa()).bf16, a, rows, w.n, rows <= 8 ? w.k : 2048, 64,
+          row_bytes(w.format, w.k), pool);
   if (parts == 1) return ok_status();
   const int64_t mn = m * w.n;
   for (int64_t i = 0; i < mn; ++i)

@@ -83,6 +83,46 @@ TEST(GemmStored, EveryFormatAndIsaMatchesReference) {
   }
 }
 
+// GEMV over stored weights beyond the caches (> 4 MiB, rows < 16 KiB: one W row per tile) gives
+// the bits of a view of its first 200 rows (under 4 MiB: 4-row tiles), in every format, both
+// Q8_0 activation forms, and the bf16 precisions over BF16 weights.
+TEST(GemmStored, GemvOverLargeWeightsGivesTheBitsOfSmallWeights) {
+  const int64_t n = 2053, k = 2112, head = 200;
+  auto pool = ThreadPool::create({.threads = 2, .pin = false});
+  ASSERT_TRUE(pool.has_value());
+  auto wf = random_values(size_t(n * k), 5, 0);
+  auto same_bits = [&](auto run, const std::string& what) {
+    for (int64_t m : {1, 5}) {
+      auto x = random_values(size_t(m * k), uint64_t(m), 1);
+      std::vector<float> yb(size_t(m * n)), ys(size_t(m * head));
+      ASSERT_TRUE(run(n, x.data(), m, yb.data()).has_value()) << what;
+      ASSERT_TRUE(run(head, x.data(), m, ys.data()).has_value()) << what;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t c = 0; c < head; ++c)
+          ASSERT_EQ(yb[size_t(i * n + c)], ys[size_t(i * head + c)]) << what << " " << isa_name(active_isa()) << " M"
+                                                                      << m << " at m=" << i << " n=" << c;
+    }
+  };
+  for (WeightFormat f : {WeightFormat::kF32, WeightFormat::kF16, WeightFormat::kBf16, WeightFormat::kQ8_0}) {
+    auto bytes = encode(f, wf, n, k);
+    for (Isa isa : runnable_isas()) {
+      ScopedIsaCap cap(isa);
+      for (Q8Activations q8 : {Q8Activations::kF32, Q8Activations::kQ8_0}) {
+        same_bits([&](int64_t rows, const float* x, int64_t m, float* y) {
+          return gemm_stored({.format = f, .n = rows, .k = k, .data = bytes.data()}, x, m, y, pool->get(), nullptr, q8);
+        }, std::string(weight_format_name(f)));
+      }
+      if (f != WeightFormat::kBf16) continue;
+      for (Precision p : {Precision::kBf16, Precision::kBf16x3, Precision::kBf16x6}) {
+        same_bits([&](int64_t rows, const float* x, int64_t m, float* y) {
+          return gemm_stored_bf16({.format = f, .n = rows, .k = k, .data = bytes.data()}, p, x, m, y, pool->get(),
+                                  nullptr);
+        }, std::string(precision_name(p)));
+      }
+    }
+  }
+}
+
 // Q8_0 activations: the reference is the float64 sum over the dequantized activations
 // (q_x d_x) and weights (q_w d_w); the kernel's block dots are exact integers, so the bound is
 // the fp32 accumulation one again. The Q8_0 quantizer is checked on the way (|q| <= 127,

@@ -96,6 +96,35 @@ TEST(Gemm, EveryPrecisionAlgoAndIsaMatchesReferenceOnOddShapes) {
             check_case(p, algo, isa, c, seed * 7 + uint64_t(c.k), int(seed % 3), pool.get());
 }
 
+// GEMV over weights beyond the caches (> 4 MiB, rows < 16 KiB) streams W one row per tile
+// (run_dot's one_row_tiles); each output's arithmetic must stay that of the 4-row tiles, which
+// the first 200 rows packed on their own (under 4 MiB) still use: bit-identical outputs.
+TEST(Gemm, GemvOverLargeWeightsGivesTheBitsOfSmallWeights) {
+  const int64_t n = 2053, k = 2100, head = 200;
+  auto pool = make_pool(2);
+  auto w = random_values(size_t(n * k), 11, 0);
+  const std::vector<float> w_head(w.begin(), w.begin() + head * k);
+  for (Precision p : kAllPrecisions) {
+    auto big = PackedWeights::pack(w, n, k, p);
+    auto small = PackedWeights::pack(w_head, head, k, p);
+    ASSERT_TRUE(big.has_value() && small.has_value());
+    for (Isa isa : runnable_isas()) {
+      ScopedIsaCap cap(isa);
+      for (int64_t m : {1, 3, 6}) {
+        auto x = random_values(size_t(m * k), uint64_t(m), 2);
+        std::vector<float> yb(size_t(m * n)), ys(size_t(m * head));
+        Workspace ws;
+        ASSERT_TRUE(gemm(*big, x.data(), m, yb.data(), Options{.algo = Algo::kDot}, pool.get(), ws).has_value());
+        ASSERT_TRUE(gemm(*small, x.data(), m, ys.data(), Options{.algo = Algo::kDot}, pool.get(), ws).has_value());
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t c = 0; c < head; ++c)
+            ASSERT_EQ(std::bit_cast<uint32_t>(yb[size_t(i * n + c)]), std::bit_cast<uint32_t>(ys[size_t(i * head + c)]))
+                << precision_name(p) << " " << isa_name(isa) << " M" << m << " at m=" << i << " n=" << c;
+      }
+    }
+  }
+}
+
 TEST(Gemm, PrefillSizedMAndEveryDistribution) {
   auto pool = make_pool(2);
   for (Isa isa : runnable_isas())
