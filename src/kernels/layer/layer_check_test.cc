@@ -41,6 +41,12 @@ void expect_pass(const char* kernel, std::initializer_list<const char*> shapes) 
   }
 }
 
+// rmsnorm and gemv live in recur_kernels (check_test covers them at M64,N1000); here on tails of
+// every vector width.
+TEST(LayerCheck, RmsNormAndGemvOnOddShapes) {
+  expect_pass("rmsnorm", {"M7,N1001", "M3,N33", "M3,N7"});
+  expect_pass("gemv", {"M7,N1001", "M33,N17", "M3,N5"});
+}
 TEST(LayerCheck, RmsNormResidual) { expect_pass("rmsnorm_residual", {"M7,N1000", "M3,N33", "M5,N4096"}); }
 TEST(LayerCheck, SwiGlu) { expect_pass("swiglu", {"M3,N1001", "M4,N16"}); }
 TEST(LayerCheck, Softmax) { expect_pass("softmax", {"M7,N1000", "M3,N5", "M3,N17"}); }
