@@ -209,6 +209,7 @@ Status run_server(const ServeOptions& options) {
   const int http_threads = options.http_threads;
   svr.new_task_queue = [http_threads] { return new httplib::ThreadPool(size_t(http_threads)); };
   svr.set_payload_max_length(options.max_body_bytes);
+  svr.set_tcp_nodelay(true);  // SSE chunks are small: Nagle would hold each one for an ACK
   svr.set_keep_alive_timeout(2);
   svr.set_read_timeout(30);
   install_routes(svr, s);
