@@ -1,0 +1,2 @@
+# OpenAI request bodies (src/serve/request.h) fed arbitrary bytes.
+recur_fuzz_target(fuzz_serve_request SOURCES ${CMAKE_CURRENT_LIST_DIR}/serve_request_fuzz.cc LIBS recur_serve_api)
