@@ -27,6 +27,11 @@ function(recur_test name)
   cmake_parse_arguments(T "TSAN" "" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
+  # Test files are mostly gtest macros and references: -O1 compiles them about a quarter faster
+  # than -O3 (CI: 2 cores, 20 minutes), and the code under test keeps its libraries' flags.
+  if(CMAKE_BUILD_TYPE STREQUAL "Release")
+    target_compile_options(${name} PRIVATE -O1)
+  endif()
   set(labels ${T_LABELS})
   if(T_TSAN)
     list(APPEND labels tsan)
