@@ -36,6 +36,7 @@
 #include <fmt/format.h>
 
 #include "bench_args.h"
+#include "bench_peaks.h"
 #include "core/clock.h"
 #include "core/convert.h"
 #include "core/cpu_features.h"
@@ -130,8 +131,6 @@ struct Variant {
   Role role = Role::kKernel;
 };
 
-volatile uint64_t g_sink = 0;  // keeps the peak loops' results alive
-
 // The sysinfo bandwidth loop (a sum-read) over one buffer of `copies` per call, rotated as
 // the kernels rotate their weights and split over the pool as they split their rows: the read
 // peak of exactly the memory the kernels stream (same pages, same placement).
@@ -144,29 +143,23 @@ Variant read_peak(const std::string& what, std::vector<const std::byte*> copies,
   v.call = [=] {
     const std::byte* data = copies[*next];
     *next = (*next + 1) % copies.size();
-    const roofline::ReadFn read = roofline::kRead.get();
-    const int64_t blocks = int64_t(bytes / 256);
-    pool->parallel_for(pool->size(), [&](int64_t b, int64_t, int) {
-      const Range r = static_chunk(blocks, pool->size(), int(b));
-      g_sink = g_sink + read(data + r.begin * 256, size_t(r.end - r.begin) * 256);
-    });
+    bench::pool_sum_read(pool, data, bytes);
   };
   return v;
 }
 
 // The sysinfo FMA loop on every thread for about `ms`: the in-run fp32 compute peak.
 Variant fma_peak(ThreadPool* pool, double ms) {
-  const roofline::ComputeLoop* loop = roofline::kFma.get();
   int64_t iters = 1 << 16;
   const int64_t t0 = recur::now_ns();
-  g_sink = g_sink + uint64_t(loop->run(iters));
+  bench::pool_fma(pool, iters);
   const double took = double(recur::now_ns() - t0) / 1e6;
   iters = std::max<int64_t>(1, int64_t(double(iters) * ms / std::max(took, 1e-3)));
   Variant v;
-  v.name = fmt::format("{} chains ({} threads): in-run FMA peak", loop->instruction, pool->size());
+  v.name = fmt::format("{} chains ({} threads): in-run FMA peak", roofline::kFma.get()->instruction, pool->size());
   v.role = Role::kFmaPeak;
-  v.cost = {.bytes = 0, .flops = double(iters) * loop->ops_per_iter * pool->size()};
-  v.call = [=] { pool->parallel_for(pool->size(), [&](int64_t, int64_t, int) { g_sink = g_sink + uint64_t(loop->run(iters)); }); };
+  v.cost = {.bytes = 0, .flops = double(iters) * roofline::kFma.get()->ops_per_iter * pool->size()};
+  v.call = [=] { bench::pool_fma(pool, iters); };
   return v;
 }
 
@@ -210,10 +203,7 @@ void run_table(std::vector<Variant> vs, const Opts& o, double bw, double fma, co
     for (size_t p = 0; p < vs.size(); ++p) {
       if (vs[p].role != role) continue;
       const double peak_work = role == Role::kReadPeak ? vs[p].cost.bytes : vs[p].cost.flops;
-      std::vector<double> f;
-      for (int r = 0; r < o.runs; ++r) f.push_back((work / us[i][size_t(r)]) / (peak_work / us[p][size_t(r)]));
-      return fmt::format("{:.2f} [{:.2f} .. {:.2f}]", median(f), *std::min_element(f.begin(), f.end()),
-                         *std::max_element(f.begin(), f.end()));
+      return bench::paired_fraction(work, us[i], peak_work, us[p]);
     }
     return fmt::format("{:.2f}", work / (median(us[i]) * 1e3) / cached);
   };

@@ -9,10 +9,13 @@
 // every ReplaySSM sample contains the same number of flushes. Reports the median time per step
 // with [min .. max] over the runs, the speedup against vtile in the same run, bytes moved and
 // FLOPs from the cost model (kda_cost.h) and their roofline fractions against
-// recur::machine_roofline() (read bandwidth and fp32 FMA peak on all threads).
+// recur::machine_roofline() (read bandwidth and fp32 FMA peak on all threads), and the bandwidth
+// fraction paired run by run against an in-run read peak (bench_peaks.h): the sysinfo sum-read
+// of a state-sized window of a 256 MiB buffer, timed as one more arm of the rotation.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iterator>
 #include <memory>
 #include <random>
@@ -22,6 +25,8 @@
 
 #include <fmt/format.h>
 
+#include "bench_peaks.h"
+#include "core/aligned_buffer.h"
 #include "core/clock.h"
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
@@ -128,6 +133,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::unique_ptr<ThreadPool> pool = std::move(*pool_r);
+  // The in-run read peak: the sysinfo sum-read over the next state-sized window of a 256 MiB
+  // buffer (so from DRAM, like a state that does not fit the caches), timed as one more arm.
+  AlignedBuffer peak_buf(size_t(256) << 20);
+  std::memset(peak_buf.data(), 1, peak_buf.size());
+  size_t peak_off = 0;
   const double bw = pool->size() == 1 ? roof->read_bw_1t.median : roof->read_bw_all.median;
   const double fl = pool->size() == 1 ? roof->fp32_fma_1t.median : roof->fp32_fma_all.median;
   fmt::print("# bench_kda_decode: isa {}, {} threads, K=V=128, HK=HV, softplus gate, block_v {}, "
@@ -135,8 +145,9 @@ int main(int argc, char** argv) {
              isa_name(active_isa()), pool->size(), opt.block_v, opt.window, opt.runs);
   fmt::print("# roofline: read bandwidth {:.1f} GB/s, fp32 FMA {:.1f} GFLOP/s ({} threads)\n\n", bw, fl,
              pool->size());
-  fmt::print("| mode | HV | B | state MiB | variant | us/step [min..max] | x vtile | GB/s | BW frac | GFLOP/s | FLOP frac |\n");
-  fmt::print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  fmt::print("| mode | HV | B | state MiB | variant | us/step [min..max] | x vtile | GB/s | BW frac | BW frac in-run "
+             "(paired) | GFLOP/s | FLOP frac |\n");
+  fmt::print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
 
   const auto& variants = kAllDecodeVariants;
   constexpr int kVariants = int(std::size(kAllDecodeVariants));
@@ -179,12 +190,19 @@ int main(int argc, char** argv) {
         double window_ms = double(now_ns() - t0) / 1e6;
         int windows = std::max(1, int(opt.sample_ms / std::max(window_ms, 1e-3)));
         int steps = windows * opt.window;
-        std::vector<std::vector<double>> us(kVariants);
+        const size_t state_bytes = d.state.size() * sizeof(float);
+        auto peak_step = [&] {
+          if (peak_off + state_bytes > peak_buf.size()) peak_off = 0;
+          bench::pool_sum_read(pool.get(), peak_buf.data() + peak_off, state_bytes);
+          peak_off += state_bytes;
+        };
+        // Arm kVariants is the in-run read peak.
+        std::vector<std::vector<double>> us(kVariants + 1);
         for (int r = 0; r < opt.runs; ++r) {
-          for (int j = 0; j < kVariants; ++j) {
-            int vi = (r + j) % kVariants;
+          for (int j = 0; j <= kVariants; ++j) {
+            int vi = (r + j) % (kVariants + 1);
             int64_t s0 = now_ns();
-            for (int i = 0; i < steps; ++i) step(vi);
+            for (int i = 0; i < steps; ++i) vi == kVariants ? peak_step() : step(vi);
             us[size_t(vi)].push_back(double(now_ns() - s0) / 1e3 / steps);
           }
         }
@@ -195,13 +213,16 @@ int main(int argc, char** argv) {
           const double m = median(us[size_t(vi)]);
           const double gbs = c.bytes / (m * 1e3);
           const double gfl = c.flops / (m * 1e3);
-          fmt::print("| {} | {} | {} | {:.0f} | {} | {:.1f} [{:.1f}..{:.1f}] | {:.2f} | {:.1f} | {:.2f} | {:.1f} | {:.2f} |\n",
+          fmt::print("| {} | {} | {} | {:.0f} | {} | {:.1f} [{:.1f}..{:.1f}] | {:.2f} | {:.1f} | {:.2f} | {} | {:.1f} | {:.2f} |\n",
                      replay ? fmt::format("replay L={}", opt.window) : std::string("plain"), hv, batch,
                      double(batch) * hv * 128 * 128 * 4 / (1 << 20), decode_variant_name(variants[vi]), m,
                      *std::min_element(us[size_t(vi)].begin(), us[size_t(vi)].end()),
                      *std::max_element(us[size_t(vi)].begin(), us[size_t(vi)].end()), base / m, gbs,
-                     gbs / bw, gfl, gfl / fl);
+                     gbs / bw, bench::paired_fraction(c.bytes, us[size_t(vi)], double(state_bytes), us[kVariants]),
+                     gfl, gfl / fl);
         }
+        fmt::print("| | | | | in-run read peak: {:.1f} GB/s ({} threads, DRAM) | | | | | | | |\n",
+                   double(state_bytes) / (median(us[kVariants]) * 1e3), pool->size());
         std::fflush(stdout);
       }
     }
