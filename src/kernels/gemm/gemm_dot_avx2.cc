@@ -72,6 +72,9 @@ template <class LX, class LW>
 struct WidenOp {
   static constexpr int kChunk = 8;
   static constexpr int kAccRegs = 2;
+  // One 8-lane chain of 16-bit weights moves 16 bytes per FMA latency, under DRAM speed, and
+  // bf16 X would be widened once per W row: keep 4-row tiles (gemm_dot_impl.h).
+  static constexpr bool kOneRowTiles = sizeof(typename LW::T) == 4;
   using X = __m256;
   using W = __m256;
   using Acc = __m256;
@@ -103,6 +106,7 @@ template <class L>
 struct Split3Op {
   static constexpr int kChunk = 8;
   static constexpr int kAccRegs = 4;
+  static constexpr bool kOneRowTiles = sizeof(typename L::T) == 4;  // as WidenOp
   using X = Pair;
   using W = Pair;
   using Acc = Acc2;
@@ -139,6 +143,7 @@ struct Triple {
 struct Bf16x6Op {
   static constexpr int kChunk = 8;
   static constexpr int kAccRegs = 2;
+  static constexpr bool kOneRowTiles = false;  // as WidenOp
   using X = Triple;
   using W = Triple;
   using Acc = Acc2;

@@ -44,12 +44,21 @@ inline void dot_tile(const Op& op, const DotArgs& a, int64_t m0, int64_t n0) {
     for (int j = 0; j < NR; ++j) op.store(a, m0 + i, n0 + j, acc[i][j]);
 }
 
+// Whether an Op may use one-row tiles when run_dot asks for them (DotArgs::one_row_tiles): an
+// Op opts out with kOneRowTiles = false where a single tile chain is slower than DRAM or X's
+// conversion is shared by the 4-row tile (AVX2's 16-bit weights).
+template <class Op>
+constexpr bool one_row_tiles_ok() {
+  if constexpr (requires { Op::kOneRowTiles; }) return Op::kOneRowTiles;
+  else return true;
+}
+
 // Tiles covering X rows [m0, m0 + MR) against W rows [n0, n0 + nb), nb <= 4.
 template <class Op, int MR>
 inline void dot_cover(const Op& op, const DotArgs& a, int64_t m0, int64_t n0, int nb) {
   constexpr int NR = nr_for(MR, Op::kAccRegs);
   int j = 0;
-  if (a.one_row_tiles) {
+  if (one_row_tiles_ok<Op>() && a.one_row_tiles) {
     for (; j < nb; ++j) dot_tile<Op, MR, 1>(op, a, m0, n0 + j);
     return;
   }
