@@ -8,11 +8,7 @@
 set -u
 RECUR="$1"
 SRC="$2"
-export RECUR_CACHE_DIR="$(mktemp -d)"
-T="$RECUR_CACHE_DIR"
-trap 'rm -rf "$T"' EXIT
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+. "$(dirname "$0")/testlib.sh"
 PY=/usr/bin/python3
 
 cat > "$T/episode.toml" <<TOML
@@ -86,4 +82,4 @@ rep=$($PY -c "import json; print(json.load(open('$T/after.json'))['report'] or '
 [ -n "$rep" ] && [ -f "$rep" ] || fail "no report written: '$rep'"
 grep -q "crash" "$rep" 2>/dev/null || fail "the report does not name the run"
 
-[ $failures = 0 ] && echo "agent_cli_test: ok" || { echo "agent_cli_test: $failures failure(s)"; exit 1; }
+finish agent_cli_test

@@ -8,11 +8,7 @@
 set -u
 RECUR="$1"
 SRC="$2"
-export RECUR_CACHE_DIR="$(mktemp -d)"
-T="$RECUR_CACHE_DIR"
-trap 'rm -rf "$T"' EXIT
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+. "$(dirname "$0")/testlib.sh"
 
 run_episode() {  # NAME BUDGET PYTHON-CHECK
   "$RECUR" agent run --episode "$SRC/episodes/$1.toml" --journal "$T/runs/journal.db" --budget-s "$2" --json \
@@ -39,4 +35,4 @@ run_episode kda-replayssm 120 \
 run_episode partition-numerics 240 \
   'j["final_config"]["engine.tp"] == "4" and j["final_config"]["engine.tp.reduce_dtype"] == "f32" and j["final_config"]["kernel.gemm.precision"] != "bf16" and {f["component"] for f in kept} <= {"kernel:gemm", "op:all_reduce"}'
 
-[ $failures = 0 ] && echo "episodes_test: ok" || { echo "episodes_test: $failures failure(s)"; exit 1; }
+finish episodes_test

@@ -7,11 +7,7 @@ set -u
 RECUR="$1"
 CHILD="$2"
 SRC="$3"
-export RECUR_CACHE_DIR="$(mktemp -d)"
-T="$RECUR_CACHE_DIR"
-trap 'rm -rf "$T"' EXIT
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+. "$(dirname "$0")/testlib.sh"
 
 # expect CODE ARGS...: runs recur, checks the exit code, leaves stdout in $out and stderr in $err.
 expect() {
@@ -84,5 +80,4 @@ contains "$err" "none.db: no such journal"
 [ -e "$T/none.db" ] && fail "journal show created a database"
 expect 2 journal show --db "$T/j.db"
 
-[ "$failures" = 0 ] && echo "gate_cli_test: all passed"
-exit "$failures"
+finish gate_cli_test

@@ -7,11 +7,7 @@
 set -u
 RECUR="$1"
 SRC="$2"
-export RECUR_CACHE_DIR="$(mktemp -d)"
-T="$RECUR_CACHE_DIR"
-trap 'rm -rf "$T"' EXIT
-failures=0
-fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+. "$(dirname "$0")/testlib.sh"
 export FOLLOW_NEXT_MARKER="$T/asked"
 PROPOSER="command:/usr/bin/python3 $SRC/tests/proposers/follow_next.py"
 
@@ -37,4 +33,4 @@ rc=$?
 /usr/bin/python3 -c "import json,sys; j=json.load(open('$T/resume.json')); assert j['replayed'] == len(j['experiments']), j" \
   || fail "resume should replay every step"
 
-[ $failures = 0 ] && echo "proposer_cli_test: ok" || { echo "proposer_cli_test: $failures failure(s)"; exit 1; }
+finish proposer_cli_test

@@ -1,8 +1,6 @@
 #include "agent/episode.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -42,20 +40,13 @@ const gate::Arm& Episode::candidate_arm() const { return *gate.find_arm(candidat
 Result<Episode> parse_episode(std::string_view toml_text, std::string_view path, const KnobRegistry& registry) {
   const std::string file = path.empty() ? "<episode>" : std::string(path);
   kernels::KernelRegistry::global();  // registers the kernels' variant knobs
-  toml::table root;
-  try {
-    root = toml::parse(toml_text, std::string_view(file));
-  } catch (const toml::parse_error& e) {
-    const auto& p = e.source().begin;
-    return parse_error("{}:{}:{}: {}", file, p.line, p.column, e.description());
-  }
+  RECUR_ASSIGN_OR_RETURN(toml::table root, gate::parse_toml(toml_text, file));
   Episode ep;
   ep.path = std::string(path);
   TomlTable top(root, file, "the top level");
-  RECUR_ASSIGN_OR_RETURN(auto name, top.string("name"));
-  ep.name = name ? *name : fs::path(file).stem().string();
-  RECUR_ASSIGN_OR_RETURN(auto description, top.string("description"));
-  if (description) ep.description = *description;
+  RECUR_ASSIGN_OR_RETURN(gate::DocumentTitle title, gate::read_title(top, file));
+  ep.name = title.name;
+  ep.description = title.description;
   RECUR_ASSIGN_OR_RETURN(auto budget, top.number("budget_s", 1, 86400));
   if (budget) ep.budget_s = *budget;
   RECUR_ASSIGN_OR_RETURN(auto max_experiments, top.integer("max_experiments", 1, 10000));
@@ -109,12 +100,8 @@ Result<Episode> parse_episode(std::string_view toml_text, std::string_view path,
 }
 
 Result<Episode> load_episode(const std::string& path, const KnobRegistry& registry) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return io_error("{}: cannot open the episode", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return io_error("{}: cannot read the episode", path);
-  return parse_episode(text.str(), path, registry);
+  RECUR_ASSIGN_OR_RETURN(std::string text, gate::read_text_file(path, "the episode"));
+  return parse_episode(text, path, registry);
 }
 
 gate::GateSpec gate_with_candidate(const Episode& e, const std::map<std::string, std::string>& config) {

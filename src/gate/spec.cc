@@ -352,20 +352,13 @@ Result<Config> arm_config(const GateSpec& spec, const Arm& arm, const Config& ba
 Result<GateSpec> parse_gate_spec(std::string_view toml_text, std::string_view path, const KnobRegistry& registry) {
   const std::string file = path.empty() ? "<gate spec>" : std::string(path);
   kernels::KernelRegistry::global();  // registers the kernels' variant knobs
-  toml::table root;
-  try {
-    root = toml::parse(toml_text, std::string_view(file));
-  } catch (const toml::parse_error& e) {
-    const auto& p = e.source().begin;
-    return parse_error("{}:{}:{}: {}", file, p.line, p.column, e.description());
-  }
+  RECUR_ASSIGN_OR_RETURN(toml::table root, parse_toml(toml_text, file));
   GateSpec spec;
   spec.path = std::string(path);
   TomlTable top(root, file, "the top level");
-  RECUR_ASSIGN_OR_RETURN(auto name, top.string("name"));
-  spec.name = name ? *name : fs::path(file).stem().string();
-  RECUR_ASSIGN_OR_RETURN(auto description, top.string("description"));
-  if (description) spec.description = *description;
+  RECUR_ASSIGN_OR_RETURN(DocumentTitle title, read_title(top, file));
+  spec.name = title.name;
+  spec.description = title.description;
 
   RECUR_ASSIGN_OR_RETURN(auto workload, top.subtable("workload"));
   if (!workload) return parse_error("{}: missing [workload] (a [workload.engine] and/or [workload.kernel] table)", file);
@@ -422,12 +415,8 @@ Result<GateSpec> parse_gate_spec(std::string_view toml_text, std::string_view pa
 }
 
 Result<GateSpec> load_gate_spec(const std::string& path, const KnobRegistry& registry) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return io_error("{}: cannot open the gate spec", path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return io_error("{}: cannot read the gate spec", path);
-  return parse_gate_spec(text.str(), path, registry);
+  RECUR_ASSIGN_OR_RETURN(std::string text, read_text_file(path, "the gate spec"));
+  return parse_gate_spec(text, path, registry);
 }
 
 }  // namespace recur::gate

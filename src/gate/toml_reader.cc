@@ -1,9 +1,40 @@
 #include "gate/toml_reader.h"
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 namespace recur::gate {
+
+Result<toml::table> parse_toml(std::string_view text, const std::string& file) {
+  try {
+    return toml::parse(text, std::string_view(file));
+  } catch (const toml::parse_error& e) {
+    const auto& p = e.source().begin;
+    return parse_error("{}:{}:{}: {}", file, p.line, p.column, e.description());
+  }
+}
+
+Result<std::string> read_text_file(const std::string& path, std::string_view what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return io_error("{}: cannot open {}", path, what);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return io_error("{}: cannot read {}", path, what);
+  return text.str();
+}
+
+Result<DocumentTitle> read_title(TomlTable& top, const std::string& file) {
+  DocumentTitle t;
+  RECUR_ASSIGN_OR_RETURN(auto name, top.string("name"));
+  t.name = name ? *name : std::filesystem::path(file).stem().string();
+  RECUR_ASSIGN_OR_RETURN(auto description, top.string("description"));
+  if (description) t.description = *description;
+  return t;
+}
 
 std::string node_position(std::string_view file, const toml::node& node) {
   const toml::source_position& p = node.source().begin;

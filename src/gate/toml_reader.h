@@ -17,6 +17,18 @@
 
 namespace recur::gate {
 
+// Parses a TOML document; a syntax error reads "file:line:col: what toml++ says".
+Result<toml::table> parse_toml(std::string_view text, const std::string& file);
+// The whole text of a file; `what` names it in errors ("the gate spec", "the episode").
+Result<std::string> read_text_file(const std::string& path, std::string_view what);
+
+class TomlTable;
+// The top-level `name` (default: the file's stem) and `description` (default: "") of a document.
+struct DocumentTitle {
+  std::string name, description;
+};
+Result<DocumentTitle> read_title(TomlTable& top, const std::string& file);
+
 // "file:line:col" of a node (just "file" when the node has no source position).
 std::string node_position(std::string_view file, const toml::node& node);
 
