@@ -168,8 +168,10 @@ def record(recur, src):
     b.close()
     for name, client in (("initialize_era", a), ("stateless_era", b)):
         with open(os.path.join(src, "tests", "mcp", name + ".jsonl"), "w") as f:
+            # The server's folder differs between checkouts: recordings say ${ROOT}.
+            root = os.path.realpath(src)
             for entry in client.log:
-                f.write(json.dumps(entry, sort_keys=True) + "\n")
+                f.write(json.dumps(entry, sort_keys=True).replace(root, "${ROOT}") + "\n")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 // Replays recorded MCP exchanges (tests/mcp/*.jsonl, written by tests/mcp_client.py record
 // against a real `recur mcp`) through a Server with the real tools, and compares every response
-// structurally: the same keys, array lengths and values, except timings and the version.
+// structurally: the same keys, array lengths and values, except timings and the version; the
+// server's folder is written ${ROOT} in the recordings.
 // Each line: {"request": <message>, "response": <the reply, or null for none>}.
 #include <filesystem>
 #include <fstream>
@@ -32,6 +33,12 @@ void compare(const json& want, const json& got, const std::string& path) {
   } else if (want.is_array()) {
     ASSERT_EQ(want.size(), got.size()) << path;
     for (size_t i = 0; i < want.size(); ++i) compare(want[i], got[i], path + "[" + std::to_string(i) + "]");
+  } else if (want.is_string()) {
+    // Recordings name the server's folder ${ROOT}: it differs between checkouts.
+    std::string g = got.get<std::string>();
+    const std::string root = fs::weakly_canonical(RECUR_SOURCE_DIR).string();
+    for (size_t at = g.find(root); at != std::string::npos; at = g.find(root, at + 7)) g.replace(at, root.size(), "${ROOT}");
+    ASSERT_EQ(want.get<std::string>(), g) << path;
   } else {
     ASSERT_EQ(want, got) << path;
   }
