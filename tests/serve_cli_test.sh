@@ -6,6 +6,7 @@
 set -u
 RECUR="$1"
 SRC="$2"
+. "$(dirname "$0")/serve_port.sh"
 T="$(mktemp -d)"
 export RECUR_CACHE_DIR="$T"
 SERVER=""
@@ -23,12 +24,7 @@ Hello
 
 "$RECUR" serve -m "$T/tiny.gguf" --port 0 --api-key sekrit --workers 1 --queue-size 1 --threads 1 2> "$T/serve.err" &
 SERVER=$!
-PORT=""
-for _ in $(seq 1 100); do
-  PORT=$(sed -n 's|^listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$T/serve.err")
-  [ -n "$PORT" ] && curl -sf "http://127.0.0.1:$PORT/health" >/dev/null && break
-  sleep 0.1
-done
+PORT=$(serve_port "$T/serve.err")
 [ -n "$PORT" ] || fail "no 'listening on' line"
 URL="http://127.0.0.1:$PORT"
 

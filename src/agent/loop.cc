@@ -113,6 +113,8 @@ class Loop {
         if (!p) {
           stop = as.rejected.size() >= kMaxRejections
                      ? fmt::format("the {} proposer gave {} refused answers in a row", proposer_.name(), as.rejected.size())
+                 : !proposer_stopped_.empty()
+                     ? fmt::format("the {} proposer stopped: {}", proposer_.name(), proposer_stopped_)
                      : fmt::format("the {} proposer has no untried change left for `{}`", proposer_.name(), ev.condition);
           break;
         }
@@ -146,6 +148,7 @@ class Loop {
   }
 
   static constexpr size_t kMaxRejections = 3;
+  static constexpr std::string_view kStoppedPrefix = "stopped: ";
 
   // Asks the proposer for the next change as a journal experiment (probe "propose", tier 0), so a
   // resumed run replays the recorded proposal instead of asking again (an external proposer need
@@ -160,7 +163,12 @@ class Loop {
                    [&]() -> Result<Feedback> { return proposal_feedback(as); },
                    [](const Feedback&) { return Decision::kNone; }));
       if (e.feedback.verdict == Verdict::kConfirmed) return decode_proposal(e.feedback);
-      if (e.feedback.verdict == Verdict::kRefuted) return std::optional<Proposal>();
+      if (e.feedback.verdict == Verdict::kRefuted) {
+        // A proposer that stopped for a reason (a spent limit) says so; recorded, so a replay agrees.
+        if (!e.feedback.notes.empty() && e.feedback.notes.front().starts_with(kStoppedPrefix))
+          proposer_stopped_ = e.feedback.notes.front().substr(kStoppedPrefix.size());
+        return std::optional<Proposal>();
+      }
       as.rejected.push_back(e.feedback.notes.empty() ? "refused" : e.feedback.notes.front());
       as.last_feedback = log_.last_feedback();
     }
@@ -182,7 +190,8 @@ class Loop {
     if (!*p) {
       f.verdict = Verdict::kRefuted;
       f.hypothesis = "a change is left to try";
-      f.notes.push_back("no change proposed");
+      const std::string why = proposer_.stop_reason();
+      f.notes.push_back(why.empty() ? "no change proposed" : std::string(kStoppedPrefix) + why);
       return f;
     }
     const Proposal& x = **p;
@@ -360,6 +369,7 @@ class Loop {
   std::map<std::string, LoggedExperiment> checks_;
   RunRecord run_;
   Proposer& proposer_;
+  std::string proposer_stopped_;  // why the proposer stopped, when it gave a reason
   ExperimentLog log_;
   double budget_s_;
 };

@@ -27,7 +27,8 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/builtin_proposer.h"
-#include "gate/interval.h"
+#include "agent/openai_proposer.h"
+#include "agent/proposer_protocol.h"
 
 namespace recur::agent {
 
@@ -35,42 +36,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-json state_json(const AgentState& s) {
-  json j;
-  j["episode"] = {{"name", s.episode->name}, {"description", s.episode->description}};
-  j["iteration"] = s.iteration;
-  j["config"] = s.config;
-  json conds = json::array();
-  for (const gate::ConditionResult& c : s.gate.verdict.conditions)
-    conds.push_back({{"text", c.text}, {"outcome", gate::outcome_name(c.outcome)}, {"details", c.details}});
-  j["gate"] = {{"outcome", gate::outcome_name(s.gate.verdict.outcome)}, {"reason", s.gate.verdict.reason},
-               {"conditions", conds}};
-  json comps = json::array();
-  for (const Attribution& a : s.evidence.components)
-    comps.push_back({{"component", a.component}, {"share", a.share}, {"evidence", a.evidence}});
-  j["evidence"] = {{"condition", s.evidence.condition}, {"components", comps}, {"findings", s.evidence.findings}};
-  j["tried"] = s.tried;
-  json next = json::array();
-  if (auto open = open_changes(s)) {
-    for (const Candidate& c : *open)
-      next.push_back({{"knob", c.knob}, {"value", c.value}, {"from", c.from}, {"component", c.component}, {"why", c.why}});
-  }
-  j["next"] = next;
-  j["last_feedback"] = s.last_feedback ? feedback_to_json(*s.last_feedback) : json(nullptr);
-  j["rejected"] = s.rejected;
-  j["fixed"] = s.episode->fixed;
-  Config current;
-  for (const auto& [k, v] : s.config) (void)current.set(k, v);
-  json knobs = json::array();
-  for (const KnobSpec* k : KnobRegistry::global().all()) {
-    knobs.push_back({{"name", k->name}, {"type", knob_type_name(k->type)}, {"choices", k->choices},
-                     {"default", k->default_value}, {"current", effective_value(current, *k)},
-                     {"components", k->components}, {"help", k->help}});
-  }
-  j["knobs"] = knobs;
-  return j;
-}
 
 class CommandProposer : public Proposer {
  public:
@@ -98,49 +63,8 @@ class CommandProposer : public Proposer {
     if (j.is_discarded() || !j.is_object())
       return invalid_argument("proposer '{}': stdout is not a JSON object: expected {{\"knob\", \"value\", \"hypothesis\"}} "
                          "or {{\"stop\": true}}, got '{}'",
-                         command_, text.str().substr(0, 200));
-    auto is = [&](const char* key, const json& want) { return j.contains(key) && j[key] == want; };
-    if (is("stop", true) || is("action", "stop")) return std::optional<Proposal>();
-    Proposal p;
-    if (j.contains("action")) {
-      if (!j["action"].is_string() || j["action"] != "set")
-        return invalid_argument("proposer '{}': action {} is not supported: expected \"set\" or \"stop\"", command_,
-                                j["action"].dump());
-      if (!j.contains("knobs") || !j["knobs"].is_object() || j["knobs"].size() != 1 ||
-          !j["knobs"].begin().value().is_string())
-        return invalid_argument("proposer '{}': \"set\" needs \"knobs\": an object with exactly one knob and a string "
-                                "value (one change per experiment)",
-                                command_);
-      p.change.knob = j["knobs"].begin().key();
-      p.change.value = j["knobs"].begin().value();
-    } else {
-      for (const char* key : {"knob", "value"})
-        if (!j.contains(key) || !j[key].is_string())
-          return invalid_argument("proposer '{}': member '{}' must be a string, in {}", command_, key,
-                                  text.str().substr(0, 200));
-      p.change.knob = j["knob"];
-      p.change.value = j["value"];
-    }
-    if (!j.contains("hypothesis") || !j["hypothesis"].is_string())
-      return invalid_argument("proposer '{}': member 'hypothesis' must be a string", command_);
-    p.hypothesis = j["hypothesis"];
-    const KnobSpec* k = KnobRegistry::global().find(p.change.knob);
-    if (k == nullptr) return invalid_argument("proposer '{}': unknown knob '{}'", command_, p.change.knob);
-    if (Status s = k->check(p.change.value); !s)
-      return invalid_argument("proposer '{}': {}={}: {}", command_, p.change.knob, p.change.value, s.error().message());
-    for (const std::string& fixed : state.episode->fixed)
-      if (fixed == p.change.knob) return invalid_argument("proposer '{}': knob {} is fixed by the episode", command_, fixed);
-    Config current;
-    for (const auto& [kk, v] : state.config) RECUR_RETURN_IF_ERROR(current.set(kk, v));
-    p.change.from = effective_value(current, *k);
-    if (p.change.from == p.change.value)
-      return invalid_argument("proposer '{}': {} is already {}: a change must change something", command_, p.change.knob,
-                              p.change.value);
-    if (state.tried.count(p.change.key()))
-      return invalid_argument("proposer '{}': {} was already tried from this configuration", command_, p.change.key());
-    p.change.component = k->components.empty() ? "" : k->components.front();
-    p.change.why = "proposed by " + name();
-    return std::optional<Proposal>(std::move(p));
+                         command_, excerpt(text.str()));
+    return parse_action(j, state, name());
   }
 
  private:
@@ -171,13 +95,18 @@ std::map<std::string, std::string> apply_change(const std::map<std::string, std:
   return next;
 }
 
-Result<std::unique_ptr<Proposer>> make_proposer(std::string_view spec) {
+Result<std::unique_ptr<Proposer>> make_proposer(std::string_view spec, const ProposerOptions& options) {
   if (spec == "builtin") return std::unique_ptr<Proposer>(std::make_unique<BuiltinProposer>());
   for (std::string_view prefix : {"cmd:", "command:"})
     if (spec.starts_with(prefix) && spec.size() > prefix.size())
       return std::unique_ptr<Proposer>(std::make_unique<CommandProposer>(std::string(spec.substr(prefix.size()))));
-  return invalid_argument("--proposer '{}': expected builtin or cmd:PROGRAM (also command:PROGRAM; an external "
-                          "proposer, docs/agent.md)",
+  if (spec.starts_with("openai:")) {
+    RECUR_ASSIGN_OR_RETURN(std::unique_ptr<OpenAIProposer> p, OpenAIProposer::create(spec.substr(7), options));
+    return std::unique_ptr<Proposer>(std::move(p));
+  }
+  return invalid_argument("--proposer '{}': expected builtin or cmd:PROGRAM (also command:PROGRAM) or openai:URL (an "
+                          "OpenAI-compatible endpoint such as http://127.0.0.1:8000/v1; external proposers, "
+                          "docs/agent.md)",
                           spec);
 }
 

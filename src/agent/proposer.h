@@ -6,9 +6,11 @@
 // Built in: BuiltinProposer (builtin_proposer.h), general: it searches only through the
 // attributed components and the knobs tagged with them. CommandProposer runs an external
 // program per proposal (JSON on stdin and stdout), so other proposers (an LLM agent, a script)
-// plug in without code here.
+// plug in without code here; OpenAIProposer (openai_proposer.h) asks an OpenAI-compatible chat
+// endpoint. Both speak the protocol of proposer_protocol.h.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -57,10 +59,28 @@ class Proposer {
   virtual std::string name() const = 0;
   // The next change to try, or nullopt when there is none left.
   virtual Result<std::optional<Proposal>> propose(const AgentState& state) = 0;
+  // Why the last propose() returned nullopt when that was not "nothing left" (a spent limit:
+  // "proposer limit: 20 calls"); the loop ends the run with it. Empty otherwise.
+  virtual std::string stop_reason() const { return {}; }
 };
 
-// "builtin", or "cmd:PROGRAM ARGS..." (CommandProposer). Errors name the accepted forms.
-Result<std::unique_ptr<Proposer>> make_proposer(std::string_view spec);
+// Per-run limits of a proposer that costs something (OpenAIProposer); 0 = no limit. They count
+// this process's calls: proposals a resumed run replays from the journal cost nothing.
+struct ProposerLimits {
+  int max_calls = 0;
+  int64_t max_tokens = 0;  // prompt + completion, from the answers' usage (or estimated)
+  double max_s = 0;        // seconds spent waiting for answers
+};
+
+struct ProposerOptions {
+  ProposerLimits limits;
+  std::string model;     // OpenAIProposer: the model id ("" = the endpoint's first /models entry)
+  std::string log_path;  // OpenAIProposer: append each request and answer as a JSON line
+};
+
+// "builtin", "cmd:PROGRAM ARGS..." (CommandProposer) or "openai:URL" (OpenAIProposer). Errors
+// name the accepted forms.
+Result<std::unique_ptr<Proposer>> make_proposer(std::string_view spec, const ProposerOptions& options = {});
 
 // The configuration after a change.
 std::map<std::string, std::string> apply_change(const std::map<std::string, std::string>& config, const Candidate& c);

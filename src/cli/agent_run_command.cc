@@ -1,5 +1,6 @@
-// `recur agent run --episode FILE [--budget-s N] [--proposer builtin|cmd:PROG] [--run NAME]
-// [--journal PATH] [--json]` and `recur agent resume RUN [--journal PATH] [--json]`: the agent
+// `recur agent run --episode FILE [--budget-s N] [--proposer builtin|cmd:PROG|openai:URL]
+// [--proposer-max-calls N] [--proposer-max-tokens N] [--proposer-max-s S] [--proposer-model M]
+// [--proposer-log FILE] [--run NAME] [--journal PATH] [--json]` and `recur agent resume RUN [--journal PATH] [--json]`: the agent
 // loop (agent/loop.h) on an episode, with progress on stderr (step, probe, tier, hypothesis,
 // probe seconds spent of the budget), then the summary (gate verdict, experiments, root cause,
 // config diff) and the run's HTML report (agent/report.h) on stdout.
@@ -24,6 +25,7 @@ struct RunFlags {
   std::string run;
   std::string journal = std::string(agent::kDefaultJournal);
   std::string proposer = "builtin";
+  agent::ProposerOptions proposer_options;
   double budget_s = 0;
   int steps = 0;
   bool json = false;
@@ -57,22 +59,33 @@ agent::LoopOptions loop_options(const RunFlags& f, agent::Proposer* proposer) {
 int run_agent(const RunFlags& f) {
   auto episode = agent::load_episode(f.episode);
   if (!episode) return report_failure(episode.error());
-  auto proposer = agent::make_proposer(f.proposer);
+  auto proposer = agent::make_proposer(f.proposer, f.proposer_options);
   if (!proposer) return report_failure(proposer.error());
   return finish(agent::run_episode(*episode, loop_options(f, proposer->get())), f);
 }
 
 int resume_agent(const RunFlags& f) {
-  auto proposer = agent::make_proposer(f.proposer);
+  auto proposer = agent::make_proposer(f.proposer, f.proposer_options);
   if (!proposer) return report_failure(proposer.error());
   return finish(agent::resume_run(f.run, loop_options(f, proposer->get())), f);
 }
 
 void common_flags(CLI::App* cmd, RunFlags& f) {
   cmd->add_option("--journal", f.journal, "journal file (SQLite, created if missing)")->capture_default_str();
-  cmd->add_option("--proposer", f.proposer, "builtin, or cmd:PROGRAM (JSON state on stdin, a change on stdout; "
-                                            "docs/agent.md)")
+  cmd->add_option("--proposer", f.proposer, "builtin, cmd:PROGRAM (JSON state on stdin, a change on stdout), or "
+                                            "openai:URL (an OpenAI-compatible chat endpoint; key from "
+                                            "RECUR_PROPOSER_API_KEY or OPENAI_API_KEY); docs/agent.md")
       ->capture_default_str();
+  agent::ProposerOptions& po = f.proposer_options;
+  cmd->add_option("--proposer-max-calls", po.limits.max_calls, "openai: stop the run after N requests")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--proposer-max-tokens", po.limits.max_tokens,
+                  "openai: stop the run after N tokens (prompt + completion, from usage or estimated)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--proposer-max-s", po.limits.max_s, "openai: stop the run after S seconds waiting for answers")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--proposer-model", po.model, "openai: the model id (default: the endpoint's first /models entry)");
+  cmd->add_option("--proposer-log", po.log_path, "openai: append each request and answer to FILE as a JSON line");
   cmd->add_option("--steps", f.steps, "run at most N new experiments, then pause (the run stays open; resume "
                                       "continues it)")
       ->check(CLI::PositiveNumber);

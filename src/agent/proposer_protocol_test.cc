@@ -1,0 +1,186 @@
+// The external proposers' shared protocol: finding the action in an LLM's free text, validating
+// it against the state (the same rules for the command and the openai proposer), the compact
+// state an LLM is prompted with, the endpoint URL forms, and OpenAIProposer's refusals and call
+// limit without a server. Knobs are registered by the test; nothing here needs a network.
+#include <gtest/gtest.h>
+
+#include "agent/chat_client.h"
+#include "agent/openai_proposer.h"
+#include "agent/proposer_protocol.h"
+
+namespace recur::agent {
+namespace {
+
+using nlohmann::json;
+
+RECUR_KNOB(proposer_test_color,
+           {.name = "test.proposer.color", .type = KnobType::kEnum, .choices = {"red", "green", "blue"},
+            .default_value = "red", .components = {"test:paint"}, .help = "a knob the evidence points at"});
+RECUR_KNOB(proposer_test_pinned, {.name = "test.proposer.pinned", .type = KnobType::kBool, .default_value = "false",
+                                  .components = {"test:paint"}, .help = "fixed by the episode"});
+RECUR_KNOB(proposer_test_other, {.name = "test.proposer.other", .type = KnobType::kInt, .default_value = "4",
+                                 .components = {"test:elsewhere"}, .help = "no evidence points here"});
+
+struct Fixture {
+  Episode episode;
+  AgentState state;
+  Fixture() {
+    episode.name = "paint";
+    episode.description = std::string(1000, 'd');
+    episode.fixed = {"test.proposer.pinned"};
+    state.episode = &episode;
+    state.config = {{"test.proposer.color", "red"}};
+    state.evidence.components = {{.component = "test:paint/brush", .share = 0.9, .evidence = "most of it"}};
+    state.tried = {"test.proposer.color=blue"};
+  }
+};
+
+std::string refusal(std::string_view text) {
+  Fixture f;
+  Result<json> j = first_json_object(text);
+  if (!j) return j.error().message();
+  auto p = parse_action(*j, f.state, "test");
+  return p ? "accepted" : p.error().message();
+}
+
+TEST(FirstJsonObject, FindsTheActionInProseAndFences) {
+  const json want = {{"action", "set"}, {"knobs", {{"a", "b"}}}};
+  EXPECT_EQ(*first_json_object(R"({"action": "set", "knobs": {"a": "b"}})"), want);
+  EXPECT_EQ(*first_json_object("Sure! Here is my answer:\n```json\n{\"action\": \"set\", \"knobs\": {\"a\": \"b\"}}\n```\n"
+                               "It should help."),
+            want);
+  // Two objects: the first one counts.
+  EXPECT_EQ(*first_json_object(R"(first {"action": "set", "knobs": {"a": "b"}} then {"action": "stop"})"), want);
+  // Braces inside strings do not end the object; a broken object before a good one is skipped.
+  EXPECT_EQ(*first_json_object(R"({not json} {"why": "a } in a string {"})"), json({{"why", "a } in a string {"}}));
+}
+
+TEST(FirstJsonObject, NoObjectIsAnErrorThatQuotesTheAnswer) {
+  for (std::string_view text : {"", "I would make it faster.", "[1, 2]", "{\"open\": "}) {
+    Result<json> j = first_json_object(text);
+    ASSERT_FALSE(j) << text;
+    EXPECT_NE(j.error().message().find("no JSON object in the answer"), std::string::npos);
+    EXPECT_NE(j.error().message().find(std::string(text)), std::string::npos);
+  }
+}
+
+TEST(Excerpt, IsValidUtf8AndBounded) {
+  EXPECT_EQ(excerpt("short"), "short");
+  // Invalid bytes are replaced (U+FFFD), so the refusal can go into the journal's JSON.
+  EXPECT_EQ(excerpt("a\xff\xfe b"), "a\xef\xbf\xbd\xef\xbf\xbd b");
+  // A cut never splits a character: "é" is two bytes, the third byte would be inside the second.
+  EXPECT_EQ(excerpt("\xc3\xa9\xc3\xa9", 3), "\xc3\xa9...");
+  EXPECT_NO_THROW((void)json(excerpt(std::string(500, '\x80'), 100)).dump());
+  EXPECT_LE(excerpt(std::string(500, 'x'), 100).size(), 103u);
+}
+
+TEST(ParseAction, AcceptsOneValidChange) {
+  Fixture f;
+  auto p = parse_action(json::parse(R"({"action": "set", "knobs": {"test.proposer.color": "green"},
+                                        "hypothesis": "green paints faster"})"),
+                        f.state, "test");
+  ASSERT_TRUE(p) << p.error().message();
+  ASSERT_TRUE(p->has_value());
+  EXPECT_EQ((*p)->change.knob, "test.proposer.color");
+  EXPECT_EQ((*p)->change.value, "green");
+  EXPECT_EQ((*p)->change.from, "red");
+  EXPECT_EQ((*p)->change.component, "test:paint");
+  EXPECT_EQ((*p)->hypothesis, "green paints faster");
+  // The short form is the same change.
+  auto s = parse_action(json::parse(R"({"knob": "test.proposer.color", "value": "green", "hypothesis": "h"})"), f.state,
+                        "test");
+  ASSERT_TRUE(s && s->has_value());
+  EXPECT_EQ((*s)->change.key(), "test.proposer.color=green");
+}
+
+TEST(ParseAction, StopIsNoChange) {
+  Fixture f;
+  for (const char* text : {R"({"action": "stop", "why": "done"})", R"({"stop": true})"}) {
+    auto p = parse_action(json::parse(text), f.state, "test");
+    ASSERT_TRUE(p) << text;
+    EXPECT_FALSE(p->has_value()) << text;
+  }
+}
+
+TEST(ParseAction, RefusesWithTheReason) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"action": "patch", "diff": "..."})", "action \"patch\" is not supported"},
+      {R"({"action": 3})", "action 3 is not supported"},
+      {R"({"action": "set", "knobs": {"test.proposer.color": "green", "test.proposer.other": "8"}, "hypothesis": "h"})",
+       "exactly one knob"},
+      {R"({"action": "set", "knobs": {"test.proposer.color": 2}, "hypothesis": "h"})", "exactly one knob and a string"},
+      {R"({"action": "set", "knobs": ["test.proposer.color"], "hypothesis": "h"})", "exactly one knob"},
+      {R"({"knob": "test.proposer.color", "value": true, "hypothesis": "h"})", "member 'value' must be a string"},
+      {R"({"action": "set", "knobs": {"test.proposer.color": "green"}})", "'hypothesis' must be a string"},
+      {R"({"action": "set", "knobs": {"test.proposer.color": "green"}, "hypothesis": 1})", "'hypothesis' must be a string"},
+      {R"({"action": "set", "knobs": {"test.proposer.paint": "green"}, "hypothesis": "h"})",
+       "unknown knob 'test.proposer.paint'"},
+      {R"({"action": "set", "knobs": {"test.proposer.color": "purple"}, "hypothesis": "h"})",
+       "test.proposer.color=purple"},
+      {R"({"action": "set", "knobs": {"test.proposer.pinned": "true"}, "hypothesis": "h"})", "fixed by the episode"},
+      {R"({"action": "set", "knobs": {"test.proposer.color": "red"}, "hypothesis": "h"})",
+       "already red: a change must change something"},
+      {R"({"action": "set", "knobs": {"test.proposer.color": "blue"}, "hypothesis": "h"})", "already tried"},
+  };
+  for (const auto& [text, want] : cases) {
+    const std::string why = refusal(text);
+    EXPECT_NE(why.find(want), std::string::npos) << text << " -> " << why;
+    EXPECT_NE(why.find("proposer 'test'"), std::string::npos) << why;
+  }
+}
+
+TEST(CompactState, KeepsTheRelevantKnobsAndCutsLongText) {
+  Fixture f;
+  f.state.rejected = {"refused: proposer 'test': unknown knob 'x'"};
+  const json full = state_json(f.state);
+  const json c = compact_state_json(f.state);
+  std::vector<std::string> names;
+  for (const json& k : c["knobs"]) names.push_back(k["name"]);
+  // Tagged with the evidence's component (test:paint covers test:paint/brush); not the others.
+  EXPECT_EQ(names, (std::vector<std::string>{"test.proposer.color", "test.proposer.pinned"}));
+  EXPECT_GT(full["knobs"].size(), c["knobs"].size());
+  EXPECT_LT(c["episode"]["description"].get<std::string>().size(), 300u);
+  EXPECT_NE(c["episode"]["description"].get<std::string>().find("(1000 bytes in all)"), std::string::npos);
+  EXPECT_EQ(c["rejected"], full["rejected"]);
+  EXPECT_EQ(c["fixed"], json({"test.proposer.pinned"}));
+  ASSERT_FALSE(c["next"].empty());
+  EXPECT_EQ(c["next"][0]["knob"], "test.proposer.color");  // green: blue was tried
+  EXPECT_EQ(c["next"][0]["value"], "green");
+}
+
+TEST(ChatUrl, BaseOrFullUrl) {
+  auto base = parse_chat_url("http://127.0.0.1:8000/v1/");
+  ASSERT_TRUE(base);
+  EXPECT_EQ(base->origin, "http://127.0.0.1:8000");
+  EXPECT_EQ(base->chat_path, "/v1/chat/completions");
+  EXPECT_EQ(base->models_path, "/v1/models");
+  auto full = parse_chat_url("https://api.example.com/openai/v1/chat/completions");
+  ASSERT_TRUE(full);
+  EXPECT_EQ(full->origin, "https://api.example.com");
+  EXPECT_EQ(full->chat_path, "/openai/v1/chat/completions");
+  EXPECT_EQ(full->models_path, "/openai/v1/models");
+  EXPECT_EQ(parse_chat_url("http://localhost:9")->chat_path, "/v1/chat/completions");
+  for (std::string_view bad : {"localhost:8000/v1", "ftp://x/v1", "http://", "http://h/v1?key=1"})
+    EXPECT_FALSE(parse_chat_url(bad)) << bad;
+}
+
+TEST(OpenAIProposer, AConnectionErrorIsARefusalAndTheCallLimitStops) {
+  Fixture f;
+  ProposerOptions o;
+  o.model = "m";
+  o.limits.max_calls = 1;
+  auto p = OpenAIProposer::create("http://127.0.0.1:1/v1", o);  // nothing listens on port 1
+  ASSERT_TRUE(p) << p.error().message();
+  auto first = (*p)->propose(f.state);
+  ASSERT_FALSE(first);
+  EXPECT_NE(first.error().message().find("POST http://127.0.0.1:1/v1/chat/completions"), std::string::npos)
+      << first.error().message();
+  auto second = (*p)->propose(f.state);
+  ASSERT_TRUE(second);
+  EXPECT_FALSE(second->has_value());
+  EXPECT_EQ((*p)->stop_reason(), "proposer limit: 1 calls (--proposer-max-calls)");
+  EXPECT_EQ((*p)->calls(), 1);
+}
+
+}  // namespace
+}  // namespace recur::agent
