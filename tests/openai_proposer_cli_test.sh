@@ -46,7 +46,13 @@ TOML
 "$RECUR" serve -m "$T/tiny.gguf" --port 0 --api-key sekrit --workers 1 --threads 1 2>"$T/serve.err" &
 SERVER=$!
 PORT=$(serve_port "$T/serve.err")
-[ -n "$PORT" ] || { fail "recur serve printed no 'listening on' line: $(cat "$T/serve.err")"; finish openai_proposer_cli_test; }
+[ -n "$PORT" ] || { fail "recur serve printed no 'listening on' line: $(cat "$T/serve.err")"; # The openai options with another proposer are a usage error, not silently ignored.
+"$RECUR" agent run --episode "$T/episode.toml" --journal "$T/j.db" --proposer builtin --proposer-max-calls 3 2>"$T/err"
+rc=$?
+[ $rc = 2 ] || fail "--proposer-max-calls with builtin exited $rc (want 2)"
+grep -q "are for openai:URL proposers" "$T/err" || fail "openai options message: $(cat "$T/err")"
+
+finish openai_proposer_cli_test; }
 URL="http://127.0.0.1:$PORT/v1"
 agent_run() {  # RUN_NAME EXTRA_FLAGS...: runs the episode with the openai proposer, JSON to $T/RUN_NAME.json
   name=$1
@@ -118,5 +124,11 @@ $PY -c "import json,sys; j=json.load(open('$T/resume.json')); assert j['replayed
 rc=$?
 [ $rc = 2 ] || fail "bad openai URL exited $rc (want 2)"
 grep -q "expected an http:// or https:// URL" "$T/err" || fail "bad URL message: $(cat "$T/err")"
+
+# The openai options with another proposer are a usage error, not silently ignored.
+"$RECUR" agent run --episode "$T/episode.toml" --journal "$T/j.db" --proposer builtin --proposer-max-calls 3 2>"$T/err"
+rc=$?
+[ $rc = 2 ] || fail "--proposer-max-calls with builtin exited $rc (want 2)"
+grep -q "are for openai:URL proposers" "$T/err" || fail "openai options message: $(cat "$T/err")"
 
 finish openai_proposer_cli_test

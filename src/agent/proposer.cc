@@ -96,6 +96,13 @@ std::map<std::string, std::string> apply_change(const std::map<std::string, std:
 }
 
 Result<std::unique_ptr<Proposer>> make_proposer(std::string_view spec, const ProposerOptions& options) {
+  const ProposerLimits& l = options.limits;
+  const bool openai_options = l.max_calls > 0 || l.max_tokens > 0 || l.max_s > 0 || !options.model.empty() ||
+                              !options.log_path.empty();
+  if (openai_options && !spec.starts_with("openai:"))
+    return invalid_argument("--proposer '{}': the --proposer-max-*, --proposer-model and --proposer-log options are "
+                            "for openai:URL proposers",
+                            spec);
   if (spec == "builtin") return std::unique_ptr<Proposer>(std::make_unique<BuiltinProposer>());
   for (std::string_view prefix : {"cmd:", "command:"})
     if (spec.starts_with(prefix) && spec.size() > prefix.size())
