@@ -1,42 +1,20 @@
 // The external proposers' shared protocol: finding the action in an LLM's free text, validating
 // it against the state (the same rules for the command and the openai proposer), the compact
-// state an LLM is prompted with, the endpoint URL forms, and OpenAIProposer's refusals and call
-// limit without a server. Knobs are registered by the test; nothing here needs a network.
+// state an LLM is prompted with, and the endpoint URL forms. Knobs are registered by the test
+// (proposer_test_fixture.h); nothing here needs a network.
 #include <gtest/gtest.h>
 
 #include "agent/chat_client.h"
-#include "agent/openai_proposer.h"
 #include "agent/proposer_protocol.h"
+#include "agent/proposer_test_fixture.h"
 
 namespace recur::agent {
 namespace {
 
 using nlohmann::json;
 
-RECUR_KNOB(proposer_test_color,
-           {.name = "test.proposer.color", .type = KnobType::kEnum, .choices = {"red", "green", "blue"},
-            .default_value = "red", .components = {"test:paint"}, .help = "a knob the evidence points at"});
-RECUR_KNOB(proposer_test_pinned, {.name = "test.proposer.pinned", .type = KnobType::kBool, .default_value = "false",
-                                  .components = {"test:paint"}, .help = "fixed by the episode"});
-RECUR_KNOB(proposer_test_other, {.name = "test.proposer.other", .type = KnobType::kInt, .default_value = "4",
-                                 .components = {"test:elsewhere"}, .help = "no evidence points here"});
-
-struct Fixture {
-  Episode episode;
-  AgentState state;
-  Fixture() {
-    episode.name = "paint";
-    episode.description = std::string(1000, 'd');
-    episode.fixed = {"test.proposer.pinned"};
-    state.episode = &episode;
-    state.config = {{"test.proposer.color", "red"}};
-    state.evidence.components = {{.component = "test:paint/brush", .share = 0.9, .evidence = "most of it"}};
-    state.tried = {"test.proposer.color=blue"};
-  }
-};
-
 std::string refusal(std::string_view text) {
-  Fixture f;
+  ProposerFixture f;
   Result<json> j = first_json_object(text);
   if (!j) return j.error().message();
   auto p = parse_action(*j, f.state, "test");
@@ -75,7 +53,7 @@ TEST(Excerpt, IsValidUtf8AndBounded) {
 }
 
 TEST(ParseAction, AcceptsOneValidChange) {
-  Fixture f;
+  ProposerFixture f;
   auto p = parse_action(json::parse(R"({"action": "set", "knobs": {"test.proposer.color": "green"},
                                         "hypothesis": "green paints faster"})"),
                         f.state, "test");
@@ -94,7 +72,7 @@ TEST(ParseAction, AcceptsOneValidChange) {
 }
 
 TEST(ParseAction, StopIsNoChange) {
-  Fixture f;
+  ProposerFixture f;
   for (const char* text : {R"({"action": "stop", "why": "done"})", R"({"stop": true})"}) {
     auto p = parse_action(json::parse(text), f.state, "test");
     ASSERT_TRUE(p) << text;
@@ -130,7 +108,7 @@ TEST(ParseAction, RefusesWithTheReason) {
 }
 
 TEST(CompactState, KeepsTheRelevantKnobsAndCutsLongText) {
-  Fixture f;
+  ProposerFixture f;
   f.state.rejected = {"refused: proposer 'test': unknown knob 'x'"};
   const json full = state_json(f.state);
   const json c = compact_state_json(f.state);
@@ -162,24 +140,6 @@ TEST(ChatUrl, BaseOrFullUrl) {
   EXPECT_EQ(parse_chat_url("http://localhost:9")->chat_path, "/v1/chat/completions");
   for (std::string_view bad : {"localhost:8000/v1", "ftp://x/v1", "http://", "http://h/v1?key=1"})
     EXPECT_FALSE(parse_chat_url(bad)) << bad;
-}
-
-TEST(OpenAIProposer, AConnectionErrorIsARefusalAndTheCallLimitStops) {
-  Fixture f;
-  ProposerOptions o;
-  o.model = "m";
-  o.limits.max_calls = 1;
-  auto p = OpenAIProposer::create("http://127.0.0.1:1/v1", o);  // nothing listens on port 1
-  ASSERT_TRUE(p) << p.error().message();
-  auto first = (*p)->propose(f.state);
-  ASSERT_FALSE(first);
-  EXPECT_NE(first.error().message().find("POST http://127.0.0.1:1/v1/chat/completions"), std::string::npos)
-      << first.error().message();
-  auto second = (*p)->propose(f.state);
-  ASSERT_TRUE(second);
-  EXPECT_FALSE(second->has_value());
-  EXPECT_EQ((*p)->stop_reason(), "proposer limit: 1 calls (--proposer-max-calls)");
-  EXPECT_EQ((*p)->calls(), 1);
 }
 
 }  // namespace
