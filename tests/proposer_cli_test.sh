@@ -21,10 +21,18 @@ j = json.load(open(sys.argv[1]))
 assert j["passed"] is True, j["outcome"]
 props = [e for e in j["experiments"] if e["probe"] == "propose"]
 assert props and props[0]["verdict"] == "failed" and "patch" in props[0]["result"], props[:1]
-assert any("refused before: 1" in e["hypothesis"] for e in j["experiments"] if e["probe"] == "gate"), "rejection not fed back"
 assert j["final_config"]["kernel.kda_replay_decode.variant"].startswith("hoisted"), j["final_config"]
 print("command proposer ok:", j["outcome"])
 PYEOF
+
+# The refusal was fed back: the next proposal's hypothesis (its `propose` record) counts it.
+"$RECUR" journal show ext --db "$T/j.db" --json >"$T/journal.json" || fail "journal unreadable"
+/usr/bin/python3 -c "
+import json, sys
+j = json.load(open('$T/journal.json'))
+hyps = [e['feedback']['hypothesis'] for e in j['experiments'] if e['probe'] == 'propose' and e['verdict'] == 'confirmed']
+assert hyps and 'refused before: 1' in hyps[0], hyps[:1]
+" || fail "the refusal was not fed back to the proposer"
 
 # Resume replays the recorded proposals: the program must not be asked again (make it fail if it is).
 "$RECUR" agent resume ext --journal "$T/j.db" --proposer "command:false" --json >"$T/resume.json" 2>"$T/resume.err"
