@@ -34,7 +34,7 @@ tsan: setup
 	@cd build-tsan && ctest --output-on-failure -L tsan -j $(JOBS) --timeout 600
 
 # libFuzzer targets (clang-14), each run for FUZZ_SECONDS.
-FUZZ_SECONDS ?= 30
+FUZZ_SECONDS ?= 20
 fuzz: setup
 	@cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRECUR_FUZZ=ON \
 	  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
