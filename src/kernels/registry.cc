@@ -146,6 +146,12 @@ std::string KernelSpec::describe_tensors(const Shape& shape) const {
   return fmt::format("{}", fmt::join(items, "; "));
 }
 
+void must(const Status& s, std::string_view what) {
+  if (s) return;
+  std::fprintf(stderr, "recur: %.*s: %s\n", int(what.size()), what.data(), s.error().to_string().c_str());
+  std::abort();
+}
+
 Status check_runnable(const VariantSpec& v) {
   if (v.isa <= active_isa()) return ok_status();
   return unsupported("variant {} needs {}; this machine (or the --isa cap) runs up to {}", v.name, isa_name(v.isa),

@@ -156,6 +156,10 @@ struct KernelSpec {
   std::string describe_tensors(const Shape& shape) const;
 };
 
+// For a variant's run function, whose arguments cannot fail once check_shape has passed: a
+// failure is a bug in recur, reported with `what` (the kernel) and aborted on.
+void must(const Status& s, std::string_view what);
+
 // Whether this machine (at the active ISA level) can run the variant; the error says why not.
 Status check_runnable(const VariantSpec& v);
 

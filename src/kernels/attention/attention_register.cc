@@ -20,12 +20,6 @@ using attention::PagedKvCache;
 
 constexpr float kFp8Scale = 1.0f / 64.0f;
 
-void must(const Status& s, const char* kernel) {
-  if (!s) {
-    std::fprintf(stderr, "recur: %s: %s\n", kernel, s.error().to_string().c_str());
-    std::abort();
-  }
-}
 
 // Sequence lengths of the registered form from the raw `lens` input.
 int64_t length_of(double raw, int64_t max_len) {

@@ -27,7 +27,7 @@ KernelFn call(GemvFn fn) {
   };
 }
 
-void reference(const Shape& shape, std::span<const std::vector<double>> in, std::span<std::vector<double>> out,
+void gemv_reference(const Shape& shape, std::span<const std::vector<double>> in, std::span<std::vector<double>> out,
                std::span<std::vector<double>> magnitude) {
   const int64_t m = shape["M"], n = shape["N"];
   for (int64_t r = 0; r < m; ++r) {
@@ -56,7 +56,7 @@ KernelSpec gemv_spec() {
                .coords = {"col"}, .tile = {256}}};
   k.outputs = {{.name = "y", .dtype = DType::kF32, .dims = [](const Shape& s) { return std::vector<int64_t>{s["M"]}; },
                 .coords = {"row"}, .tile = {16}, .partition_dim = 0}};
-  k.reference = reference;
+  k.reference = gemv_reference;
   k.cost.bytes = [](const Shape& s) { return 4.0 * (double(s["M"]) * double(s["N"]) + double(s["N"]) + double(s["M"])); };
   k.cost.flops = [](const Shape& s) { return 2.0 * double(s["M"]) * double(s["N"]); };
   k.partitioning = Partitioning{.param = "M"};

@@ -17,20 +17,12 @@
 
 #include "core/thread_pool.h"
 #include "kernels/kda/kda.h"
+#include "kernels/kda/kda_parallel.h"
 #include "kernels/kda/kda_prologue.h"
 
 namespace recur::kda {
 namespace {
 
-constexpr size_t round16(size_t n) { return (n + 15) / 16 * 16; }
-
-void run(ThreadPool* pool, int64_t n, const ThreadPool::RangeFn& fn) {
-  if (pool == nullptr) {
-    fn(0, n, 0);
-  } else {
-    pool->parallel_for(n, fn);
-  }
-}
 
 void prefill_recurrent(const KdaOps& ops, const CallInfo& ci, const Shape& shape,
                        const Params& params, const Inputs& in, float* state, float* out,

@@ -33,13 +33,6 @@ kda::Shape kda_shape(const Shape& s, std::optional<int64_t> tokens = std::nullop
                     .k = s["K"], .v = s["V"]};
 }
 
-// A variant's arguments cannot fail once check_shape has passed; a failure is a bug.
-void must(const Status& s, const char* kernel) {
-  if (!s) {
-    std::fprintf(stderr, "recur: %s: %s\n", kernel, s.error().to_string().c_str());
-    std::abort();
-  }
-}
 
 kda::Workspace& workspace() {
   thread_local kda::Workspace ws;

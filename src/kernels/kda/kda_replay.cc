@@ -18,20 +18,12 @@
 #include <cstring>
 
 #include "core/thread_pool.h"
+#include "kernels/kda/kda_parallel.h"
 #include "kernels/kda/kda_prologue.h"
 
 namespace recur::kda {
 namespace {
 
-constexpr size_t round16(size_t n) { return (n + 15) / 16 * 16; }
-
-void run(ThreadPool* pool, int64_t n, const ThreadPool::RangeFn& fn) {
-  if (pool == nullptr) {
-    fn(0, n, 0);
-  } else {
-    pool->parallel_for(n, fn);
-  }
-}
 
 // What each sequence does this step, fixed before any work item runs.
 struct SeqPlan {

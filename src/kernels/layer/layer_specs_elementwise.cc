@@ -22,12 +22,6 @@ std::vector<ShapeParam> mn_params(int64_t n) {
   return {{.name = "M", .default_value = 64, .help = "rows (tokens)"},
           {.name = "N", .default_value = n, .max = int64_t(1) << 24, .help = "row length"}};
 }
-void must(const Status& s) {
-  if (!s) {
-    std::fprintf(stderr, "recur: layer kernel: %s\n", s.error().to_string().c_str());
-    std::abort();
-  }
-}
 
 }  // namespace
 
@@ -187,7 +181,7 @@ KernelSpec rope_spec() {
         return [&ops](const KernelCall& c) {
           const Shape& s = c.shape;
           must(rope(c.inputs[0].ptr<float>(), c.outputs[0].ptr<float>(), s["T"], s["H"], s["D"], s["P"], kTheta,
-                    s["NEOX"] == 1 ? RopeLayout::kHalfSplit : RopeLayout::kInterleaved, ops));
+                    s["NEOX"] == 1 ? RopeLayout::kHalfSplit : RopeLayout::kInterleaved, ops), "layer kernel");
         };
       },
       "double cos/sin tables per token, vector rotation per head");

@@ -11,12 +11,6 @@
 namespace recur::kernels {
 namespace {
 
-void must(const Status& s) {
-  if (!s) {
-    std::fprintf(stderr, "recur: layer kernel: %s\n", s.error().to_string().c_str());
-    std::abort();
-  }
-}
 
 // The ids the registered form gathers: (7919 t + 13) mod V, a function of the shape, because
 // the check fills integer inputs with values that are not valid ids.
@@ -77,7 +71,7 @@ KernelSpec embedding_spec(const TableInfo& info) {
       thread_local std::vector<int32_t> ids;
       ids.resize(size_t(c.shape["T"]));
       for (int64_t t = 0; t < c.shape["T"]; ++t) ids[size_t(t)] = shape_id(t, c.shape["V"]);
-      must(embedding_gather(c.inputs[0].data(), type, c.shape["V"], c.shape["N"], ids, c.outputs[0].ptr<float>(), ops));
+      must(embedding_gather(c.inputs[0].data(), type, c.shape["V"], c.shape["N"], ids, c.outputs[0].ptr<float>(), ops), "layer kernel");
     };
   };
   if (type == TableType::kQ8_0) {
@@ -170,7 +164,7 @@ KernelSpec sample_spec() {
                    const Shape& s = c.shape;
                    const SampleParams p{.temperature = float(double(s["TEMP"]) / 1000.0),
                                         .top_p = float(double(s["TOPP"]) / 1000.0), .seed = uint64_t(s["SEED"])};
-                   must(sample(c.inputs[0].ptr<float>(), s["R"], s["V"], p, c.outputs[0].ptr<int32_t>()));
+                   must(sample(c.inputs[0].ptr<float>(), s["R"], s["V"], p, c.outputs[0].ptr<int32_t>()), "layer kernel");
                  }}};
   return k;
 }

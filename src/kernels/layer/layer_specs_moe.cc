@@ -11,12 +11,6 @@
 namespace recur::kernels {
 namespace {
 
-void must(const Status& s) {
-  if (!s) {
-    std::fprintf(stderr, "recur: layer kernel: %s\n", s.error().to_string().c_str());
-    std::abort();
-  }
-}
 
 // Uneven group sizes with some empty experts: weight (5e + 3) % 7, remainder to the last.
 std::vector<int64_t> group_offsets(int64_t tokens, int64_t experts) {
@@ -86,7 +80,7 @@ KernelSpec route_topk_spec() {
                    const Shape& s = c.shape;
                    must(route_topk(c.inputs[0].ptr<float>(), s["T"], s["E"], s["K"],
                                    s["SIG"] ? RouteScore::kSigmoid : RouteScore::kSoftmax, s["NORM"] == 1,
-                                   c.outputs[0].ptr<int32_t>(), c.outputs[1].ptr<float>()));
+                                   c.outputs[0].ptr<int32_t>(), c.outputs[1].ptr<float>()), "layer kernel");
                  }}};
   return k;
 }
@@ -134,7 +128,7 @@ KernelSpec grouped_gemm_spec() {
           thread_local std::vector<int64_t> off;
           off = group_offsets(c.shape["T"], c.shape["E"]);
           must(grouped_gemm(c.inputs[0].ptr<float>(), c.inputs[1].ptr<float>(), c.outputs[0].ptr<float>(), off,
-                            c.shape["N"], c.shape["K"], ops));
+                            c.shape["N"], c.shape["K"], ops), "layer kernel");
         };
       },
       "per expert: 4 token rows share each weight-row load");

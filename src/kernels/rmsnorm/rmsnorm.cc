@@ -31,7 +31,7 @@ KernelFn call(RmsNormFn fn) {
   };
 }
 
-void reference(const Shape& shape, std::span<const std::vector<double>> in, std::span<std::vector<double>> out,
+void rmsnorm_reference(const Shape& shape, std::span<const std::vector<double>> in, std::span<std::vector<double>> out,
                std::span<std::vector<double>> magnitude) {
   const int64_t m = shape["M"], n = shape["N"];
   const std::vector<double>& x = in[0];
@@ -60,7 +60,7 @@ KernelSpec rmsnorm_spec() {
               {.name = "w", .dtype = DType::kF32, .dims = [](const Shape& s) { return std::vector<int64_t>{s["N"]}; },
                .coords = {"col"}, .tile = {256}}};
   k.outputs = {{.name = "y", .dtype = DType::kF32, .dims = mn, .coords = {"row", "col"}, .tile = {8, 256}, .partition_dim = 0}};
-  k.reference = reference;
+  k.reference = rmsnorm_reference;
   k.cost.bytes = [](const Shape& s) { return 4.0 * (2.0 * double(s["M"]) * double(s["N"]) + double(s["N"])); };
   // Per element: a square-accumulate (2) and two multiplies (2); per row a divide and a sqrt.
   k.cost.flops = [](const Shape& s) { return double(s["M"]) * (4.0 * double(s["N"]) + 3.0); };
