@@ -35,8 +35,6 @@ Status read_knobs(const TomlTable& t, const toml::table& table, const std::strin
 
 }  // namespace
 
-const gate::Arm& Episode::candidate_arm() const { return *gate.find_arm(candidate); }
-
 Result<Episode> parse_episode(std::string_view toml_text, std::string_view path, const KnobRegistry& registry) {
   const std::string file = path.empty() ? "<episode>" : std::string(path);
   kernels::KernelRegistry::global();  // registers the kernels' variant knobs

@@ -39,7 +39,6 @@ struct Episode {
   int max_experiments = 60;
   std::vector<std::string> fixed;  // never changed by the agent
 
-  const gate::Arm& candidate_arm() const;
 };
 
 // Parses and validates an episode (and its gate spec); `path` names it in messages and anchors

@@ -18,10 +18,6 @@ namespace recur::agent {
 
 namespace {
 
-bool is_kernel_time(gate::MetricSource s) {
-  return s == gate::MetricSource::kKernelTime || s == gate::MetricSource::kKernelRatio;
-}
-
 Result<Config> config_of(const gate::GateSpec& spec, std::string_view arm) {
   const gate::Arm* a = spec.find_arm(arm);
   if (a == nullptr) return not_found("gate {}: no arm '{}'", spec.name, arm);
@@ -215,6 +211,10 @@ Result<Evidence> config_diff_evidence(const gate::GateSpec& spec, const std::vec
 }
 
 }  // namespace
+
+bool is_kernel_time(gate::MetricSource s) {
+  return s == gate::MetricSource::kKernelTime || s == gate::MetricSource::kKernelRatio;
+}
 
 std::vector<gate::MetricRequest> metric_calls(const gate::Expr& e) {
   std::vector<gate::MetricRequest> out;

@@ -41,6 +41,9 @@ struct AttributeOptions {
 Result<Evidence> attribute_gap(const Episode& episode, const std::map<std::string, std::string>& config,
                                const GateState& gate, ExperimentLog& log, const AttributeOptions& options);
 
+// Whether a metric times a kernel (time_us, time_ratio, speedup).
+bool is_kernel_time(gate::MetricSource s);
+
 // The metric calls of a condition, left to right.
 std::vector<gate::MetricRequest> metric_calls(const gate::Expr& e);
 

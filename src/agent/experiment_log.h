@@ -57,7 +57,6 @@ class ExperimentLog {
   const Feedback* last_feedback() const { return has_last_ ? &last_ : nullptr; }  // recorded cost of every experiment so far
   int64_t steps() const { return next_step_; }
   int replayed() const { return replayed_; }
-  int64_t run_id() const { return run_id_; }
   Journal& journal() { return journal_; }
 
  private:

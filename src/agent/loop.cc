@@ -27,8 +27,7 @@ int gate_tier(const gate::GateSpec& spec) {
 
 bool condition_times_kernel(const gate::Condition& c, std::string_view candidate) {
   for (const gate::MetricRequest& r : metric_calls(c.expr)) {
-    const bool timed = r.def->source == gate::MetricSource::kKernelTime || r.def->source == gate::MetricSource::kKernelRatio;
-    if (timed && (r.arm == candidate || r.vs == candidate)) return true;
+    if (is_kernel_time(r.def->source) && (r.arm == candidate || r.vs == candidate)) return true;
   }
   return false;
 }
@@ -103,7 +102,7 @@ class Loop {
       if (!(stop = out_of_budget()).empty()) break;
       RECUR_ASSIGN_OR_RETURN(Evidence ev, attribute_gap(ep_, config, state, log_,
                                                         {.instruction_counts = o_.instruction_counts}));
-      AgentState as{.episode = &ep_, .config = config, .gate_feedback = &g.feedback, .gate = state,
+      AgentState as{.episode = &ep_, .config = config, .gate = state,
                     .evidence = ev, .tried = {}, .visited = visited, .iteration = ++iteration};
       bool kept = false;
       while (!kept) {

@@ -29,7 +29,6 @@ namespace recur::agent {
 struct AgentState {
   const Episode* episode = nullptr;
   std::map<std::string, std::string> config;  // the candidate arm's configuration now
-  const Feedback* gate_feedback = nullptr;    // the latest gate evaluation of `config`
   GateState gate;
   Evidence evidence;
   // Changes already tried from this configuration, and configurations already visited (a
