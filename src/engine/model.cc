@@ -20,6 +20,19 @@ uint64_t decode_weight_bytes(const gguf::File& file, const ModelConfig& c) {
   return uint64_t(total);
 }
 
+Result<std::span<const float>> Session::prefill(std::span<const TokenId> tokens) {
+  if (tokens.empty()) return invalid_argument("prefill: no tokens");
+  std::span<const float> logits;
+  for (TokenId t : tokens) {
+    RECUR_ASSIGN_OR_RETURN(logits, step(t));
+  }
+  return logits;
+}
+
+Result<std::unique_ptr<Batch>> Model::new_batch(ThreadPool&, const BatchOptions&, const Config&) const {
+  return unsupported("architecture '{}' has no batched forward", arch_name(config().arch));
+}
+
 Result<std::unique_ptr<Model>> model_from_file(gguf::File file) {
   RECUR_ASSIGN_OR_RETURN(std::string arch, file.get_string("general.architecture"));
   if (arch == "llama") {

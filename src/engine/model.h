@@ -26,6 +26,10 @@ class Session {
   virtual ~Session() = default;
   // Appends `token` at the next position and returns the logits for the token after it.
   virtual Result<std::span<const float>> step(TokenId token) = 0;
+  // Appends the tokens (a prompt, or a chunk of one) in one batched forward and returns the
+  // logits for the token after the last. Equals step() over each token up to float rounding.
+  // The base version steps token by token; architectures override it with a batched forward.
+  virtual Result<std::span<const float>> prefill(std::span<const TokenId> tokens);
   virtual int position() const = 0;
   // Called after every layer with the residual stream (activation statistics, tests).
   void set_layer_observer(std::function<void(int layer, std::span<const float> residual)> f) { observer_ = std::move(f); }
@@ -36,6 +40,50 @@ class Session {
  protected:
   std::function<void(int, std::span<const float>)> observer_;
   OpTap* op_tap_ = nullptr;
+};
+
+using SeqId = int32_t;
+
+// One token of one sequence in a forward batch.
+struct BatchToken {
+  SeqId seq = 0;
+  TokenId token = 0;
+  bool want_logits = false;  // return the logits for the token after this one
+};
+
+struct BatchOptions {
+  int max_sequences = 1;       // live sequences at once
+  int max_tokens = 2048;       // per sequence (KV pages are allocated as sequences grow)
+  int max_batch_tokens = 512;  // tokens per forward()
+};
+
+// KV-cache occupancy of a Batch (pages of the paged attention cache; 0/0 without attention).
+struct KvUsage {
+  int64_t pages_used = 0;
+  int64_t pages_total = 0;
+  int64_t bytes_total = 0;
+};
+
+// Several sequences of different lengths advanced together. One forward() streams every weight
+// once for all the tokens it is given: batched decode (one token per sequence), prefill (a run
+// of one sequence's prompt), or both mixed, as a continuous-batching scheduler builds them.
+// Attention K/V lives in a paged cache (kernels/attention PagedKvCache, dtype per layer from the
+// knobs), KDA state per sequence. Used by one thread at a time; it runs on the pool it was given.
+class Batch {
+ public:
+  virtual ~Batch() = default;
+  // A new, empty sequence; an error when max_sequences are live.
+  virtual Result<SeqId> add_sequence() = 0;
+  // Releases the sequence's KV pages and state; its id may be reused by a later add_sequence().
+  virtual Status free_sequence(SeqId seq) = 0;
+  // Tokens the sequence holds.
+  virtual int position(SeqId seq) const = 0;
+  // Appends each token at its sequence's next position (a sequence's tokens in the order
+  // given) and returns, concatenated in the same order, vocab-size logit rows for the tokens
+  // with want_logits. Errors (unknown sequence, more than max_batch_tokens, a sequence past
+  // max_tokens, the KV pool exhausted) leave every sequence as it was before the call.
+  virtual Result<std::span<const float>> forward(std::span<const BatchToken> tokens) = 0;
+  virtual KvUsage kv_usage() const = 0;
 };
 
 class Model {
@@ -49,6 +97,9 @@ class Model {
   // A fresh sequence of at most max_tokens tokens; knobs choose kernel variants.
   virtual Result<std::unique_ptr<Session>> new_session(ThreadPool& pool, int max_tokens,
                                                        const Config& knobs) const = 0;
+  // Sequences decoded together (continuous batching, batched prefill); knobs as new_session.
+  virtual Result<std::unique_ptr<Batch>> new_batch(ThreadPool& pool, const BatchOptions& options,
+                                                   const Config& knobs) const;
 };
 
 // The rule of Model::weight_bytes_per_token over a GGUF file.
