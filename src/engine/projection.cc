@@ -6,10 +6,11 @@
 
 namespace recur {
 
-Result<Projection> Projection::create(const Weight& w, gemm::Precision precision) {
+Result<Projection> Projection::create(const Weight& w, gemm::Precision precision, gemm::Q8Activations q8) {
   Projection p;
   p.view_ = w;
   p.precision_ = precision;
+  p.q8_ = q8;
   const bool in_place = precision == gemm::Precision::kF32 ||
                         (w.type == gguf::TensorType::kBF16 &&
                          (precision == gemm::Precision::kBf16 || precision == gemm::Precision::kBf16x3 ||
@@ -23,29 +24,31 @@ Result<Projection> Projection::create(const Weight& w, gemm::Precision precision
   return p;
 }
 
-Result<Projection> Projection::create(std::unique_ptr<OwnedWeight> owned, gemm::Precision precision) {
-  RECUR_ASSIGN_OR_RETURN(Projection p, create(owned->view, precision));
+Result<Projection> Projection::create(std::unique_ptr<OwnedWeight> owned, gemm::Precision precision,
+                                      gemm::Q8Activations q8) {
+  RECUR_ASSIGN_OR_RETURN(Projection p, create(owned->view, precision, q8));
   p.owned_ = std::move(owned);
   return p;
 }
 
-void Projection::apply(const float* x, float* y, ThreadPool* pool) const {
+void Projection::apply(const float* x, int64_t m, float* y, ThreadPool* pool) const {
   if (precision_ == gemm::Precision::kF32) {
-    matvec(view_, x, y, pool);
+    matmul(view_, x, m, y, pool, q8_);
     return;
   }
   RECUR_ZONE("matvec");
   zone.arg("rows", view_.rows);
   zone.arg("cols", view_.cols);
+  zone.arg("m", m);
   zone.arg("precision", gemm::precision_name(precision_).data());
   thread_local gemm::Workspace ws;
   // Shapes and precision were checked when the projection was made, so these cannot fail.
   if (packed_) {
-    (void)gemm::gemm(*packed_, x, 1, y, gemm::Options{}, pool, ws);
+    (void)gemm::gemm(*packed_, x, m, y, gemm::Options{}, pool, ws);
   } else {
     (void)gemm::gemm_stored_bf16({.format = gemm::WeightFormat::kBf16, .n = view_.rows, .k = view_.cols,
                                   .data = view_.data},
-                                 precision_, x, 1, y, pool, &ws);
+                                 precision_, x, m, y, pool, &ws);
   }
 }
 

@@ -6,6 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <random>
+
+#include "core/convert.h"
 
 #include "core/thread_pool.h"
 #include "engine/model.h"
@@ -57,6 +61,72 @@ TEST(Projection, HybridPrecisionsOrderByAccuracyOnF32AndBf16Weights) {
     EXPECT_LT(x3, bf16 / 50) << gguf::tensor_type_name(uint32_t(dtype));
     EXPECT_LT(x6, 1e-5) << gguf::tensor_type_name(uint32_t(dtype));
     EXPECT_GT(x3, 0) << "bf16x3 is not f32";
+  }
+}
+
+// rows x cols weights of `type` from N(0, 1) values (Q8_0 as the model writer quantizes).
+std::vector<std::byte> random_weight_bytes(gguf::TensorType type, int64_t rows, int64_t cols, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> v(size_t(rows * cols));
+  for (float& e : v) e = nd(rng);
+  if (type == gguf::TensorType::kQ8_0) return quantize_q8_0(v.data(), int64_t(v.size()));
+  std::vector<std::byte> out(v.size() * (type == gguf::TensorType::kF32 ? 4 : 2));
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (type == gguf::TensorType::kF32) {
+      std::memcpy(out.data() + 4 * i, &v[i], 4);
+    } else {
+      const uint16_t h = type == gguf::TensorType::kF16 ? fp32_to_fp16(v[i]) : fp32_to_bf16(v[i]);
+      std::memcpy(out.data() + 2 * i, &h, 2);
+    }
+  }
+  return out;
+}
+
+// matmul over m rows against m matvec calls: the same bits for m <= 8 (GEMV mode), and within
+// fp32 summation-order error (2 (K + 8) 2^-24 sum |x w|) for prefill-sized m; Projection::apply
+// with m rows is matmul. Every stored format, both Q8_0 activation forms, 1 and 2 threads.
+TEST(Matmul, RowsMatchMatvecForEveryFormat) {
+  auto pool = ThreadPool::create({.threads = 2, .pin = false});
+  ASSERT_TRUE(pool.has_value());
+  const int64_t rows = 75, cols = 320;
+  for (auto type : {gguf::TensorType::kF32, gguf::TensorType::kF16, gguf::TensorType::kBF16, gguf::TensorType::kQ8_0}) {
+    const auto bytes = random_weight_bytes(type, rows, cols, 5);
+    const Weight w{"w", type, rows, cols, bytes.data()};
+    std::vector<float> row(cols);
+    for (auto q8 : {gemm::Q8Activations::kF32, gemm::Q8Activations::kQ8_0}) {
+      auto proj = Projection::create(w, gemm::Precision::kF32, q8);
+      ASSERT_TRUE(proj.has_value());
+      for (int64_t m : {1, 3, 8, 13, 70}) {
+        std::mt19937_64 rng{uint64_t(m)};
+        std::normal_distribution<float> nd(0.0f, 1.0f);
+        std::vector<float> x(size_t(m * cols));
+        for (float& e : x) e = nd(rng);
+        std::vector<float> y(size_t(m * rows)), y1(size_t(m * rows)), yp(size_t(m * rows));
+        matmul(w, x.data(), m, y.data(), pool->get(), q8);
+        matmul(w, x.data(), m, y1.data(), nullptr, q8);
+        proj->apply(x.data(), m, yp.data(), pool->get());
+        EXPECT_EQ(y, y1) << "thread count changed the bits, m=" << m;
+        EXPECT_EQ(y, yp) << "Projection::apply is matmul, m=" << m;
+        for (int64_t i = 0; i < m; ++i) {
+          std::vector<float> want(rows);
+          matvec(w, x.data() + i * cols, want.data(), pool->get(), q8);
+          for (int64_t r = 0; r < rows; ++r) {
+            w.dequantize_row(r, row.data());
+            double mag = 0;
+            for (int64_t c = 0; c < cols; ++c) mag += std::fabs(double(x[i * cols + c]) * row[c]);
+            const double got = y[i * rows + r];
+            if (m <= 8) {
+              ASSERT_EQ(got, want[r]) << gguf::tensor_type_name(uint32_t(type)) << " m=" << m << " row " << i;
+            } else {
+              ASSERT_LE(std::fabs(got - want[r]), 2 * double(cols + 8) * std::ldexp(1.0, -24) * mag)
+                  << gguf::tensor_type_name(uint32_t(type)) << " q8=" << gemm::q8_activations_name(q8) << " m=" << m
+                  << " at [" << i << ", " << r << "]";
+            }
+          }
+        }
+      }
+    }
   }
 }
 

@@ -13,9 +13,6 @@
 namespace recur {
 namespace {
 
-constexpr int kQ8Block = 32;
-constexpr int kQ8BlockBytes = 34;  // fp16 scale + 32 int8
-
 float dot_f32(const float* a, const float* b, int64_t n) {
   // Eight partial sums: lets the compiler vectorize without reassociation flags.
   float s[8] = {};
@@ -27,20 +24,14 @@ float dot_f32(const float* a, const float* b, int64_t n) {
   return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])) + t;
 }
 
-float dot_q8_0(const std::byte* row, const float* x, int64_t n) {
-  float total = 0;
-  for (int64_t b = 0; b < n / kQ8Block; ++b) {
-    const std::byte* blk = row + b * kQ8BlockBytes;
-    uint16_t d16;
-    std::memcpy(&d16, blk, 2);
-    const auto* q = reinterpret_cast<const int8_t*>(blk + 2);
-    const float* xb = x + b * kQ8Block;
-    float s[8] = {};
-    for (int i = 0; i < kQ8Block; i += 8)
-      for (int j = 0; j < 8; ++j) s[j] += float(q[i + j]) * xb[i + j];
-    total += fp16_to_fp32(d16) * (((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])));
+std::optional<gemm::WeightFormat> stored_format(gguf::TensorType t) {
+  switch (t) {
+    case gguf::TensorType::kF32: return gemm::WeightFormat::kF32;
+    case gguf::TensorType::kF16: return gemm::WeightFormat::kF16;
+    case gguf::TensorType::kBF16: return gemm::WeightFormat::kBf16;
+    case gguf::TensorType::kQ8_0: return gemm::WeightFormat::kQ8_0;
+    default: return std::nullopt;
   }
-  return total;
 }
 
 }  // namespace
@@ -67,13 +58,13 @@ void Weight::dequantize_row(int64_t r, float* out) const {
       return;
     }
     case gguf::TensorType::kQ8_0:
-      for (int64_t b = 0; b < cols / kQ8Block; ++b) {
-        const std::byte* blk = row + b * kQ8BlockBytes;
+      for (int64_t b = 0; b < cols / gemm::kQ8Block; ++b) {
+        const std::byte* blk = row + b * gemm::kQ8BlockBytes;
         uint16_t d16;
         std::memcpy(&d16, blk, 2);
         float d = fp16_to_fp32(d16);
         const auto* q = reinterpret_cast<const int8_t*>(blk + 2);
-        for (int i = 0; i < kQ8Block; ++i) out[b * kQ8Block + i] = d * float(q[i]);
+        for (int i = 0; i < gemm::kQ8Block; ++i) out[b * gemm::kQ8Block + i] = d * float(q[i]);
       }
       return;
     case gguf::TensorType::kI8: {
@@ -114,42 +105,29 @@ Weight weight_rows(const Weight& w, int64_t r0, int64_t r1) {
   return v;
 }
 
-void matvec(const Weight& w, const float* x, float* y, ThreadPool* pool) {
+void matmul(const Weight& w, const float* x, int64_t m, float* y, ThreadPool* pool, gemm::Q8Activations q8) {
   RECUR_ZONE("matvec");
   zone.arg("rows", w.rows);
   zone.arg("cols", w.cols);
+  zone.arg("m", m);
   zone.arg("dtype", gguf::tensor_type_name_static(w.type));
-  // F32 / F16 / BF16 / Q8_0: the vectorized GEMV of kernels/gemm (fp32 activations, exact
-  // widening of the weights, rows split statically over the pool).
-  std::optional<gemm::WeightFormat> format;
-  switch (w.type) {
-    case gguf::TensorType::kF32: format = gemm::WeightFormat::kF32; break;
-    case gguf::TensorType::kF16: format = gemm::WeightFormat::kF16; break;
-    case gguf::TensorType::kBF16: format = gemm::WeightFormat::kBf16; break;
-    case gguf::TensorType::kQ8_0: format = gemm::WeightFormat::kQ8_0; break;
-    default: break;
+  // F32 / F16 / BF16 / Q8_0: the vectorized kernels of kernels/gemm, weights read in place.
+  if (auto format = stored_format(w.type);
+      format && gemm::gemm_stored({.format = *format, .n = w.rows, .k = w.cols, .data = w.data}, x, m, y, pool,
+                                  nullptr, q8)) {
+    return;
   }
+  // Anything the kernels refuse (bind_weight admits only the four formats above, so this is a
+  // safety net): dequantize each row and take plain dot products.
   auto rows = [&](int64_t begin, int64_t end, int) {
-    const size_t rb = w.row_bytes();
-    if (w.type == gguf::TensorType::kF32) {
-      for (int64_t r = begin; r < end; ++r) y[r] = dot_f32(reinterpret_cast<const float*>(w.data + r * rb), x, w.cols);
-    } else if (w.type == gguf::TensorType::kQ8_0) {
-      for (int64_t r = begin; r < end; ++r) y[r] = dot_q8_0(w.data + r * rb, x, w.cols);
-    } else {
-      std::vector<float> row(size_t(w.cols));
-      for (int64_t r = begin; r < end; ++r) {
-        w.dequantize_row(r, row.data());
-        y[r] = dot_f32(row.data(), x, w.cols);
-      }
+    std::vector<float> row(size_t(w.cols));
+    for (int64_t r = begin; r < end; ++r) {
+      w.dequantize_row(r, row.data());
+      for (int64_t i = 0; i < m; ++i) y[i * w.rows + r] = dot_f32(row.data(), x + i * w.cols, w.cols);
     }
   };
-  if (format && gemm::gemm_stored({.format = *format, .n = w.rows, .k = w.cols, .data = w.data}, x, 1, y, pool)) {
-    // done by the kernel
-  } else if (pool != nullptr) {
-    pool->parallel_for(w.rows, rows);
-  } else {
-    rows(0, w.rows, 0);
-  }
+  if (pool != nullptr) pool->parallel_for(w.rows, rows);
+  else rows(0, w.rows, 0);
 }
 
 }  // namespace recur

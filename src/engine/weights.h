@@ -11,6 +11,7 @@
 
 #include "core/status.h"
 #include "engine/gguf.h"
+#include "kernels/gemm/gemm.h"
 
 namespace recur {
 
@@ -32,8 +33,20 @@ struct Weight {
 // errors name the tensor, the shape found and the shape expected.
 Result<Weight> bind_weight(const gguf::File& file, const std::string& name, int64_t rows, int64_t cols);
 
-// y[rows] = W x[cols], rows split statically over the pool; with no pool, on this thread.
-void matvec(const Weight& w, const float* x, float* y, ThreadPool* pool);
+// How Q8_0 weights meet fp32 activations when the caller does not pass the knob
+// kernel.gemm.q8_0_activations: the knob's default (docs/gemm.md, "Q8_0 activations").
+inline constexpr gemm::Q8Activations kDefaultQ8Activations = gemm::Q8Activations::kQ8_0;
+
+// y[m, rows] = x[m, cols] W^T: m activation rows (tokens) against the stored weights, W rows
+// split statically over the pool (results never depend on the thread count); with no pool, on
+// this thread. q8 applies to Q8_0 weights only.
+void matmul(const Weight& w, const float* x, int64_t m, float* y, ThreadPool* pool,
+            gemm::Q8Activations q8 = kDefaultQ8Activations);
+// y[rows] = W x[cols]: matmul with m = 1.
+inline void matvec(const Weight& w, const float* x, float* y, ThreadPool* pool,
+                   gemm::Q8Activations q8 = kDefaultQ8Activations) {
+  matmul(w, x, 1, y, pool, q8);
+}
 inline void matvec(const Weight& w, const float* x, float* y, ThreadPool& pool) { matvec(w, x, y, &pool); }
 
 // Rows [r0, r1) of w as a view (no copy): the column-parallel shard of a weight.
