@@ -39,7 +39,11 @@ class HybridModel final : public Model {
 
   const ModelConfig& config() const override { return config_; }
   const Tokenizer& tokenizer() const override { return *tokenizer_; }
+  // A session is a batch of one sequence (hybrid_batch.h); engine.numerics=f64_reference gives
+  // the float64 reference session instead, which new_batch refuses (it runs one sequence).
   Result<std::unique_ptr<Session>> new_session(ThreadPool& pool, int max_tokens, const Config& knobs) const override;
+  Result<std::unique_ptr<Batch>> new_batch(ThreadPool& pool, const BatchOptions& options,
+                                           const Config& knobs) const override;
   uint64_t weight_bytes_per_token() const override { return decode_weight_bytes(file_, config_); }
   const gguf::File& file() const { return file_; }
 

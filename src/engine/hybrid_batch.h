@@ -1,0 +1,102 @@
+// HybridBatch: the hybrid forward pass (hybrid.h) over a flat list of tokens of several
+// sequences (model.h's Batch contract). One forward():
+//   - groups the tokens by sequence (each sequence's tokens keep their order; sequences are
+//     independent, so the rows may be reordered), giving one run of rows per sequence;
+//   - runs every projection once for all rows (Projection::apply with m rows: each weight is
+//     streamed once per forward), norms and residuals per row;
+//   - KDA layers per run: the sequence's convolution windows and state ([HV, K, V], plain or
+//     ReplaySSM; hybrid_kda.h), a decode step for a run of one token, kda::prefill for longer;
+//   - attention layers over a paged KV cache (kernels/attention PagedKvCache, f32, pages of 16
+//     tokens, one page table per sequence): a batch of one-token runs appends and runs the paged
+//     decode kernel, otherwise the paged prefill kernel (causal within each run);
+//   - MoE: routing per row, then rows grouped by expert so each expert's weights are read once;
+//   - the LM head only for rows with want_logits.
+// Tensor parallelism (engine.tp): every rank runs the same forward on its shards
+// (hybrid_shard.h) with its own KV cache of its KV heads and its KDA states of its value heads;
+// all-reduces carry all rows at once.
+//
+// Errors (unknown sequence, token outside the vocabulary, more than max_batch_tokens, a
+// sequence past max_tokens, the KV pages exhausted) are found before anything changes, so they
+// leave every sequence as it was. The KV pool holds engine.hybrid.kv_pages pages (default:
+// enough for max_sequences sequences of max_tokens).
+// Op taps and the layer observer (model.h) see single-row forwards only (a session's step).
+// Thread-safety: one call at a time; it runs on the pool it was given (or on its rank threads).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "engine/hybrid.h"
+#include "engine/hybrid_kda.h"
+#include "engine/model.h"
+#include "engine/tensor_parallel.h"
+
+namespace recur {
+
+struct HybridBatchOptions {
+  BatchOptions batch;
+  hybrid::KdaOptions kda;
+  int tp = 1;
+  ReduceDtype reduce = ReduceDtype::kF32;
+  gemm::Precision precision = gemm::Precision::kF32;
+  gemm::Q8Activations q8 = kDefaultQ8Activations;
+  int64_t kv_pages = 0;  // 0: max_sequences * ceil(max_tokens / page size)
+};
+
+// Reads engine.tp, engine.tp.reduce_dtype, kernel.gemm.precision, kernel.gemm.q8_0_activations,
+// engine.kda.{decode_variant, prefill_variant, replay, replay_window} and engine.hybrid.kv_pages.
+Result<HybridBatchOptions> hybrid_batch_options(const Config& knobs, const BatchOptions& batch);
+
+class HybridBatch final : public Batch {
+ public:
+  static Result<std::unique_ptr<HybridBatch>> create(const HybridModel& m, ThreadPool& pool,
+                                                     const HybridBatchOptions& options);
+  ~HybridBatch() override;
+
+  Result<SeqId> add_sequence() override;
+  Status free_sequence(SeqId seq) override;
+  int position(SeqId seq) const override;  // -1 for a sequence that is not live
+  Result<std::span<const float>> forward(std::span<const BatchToken> tokens) override;
+  KvUsage kv_usage() const override;
+
+  const BatchOptions& options() const { return options_.batch; }
+  // Observers of single-row forwards (model.h's Session::set_op_tap / set_layer_observer).
+  void set_op_tap(OpTap* tap) { op_tap_ = tap; }
+  using LayerObserver = std::function<void(int layer, std::span<const float> residual)>;
+  void set_layer_observer(const LayerObserver* f) { observer_ = f; }
+
+  struct Rank;  // one rank's shards, KV cache, KDA states and buffers (hybrid_batch.cc)
+  struct Plan;  // one forward's rows grouped by sequence
+
+ private:
+  HybridBatch(const HybridModel& m, ThreadPool& pool, const HybridBatchOptions& options);
+  Result<Plan> plan(std::span<const BatchToken> tokens) const;
+  void rank_forward(Rank& r, const Plan& p);
+  void kda_mixer(Rank& r, int l, const Plan& p, ThreadPool* intra);
+  void attention_mixer(Rank& r, int l, const Plan& p, ThreadPool* intra);
+  void mlp(Rank& r, int l, const Plan& p, ThreadPool* intra);
+  void all_reduce(Rank& r, int l, int64_t rows, std::string_view op, std::string_view input);
+  void record(const Rank& r, int l, std::string_view op, std::string_view component,
+              std::initializer_list<std::string_view> inputs, OpShard shard, const float* data, int64_t n,
+              int64_t offset = 0, int64_t size = 0) const;
+
+  const HybridModel& m_;
+  ThreadPool& pool_;
+  HybridBatchOptions options_;
+  struct Slot {
+    bool live = false;
+    int position = 0;
+  };
+  std::vector<Slot> slots_;
+  std::vector<std::unique_ptr<Rank>> ranks_;
+  std::unique_ptr<RankRunner> runner_;  // tp > 1
+  std::vector<int> attention_index_;    // layer -> its index among the attention layers (-1: KDA)
+  std::vector<float> logits_;           // [rows with want_logits, vocab]; each rank writes its slice
+  OpTap* op_tap_ = nullptr;
+  bool tap_rows_ = false;               // this forward records (op tap set, one row)
+  const LayerObserver* observer_ = nullptr;
+};
+
+}  // namespace recur

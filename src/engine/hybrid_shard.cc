@@ -1,0 +1,124 @@
+#include "engine/hybrid_shard.h"
+
+namespace recur::hybrid {
+namespace {
+
+Result<FfnShard> hybrid_ffn_shard(const Weight& gate, const Weight& up, const Weight& down, Span ffn, int tp,
+                                  gemm::Precision p, gemm::Q8Activations q8) {
+  FfnShard s;
+  RECUR_ASSIGN_OR_RETURN(s.gate, Projection::create(weight_rows(gate, ffn.begin, ffn.end), p, q8));
+  RECUR_ASSIGN_OR_RETURN(s.up, Projection::create(weight_rows(up, ffn.begin, ffn.end), p, q8));
+  RECUR_ASSIGN_OR_RETURN(auto cols, row_parallel_shard(down, ffn, tp));
+  RECUR_ASSIGN_OR_RETURN(s.down, Projection::create(std::move(cols), p, q8));
+  return s;
+}
+
+// Rows [r0, r1) of w widened to fp32, row-major.
+std::vector<float> hybrid_widened_rows(const Weight& w, int64_t r0, int64_t r1) {
+  std::vector<float> out(size_t((r1 - r0) * w.cols));
+  for (int64_t r = r0; r < r1; ++r) w.dequantize_row(r, out.data() + (r - r0) * w.cols);
+  return out;
+}
+
+}  // namespace
+
+Status check_tp_split(const ModelConfig& c, int tp, int64_t block) {
+  bool any_kda = false, any_attention = false;
+  for (int l = 0; l < c.n_layers; ++l) (c.is_kda_layer(l) ? any_kda : any_attention) = true;
+  if (any_attention && c.n_heads % tp != 0)
+    return invalid_argument("engine.tp={} does not divide the {} attention heads", tp, c.n_heads);
+  if (any_attention && ((c.n_heads / tp) * c.head_dim) % block != 0)
+    return invalid_argument("engine.tp={}: a rank's {} attention heads of {} are not whole {}-element blocks", tp,
+                            c.n_heads / tp, c.head_dim, block);
+  if (any_kda && c.kda_heads % tp != 0)
+    return invalid_argument("engine.tp={} does not divide the {} KDA value heads", tp, c.kda_heads);
+  if (any_kda && c.kda_key_heads % tp != 0 && tp % c.kda_key_heads != 0)
+    return invalid_argument("engine.tp={}: the {} KDA key heads neither split across the ranks nor divide them, "
+                            "so a rank's value heads would straddle key heads",
+                            tp, c.kda_key_heads);
+  if (any_kda && ((c.kda_heads / tp) * c.kda_head_dim) % block != 0)
+    return invalid_argument("engine.tp={}: a rank's {} KDA heads of {} are not whole {}-element blocks", tp,
+                            c.kda_heads / tp, c.kda_head_dim, block);
+  if (c.ffn_dim % tp != 0 || (c.ffn_dim / tp) % block != 0)
+    return invalid_argument("engine.tp={}: FFN width {} does not split into whole {}-element blocks", tp, c.ffn_dim,
+                            block);
+  if (any_attention) {
+    // The paged attention kernel maps local query head h to local KV head h / (heads / kv_heads),
+    // so a rank's heads must cover its KV heads in equal groups.
+    const int64_t group = c.n_heads / c.n_kv_heads;
+    for (int r = 0; r < tp; ++r) {
+      const Span heads = rank_span(c.n_heads, tp, r);
+      const Span kv{heads.begin / group, (heads.end - 1) / group + 1};
+      bool even = heads.size() % kv.size() == 0;
+      for (int64_t h = heads.begin; even && h < heads.end; ++h)
+        even = h / group - kv.begin == (h - heads.begin) / (heads.size() / kv.size());
+      if (!even)
+        return invalid_argument("engine.tp={}: rank {}'s attention heads [{}, {}) do not split evenly over its KV "
+                                  "heads [{}, {})",
+                                  tp, r, heads.begin, heads.end, kv.begin, kv.end);
+    }
+  }
+  return ok_status();
+}
+
+Result<RankWeights> shard_rank(const HybridModel& m, int index, int tp, gemm::Precision p, gemm::Q8Activations q8) {
+  const ModelConfig& c = m.config();
+  const int64_t K = c.kda_head_dim, hd = c.head_dim;
+  RankWeights r;
+  r.index = index;
+  r.ffn = rank_span(c.ffn_dim, tp, index);
+  r.vocab = rank_span(c.vocab, tp, index);
+  for (int l = 0; l < c.n_layers; ++l) {
+    const HybridLayerWeights& L = m.layers[size_t(l)];
+    LayerShard S;
+    if (L.kda) {
+      const int64_t group = c.kda_heads / c.kda_key_heads;
+      S.v_heads = rank_span(c.kda_heads, tp, index);
+      S.k_heads = {S.v_heads.begin / group, (S.v_heads.end - 1) / group + 1};
+      const Span kc{S.k_heads.begin * K, S.k_heads.end * K}, vc{S.v_heads.begin * K, S.v_heads.end * K};
+      RECUR_ASSIGN_OR_RETURN(S.wq, Projection::create(weight_rows(L.wq, kc.begin, kc.end), p, q8));
+      RECUR_ASSIGN_OR_RETURN(S.wk, Projection::create(weight_rows(L.wk, kc.begin, kc.end), p, q8));
+      RECUR_ASSIGN_OR_RETURN(S.wv, Projection::create(weight_rows(L.wv, vc.begin, vc.end), p, q8));
+      RECUR_ASSIGN_OR_RETURN(S.wf, Projection::create(weight_rows(L.wf, vc.begin, vc.end), p, q8));
+      RECUR_ASSIGN_OR_RETURN(S.wb, Projection::create(weight_rows(L.wb, S.v_heads.begin, S.v_heads.end), p, q8));
+      RECUR_ASSIGN_OR_RETURN(S.out_gate, Projection::create(weight_rows(L.out_gate, vc.begin, vc.end), p, q8));
+      RECUR_ASSIGN_OR_RETURN(auto wo, row_parallel_shard(L.wo, vc, tp));
+      RECUR_ASSIGN_OR_RETURN(S.wo, Projection::create(std::move(wo), p, q8));
+      S.conv_q = hybrid_widened_rows(L.conv_q, kc.begin, kc.end);
+      S.conv_k = hybrid_widened_rows(L.conv_k, kc.begin, kc.end);
+      S.conv_v = hybrid_widened_rows(L.conv_v, vc.begin, vc.end);
+      const std::vector<float> a_log = hybrid_widened_rows(L.a_log, 0, 1), dt_bias = hybrid_widened_rows(L.dt_bias, 0, 1);
+      S.a_log.assign(a_log.begin() + S.v_heads.begin, a_log.begin() + S.v_heads.end);
+      S.dt_bias.assign(dt_bias.begin() + vc.begin, dt_bias.begin() + vc.end);
+      S.out_norm = hybrid_widened_rows(L.out_norm, 0, 1);
+    } else {
+      const int64_t group = c.n_heads / c.n_kv_heads;
+      S.heads = rank_span(c.n_heads, tp, index);
+      S.kv_heads = {S.heads.begin / group, (S.heads.end - 1) / group + 1};
+      RECUR_ASSIGN_OR_RETURN(S.wq, Projection::create(weight_rows(L.wq, S.heads.begin * hd, S.heads.end * hd), p, q8));
+      RECUR_ASSIGN_OR_RETURN(S.wk,
+                             Projection::create(weight_rows(L.wk, S.kv_heads.begin * hd, S.kv_heads.end * hd), p, q8));
+      RECUR_ASSIGN_OR_RETURN(S.wv,
+                             Projection::create(weight_rows(L.wv, S.kv_heads.begin * hd, S.kv_heads.end * hd), p, q8));
+      RECUR_ASSIGN_OR_RETURN(auto wo, row_parallel_shard(L.wo, {S.heads.begin * hd, S.heads.end * hd}, tp));
+      RECUR_ASSIGN_OR_RETURN(S.wo, Projection::create(std::move(wo), p, q8));
+    }
+    if (c.n_experts == 0) {
+      RECUR_ASSIGN_OR_RETURN(S.dense, hybrid_ffn_shard(L.w_gate, L.w_up, L.w_down, r.ffn, tp, p, q8));
+    } else {
+      for (int e = 0; e < c.n_experts; ++e) {
+        RECUR_ASSIGN_OR_RETURN(FfnShard x, hybrid_ffn_shard(L.exp_gate[size_t(e)], L.exp_up[size_t(e)],
+                                                            L.exp_down[size_t(e)], r.ffn, tp, p, q8));
+        S.experts.push_back(std::move(x));
+      }
+      if (c.shared_expert) {
+        RECUR_ASSIGN_OR_RETURN(S.shared, hybrid_ffn_shard(L.sh_gate, L.sh_up, L.sh_down, r.ffn, tp, p, q8));
+      }
+    }
+    r.layers.push_back(std::move(S));
+  }
+  RECUR_ASSIGN_OR_RETURN(r.output, Projection::create(weight_rows(m.output, r.vocab.begin, r.vocab.end), p, q8));
+  return r;
+}
+
+}  // namespace recur::hybrid

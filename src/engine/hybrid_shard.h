@@ -1,0 +1,46 @@
+// What one tensor-parallel rank of a hybrid forward pass owns (docs/engine.md, "Tensor
+// parallelism"): its KDA value heads and the key heads they read, its attention heads and KV
+// heads, its FFN columns of the dense MLP and of every expert, and its vocabulary rows of the LM
+// head, as projections at the chosen matmul precision (projection.h). Built once per session or
+// batch; immutable afterwards.
+#pragma once
+
+#include <vector>
+
+#include "core/status.h"
+#include "engine/hybrid.h"
+#include "engine/projection.h"
+#include "engine/tensor_parallel.h"
+
+namespace recur::hybrid {
+
+struct FfnShard {
+  Projection gate, up, down;  // down: row-parallel (this rank's FFN columns)
+};
+
+struct LayerShard {
+  // KDA: value heads, and the key heads they read (ranks may share a key head, as GQA ranks
+  // share a KV head). Attention: heads and KV heads. wo is row-parallel in both.
+  Span v_heads, k_heads, heads, kv_heads;
+  Projection wq, wk, wv, wf, wb, out_gate, wo;
+  std::vector<float> conv_q, conv_k, conv_v;  // [channels, conv_size], widened once
+  std::vector<float> a_log, dt_bias, out_norm;
+  FfnShard dense, shared;
+  std::vector<FfnShard> experts;
+};
+
+struct RankWeights {
+  int index = 0;
+  Span ffn, vocab;
+  std::vector<LayerShard> layers;
+  Projection output;  // this rank's vocabulary rows of the LM head
+};
+
+// Checks that `tp` splits every sharded dimension of `c` evenly and into whole storage blocks.
+Status check_tp_split(const ModelConfig& c, int tp, int64_t block);
+
+// Rank `index` of `tp`'s shards of every layer.
+Result<RankWeights> shard_rank(const HybridModel& m, int index, int tp, gemm::Precision precision,
+                               gemm::Q8Activations q8);
+
+}  // namespace recur::hybrid
