@@ -1,0 +1,357 @@
+#include "transfer/transfer_engine.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "trace/trace.h"
+#include "transfer/batch.h"
+#include "transfer/memory_registry.h"
+#include "transfer/shm_segment.h"
+#include "transfer/tcp_peer.h"
+#include "transfer/tcp_server.h"
+
+namespace recur::transfer {
+
+class TransferEngine::Impl {
+ public:
+  struct Segment {
+    std::string name;
+    std::unique_ptr<ShmPeer> shm;  // exactly one of shm, tcp
+    std::unique_ptr<TcpPeer> tcp;
+    std::atomic<bool> open{true};
+  };
+  struct Work {
+    std::shared_ptr<Batch> batch;
+    size_t index = 0;
+    TransferRequest request;
+    bool close = false;  // close request.target after what was queued before
+  };
+
+  explicit Impl(const EngineOptions& options) : options(options), registry(options.segment_name) {}
+  ~Impl();
+
+  void run_transfers();
+  void execute(Work& w);
+  void execute_traced(trace::Zone& zone, Segment& seg, Work& w, uint32_t region, uint64_t offset);
+  void execute_shm(Segment& seg, Work& w, uint32_t region, uint64_t offset);
+  Result<Segment*> segment(SegmentHandle h) const;
+  Result<std::shared_ptr<Batch>> batch(BatchId id) const;
+
+  EngineOptions options;
+  MemoryRegistry registry;
+  std::unique_ptr<ShmOwner> shm;
+  std::unique_ptr<TcpServer> server;
+
+  mutable std::mutex segments_mu;
+  std::vector<std::unique_ptr<Segment>> segments;
+
+  mutable std::mutex batches_mu;
+  std::map<BatchId, std::shared_ptr<Batch>> batches;
+  BatchId next_batch = 1;
+
+  std::mutex queue_mu;
+  std::condition_variable queue_cv;
+  std::deque<Work> queue;
+  bool stopping = false;
+  std::thread worker;
+};
+
+namespace {
+
+void engine_fail(const std::shared_ptr<Batch>& batch, size_t index, SegmentHandle s, const Error& e) {
+  batch->mark_segment_failed(s);
+  batch->fail(index, e);
+}
+
+const char* engine_opcode_name(TransferOpcode op) {
+  switch (op) {
+    case TransferOpcode::kRead: return "read";
+    case TransferOpcode::kWrite: return "write";
+    case TransferOpcode::kStoreFlag: return "store_flag";
+  }
+  return "?";
+}
+
+}  // namespace
+
+TransferEngine::Impl::~Impl() {
+  {
+    std::lock_guard lock(queue_mu);
+    stopping = true;
+  }
+  queue_cv.notify_all();
+  if (worker.joinable()) worker.join();
+  for (Work& w : queue) {
+    if (!w.close)
+      w.batch->fail(w.index, Error(ErrorCode::kFailedPrecondition,
+                                   fmt::format("segment {}: engine shut down before the request ran", options.segment_name)));
+  }
+  segments.clear();  // TCP peers fail what is in flight
+  server.reset();    // before the registry its threads read
+  shm.reset();
+}
+
+void TransferEngine::Impl::run_transfers() {
+  trace::set_thread_name("kv_transfer");
+  for (;;) {
+    Work w;
+    {
+      std::unique_lock lock(queue_mu);
+      queue_cv.wait(lock, [&] { return stopping || !queue.empty(); });
+      if (stopping) return;
+      w = std::move(queue.front());
+      queue.pop_front();
+    }
+    execute(w);
+  }
+}
+
+void TransferEngine::Impl::execute(Work& w) {
+  const TransferRequest& r = w.request;
+  auto found = segment(r.target);
+  if (w.close) {
+    if (found) {
+      Segment& seg = **found;
+      if (seg.tcp) seg.tcp->drain();
+      seg.tcp.reset();
+      seg.shm.reset();
+    }
+    return;
+  }
+  if (!found) return engine_fail(w.batch, w.index, r.target, found.error());
+  Segment& seg = **found;
+  uint32_t region = region_of(r.target_offset);
+  uint64_t offset = offset_in_region(r.target_offset);
+  auto where = [&] {
+    return fmt::format("segment {}: {} region {} offset {} length {}", seg.name, engine_opcode_name(r.opcode), region,
+                       offset, r.length);
+  };
+  if (w.batch->segment_failed(r.target))
+    return engine_fail(w.batch, w.index, r.target,
+                       Error(ErrorCode::kFailedPrecondition,
+                             fmt::format("{}: not run: an earlier request of this batch to the segment failed", where())));
+  if (seg.shm == nullptr && seg.tcp == nullptr)
+    return engine_fail(w.batch, w.index, r.target,
+                       Error(ErrorCode::kFailedPrecondition, fmt::format("{}: segment closed", where())));
+  // Zone names are static: one zone for reads, one for writes and flags.
+  if (r.opcode == TransferOpcode::kRead) {
+    RECUR_ZONE("kv_transfer.read");
+    return execute_traced(zone, seg, w, region, offset);
+  }
+  RECUR_ZONE("kv_transfer.send");
+  execute_traced(zone, seg, w, region, offset);
+}
+
+void TransferEngine::Impl::execute_traced(trace::Zone& zone, Segment& seg, Work& w, uint32_t region, uint64_t offset) {
+  const TransferRequest& r = w.request;
+  zone.arg("bytes", r.length);
+  if (r.trace.seq >= 0) zone.arg("seq", r.trace.seq);
+  if (r.trace.layer >= 0) zone.arg("layer", r.trace.layer);
+  if (r.trace.flow != 0) RECUR_FLOW_STEP("kv_block", r.trace.flow);
+  if (seg.shm) return execute_shm(seg, w, region, offset);
+  FrameOp op = r.opcode == TransferOpcode::kRead    ? FrameOp::kRead
+               : r.opcode == TransferOpcode::kWrite ? FrameOp::kWrite
+                                                    : FrameOp::kStoreFlag;
+  seg.tcp->send({w.batch, w.index, r.target}, op, region, offset, static_cast<std::byte*>(r.source), r.length);
+}
+
+void TransferEngine::Impl::execute_shm(Segment& seg, Work& w, uint32_t region, uint64_t offset) {
+  const TransferRequest& r = w.request;
+  if (auto alive = seg.shm->check_alive(); !alive) return engine_fail(w.batch, w.index, r.target, alive.error());
+  auto target = seg.shm->resolve(region, offset, r.length);
+  if (!target) return engine_fail(w.batch, w.index, r.target, target.error());
+  switch (r.opcode) {
+    case TransferOpcode::kRead:
+      std::memcpy(r.source, *target, r.length);
+      break;
+    case TransferOpcode::kWrite:
+      std::memcpy(*target, r.source, r.length);
+      break;
+    case TransferOpcode::kStoreFlag: {
+      uint64_t value = std::atomic_ref<uint64_t>(*static_cast<uint64_t*>(r.source)).load(std::memory_order_relaxed);
+      std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(*target)).store(value, std::memory_order_release);
+      break;
+    }
+  }
+  w.batch->complete(w.index, r.length);
+}
+
+Result<TransferEngine::Impl::Segment*> TransferEngine::Impl::segment(SegmentHandle h) const {
+  std::lock_guard lock(segments_mu);
+  if (h < 0 || size_t(h) >= segments.size())
+    return not_found("segment handle {}: unknown (opened: {})", h, segments.size());
+  return segments[size_t(h)].get();
+}
+
+Result<std::shared_ptr<Batch>> TransferEngine::Impl::batch(BatchId id) const {
+  std::lock_guard lock(batches_mu);
+  auto it = batches.find(id);
+  if (it == batches.end()) return not_found("segment {}: batch {} is not allocated", options.segment_name, id);
+  return it->second;
+}
+
+// ---- public API ----
+
+TransferEngine::TransferEngine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TransferEngine::~TransferEngine() = default;
+
+Result<std::unique_ptr<TransferEngine>> TransferEngine::create(const EngineOptions& options) {
+  RECUR_RETURN_IF_ERROR(check_segment_name(options.segment_name));
+  if (options.timeout.count() <= 0)
+    return invalid_argument("segment {}: timeout {} ms, expected > 0", options.segment_name, options.timeout.count());
+  auto impl = std::make_unique<Impl>(options);
+  RECUR_ASSIGN_OR_RETURN(impl->shm, ShmOwner::create(options.segment_name));
+  if (!options.listen.empty()) {
+    RECUR_ASSIGN_OR_RETURN(TcpAddress at, parse_host_port(options.listen));
+    auto server = TcpServer::start(at.host, at.port, options.segment_name, impl->registry, options.timeout);
+    if (!server) return unexpected<Error>(server.error().with_context(fmt::format("segment {}", options.segment_name)));
+    impl->server = std::move(*server);
+  }
+  impl->worker = std::thread([p = impl.get()] { p->run_transfers(); });
+  return std::unique_ptr<TransferEngine>(new TransferEngine(std::move(impl)));
+}
+
+const std::string& TransferEngine::segment_name() const { return impl_->options.segment_name; }
+int TransferEngine::port() const { return impl_->server ? impl_->server->port() : 0; }
+
+Result<void*> TransferEngine::allocate_shared(size_t bytes) {
+  RECUR_ASSIGN_OR_RETURN(std::byte * p, impl_->shm->allocate(bytes));
+  return static_cast<void*>(p);
+}
+
+Status TransferEngine::free_shared(void* addr) { return impl_->shm->free(addr); }
+
+Result<RegionInfo> TransferEngine::register_memory(void* addr, size_t bytes, std::string_view location) {
+  std::optional<SharedBacking> backing = impl_->shm->find_backing(addr, bytes);
+  RECUR_ASSIGN_OR_RETURN(LocalRegion r, impl_->registry.add(static_cast<std::byte*>(addr), bytes, location, backing));
+  if (auto s = impl_->shm->publish(r); !s) {
+    (void)impl_->registry.remove(addr);
+    return unexpected<Error>(s.error());
+  }
+  return r.info;
+}
+
+Status TransferEngine::unregister_memory(void* addr) {
+  RECUR_ASSIGN_OR_RETURN(LocalRegion r, impl_->registry.remove(addr));
+  impl_->shm->withdraw(r.info.id);
+  return ok_status();
+}
+
+std::vector<RegionInfo> TransferEngine::regions() const { return impl_->registry.list(); }
+
+Result<SegmentHandle> TransferEngine::open_segment(std::string_view name) {
+  auto seg = std::make_unique<Impl::Segment>();
+  if (name.find('/') != std::string_view::npos) {
+    RECUR_ASSIGN_OR_RETURN(TcpAddress at, parse_tcp_segment(name));
+    RECUR_RETURN_IF_ERROR(check_segment_name(at.name));
+    RECUR_ASSIGN_OR_RETURN(seg->tcp, TcpPeer::connect(at, impl_->options.timeout));
+  } else {
+    RECUR_RETURN_IF_ERROR(check_segment_name(name));
+    RECUR_ASSIGN_OR_RETURN(seg->shm, ShmPeer::open(std::string(name)));
+  }
+  seg->name = std::string(name);
+  std::lock_guard lock(impl_->segments_mu);
+  impl_->segments.push_back(std::move(seg));
+  return SegmentHandle(impl_->segments.size() - 1);
+}
+
+Result<std::vector<RegionInfo>> TransferEngine::segment_regions(SegmentHandle segment) {
+  RECUR_ASSIGN_OR_RETURN(Impl::Segment * seg, impl_->segment(segment));
+  if (!seg->open.load()) return make_error(ErrorCode::kFailedPrecondition, "segment {}: closed", seg->name);
+  if (seg->name.find('/') == std::string::npos) {
+    // A private view: the transfer thread's ShmPeer is its alone.
+    RECUR_ASSIGN_OR_RETURN(auto view, ShmPeer::open(seg->name));
+    return view->regions();
+  }
+  RECUR_ASSIGN_OR_RETURN(TcpAddress at, parse_tcp_segment(seg->name));
+  std::vector<RegionInfo> out;
+  RECUR_ASSIGN_OR_RETURN(std::vector<RegionEntry> table, tcp_segment_regions(at, impl_->options.timeout));
+  for (const RegionEntry& e : table) out.push_back({e.id, segment_offset(e.id, 0), e.length, false});
+  return out;
+}
+
+Status TransferEngine::close_segment(SegmentHandle segment) {
+  RECUR_ASSIGN_OR_RETURN(Impl::Segment * seg, impl_->segment(segment));
+  if (!seg->open.exchange(false)) return make_error(ErrorCode::kFailedPrecondition, "segment {}: already closed", seg->name);
+  Impl::Work w;
+  w.close = true;
+  w.request.target = segment;
+  {
+    std::lock_guard lock(impl_->queue_mu);
+    impl_->queue.push_back(std::move(w));
+  }
+  impl_->queue_cv.notify_one();
+  return ok_status();
+}
+
+Result<BatchId> TransferEngine::allocate_batch(size_t max_requests) {
+  if (max_requests == 0) return invalid_argument("segment {}: allocate_batch(0), expected at least 1", segment_name());
+  std::lock_guard lock(impl_->batches_mu);
+  BatchId id = impl_->next_batch++;
+  impl_->batches[id] = std::make_shared<Batch>(max_requests);
+  return id;
+}
+
+Status TransferEngine::submit(BatchId batch_id, std::span<const TransferRequest> requests) {
+  RECUR_ASSIGN_OR_RETURN(std::shared_ptr<Batch> batch, impl_->batch(batch_id));
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const TransferRequest& r = requests[i];
+    auto context = [&] {
+      return fmt::format("batch {} request {} ({} to segment handle {} offset {:#x} length {})", batch_id, i,
+                         engine_opcode_name(r.opcode), r.target, r.target_offset, r.length);
+    };
+    if (r.length == 0 || r.source == nullptr)
+      return invalid_argument("{}: expected a source address and a length > 0", context());
+    if (r.opcode != TransferOpcode::kRead && r.opcode != TransferOpcode::kWrite && r.opcode != TransferOpcode::kStoreFlag)
+      return invalid_argument("{}: unknown opcode {}", context(), int(r.opcode));
+    if (r.opcode == TransferOpcode::kStoreFlag &&
+        (r.length != 8 || reinterpret_cast<uintptr_t>(r.source) % 8 != 0 || r.target_offset % 8 != 0))
+      return invalid_argument("{}: store_flag needs length 8 and 8-aligned source and target", context());
+    if (region_of(r.target_offset) == 0)
+      return invalid_argument("{}: target offset names region 0, expected a segment offset from the peer's regions",
+                              context());
+    if (auto s = impl_->registry.check_local(r.source, r.length); !s)
+      return unexpected<Error>(s.error().with_context(context()));
+    RECUR_ASSIGN_OR_RETURN(Impl::Segment * seg, impl_->segment(r.target));
+    if (!seg->open.load())
+      return make_error(ErrorCode::kFailedPrecondition, "{}: segment {} is closed", context(), seg->name);
+  }
+  RECUR_ASSIGN_OR_RETURN(size_t first, batch->reserve(requests.size()));
+  {
+    std::lock_guard lock(impl_->queue_mu);
+    for (size_t i = 0; i < requests.size(); ++i) impl_->queue.push_back({batch, first + i, requests[i], false});
+  }
+  impl_->queue_cv.notify_one();
+  return ok_status();
+}
+
+Result<TransferStatus> TransferEngine::status(BatchId batch_id, size_t index) const {
+  RECUR_ASSIGN_OR_RETURN(std::shared_ptr<Batch> batch, impl_->batch(batch_id));
+  if (index >= batch->used())
+    return invalid_argument("segment {}: batch {}: request {} not submitted ({} were)", segment_name(), batch_id, index,
+                            batch->used());
+  return batch->status(index);
+}
+
+Status TransferEngine::wait_batch(BatchId batch_id, std::chrono::milliseconds timeout) const {
+  RECUR_ASSIGN_OR_RETURN(std::shared_ptr<Batch> batch, impl_->batch(batch_id));
+  return batch->wait(timeout);
+}
+
+Status TransferEngine::free_batch(BatchId batch_id) {
+  std::lock_guard lock(impl_->batches_mu);
+  auto it = impl_->batches.find(batch_id);
+  if (it == impl_->batches.end()) return not_found("segment {}: batch {} is not allocated", segment_name(), batch_id);
+  if (size_t n = it->second->pending(); n > 0)
+    return make_error(ErrorCode::kFailedPrecondition, "segment {}: batch {} has {} pending requests", segment_name(),
+                      batch_id, n);
+  impl_->batches.erase(it);
+  return ok_status();
+}
+
+}  // namespace recur::transfer
