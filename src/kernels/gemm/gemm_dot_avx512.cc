@@ -12,20 +12,6 @@
 namespace recur::gemm {
 namespace {
 
-inline __m512 load_f32(const float* p, int len) {
-  return len == 16 ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(mask16(len), p);
-}
-inline __m256i load_u16x16(const uint16_t* p, int len) {
-  return len == 16 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))
-                   : _mm256_maskz_loadu_epi16(mask16(len), p);
-}
-inline __m512i load_u16x32(const uint16_t* p, int len) {
-  return len == 32 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi16(mask32(len), p);
-}
-inline __m512i load_i8x64(const int8_t* p, int len) {
-  return len == 64 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(mask64(len), p);
-}
-
 // fp32 X against W loaded by L (T and load(p, len) -> 16 fp32 lanes; a type rather than a
 // function pointer, which would drop the vector attributes of its return type).
 template <class L>
@@ -45,21 +31,6 @@ struct WidenOp {
   }
   void mac(Acc& acc, X x, W w) const { acc = _mm512_fmadd_ps(x, w, acc); }
   void store(const DotArgs& a, int64_t m, int64_t n, Acc acc) const { store_sum(a, m, n, hsum(acc)); }
-};
-
-struct WidenF32 {
-  using T = float;
-  static __m512 load(const float* p, int len) { return load_f32(p, len); }
-};
-struct WidenF16 {
-  using T = uint16_t;
-  static __m512 load(const uint16_t* p, int len) { return _mm512_cvtph_ps(load_u16x16(p, len)); }
-};
-struct WidenBf16 {
-  using T = uint16_t;
-  static __m512 load(const uint16_t* p, int len) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(load_u16x16(p, len)), 16));
-  }
 };
 
 using F32Op = WidenOp<WidenF32>;

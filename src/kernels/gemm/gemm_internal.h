@@ -67,6 +67,38 @@ extern const DotKernels kAvx512Dot;  // bf16 needs avx512bf16, i8 needs avx512vn
 // avx512bf16 / avx512vnni.
 const DotKernels& dot_kernels(Isa isa);
 
+// One-row GEMV (M = 1) over stored weights, rows [r0, r1) of y = W x: each W row is one
+// sequential stream and meets x with several independent accumulator chains (the dot tiles
+// have one chain per output), so neither FMA latency nor the widening bounds it below DRAM
+// speed. Q8_0 takes x pre-quantized (prepare_q8_gemv_x): two blocks per 512-bit vpdpbusd.
+struct GemvArgs {
+  int64_t k = 0;
+  const void* w = nullptr;
+  size_t w_row_bytes = 0;
+  const float* x = nullptr;           // f32 / f16 / bf16 weights: fp32 x [k]
+  const int8_t* x_abs = nullptr;      // Q8_0: |q| of the quantized x, k bytes (zero-padded to 64)
+  const uint64_t* x_neg = nullptr;    // Q8_0: bit i of word j set where q[64 j + i] < 0
+  const float* x_scale16 = nullptr;   // Q8_0: per pair of blocks p, 16 floats: d[2p] x 8, d[2p+1] x 8
+  float* y = nullptr;
+};
+using GemvFn = void (*)(const GemvArgs&, int64_t r0, int64_t r1);
+// x [k] quantized to Q8_0 as quantize_q8_0_rows does (the same bits), in the GemvArgs form.
+struct GemvQ8X {
+  int8_t* abs;        // ceil(blocks / 2) * 64 bytes
+  uint64_t* neg;      // ceil(blocks / 2)
+  float* scale16;     // ceil(blocks / 2) * 16
+  float* d;           // blocks: the plain block scales
+};
+using GemvQ8PrepareFn = void (*)(const float* x, int64_t k, GemvQ8X& out);
+struct GemvKernels {
+  GemvFn f32 = nullptr;
+  GemvFn f16w = nullptr;
+  GemvFn bf16w = nullptr;
+  GemvFn q8_0q8 = nullptr;  // needs avx512vnni
+  GemvQ8PrepareFn q8_prepare = nullptr;
+};
+extern const GemvKernels kAvx512Gemv;
+
 // Tiled f32 microkernel (AVX-512): C[6 x 64] (+)= A strip [kc][6] · B panel slice [kc][64];
 // only the first mr rows and nr columns of C are written (ldc floats per row).
 using MicroFn = void (*)(const float* a, const float* b, int64_t kc, float* c, int64_t ldc, int mr, int nr,

@@ -1,6 +1,6 @@
 // AVX-512 helpers shared by the GEMM translation units compiled with the AVX-512 flags
-// (gemm_dot_avx512.cc, gemm_tiled_avx512.cc): the intrinsics include, tail masks and
-// horizontal sums written out by hand. Include only from those files (internal linkage).
+// (gemm_dot_avx512.cc, gemm_gemv_avx512.cc, gemm_tiled_avx512.cc): the intrinsics include,
+// tail masks, masked loads, the widening weight loads and horizontal sums written out by hand. Include only from those files (internal linkage).
 //
 // GCC 12's AVX-512 header builds _mm512_undefined_* as `__m512 __Y = __Y;`, which
 // -Wuninitialized reports at every inlined use; the warning's location is inside the header,
@@ -26,6 +26,36 @@ namespace {
 inline __mmask16 mask16(int n) { return __mmask16(n >= 16 ? 0xffffu : (1u << n) - 1u); }
 inline __mmask32 mask32(int n) { return __mmask32(n >= 32 ? 0xffffffffu : (1u << n) - 1u); }
 inline __mmask64 mask64(int n) { return __mmask64(n >= 64 ? ~0ull : (1ull << n) - 1ull); }
+
+inline __m512 load_f32(const float* p, int len) {
+  return len == 16 ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(mask16(len), p);
+}
+inline __m256i load_u16x16(const uint16_t* p, int len) {
+  return len == 16 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))
+                   : _mm256_maskz_loadu_epi16(mask16(len), p);
+}
+inline __m512i load_u16x32(const uint16_t* p, int len) {
+  return len == 32 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi16(mask32(len), p);
+}
+inline __m512i load_i8x64(const int8_t* p, int len) {
+  return len == 64 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(mask64(len), p);
+}
+
+// Loads of 16 weights widened to fp32 (T and load(p, len)), for the dot and GEMV kernels.
+struct WidenF32 {
+  using T = float;
+  static __m512 load(const float* p, int len) { return load_f32(p, len); }
+};
+struct WidenF16 {
+  using T = uint16_t;
+  static __m512 load(const uint16_t* p, int len) { return _mm512_cvtph_ps(load_u16x16(p, len)); }
+};
+struct WidenBf16 {
+  using T = uint16_t;
+  static __m512 load(const uint16_t* p, int len) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(load_u16x16(p, len)), 16));
+  }
+};
 
 inline float hsum(__m512 a) {
   __m256 lo = _mm512_castps512_ps256(a);

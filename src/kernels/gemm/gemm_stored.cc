@@ -2,9 +2,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/knobs.h"
-
 #include "core/cpu_features.h"
+#include "core/knobs.h"
+#include "core/thread_pool.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/gemm/gemm_internal.h"
 #include "kernels/gemm/gemm_round.h"
@@ -44,6 +44,45 @@ void quantize_q8_0_rows(const float* x, int64_t m, int64_t k, int8_t* q, float* 
   }
 }
 
+namespace {
+
+// The one-row GEMV kernel for (format, activations) on this CPU, or null (the dot kernels run).
+GemvFn stored_gemv_kernel(WeightFormat f, Q8Activations q8) {
+  if (active_isa() < Isa::kAvx512) return nullptr;
+  switch (f) {
+    case WeightFormat::kF32: return kAvx512Gemv.f32;
+    case WeightFormat::kF16: return kAvx512Gemv.f16w;
+    case WeightFormat::kBf16: return kAvx512Gemv.bf16w;
+    case WeightFormat::kQ8_0:
+      return q8 == Q8Activations::kQ8_0 && cpu_features().avx512vnni ? kAvx512Gemv.q8_0q8 : nullptr;
+  }
+  return nullptr;
+}
+
+// x [k] quantized to Q8_0 in the form gemv_q8q8_rows reads (GemvArgs).
+void prepare_q8_gemv_x(const float* x, int64_t k, Workspace& s, GemvArgs& a) {
+  const int64_t blocks = k / kQ8Block, pairs = (blocks + 1) / 2;
+  GemvQ8X q{.abs = reinterpret_cast<int8_t*>(s.bytes(0, size_t(pairs * 64))),
+            .neg = reinterpret_cast<uint64_t*>(s.bytes(2, size_t(pairs) * sizeof(uint64_t))),
+            .scale16 = reinterpret_cast<float*>(s.bytes(3, size_t(pairs * 16) * sizeof(float))),
+            .d = reinterpret_cast<float*>(s.bytes(1, size_t(blocks) * sizeof(float)))};
+  kAvx512Gemv.q8_prepare(x, k, q);
+  a.x_abs = q.abs;
+  a.x_neg = q.neg;
+  a.x_scale16 = q.scale16;
+}
+
+// Rows in blocks of 16 (one cache line of y) split statically over the pool.
+void run_gemv(GemvFn fn, const GemvArgs& a, int64_t n, ThreadPool* pool) {
+  constexpr int64_t kRows = 16;
+  auto body = [&](int64_t b0, int64_t b1, int) { fn(a, b0 * kRows, std::min(n, b1 * kRows)); };
+  const int64_t blocks = (n + kRows - 1) / kRows;
+  if (pool != nullptr) pool->parallel_for(blocks, body);
+  else body(0, blocks, 0);
+}
+
+}  // namespace
+
 Status gemm_stored(const WeightView& w, const float* x, int64_t m, float* y, ThreadPool* pool, Workspace* ws,
                    Q8Activations q8) {
   if (w.n < 1 || w.k < 1 || w.data == nullptr)
@@ -53,6 +92,14 @@ Status gemm_stored(const WeightView& w, const float* x, int64_t m, float* y, Thr
     return invalid_argument("gemm_stored: q8_0 weights need k % 32 == 0, got k = {}", w.k);
   if (m < 1 || x == nullptr || y == nullptr)
     return invalid_argument("gemm_stored: m={}: expected m >= 1 and x, y set", m);
+  thread_local Workspace local;
+  Workspace& s = ws != nullptr ? *ws : local;
+  if (GemvFn gemv = m == 1 ? stored_gemv_kernel(w.format, q8) : nullptr) {
+    GemvArgs g{.k = w.k, .w = w.data, .w_row_bytes = row_bytes(w.format, w.k), .x = x, .y = y};
+    if (w.format == WeightFormat::kQ8_0) prepare_q8_gemv_x(x, w.k, s, g);
+    run_gemv(gemv, g, w.n, pool);
+    return ok_status();
+  }
   const DotKernels& kern = dot_kernels(active_isa());
   DotFn fn = nullptr;
   int64_t kc = 1024;
@@ -65,8 +112,6 @@ Status gemm_stored(const WeightView& w, const float* x, int64_t m, float* y, Thr
   if (m <= 8) kc = w.k;
   DotArgs a{.k = w.k, .x = x, .w = w.data, .y = y, .ldy = w.n};
   if (w.format == WeightFormat::kQ8_0 && q8 == Q8Activations::kQ8_0) {
-    thread_local Workspace local;
-    Workspace& s = ws != nullptr ? *ws : local;
     auto* q = reinterpret_cast<int8_t*>(s.bytes(0, size_t(m * w.k)));
     auto* d = reinterpret_cast<float*>(s.bytes(1, size_t(m * w.k / kQ8Block) * sizeof(float)));
     quantize_q8_0_rows(x, m, w.k, q, d);

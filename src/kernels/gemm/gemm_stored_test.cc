@@ -161,6 +161,32 @@ TEST(GemmStored, Q8ActivationsMatchReferenceOnEveryIsa) {
   }
 }
 
+// The AVX-512 GEMV's activation quantizer gives quantize_q8_0_rows' bits (|q|, signs, scales),
+// zero blocks and an odd block count included.
+TEST(GemmStored, GemvQ8QuantizerMatchesTheScalarOne) {
+  if (active_isa() < Isa::kAvx512) GTEST_SKIP() << "no AVX-512";
+  for (int64_t k : {32, 96, 4128}) {
+    for (int dist = 0; dist < 3; ++dist) {
+      auto x = random_values(size_t(k), uint64_t(k + dist), dist);
+      for (int i = 0; i < kQ8Block; ++i) x[size_t(k - kQ8Block + i)] = 0.0f;  // a zero block
+      const int64_t blocks = k / kQ8Block, pairs = (blocks + 1) / 2;
+      std::vector<int8_t> q(static_cast<size_t>(k)), abs(static_cast<size_t>(pairs * 64));
+      std::vector<float> d(static_cast<size_t>(blocks)), dv(d.size()), scale16(static_cast<size_t>(pairs * 16));
+      std::vector<uint64_t> neg(static_cast<size_t>(pairs));
+      quantize_q8_0_rows(x.data(), 1, k, q.data(), d.data());
+      GemvQ8X out{.abs = abs.data(), .neg = neg.data(), .scale16 = scale16.data(), .d = dv.data()};
+      kAvx512Gemv.q8_prepare(x.data(), k, out);
+      EXPECT_EQ(d, dv) << "K" << k;
+      for (int64_t i = 0; i < pairs * 64; ++i) {
+        const int v = i < k ? q[size_t(i)] : 0;
+        ASSERT_EQ(abs[size_t(i)], std::abs(v)) << "K" << k << " at " << i;
+        ASSERT_EQ((neg[size_t(i / 64)] >> (i % 64)) & 1, uint64_t(v < 0)) << "K" << k << " at " << i;
+        ASSERT_EQ(scale16[size_t(i / 64 * 16 + (i % 64) / 32 * 8)], i < k ? d[size_t(i / kQ8Block)] : 0.0f);
+      }
+    }
+  }
+}
+
 // BF16 weights against x rounded or split into bf16 parts (the engine's projections at
 // kernel.gemm.precision): W is exactly bf16, so reference_precision over the widened weights is
 // the exact value of what the kernel computes, up to fp32 accumulation.

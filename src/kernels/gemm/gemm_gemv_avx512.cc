@@ -1,0 +1,128 @@
+// One-row GEMV kernels (AVX-512) for M = 1 over stored weights (gemm_internal.h, GemvArgs).
+// Compiled with the AVX-512 flags only (recur_isa_sources); reached through kAvx512Gemv.
+//
+// f32 / f16 / bf16: four accumulators over consecutive 16-lane chunks (chunk c feeds
+// accumulator c % 4 while 64-element groups last, then accumulator 0, the masked tail
+// accumulator 1), summed (a0 + a1) + (a2 + a3) and reduced at the end. With one chain, each
+// chunk waits for the previous FMA: at 4 cycles per 32 bytes of f16 a core streams ~8 bytes a
+// cycle, below what one core can read.
+//
+// Q8_0 x Q8_0: two blocks per vpdpbusd on 512-bit registers (the 32 weights of block b in
+// lanes 0-7, of block b + 1 in lanes 8-15; AVX-512 has no 512-bit vpsignb, so the signs of x
+// move onto w by a masked negation and |x| is the unsigned operand), then each lane's exact
+// int32 sum times d_w d_x of its block into two accumulators (alternating pairs). The integer
+// dots are the same as the dot kernels'; only the order of the fp32 sum differs.
+#include "kernels/gemm/gemm.h"
+#include "kernels/gemm/gemm_internal.h"
+#include "kernels/gemm/gemm_simd_avx512.h"
+
+namespace recur::gemm {
+namespace {
+
+template <class L>
+void gemv_widen_rows(const GemvArgs& a, int64_t r0, int64_t r1) {
+  using T = typename L::T;
+  const int64_t k = a.k;
+  for (int64_t r = r0; r < r1; ++r) {
+    const T* w = static_cast<const T*>(a.w) + r * k;
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+    int64_t c = 0;
+    for (; c + 64 <= k; c += 64) {
+      acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a.x + c), L::load(w + c, 16), acc0);
+      acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a.x + c + 16), L::load(w + c + 16, 16), acc1);
+      acc2 = _mm512_fmadd_ps(_mm512_loadu_ps(a.x + c + 32), L::load(w + c + 32, 16), acc2);
+      acc3 = _mm512_fmadd_ps(_mm512_loadu_ps(a.x + c + 48), L::load(w + c + 48, 16), acc3);
+    }
+    for (; c + 16 <= k; c += 16) acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a.x + c), L::load(w + c, 16), acc0);
+    if (c < k) {
+      const int len = int(k - c);
+      acc1 = _mm512_fmadd_ps(load_f32(a.x + c, len), L::load(w + c, len), acc1);
+    }
+    a.y[r] = hsum(_mm512_add_ps(_mm512_add_ps(acc0, acc1), _mm512_add_ps(acc2, acc3)));
+  }
+}
+
+// Blocks b and b + 1 of a Q8_0 row (or b alone when `pair` is false) against x: the exact int32
+// lane sums times d_w of each block's lanes.
+inline __m512 q8_pair_dot(const uint8_t* blk, const GemvArgs& a, int64_t b, bool pair) {
+  const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
+  __m512i w = pair ? _mm512_inserti64x4(_mm512_castsi256_si512(lo),
+                                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2 + kQ8BlockBytes)), 1)
+                   : _mm512_zextsi256_si512(lo);
+  w = _mm512_mask_sub_epi8(w, __mmask64(a.x_neg[b / 2]), _mm512_setzero_si512(), w);
+  const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_loadu_si512(a.x_abs + b * kQ8Block), w);
+  int16_t d0, d1 = 0;
+  __builtin_memcpy(&d0, blk, 2);
+  if (pair) __builtin_memcpy(&d1, blk + kQ8BlockBytes, 2);
+  const __m512 dw = _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(d0)),
+                                                            _mm_set1_epi16(d1), 1));
+  return _mm512_mul_ps(_mm512_cvtepi32_ps(dot), dw);
+}
+
+void gemv_q8q8_rows(const GemvArgs& a, int64_t r0, int64_t r1) {
+  const int64_t blocks = a.k / kQ8Block;
+  for (int64_t r = r0; r < r1; ++r) {
+    const auto* row = static_cast<const uint8_t*>(a.w) + size_t(r) * a.w_row_bytes;
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0;
+    int64_t b = 0;
+    for (; b + 4 <= blocks; b += 4) {
+      acc0 = _mm512_fmadd_ps(q8_pair_dot(row + b * kQ8BlockBytes, a, b, true), _mm512_loadu_ps(a.x_scale16 + b * 8),
+                             acc0);
+      acc1 = _mm512_fmadd_ps(q8_pair_dot(row + (b + 2) * kQ8BlockBytes, a, b + 2, true),
+                             _mm512_loadu_ps(a.x_scale16 + (b + 2) * 8), acc1);
+    }
+    for (; b < blocks; b += 2)
+      acc0 = _mm512_fmadd_ps(q8_pair_dot(row + b * kQ8BlockBytes, a, b, b + 1 < blocks),
+                             _mm512_loadu_ps(a.x_scale16 + b * 8), acc0);
+    a.y[r] = hsum(_mm512_add_ps(acc0, acc1));
+  }
+}
+
+// One block of 32: d = max |x| / 127 and q = round_half_even(x / d) computed in double like
+// quantize_q8_0_rows (so the bits are the same), as 32 int8.
+inline __m256i q8_quantize_block(const float* x, float* d) {
+  const __m512 a = _mm512_loadu_ps(x), b = _mm512_loadu_ps(x + 16);
+  const __m512 m = _mm512_max_ps(_mm512_abs_ps(a), _mm512_abs_ps(b));
+  __m256 m8 = _mm256_max_ps(_mm512_castps512_ps256(m), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(m), 1)));
+  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m8), _mm256_extractf128_ps(m8, 1));
+  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+  m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+  const float s = _mm_cvtss_f32(m4) / 127;
+  *d = s;
+  if (!(s > 0)) return _mm256_setzero_si256();
+  const __m512d inv = _mm512_set1_pd(double(s));
+  auto eight = [&](__m256 v) {
+    const __m512d q = _mm512_roundscale_pd(_mm512_div_pd(_mm512_cvtps_pd(v), inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    return _mm512_cvtpd_epi32(_mm512_max_pd(_mm512_min_pd(q, _mm512_set1_pd(127.0)), _mm512_set1_pd(-127.0)));
+  };
+  const __m512i lo = _mm512_inserti64x4(_mm512_castsi256_si512(eight(_mm512_castps512_ps256(a))),
+                                        eight(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))), 1);
+  const __m512i hi = _mm512_inserti64x4(_mm512_castsi256_si512(eight(_mm512_castps512_ps256(b))),
+                                        eight(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(b), 1))), 1);
+  return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_cvtepi32_epi8(lo)), _mm512_cvtepi32_epi8(hi), 1);
+}
+
+void q8_prepare_gemv_x(const float* x, int64_t k, GemvQ8X& out) {
+  const int64_t blocks = k / kQ8Block;
+  for (int64_t p = 0; p < (blocks + 1) / 2; ++p) {
+    float d0 = 0, d1 = 0;
+    const __m256i q0 = q8_quantize_block(x + 2 * p * kQ8Block, &d0);
+    const __m256i q1 = 2 * p + 1 < blocks ? q8_quantize_block(x + (2 * p + 1) * kQ8Block, &d1) : _mm256_setzero_si256();
+    const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(q0), q1, 1);
+    out.neg[p] = _mm512_movepi8_mask(q);
+    _mm512_storeu_si512(out.abs + p * 64, _mm512_abs_epi8(q));
+    _mm512_storeu_ps(out.scale16 + p * 16, _mm512_insertf32x8(_mm512_set1_ps(d0), _mm256_set1_ps(d1), 1));
+    out.d[2 * p] = d0;
+    if (2 * p + 1 < blocks) out.d[2 * p + 1] = d1;
+  }
+}
+
+}  // namespace
+
+const GemvKernels kAvx512Gemv{.f32 = gemv_widen_rows<WidenF32>,
+                              .f16w = gemv_widen_rows<WidenF16>,
+                              .bf16w = gemv_widen_rows<WidenBf16>,
+                              .q8_0q8 = gemv_q8q8_rows,
+                              .q8_prepare = q8_prepare_gemv_x};
+
+}  // namespace recur::gemm
