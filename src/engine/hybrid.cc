@@ -85,7 +85,7 @@ Result<std::unique_ptr<Session>> HybridModel::new_session(ThreadPool& pool, int 
   RECUR_ASSIGN_OR_RETURN(std::string numerics, knobs.get("engine.numerics"));
   if (numerics == "f64_reference") return new_reference_session(file_, config_, max_tokens);
   const BatchOptions one{.max_sequences = 1, .max_tokens = max_tokens, .max_batch_tokens = std::min(max_tokens, 256)};
-  RECUR_ASSIGN_OR_RETURN(HybridBatchOptions options, hybrid_batch_options(knobs, one));
+  RECUR_ASSIGN_OR_RETURN(HybridBatchOptions options, hybrid_batch_options(knobs, config_, one));
   RECUR_ASSIGN_OR_RETURN(auto batch, HybridBatch::create(*this, pool, options));
   RECUR_ASSIGN_OR_RETURN(SeqId seq, batch->add_sequence());
   return std::unique_ptr<Session>(std::make_unique<HybridSession>(std::move(batch), seq, config_.vocab));
@@ -97,7 +97,7 @@ Result<std::unique_ptr<Batch>> HybridModel::new_batch(ThreadPool& pool, const Ba
   if (numerics == "f64_reference")
     return unsupported("engine.numerics=f64_reference runs one sequence per session (new_session); the float64 "
                        "reference has no batched forward");
-  RECUR_ASSIGN_OR_RETURN(HybridBatchOptions options, hybrid_batch_options(knobs, batch));
+  RECUR_ASSIGN_OR_RETURN(HybridBatchOptions options, hybrid_batch_options(knobs, config_, batch));
   RECUR_ASSIGN_OR_RETURN(auto b, HybridBatch::create(*this, pool, options));
   return std::unique_ptr<Batch>(std::move(b));
 }

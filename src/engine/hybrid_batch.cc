@@ -37,6 +37,12 @@ RECUR_KNOB(engine_kda_replay_window,
            {.name = "engine.kda.replay_window", .type = KnobType::kInt, .min = 1, .max = 1024, .default_value = "16",
             .components = {"kernel:kda_decode"},
             .help = "ReplaySSM window L: decode steps buffered before they are folded into the checkpoint"});
+RECUR_KNOB(engine_kv_dtype_layer,
+           {.name = "engine.kv_dtype.layer[]", .type = KnobType::kEnum,
+            .choices = {"f32", "bf16", "fp8_e4m3", "int8"}, .default_value = "f32",
+            .components = {"engine:kv_cache"},
+            .help = "element type of layer N's paged KV cache (kernels/attention kv_cache.h); fp8_e4m3 with scale 1 "
+                    "per KV head; layers without attention hold no KV and ignore it"});
 RECUR_KNOB(engine_hybrid_kv_pages,
            {.name = "engine.hybrid.kv_pages", .type = KnobType::kInt, .min = 0, .max = 1 << 30, .default_value = "0",
             .components = {"engine:kv_cache"},
@@ -55,7 +61,7 @@ int64_t hybrid_pages_for(int64_t tokens) { return (tokens + kHybridKvPageSize - 
 
 }  // namespace
 
-Result<HybridBatchOptions> hybrid_batch_options(const Config& knobs, const BatchOptions& batch) {
+Result<HybridBatchOptions> hybrid_batch_options(const Config& knobs, const ModelConfig& c, const BatchOptions& batch) {
   HybridBatchOptions o;
   o.batch = batch;
   RECUR_ASSIGN_OR_RETURN(int64_t tp, knobs.get_int("engine.tp"));
@@ -76,6 +82,12 @@ Result<HybridBatchOptions> hybrid_batch_options(const Config& knobs, const Batch
   RECUR_ASSIGN_OR_RETURN(int64_t window, knobs.get_int("engine.kda.replay_window"));
   o.kda.replay_window = int(window);
   RECUR_ASSIGN_OR_RETURN(o.kv_pages, knobs.get_int("engine.hybrid.kv_pages"));
+  for (int l = 0; l < c.n_layers; ++l) {
+    if (c.is_kda_layer(l)) continue;
+    RECUR_ASSIGN_OR_RETURN(std::string name, knobs.get(fmt::format("engine.kv_dtype.layer[{}]", l)));
+    RECUR_ASSIGN_OR_RETURN(paged_attn::KvDType t, paged_attn::parse_kv_dtype(name));
+    o.kv_dtypes.push_back(t);
+  }
   return o;
 }
 
@@ -120,13 +132,16 @@ Result<std::unique_ptr<HybridBatch>> HybridBatch::create(const HybridModel& m, T
                             b.max_sequences, b.max_tokens, b.max_batch_tokens);
   if (b.max_tokens > c.context)
     return invalid_argument("hybrid batch: max_tokens {} exceeds the context of {}", b.max_tokens, c.context);
+  int attention_layers = 0;
+  for (int l = 0; l < c.n_layers; ++l) attention_layers += c.is_kda_layer(l) ? 0 : 1;
+  if (int(o.kv_dtypes.size()) != attention_layers)
+    return invalid_argument("hybrid batch: {} KV dtypes for {} attention layers", o.kv_dtypes.size(), attention_layers);
   const HybridLayerWeights& first = m.layers[0];
   const Weight& down = c.n_experts == 0 ? first.w_down : first.exp_down[0];
   RECUR_RETURN_IF_ERROR(hybrid::check_tp_split(c, o.tp, gguf::block_layout(down.type).elements));
   std::unique_ptr<HybridBatch> batch(new HybridBatch(m, pool, o));
   batch->slots_.resize(size_t(b.max_sequences));
-  int attention_layers = 0;
-  for (int l = 0; l < c.n_layers; ++l) batch->attention_index_.push_back(c.is_kda_layer(l) ? -1 : attention_layers++);
+  for (int l = 0, a = 0; l < c.n_layers; ++l) batch->attention_index_.push_back(c.is_kda_layer(l) ? -1 : a++);
   const int64_t kv_pages = o.kv_pages > 0 ? o.kv_pages : b.max_sequences * hybrid_pages_for(b.max_tokens);
   const int64_t M = b.max_batch_tokens, K = c.kda_head_dim, hd = c.head_dim;
   for (int index = 0; index < o.tp; ++index) {
@@ -154,8 +169,7 @@ Result<std::unique_ptr<HybridBatch>> HybridBatch::create(const HybridModel& m, T
     }
     if (attention_layers > 0) {
       paged_attn::KvCacheConfig kc{.kv_heads = int(kv_heads), .head_dim = int(hd), .page_size = kHybridKvPageSize,
-                             .num_pages = kv_pages,
-                             .layer_dtypes = std::vector<paged_attn::KvDType>(size_t(attention_layers), paged_attn::KvDType::kF32)};
+                             .num_pages = kv_pages, .layer_dtypes = o.kv_dtypes};
       RECUR_ASSIGN_OR_RETURN(paged_attn::PagedKvCache cache, paged_attn::PagedKvCache::create(kc));
       r->kv.emplace(std::move(cache));
     }

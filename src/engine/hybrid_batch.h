@@ -6,8 +6,8 @@
 //     streamed once per forward), norms and residuals per row;
 //   - KDA layers per run: the sequence's convolution windows and state ([HV, K, V], plain or
 //     ReplaySSM; hybrid_kda.h), a decode step for a run of one token, kda::prefill for longer;
-//   - attention layers over a paged KV cache (kernels/attention PagedKvCache, f32, pages of 16
-//     tokens, one page table per sequence): a batch of one-token runs appends and runs the paged
+//   - attention layers over a paged KV cache (kernels/attention PagedKvCache, pages of 16 tokens,
+//     one page table per sequence, element type per layer from engine.kv_dtype.layer[N]): a batch of one-token runs appends and runs the paged
 //     decode kernel, otherwise the paged prefill kernel (causal within each run);
 //   - MoE: routing per row, then rows grouped by expert so each expert's weights are read once;
 //   - the LM head only for rows with want_logits.
@@ -32,6 +32,7 @@
 #include "engine/hybrid_kda.h"
 #include "engine/model.h"
 #include "engine/tensor_parallel.h"
+#include "kernels/attention/kv_cache.h"
 
 namespace recur {
 
@@ -43,11 +44,13 @@ struct HybridBatchOptions {
   gemm::Precision precision = gemm::Precision::kF32;
   gemm::Q8Activations q8 = kDefaultQ8Activations;
   int64_t kv_pages = 0;  // 0: max_sequences * ceil(max_tokens / page size)
+  std::vector<kernels::attention::KvDType> kv_dtypes;  // one per attention layer, in layer order
 };
 
 // Reads engine.tp, engine.tp.reduce_dtype, kernel.gemm.precision, kernel.gemm.q8_0_activations,
-// engine.kda.{decode_variant, prefill_variant, replay, replay_window} and engine.hybrid.kv_pages.
-Result<HybridBatchOptions> hybrid_batch_options(const Config& knobs, const BatchOptions& batch);
+// engine.kda.{decode_variant, prefill_variant, replay, replay_window}, engine.hybrid.kv_pages and
+// engine.kv_dtype.layer[N] for every attention layer N of `c`.
+Result<HybridBatchOptions> hybrid_batch_options(const Config& knobs, const ModelConfig& c, const BatchOptions& batch);
 
 class HybridBatch final : public Batch {
  public:
