@@ -94,7 +94,8 @@ Result<HybridBatchOptions> hybrid_batch_options(const Config& knobs, const Model
 struct HybridBatch::Rank {
   hybrid::RankWeights w;
   std::optional<paged_attn::PagedKvCache> kv;                     // attention layers, this rank's KV heads
-  std::vector<std::vector<hybrid::KdaSequenceState>> kda;   // [layer][slot]; empty for attention layers
+  // [layer][slot], made when the slot is first used; empty for attention layers.
+  std::vector<std::vector<std::optional<hybrid::KdaSequenceState>>> kda;
   std::vector<int> kv_seq;                                  // slot -> the cache's sequence id
   // Rows of one forward: [max_batch_tokens, width].
   std::vector<float> x, h, partial, q, k, v, g, b, o, gate, ff_a, ff_b, ff_out, xg, router, logits;
@@ -162,10 +163,7 @@ Result<std::unique_ptr<HybridBatch>> HybridBatch::create(const HybridModel& m, T
       q_w = std::max(q_w, S.k_heads.size() * K);
       k_w = std::max(k_w, S.k_heads.size() * K);
       v_w = std::max(v_w, hv * K);
-      for (int s = 0; s < b.max_sequences; ++s) {
-        RECUR_ASSIGN_OR_RETURN(auto state, hybrid::KdaSequenceState::create(S, K, c.conv_size, o.kda));
-        r->kda[size_t(l)].push_back(std::move(state));
-      }
+      r->kda[size_t(l)].resize(size_t(b.max_sequences));  // states are made when a slot is first used
     }
     if (attention_layers > 0) {
       paged_attn::KvCacheConfig kc{.kv_heads = int(kv_heads), .head_dim = int(hd), .page_size = kHybridKvPageSize,
@@ -201,12 +199,23 @@ Result<SeqId> HybridBatch::add_sequence() {
   if (slot == slots_.size())
     return make_error(ErrorCode::kFailedPrecondition, "hybrid batch: all {} sequences (max_sequences) are live",
                       slots_.size());
+  const ModelConfig& c = m_.config();
+  for (auto& r : ranks_) {
+    for (int l = 0; l < c.n_layers; ++l) {
+      if (!c.is_kda_layer(l)) continue;
+      std::optional<hybrid::KdaSequenceState>& state = r->kda[size_t(l)][slot];
+      if (state) {
+        state->reset();
+        continue;
+      }
+      RECUR_ASSIGN_OR_RETURN(state, hybrid::KdaSequenceState::create(r->w.layers[size_t(l)], c.kda_head_dim,
+                                                                     c.conv_size, options_.kda));
+    }
+  }
   for (auto& r : ranks_) {
     if (r->kv) {
       RECUR_ASSIGN_OR_RETURN(r->kv_seq[slot], r->kv->add_sequence());
     }
-    for (auto& layer : r->kda)
-      if (!layer.empty()) layer[slot].reset();
   }
   slots_[slot] = {.live = true, .position = 0};
   return SeqId(slot);
@@ -437,7 +446,7 @@ void HybridBatch::kda_mixer(Rank& r, int l, const Plan& p, ThreadPool* intra) {
     const int64_t f = run.first;
     hybrid::KdaRows rows{.q = r.q.data() + f * qk, .k = r.k.data() + f * qk, .v = r.v.data() + f * vd,
                          .g = r.g.data() + f * vd, .b = r.b.data() + f * hv, .tokens = run.count};
-    Status s = r.kda[size_t(l)][size_t(run.seq)].run(S, rows, r.o.data() + f * vd, intra, r.ws, r.scratch);
+    Status s = r.kda[size_t(l)][size_t(run.seq)]->run(S, rows, r.o.data() + f * vd, intra, r.ws, r.scratch);
     if (!s && r.status) r.status = std::move(s);
   }
   // The convolutions and the recurrence count as one op: the KDA core.

@@ -5,7 +5,8 @@
 //   - runs every projection once for all rows (Projection::apply with m rows: each weight is
 //     streamed once per forward), norms and residuals per row;
 //   - KDA layers per run: the sequence's convolution windows and state ([HV, K, V], plain or
-//     ReplaySSM; hybrid_kda.h), a decode step for a run of one token, kda::prefill for longer;
+//     ReplaySSM; hybrid_kda.h), a decode step for a run of one token, kda::prefill for longer.
+//     A slot's states are allocated when it is first used and zeroed when it is reused;
 //   - attention layers over a paged KV cache (kernels/attention PagedKvCache, pages of 16 tokens,
 //     one page table per sequence, element type per layer from engine.kv_dtype.layer[N]): a batch of one-token runs appends and runs the paged
 //     decode kernel, otherwise the paged prefill kernel (causal within each run);
