@@ -3,6 +3,8 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -84,6 +86,8 @@ void TcpServer::accept_loop() {
     int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
     set_socket_timeouts(fd, timeout_);
+    int one = 1;  // replies are small: Nagle would hold them for the client's delayed ack
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     Connection& c = connections_.emplace_back();
     c.fd = UniqueFd(fd);
     c.thread = std::thread([this, fd] { serve(fd); });

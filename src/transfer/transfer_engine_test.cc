@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <csignal>
 #include <cstring>
 #include <thread>
@@ -141,12 +142,15 @@ TEST(TransferEngine, SharedMemoryRoundTripInOneProcess) {
 int run_round_trip_peer(const std::string& name, bool tcp, testing::TestPipe& to_parent, testing::TestPipe& to_child) {
   auto e = TransferEngine::create({name, tcp ? "127.0.0.1:0" : ""});
   if (!e) return 10;
-  void* mem = *(*e)->allocate_shared(1 << 20);
-  auto region = (*e)->register_memory(mem, 1 << 20, "cpu:0");
+  // 1 MiB of data, then the ready flag the parent stores after writing it.
+  void* mem = *(*e)->allocate_shared((1 << 20) + 8);
+  auto region = (*e)->register_memory(mem, (1 << 20) + 8, "cpu:0");
   if (!region) return 11;
   to_parent.send(region->segment_offset);
   to_parent.send(uint64_t((*e)->port()));
   if (to_child.receive() != 1) return 12;
+  auto* flag = reinterpret_cast<uint64_t*>(static_cast<std::byte*>(mem) + (1 << 20));
+  if (std::atomic_ref<uint64_t>(*flag).load(std::memory_order_acquire) != 77) return 14;
   bool ok = has_pattern(mem, 1 << 20, 7);
   fill_pattern(mem, 1 << 20, 8);
   to_parent.send(ok ? 1 : 2);
@@ -170,6 +174,9 @@ void round_trip_across_processes(bool tcp) {
   std::vector<TransferRequest> writes;
   for (size_t i = 0; i < 16; ++i)
     writes.push_back({TransferOpcode::kWrite, local.data() + i * 65536, *peer, offset + i * 65536, 65536});
+  alignas(8) static uint64_t ready = 77;
+  ASSERT_TRUE(e->register_memory(&ready, sizeof ready, "cpu:0"));
+  writes.push_back({TransferOpcode::kStoreFlag, &ready, *peer, offset + (1 << 20), 8});
   BatchId w = testing::run_batch(*e, writes);
   auto ok = e->wait_batch(w, 0ms);
   EXPECT_TRUE(ok) << ok.error().message();

@@ -1,0 +1,30 @@
+// The KV transfer protocol's decoding (src/transfer/frame.h), fed arbitrary bytes: a header
+// either decodes to fields that encode back to the same 48 bytes, or is rejected with an error;
+// payload checks, region tables, error replies and segment names never crash.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <span>
+#include <string_view>
+
+#include "transfer/frame.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace recur::transfer;
+  std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data), size);
+  auto header = decode_frame_header(bytes);
+  if (header) {
+    FrameHeaderBytes again = encode_frame_header(*header);
+    if (std::memcmp(again.data(), data, kFrameHeaderBytes) != 0) std::abort();
+    std::span<const std::byte> rest = bytes.subspan(kFrameHeaderBytes);
+    (void)verify_frame_payload(*header, rest);
+    if (header->op == FrameOp::kReply && header->status != 0) (void)reply_error(header->status, rest);
+  } else if (header.error().message().empty()) {
+    std::abort();
+  }
+  auto table = decode_region_table(bytes);
+  if (table && encode_region_table(*table).size() != size) std::abort();
+  (void)check_segment_name(std::string_view(reinterpret_cast<const char*>(data), size));
+  return 0;
+}

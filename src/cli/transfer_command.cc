@@ -1,0 +1,77 @@
+// `recur transfer bench`: KV transfer bandwidth and latency to a peer process over shared memory
+// or TCP; `recur transfer peer`: that peer (started by bench, or by hand on another host).
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli/cli.h"
+#include "transfer/transfer_bench.h"
+
+namespace recur::cli {
+namespace {
+
+struct TransferBenchFlags {
+  transfer::TransferBenchOptions options;
+  bool json = false;
+};
+
+std::string transfer_self_path() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, size_t(n)) : std::string("recur");
+}
+
+int run_transfer_bench_verb(TransferBenchFlags f) {
+  f.options.peer_program = transfer_self_path();
+  auto report = transfer::run_transfer_bench(f.options);
+  if (!report) return report_failure(report.error());
+  if (f.json)
+    print_json(transfer::transfer_bench_json(*report));
+  else
+    fmt::print("{}", transfer::transfer_bench_table(*report));
+  return report->verified ? kExitOk : kExitFailure;
+}
+
+void register_transfer(CLI::App& app, Invocation& inv) {
+  auto* group = app.add_subcommand("transfer", "KV transfer engine tools (docs/transfer.md)");
+  group->require_subcommand(1);
+
+  auto f = std::make_shared<TransferBenchFlags>();
+  auto* bench = group->add_subcommand(
+      "bench", "Send KV blocks to a peer process (this binary, forked) and report GB/s per round, single-block "
+               "latency and the memcpy roofline; the last round is read back and verified. Exits 1 if not.");
+  bench->add_option("--transport", f->options.transport, "shm or tcp")
+      ->check(CLI::IsMember({"shm", "tcp"}))
+      ->capture_default_str();
+  bench->add_option("--bytes", f->options.bytes, "bytes per round")->check(CLI::Range(uint64_t(1), uint64_t(1) << 34))->capture_default_str();
+  bench->add_option("--blocks", f->options.blocks, "blocks per round")->check(CLI::Range(1, 1 << 16))->capture_default_str();
+  bench->add_option("--rounds", f->options.rounds, "timed rounds")->check(CLI::Range(1, 10000))->capture_default_str();
+  bench->add_option("--latency-samples", f->options.latency_samples, "single-block sends timed")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  bench->add_flag("--json", f->json, "print one JSON object instead of the table");
+  bench->callback([&inv, f] { inv.run = [f] { return run_transfer_bench_verb(*f); }; });
+
+  auto p = std::make_shared<transfer::TransferPeerOptions>();
+  auto* peer = group->add_subcommand(
+      "peer", "Serve a segment with a receive area; print 'ready SEGMENT_OFFSET PORT' and run until stdin closes.");
+  peer->add_option("--segment", p->segment, "segment name")->required();
+  peer->add_option("--listen", p->listen, "host:port for TCP peers (port 0 = any); default: shared memory only");
+  peer->add_option("--bytes", p->bytes, "receive area bytes")->required()->check(CLI::Range(uint64_t(1), uint64_t(1) << 36));
+  peer->callback([&inv, p] {
+    inv.run = [p] {
+      auto s = transfer::run_transfer_peer(*p, stdout);
+      return s ? kExitOk : report_failure(s.error());
+    };
+  });
+}
+
+}  // namespace
+
+RECUR_CLI_COMMAND(transfer, register_transfer);
+
+}  // namespace recur::cli
