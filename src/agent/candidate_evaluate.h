@@ -1,0 +1,38 @@
+// The evaluator of `recur candidate build` (docs/candidates.md): judges a variant that only a
+// candidate's runner program can run, with the main tree's kernel spec (float64 reference,
+// tolerances) and the main tree's best variant as the baseline.
+//   check  probe::check_variant on a proxy variant whose every call ships the harness's
+//          tensors to the runner (fresh seeds drawn here per run, all of check's defences);
+//   bench  probe::bench_compare of the candidate runner against a runner of the main tree's
+//          best variant, interleaved, timed by this process's clock around each request; the
+//          inputs are redrawn before every sample and the candidate's last output is checked
+//          against the reference afterwards.
+// Not thread-safe (it times things).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "agent/candidate_runner_client.h"
+#include "core/feedback.h"
+#include "kernels/registry.h"
+
+namespace recur::agent {
+
+struct EvaluateOptions {
+  std::string kernel;   // "" = the kernel of the one variant the candidate adds
+  std::string variant;  // "" = the one variant the candidate adds
+  std::string shape;    // "" = the kernel's default
+  std::string hypothesis;
+  double bench_budget_s = 4;
+  RunnerLaunch candidate;  // the candidate's runner
+  RunnerLaunch baseline;   // a runner of the main tree (`recur candidate runner`)
+  std::function<void(std::string_view)> progress;
+};
+
+// Fills `f` (probe, subject, verdict, metrics, notes, next); verdict kFailed with the reason in
+// notes when the runner fails, no new variant is found, or check does not confirm it.
+void evaluate_candidate(const kernels::KernelRegistry& main_registry, const EvaluateOptions& options, Feedback& f);
+
+}  // namespace recur::agent

@@ -1,0 +1,53 @@
+// A tiny kernel runner for tests/candidate_cli_test.sh: the kernel-runner protocol
+// (src/agent/candidate_protocol.h) for kernel `rmsnorm`, with the variants of variants.h.
+// Deliberately independent of recur: a candidate's tree only has to speak the protocol.
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "variants.h"
+
+int main() {
+  char* base = nullptr;
+  size_t size = 0;
+  char line[1024];
+  while (std::fgets(line, sizeof line, stdin)) {
+    if (std::strncmp(line, "quit", 4) == 0) break;
+    if (std::strncmp(line, "variants", 8) == 0) {
+      std::printf("ok");
+      for (const Variant& v : kVariants) std::printf(" rmsnorm/%s", v.name);
+      std::printf("\n");
+    } else if (std::strncmp(line, "run ", 4) == 0) {
+      char kernel[64] = "", variant[64] = "";
+      long m = 0, n = 0, iters = 0;
+      unsigned long off_x = 0, off_w = 0, off_y = 0;
+      std::sscanf(line, "run %63s %63s M%ld,N%ld %ld %lu %lu %lu", kernel, variant, &m, &n, &iters, &off_x, &off_w,
+                  &off_y);
+      struct stat st {};
+      fstat(3, &st);
+      if (size_t(st.st_size) != size) {
+        if (base) munmap(base, size);
+        size = size_t(st.st_size);
+        base = static_cast<char*>(mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, 3, 0));
+      }
+      const Variant* found = nullptr;
+      for (const Variant& v : kVariants)
+        if (std::strcmp(variant, v.name) == 0) found = &v;
+      if (!found || std::strcmp(kernel, "rmsnorm") != 0 || m <= 0 || n <= 0) {
+        std::printf("error no variant %s/%s for M%ld,N%ld\n", kernel, variant, m, n);
+      } else {
+        const float* x = reinterpret_cast<const float*>(base + off_x);
+        const float* w = reinterpret_cast<const float*>(base + off_w);
+        float* y = reinterpret_cast<float*>(base + off_y);
+        for (long i = 0; i < iters; ++i) found->fn(x, w, y, m, n);
+        std::printf("ok\n");
+      }
+    } else {
+      std::printf("error unknown request\n");
+    }
+    std::fflush(stdout);
+  }
+  return 0;
+}
