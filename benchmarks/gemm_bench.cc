@@ -9,8 +9,8 @@
 //   bf16 / w8a8 precisions, against `naive` (the engine's previous per-row loop, kept here
 //   verbatim as the baseline). Weights are replicated until they span --mb MiB and each call
 //   uses the next copy, so every call streams from DRAM, not from the last-level cache.
-// gemm: M x N x K (default 512 x 4096 x 4096) for every precision and algorithm, against the
-//   f32 dot algorithm.
+// gemm: M x N x K (default 512 x 4096 x 4096) for every precision and algorithm, and every
+//   stored format (gemm_stored, the engine's prefill GEMM), against the f32 dot algorithm.
 // Both tables end with an in-run peak measured in the same rotated rounds: gemv a sum-read of
 // the packed f32 weights themselves (the sysinfo bandwidth loop, split over the threads), gemm
 // the sysinfo FMA loop on every thread. BW frac and FLOP frac of fp32 rows divide by those
@@ -384,6 +384,23 @@ void bench_gemm(const Opts& o, ThreadPool* pool, const Roofline& roof) {
   add(Precision::kBf16x3, Algo::kDot);
   add(Precision::kBf16x6, Algo::kDot);
   add(Precision::kW8A8, Algo::kDot);
+  // Weights as a model file stores them (gemm_stored: the engine's prefill GEMM for M > 8).
+  auto stored = [&](WeightFormat f, Q8Activations q8) {
+    auto bytes = std::make_shared<std::vector<std::byte>>(encode(f, w, n, k));
+    auto ws = std::make_shared<Workspace>();
+    Variant v;
+    v.name = fmt::format("stored {}{}", weight_format_name(f),
+                         f == WeightFormat::kQ8_0 ? fmt::format(" act {}", q8_activations_name(q8)) : "");
+    v.cost = stored_cost(f, m, n, k);
+    v.call = [=, &x] {
+      check(gemm_stored({.format = f, .n = n, .k = k, .data = bytes->data()}, x.data(), m, y->data(), pool, ws.get(), q8));
+    };
+    vs.push_back(std::move(v));
+  };
+  for (WeightFormat f : {WeightFormat::kF32, WeightFormat::kF16, WeightFormat::kBf16})
+    stored(f, Q8Activations::kF32);
+  stored(WeightFormat::kQ8_0, Q8Activations::kF32);
+  stored(WeightFormat::kQ8_0, Q8Activations::kQ8_0);
   vs.push_back(fma_peak(pool, 20));
   fmt::print("\n## GEMM M={} N={} K={}\n\n", m, n, k);
   fmt::print("| shape | variant | us/call [min .. max] | x f32 dot | GB/s | BW frac | GFLOP/s | FLOP frac |\n");

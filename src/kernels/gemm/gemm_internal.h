@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "core/dispatch.h"
+#include "kernels/gemm/gemm.h"
 
 namespace recur::gemm {
 
@@ -98,6 +99,32 @@ struct GemvKernels {
   GemvQ8PrepareFn q8_prepare = nullptr;
 };
 extern const GemvKernels kAvx512Gemv;
+
+// Prefill GEMM over stored weights (AVX-512), for M > 8: y[m, n] = x[m, k] W^T with W read
+// in place. X is packed once per call as X^T panels of 64 tokens ([k][64] fp32, zero past m;
+// for Q8_0 weights with Q8_0 activations, x's Q8_0 values q d); each thread converts 6 W rows
+// of one K block to fp32 at a time (contiguous, exact: f16, bf16, d q) and a 6 x 64 register
+// tile (6 broadcast weights against 4 vectors of 16 tokens, 24 zmm accumulators) walks the
+// block. Each output sums K in blocks of kPrefillKc, fp32 FMA in k order within a block, the
+// blocks' sums added to y in order: independent of the thread count and of m.
+inline constexpr int kPrefillTokens = 64;
+inline constexpr int kPrefillRows = 6;
+inline constexpr int64_t kPrefillKc = 1024;
+struct PrefillArgs {
+  WeightFormat format = WeightFormat::kF32;
+  const void* w = nullptr;
+  size_t w_row_bytes = 0;
+  int64_t n = 0, k = 0, m = 0;
+  const float* xt = nullptr;  // ceil(m / 64) panels of [k][64]
+  float* y = nullptr;
+};
+struct PrefillKernels {
+  // Columns [k0, k1) (multiples of 32 except at k) of the X^T panels; q8: x's Q8_0 values.
+  void (*pack_x)(const float* x, int64_t m, int64_t k, bool q8, float* xt, int64_t k0, int64_t k1) = nullptr;
+  // Outputs of W rows [r0, r1) for every token.
+  void (*rows)(const PrefillArgs& a, int64_t r0, int64_t r1) = nullptr;
+};
+extern const PrefillKernels kAvx512Prefill;
 
 // Tiled f32 microkernel (AVX-512): C[6 x 64] (+)= A strip [kc][6] · B panel slice [kc][64];
 // only the first mr rows and nr columns of C are written (ldc floats per row).

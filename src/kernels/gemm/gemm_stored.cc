@@ -81,6 +81,30 @@ void run_gemv(GemvFn fn, const GemvArgs& a, int64_t n, ThreadPool* pool) {
   else body(0, blocks, 0);
 }
 
+// The prefill GEMM (gemm_internal.h, PrefillArgs): X^T packed in parallel over K, then W rows
+// in blocks of 6 split statically over the pool.
+void run_prefill(const WeightView& w, const float* x, int64_t m, float* y, bool q8, Workspace& s, ThreadPool* pool) {
+  const int64_t panels = (m + kPrefillTokens - 1) / kPrefillTokens;
+  auto* xt = reinterpret_cast<float*>(s.bytes(0, size_t(panels * w.k * kPrefillTokens) * sizeof(float)));
+  const int64_t kchunks = (w.k + 63) / 64;
+  auto pack = [&](int64_t c0, int64_t c1, int) {
+    kAvx512Prefill.pack_x(x, m, w.k, q8, xt, c0 * 64, std::min(w.k, c1 * 64));
+  };
+  const PrefillArgs a{.format = w.format, .w = w.data, .w_row_bytes = row_bytes(w.format, w.k), .n = w.n, .k = w.k,
+                      .m = m, .xt = xt, .y = y};
+  auto rows = [&](int64_t b0, int64_t b1, int) {
+    kAvx512Prefill.rows(a, b0 * kPrefillRows, std::min(w.n, b1 * kPrefillRows));
+  };
+  const int64_t blocks = (w.n + kPrefillRows - 1) / kPrefillRows;
+  if (pool != nullptr) {
+    pool->parallel_for(kchunks, pack);
+    pool->parallel_for(blocks, rows);
+  } else {
+    pack(0, kchunks, 0);
+    rows(0, blocks, 0);
+  }
+}
+
 }  // namespace
 
 Status gemm_stored(const WeightView& w, const float* x, int64_t m, float* y, ThreadPool* pool, Workspace* ws,
@@ -98,6 +122,10 @@ Status gemm_stored(const WeightView& w, const float* x, int64_t m, float* y, Thr
     GemvArgs g{.k = w.k, .w = w.data, .w_row_bytes = row_bytes(w.format, w.k), .x = x, .y = y};
     if (w.format == WeightFormat::kQ8_0) prepare_q8_gemv_x(x, w.k, s, g);
     run_gemv(gemv, g, w.n, pool);
+    return ok_status();
+  }
+  if (m > 8 && active_isa() >= Isa::kAvx512) {
+    run_prefill(w, x, m, y, w.format == WeightFormat::kQ8_0 && q8 == Q8Activations::kQ8_0, s, pool);
     return ok_status();
   }
   const DotKernels& kern = dot_kernels(active_isa());

@@ -3,6 +3,7 @@
 // case of fp32 accumulation. Shapes cover M = 1..13 and K tails of every chunk width.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstring>
 #include <memory>
 
@@ -77,6 +78,50 @@ TEST(GemmStored, EveryFormatAndIsaMatchesReference) {
               ASSERT_LE(std::fabs(y[i] - ref[i]), double(k + 8) * std::ldexp(1.0, -24) * mag[i])
                   << weight_format_name(f) << " " << isa_name(isa) << " M" << m << " N" << n << " K" << k << " at " << i;
           }
+        }
+      }
+    }
+  }
+}
+
+// The prefill GEMM (M > 8): token panels of 64 with partial last panels of every vector count,
+// W row blocks of 6 with tails, K over several K blocks with a tail; every format, both Q8_0
+// activation forms (q8_0: against the reference over x's Q8_0 values), every ISA, and the
+// same bits on 1 and 2 threads and without a pool.
+TEST(GemmStored, PrefillSizedMMatchesReferenceOnEveryIsa) {
+  auto pool1 = ThreadPool::create({.threads = 1, .pin = false});
+  auto pool2 = ThreadPool::create({.threads = 2, .pin = false});
+  ASSERT_TRUE(pool1.has_value() && pool2.has_value());
+  for (Isa isa : runnable_isas()) {
+    for (WeightFormat f : {WeightFormat::kF32, WeightFormat::kF16, WeightFormat::kBf16, WeightFormat::kQ8_0}) {
+      for (Q8Activations q8 : {Q8Activations::kF32, Q8Activations::kQ8_0}) {
+        if (f != WeightFormat::kQ8_0 && q8 == Q8Activations::kQ8_0) continue;
+        for (auto [m, n, k] : {std::array<int64_t, 3>{9, 5, 64}, {40, 13, 2112}, {130, 67, 96}, {77, 6, 1056}}) {
+          const uint64_t seed = uint64_t(m * 7 + n + k);
+          auto x = random_values(size_t(m * k), seed, int(seed % 3));
+          const auto bytes = encode(f, random_values(size_t(n * k), seed + 3), n, k);
+          const WeightView view{.format = f, .n = n, .k = k, .data = bytes.data()};
+          std::vector<float> y(size_t(m * n)), y1(y.size()), y0(y.size());
+          {
+            ScopedIsaCap cap(isa);
+            ASSERT_TRUE(gemm_stored(view, x.data(), m, y.data(), pool2->get(), nullptr, q8).has_value());
+            ASSERT_TRUE(gemm_stored(view, x.data(), m, y1.data(), pool1->get(), nullptr, q8).has_value());
+            ASSERT_TRUE(gemm_stored(view, x.data(), m, y0.data(), nullptr, nullptr, q8).has_value());
+          }
+          EXPECT_EQ(y, y1);
+          EXPECT_EQ(y, y0);
+          if (q8 == Q8Activations::kQ8_0) {
+            std::vector<int8_t> q(x.size());
+            std::vector<float> d(x.size() / kQ8Block);
+            quantize_q8_0_rows(x.data(), m, k, q.data(), d.data());
+            for (size_t i = 0; i < x.size(); ++i) x[i] = float(q[i]) * d[i / kQ8Block];
+          }
+          std::vector<double> ref(y.size()), mag(y.size());
+          reference_stored(view, x.data(), m, ref, mag);
+          for (size_t i = 0; i < y.size(); ++i)
+            ASSERT_LE(std::fabs(y[i] - ref[i]), double(k + 8) * std::ldexp(1.0, -24) * mag[i])
+                << weight_format_name(f) << " act " << q8_activations_name(q8) << " " << isa_name(isa) << " M" << m
+                << " N" << n << " K" << k << " at " << i;
         }
       }
     }
