@@ -30,7 +30,7 @@ case "$table" in *"verified       yes"*) ;; *) fail "table: $table" ;; esac
 [ $? = 2 ] || fail "peer without --segment should be a usage error"
 
 # The peer by hand: it announces its region and port, serves until stdin closes.
-exec 3< <(sleep 2 | "$recur" transfer peer --segment "cli-peer-$$" --listen 127.0.0.1:0 --bytes 4096)
+exec 3< <(sleep 0.2 | "$recur" transfer peer --segment "cli-peer-$$" --listen 127.0.0.1:0 --bytes 4096)
 read -r word offset port <&3
 [ "$word" = ready ] && [ "$offset" -gt 0 ] && [ "$port" -gt 0 ] || fail "peer said '$word $offset $port'"
 exec 3<&-

@@ -106,10 +106,10 @@ Result<UniqueFd> tcp_connect(const std::string& host, int port, std::chrono::mil
   return fd;
 }
 
-Status send_all(int fd, const void* data, size_t bytes, std::string_view what) {
+Status send_all(int fd, const void* data, size_t bytes, std::string_view what, bool more) {
   const char* p = static_cast<const char*>(data);
   while (bytes > 0) {
-    ssize_t n = ::send(fd, p, bytes, MSG_NOSIGNAL);
+    ssize_t n = ::send(fd, p, bytes, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK)

@@ -50,8 +50,8 @@ Result<UniqueFd> tcp_connect(const std::string& host, int port, std::chrono::mil
 void set_socket_timeouts(int fd, std::chrono::milliseconds timeout);
 
 // Sends all bytes (MSG_NOSIGNAL); a send timeout is kTimeout, a reset peer kIo. `what` names the
-// peer in errors.
-Status send_all(int fd, const void* data, size_t bytes, std::string_view what);
+// peer in errors. `more`: more follows at once (MSG_MORE: a header goes out with its payload).
+Status send_all(int fd, const void* data, size_t bytes, std::string_view what, bool more = false);
 // Receives exactly `bytes` unless the peer closes first; returns the count received (short =
 // closed). A receive timeout is kTimeout, a reset peer kIo.
 Result<size_t> recv_all(int fd, void* data, size_t bytes, std::string_view what);

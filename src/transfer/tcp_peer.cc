@@ -18,7 +18,7 @@ Result<std::vector<RegionEntry>> tcp_hello(int fd, const std::string& name, cons
   auto payload = std::as_bytes(std::span(name.data(), name.size()));
   h.checksum = checksum64(payload);
   FrameHeaderBytes raw = encode_frame_header(h);
-  RECUR_RETURN_IF_ERROR(send_all(fd, raw.data(), raw.size(), label));
+  RECUR_RETURN_IF_ERROR(send_all(fd, raw.data(), raw.size(), label, true));
   RECUR_RETURN_IF_ERROR(send_all(fd, payload.data(), payload.size(), label));
   RECUR_ASSIGN_OR_RETURN(size_t got, recv_all(fd, raw.data(), raw.size(), label));
   if (got != raw.size())
@@ -135,7 +135,7 @@ void TcpPeer::send(const RequestRef& ref, FrameOp op, uint32_t region, uint64_t 
         InFlight{ref, op, local, length, offset, region, std::chrono::steady_clock::now() + timeout_};
   }
   FrameHeaderBytes raw = encode_frame_header(h);
-  Status s = send_all(fd_.get(), raw.data(), raw.size(), label_);
+  Status s = send_all(fd_.get(), raw.data(), raw.size(), label_, !payload.empty());
   if (s && !payload.empty()) s = send_all(fd_.get(), payload.data(), payload.size(), label_);
   if (!s) {
     fail_all(Error(s.error().code() == ErrorCode::kTimeout ? ErrorCode::kTimeout : ErrorCode::kFailedPrecondition,

@@ -24,7 +24,7 @@ Status tcp_send_reply(int fd, uint64_t request_id, uint16_t status, std::span<co
   h.length = payload.size();
   h.checksum = checksum64(payload);
   FrameHeaderBytes bytes = encode_frame_header(h);
-  RECUR_RETURN_IF_ERROR(send_all(fd, bytes.data(), bytes.size(), what));
+  RECUR_RETURN_IF_ERROR(send_all(fd, bytes.data(), bytes.size(), what, !payload.empty()));
   if (!payload.empty()) RECUR_RETURN_IF_ERROR(send_all(fd, payload.data(), payload.size(), what));
   return ok_status();
 }
