@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
   }
   // Per transport: each run's median GB/s, memcpy GB/s, fraction, block latency median.
   struct Series {
-    std::vector<double> gbps, memcpy_gbps, fraction, latency_us;
+    std::vector<double> gbps, memcpy_gbps, fraction, latency_us, loopback_gbps;
     bool verified = true;
   };
   Series series[2];
@@ -87,6 +87,7 @@ int main(int argc, char** argv) {
       series[t].memcpy_gbps.push_back(m.median);
       series[t].fraction.push_back(g.median / m.median);
       series[t].latency_us.push_back(summarize_transfer_samples(r->block_latency_us).median);
+      if (!r->loopback_gbps.empty()) series[t].loopback_gbps.push_back(summarize_transfer_samples(r->loopback_gbps).median);
       series[t].verified = series[t].verified && r->verified;
     }
   }
@@ -99,15 +100,18 @@ int main(int argc, char** argv) {
     auto m = summarize_transfer_samples(series[t].memcpy_gbps);
     auto f = summarize_transfer_samples(series[t].fraction);
     auto l = summarize_transfer_samples(series[t].latency_us);
+    auto lo = summarize_transfer_samples(series[t].loopback_gbps);
     if (json) {
       out.push_back({{"transport", names[t]}, {"gbps", {g.median, g.min, g.max}}, {"memcpy_gbps", {m.median, m.min, m.max}},
                      {"fraction", {f.median, f.min, f.max}}, {"block_latency_us", {l.median, l.min, l.max}},
-                     {"verified", series[t].verified}});
+                     {"tcp_loopback_gbps", {lo.median, lo.min, lo.max}}, {"verified", series[t].verified}});
     } else {
       fmt::print("  {}  {:.2f} GB/s [{:.2f} .. {:.2f}]   memcpy {:.2f} [{:.2f} .. {:.2f}]   fraction {:.2f} [{:.2f} .. {:.2f}]   "
                  "block {:.0f} us [{:.0f} .. {:.0f}]   verified {}\n",
                  names[t], g.median, g.min, g.max, m.median, m.min, m.max, f.median, f.min, f.max, l.median, l.min,
                  l.max, series[t].verified ? "yes" : "NO");
+      if (!series[t].loopback_gbps.empty())
+        fmt::print("       raw loopback TCP of the same bytes {:.2f} GB/s [{:.2f} .. {:.2f}]\n", lo.median, lo.min, lo.max);
     }
   }
   if (json) std::printf("%s\n", out.dump(2).c_str());

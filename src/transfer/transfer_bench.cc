@@ -2,15 +2,18 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "core/aligned_buffer.h"
 #include "transfer/kv_transfer.h"
+#include "transfer/socket_io.h"
 #include "transfer/transfer_engine.h"
 
 namespace recur::transfer {
@@ -86,6 +89,34 @@ double percentile_of(std::vector<double> v, double q) {
 
 }  // namespace
 
+Result<double> tcp_loopback_gbps(uint64_t bytes) {
+  int port = 0;
+  RECUR_ASSIGN_OR_RETURN(UniqueFd listener, tcp_listen("127.0.0.1", 0, &port));
+  RECUR_ASSIGN_OR_RETURN(UniqueFd client, tcp_connect("127.0.0.1", port, 10s));
+  UniqueFd server(::accept(listener.get(), nullptr, nullptr));
+  if (!server.valid()) return io_error("loopback accept: {}", std::strerror(errno));
+  constexpr size_t kChunk = 1 << 20;
+  uint64_t received = 0;
+  std::thread sink([&] {
+    std::vector<std::byte> buf(kChunk);
+    while (received < bytes) {
+      ssize_t n = ::recv(server.get(), buf.data(), buf.size(), 0);
+      if (n <= 0) break;
+      received += uint64_t(n);
+    }
+  });
+  std::vector<std::byte> chunk(kChunk, std::byte{1});
+  auto t0 = BenchClock::now();
+  Status sent = ok_status();
+  for (uint64_t done = 0; done < bytes && sent; done += kChunk)
+    sent = send_all(client.get(), chunk.data(), size_t(std::min<uint64_t>(kChunk, bytes - done)), "loopback");
+  if (!sent) ::shutdown(server.get(), SHUT_RDWR);
+  sink.join();
+  double s = seconds_since(t0);
+  RECUR_RETURN_IF_ERROR(sent);
+  return double(received) / s / 1e9;
+}
+
 TransferBenchSummary summarize_transfer_samples(std::vector<double> samples) {
   if (samples.empty()) return {};
   std::sort(samples.begin(), samples.end());
@@ -149,6 +180,10 @@ Result<TransferBenchReport> run_transfer_bench(const TransferBenchOptions& o) {
     report.memcpy_gbps.push_back(double(kv.size()) / seconds_since(t0) / 1e9);
     RECUR_ASSIGN_OR_RETURN(double s, send_one(pages, ++generation));
     report.round_gbps.push_back(double(kv.size()) / s / 1e9);
+    if (tcp) {
+      RECUR_ASSIGN_OR_RETURN(double loopback, tcp_loopback_gbps(kv.size()));
+      report.loopback_gbps.push_back(loopback);
+    }
   }
   for (int i = 0; i < o.latency_samples; ++i) {
     RECUR_ASSIGN_OR_RETURN(double s, send_one(std::span(pages).first(1), ++generation));
@@ -192,6 +227,7 @@ nlohmann::json transfer_bench_json(const TransferBenchReport& r) {
           {"gbps", summary(r.round_gbps)},
           {"memcpy_gbps", summary(r.memcpy_gbps)},
           {"fraction_of_memcpy", roof.median > 0 ? gbps.median / roof.median : 0.0},
+          {"tcp_loopback_gbps", summary(r.loopback_gbps)},
           {"block_latency_us", {{"median", percentile_of(r.block_latency_us, 0.5)},
                                 {"p90", percentile_of(r.block_latency_us, 0.9)},
                                 {"samples", r.block_latency_us.size()}}},
@@ -206,6 +242,11 @@ std::string transfer_bench_table(const TransferBenchReport& r) {
   s += fmt::format("  bandwidth      {:.2f} GB/s median [{:.2f} .. {:.2f}]\n", gbps.median, gbps.min, gbps.max);
   s += fmt::format("  memcpy         {:.2f} GB/s median [{:.2f} .. {:.2f}]  (roofline; transfer at {:.2f} of it)\n",
                    roof.median, roof.min, roof.max, roof.median > 0 ? gbps.median / roof.median : 0.0);
+  if (!r.loopback_gbps.empty()) {
+    TransferBenchSummary lo = summarize_transfer_samples(r.loopback_gbps);
+    s += fmt::format("  tcp loopback   {:.2f} GB/s median [{:.2f} .. {:.2f}]  (raw stream of the same bytes; transfer at {:.2f} of it)\n",
+                     lo.median, lo.min, lo.max, gbps.median / lo.median);
+  }
   s += fmt::format("  block latency  {:.1f} us median, {:.1f} us p90 ({} single blocks of {} bytes)\n",
                    percentile_of(r.block_latency_us, 0.5), percentile_of(r.block_latency_us, 0.9),
                    r.block_latency_us.size(), r.block_bytes);

@@ -30,11 +30,16 @@ struct TransferBenchReport {
   uint64_t block_bytes = 0;
   std::vector<double> round_gbps;        // per round
   std::vector<double> memcpy_gbps;       // per round, same bytes, local
+  std::vector<double> loopback_gbps;     // tcp only, per round: the same bytes streamed raw over loopback TCP
   std::vector<double> block_latency_us;  // per single-block sample
   bool verified = false;
 };
 
 Result<TransferBenchReport> run_transfer_bench(const TransferBenchOptions& options);
+
+// Streams `bytes` over a fresh loopback TCP connection (1 MiB sends, one receiving thread): the
+// ceiling of the TCP transport on this host. GB/s.
+Result<double> tcp_loopback_gbps(uint64_t bytes);
 
 // The peer: serves a segment with a receive area of `bytes`, prints "ready SEGMENT_OFFSET PORT"
 // on `out`, and returns when standard input closes.
