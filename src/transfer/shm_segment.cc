@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -243,10 +244,15 @@ Status ShmPeer::check_alive() const {
 }
 
 void ShmPeer::refresh() {
-  for (;;) {
+  // Bounded: an owner that died mid-update leaves the version odd; keep the last table then
+  // (check_alive reports the death).
+  for (int tries = 0; tries < (1 << 16); ++tries) {
     uint64_t v1 = dir_->version.load(std::memory_order_acquire);
     if (v1 == seen_version_) return;
-    if (v1 % 2 == 1) continue;  // the owner is updating
+    if (v1 % 2 == 1) {  // the owner is updating
+      std::this_thread::yield();
+      continue;
+    }
     std::vector<Slot> slots;
     for (const ShmDirectorySlot& s : dir_->slots) {
       uint64_t region = s.region.load(std::memory_order_relaxed);

@@ -88,21 +88,32 @@ void TcpServer::accept_loop() {
     set_socket_timeouts(fd, timeout_);
     int one = 1;  // replies are small: Nagle would hold them for the client's delayed ack
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    // Reap connections whose peers left, so a long-lived server does not accumulate threads.
+    for (auto it = connections_.begin(); it != connections_.end();) {
+      if (!it->done.load(std::memory_order_acquire)) {
+        ++it;
+        continue;
+      }
+      it->thread.join();
+      it = connections_.erase(it);
+    }
     Connection& c = connections_.emplace_back();
     c.fd = UniqueFd(fd);
-    c.thread = std::thread([this, fd] { serve(fd); });
+    c.thread = std::thread([this, &c] { serve(c); });
   }
 }
 
-void TcpServer::serve(int fd) {
+void TcpServer::serve(Connection& c) {
   trace::set_thread_name("kv_transfer_server");
+  int fd = c.fd.get();
   std::vector<std::byte> scratch;
   for (;;) {
     bool closed = false;
     Status s = serve_one(fd, scratch, &closed);
     if (!s || closed) break;
   }
-  ::shutdown(fd, SHUT_RDWR);  // the fd itself is closed by the destructor
+  ::shutdown(fd, SHUT_RDWR);  // the fd itself is closed when the connection is reaped
+  c.done.store(true, std::memory_order_release);
 }
 
 // One request: header, payload, reply. An error return (after an error reply where possible)

@@ -5,6 +5,7 @@
 // a failed write (a ready flag) is applied.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <list>
 #include <memory>
@@ -30,11 +31,12 @@ class TcpServer {
   struct Connection {
     UniqueFd fd;
     std::thread thread;
+    std::atomic<bool> done{false};  // its thread finished: join and drop it
   };
   TcpServer(UniqueFd listener, int port, std::string segment_name, const MemoryRegistry& registry,
             std::chrono::milliseconds timeout);
   void accept_loop();
-  void serve(int fd);
+  void serve(Connection& c);
   Status serve_one(int fd, std::vector<std::byte>& scratch, bool* closed);
 
   UniqueFd listener_;
