@@ -102,7 +102,8 @@ extern const GemvKernels kAvx512Gemv;
 
 // Prefill GEMM over stored weights (AVX-512), for M > 8: y[m, n] = x[m, k] W^T with W read
 // in place. X is packed once per call as X^T panels of 64 tokens ([k][64] fp32, zero past m;
-// for Q8_0 weights with Q8_0 activations, x's Q8_0 values q d); each thread converts 6 W rows
+// for Q8_0 weights with Q8_0 activations where the int8 GEMM below cannot run (no VNNI), x's
+// Q8_0 values q d); each thread converts 6 W rows
 // of one K block to fp32 at a time (contiguous, exact: f16, bf16, d q) and a 6 x 64 register
 // tile (6 broadcast weights against 4 vectors of 16 tokens, 24 zmm accumulators) walks the
 // block. Each output sums K in blocks of kPrefillKc, fp32 FMA in k order within a block, the
@@ -125,6 +126,28 @@ struct PrefillKernels {
   void (*rows)(const PrefillArgs& a, int64_t r0, int64_t r1) = nullptr;
 };
 extern const PrefillKernels kAvx512Prefill;
+
+// The prefill GEMM of Q8_0 weights against Q8_0 activations (AVX-512 VNNI), llama.cpp's
+// arithmetic: x quantized per token and block of 32 (quantize_q8_0_rows' bits) and packed as
+// u = q + 128 in panels of 32 tokens, [k / 4][32 tokens][4 bytes] (one zmm holds 4 k of 16
+// tokens); W's int8 read in place, 4 bytes broadcast. A 6-row x 32-token tile sums each block
+// exactly in int32 (8 vpdpbusd), subtracts comp = 128 sum(q_w) of the block, and adds
+// float(dot) * (d_x d_w) to fp32 accumulators; K in blocks of kPrefillKc as above.
+inline constexpr int kPrefillQ8Tokens = 32;
+struct PrefillQ8Args {
+  const void* w = nullptr;
+  size_t w_row_bytes = 0;
+  int64_t n = 0, k = 0, m = 0;
+  const uint8_t* xq = nullptr;  // ceil(m / 32) panels of [k / 4][32][4] bytes
+  const float* dx = nullptr;    // ceil(m / 32) panels of [k / 32][32] block scales (0 past m)
+  float* y = nullptr;
+};
+struct PrefillQ8Kernels {
+  // Tokens [t0, t1) of the panels (past m: q = 0, d = 0).
+  void (*pack_x)(const float* x, int64_t m, int64_t k, uint8_t* xq, float* dx, int64_t t0, int64_t t1) = nullptr;
+  void (*rows)(const PrefillQ8Args& a, int64_t r0, int64_t r1) = nullptr;
+};
+extern const PrefillQ8Kernels kAvx512PrefillQ8;  // needs avx512vnni
 
 // Tiled f32 microkernel (AVX-512): C[6 x 64] (+)= A strip [kc][6] · B panel slice [kc][64];
 // only the first mr rows and nr columns of C are written (ldc floats per row).

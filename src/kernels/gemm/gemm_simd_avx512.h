@@ -18,6 +18,7 @@
 #pragma GCC diagnostic pop
 #endif
 
+#include <algorithm>
 #include <cstdint>
 
 #include "kernels/gemm/gemm.h"
@@ -91,6 +92,36 @@ inline __m256i q8_quantize_block(const float* x, float* d) {
   const __m512i hi = _mm512_inserti64x4(_mm512_castsi256_si512(eight(_mm512_castps512_ps256(b))),
                                         eight(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(b), 1))), 1);
   return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_cvtepi32_epi8(lo)), _mm512_cvtepi32_epi8(hi), 1);
+}
+
+// The prefill GEMMs: the next 6-row block's part of W (rows past r + 6 up to r1, else the
+// next K block from r0) into L2 while this one computes. Converting or reading a block right
+// after its rows miss the caches stalls on DRAM latency: f16 went from 0.66 to 0.74 of the
+// FMA peak with this.
+inline void prefetch_next_row_block(const void* w, size_t w_row_bytes, WeightFormat f, int64_t k, int64_t r,
+                                    int64_t r0, int64_t r1, int64_t k0, int64_t kc) {
+  constexpr int64_t kRows = 6;
+  const int64_t next = r + kRows < r1 ? r + kRows : k0 + kc < k ? r0 : -1;
+  if (next < 0) return;
+  const int64_t nk0 = next == r0 && r + kRows >= r1 ? k0 + kc : k0;
+  const size_t first = row_bytes(f, nk0), last = row_bytes(f, std::min(k, nk0 + kc));
+  for (int64_t i = next; i < std::min(r1, next + kRows); ++i) {
+    const char* row = static_cast<const char*>(w) + size_t(i) * w_row_bytes;
+    for (size_t b = first; b < last; b += 64) _mm_prefetch(row + b, _MM_HINT_T1);
+  }
+}
+
+// The prefill GEMMs: a finished tile c[row][token] (ldc floats per row) into y[token][row] (n
+// floats per token), stored on the first K block and added after.
+inline void store_tile_transposed(const float* c, int ldc, int rows, int tokens, float* y, int64_t n, bool add) {
+  for (int t = 0; t < tokens; ++t) {
+    float* yt = y + t * n;
+    if (add) {
+      for (int i = 0; i < rows; ++i) yt[i] += c[i * ldc + t];
+    } else {
+      for (int i = 0; i < rows; ++i) yt[i] = c[i * ldc + t];
+    }
+  }
 }
 
 inline int32_t hsum_epi32(__m512i a) {

@@ -81,6 +81,18 @@ void run_gemv(GemvFn fn, const GemvArgs& a, int64_t n, ThreadPool* pool) {
   else body(0, blocks, 0);
 }
 
+// pack over [0, n1), then rows over [0, n2): on the pool, or here without one.
+template <class Pack, class Rows>
+void run_pack_then_rows(ThreadPool* pool, int64_t n1, const Pack& pack, int64_t n2, const Rows& rows) {
+  if (pool != nullptr) {
+    pool->parallel_for(n1, pack);
+    pool->parallel_for(n2, rows);
+  } else {
+    pack(0, n1, 0);
+    rows(0, n2, 0);
+  }
+}
+
 // The prefill GEMM (gemm_internal.h, PrefillArgs): X^T packed in parallel over K, then W rows
 // in blocks of 6 split statically over the pool.
 void run_prefill(const WeightView& w, const float* x, int64_t m, float* y, bool q8, Workspace& s, ThreadPool* pool) {
@@ -95,14 +107,20 @@ void run_prefill(const WeightView& w, const float* x, int64_t m, float* y, bool 
   auto rows = [&](int64_t b0, int64_t b1, int) {
     kAvx512Prefill.rows(a, b0 * kPrefillRows, std::min(w.n, b1 * kPrefillRows));
   };
-  const int64_t blocks = (w.n + kPrefillRows - 1) / kPrefillRows;
-  if (pool != nullptr) {
-    pool->parallel_for(kchunks, pack);
-    pool->parallel_for(blocks, rows);
-  } else {
-    pack(0, kchunks, 0);
-    rows(0, blocks, 0);
-  }
+  run_pack_then_rows(pool, kchunks, pack, (w.n + kPrefillRows - 1) / kPrefillRows, rows);
+}
+
+// The Q8_0 x Q8_0 prefill GEMM (gemm_internal.h, PrefillQ8Args): x quantized and packed in
+// parallel over tokens, then W rows in blocks of 6 split statically over the pool.
+void run_prefill_q8(const WeightView& w, const float* x, int64_t m, float* y, Workspace& s, ThreadPool* pool) {
+  const int64_t panels = (m + kPrefillQ8Tokens - 1) / kPrefillQ8Tokens, tokens = panels * kPrefillQ8Tokens;
+  auto* xq = reinterpret_cast<uint8_t*>(s.bytes(0, size_t(tokens * w.k)));
+  auto* dx = reinterpret_cast<float*>(s.bytes(1, size_t(tokens * (w.k / kQ8Block)) * sizeof(float)));
+  auto pack = [&](int64_t t0, int64_t t1, int) { kAvx512PrefillQ8.pack_x(x, m, w.k, xq, dx, t0, t1); };
+  const PrefillQ8Args a{.w = w.data, .w_row_bytes = row_bytes(w.format, w.k), .n = w.n, .k = w.k, .m = m, .xq = xq,
+                        .dx = dx, .y = y};
+  auto rows = [&](int64_t b0, int64_t b1, int) { kAvx512PrefillQ8.rows(a, b0 * 6, std::min(w.n, b1 * 6)); };
+  run_pack_then_rows(pool, tokens, pack, (w.n + 5) / 6, rows);
 }
 
 }  // namespace
@@ -122,6 +140,11 @@ Status gemm_stored(const WeightView& w, const float* x, int64_t m, float* y, Thr
     GemvArgs g{.k = w.k, .w = w.data, .w_row_bytes = row_bytes(w.format, w.k), .x = x, .y = y};
     if (w.format == WeightFormat::kQ8_0) prepare_q8_gemv_x(x, w.k, s, g);
     run_gemv(gemv, g, w.n, pool);
+    return ok_status();
+  }
+  if (m > 8 && active_isa() >= Isa::kAvx512 && w.format == WeightFormat::kQ8_0 && q8 == Q8Activations::kQ8_0 &&
+      cpu_features().avx512vnni) {
+    run_prefill_q8(w, x, m, y, s, pool);
     return ok_status();
   }
   if (m > 8 && active_isa() >= Isa::kAvx512) {
