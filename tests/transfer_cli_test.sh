@@ -29,10 +29,17 @@ case "$table" in *"verified       yes"*) ;; *) fail "table: $table" ;; esac
 "$recur" transfer peer --bytes 10 >/dev/null 2>&1
 [ $? = 2 ] || fail "peer without --segment should be a usage error"
 
-# The peer by hand: it announces its region and port, serves until stdin closes.
-exec 3< <(sleep 0.2 | "$recur" transfer peer --segment "cli-peer-$$" --listen 127.0.0.1:0 --bytes 4096)
-read -r word offset port <&3
+# The peer by hand: it announces its region and port and serves until its stdin closes; bench
+# --peer sends to it over TCP and over shared memory.
+coproc PEER { "$recur" transfer peer --segment "cli-peer-$$" --listen 127.0.0.1:0 --bytes 1048576; }
+read -r word offset port <&"${PEER[0]}"
 [ "$word" = ready ] && [ "$offset" -gt 0 ] && [ "$port" -gt 0 ] || fail "peer said '$word $offset $port'"
-exec 3<&-
+for target in "127.0.0.1:$port/cli-peer-$$" "cli-peer-$$"; do
+  out=$("$recur" transfer bench --peer "$target" --bytes 65536 --blocks 4 --rounds 1 --latency-samples 1 --json) \
+    || fail "bench --peer $target exited $?"
+  case "$out" in *'"verified": true'*) ;; *) fail "bench --peer $target: $out" ;; esac
+done
+eval "exec ${PEER[1]}>&-"
+wait "$PEER_PID" || fail "peer exited $?"
 
 finish transfer_cli

@@ -53,6 +53,9 @@ void register_transfer(CLI::App& app, Invocation& inv) {
   bench->add_option("--latency-samples", f->options.latency_samples, "single-block sends timed")
       ->check(CLI::Range(0, 100000))
       ->capture_default_str();
+  bench->add_option("--peer", f->options.peer,
+                    "a running `recur transfer peer` to send to instead of forking one: HOST:PORT/NAME (tcp, e.g. "
+                    "on another host) or NAME (shared memory); its area must hold --bytes plus headers");
   bench->add_flag("--json", f->json, "print one JSON object instead of the table");
   bench->callback([&inv, f] { inv.run = [f] { return run_transfer_bench_verb(*f); }; });
 

@@ -139,8 +139,8 @@ void TcpPeer::send(const RequestRef& ref, FrameOp op, uint32_t region, uint64_t 
   if (s && !payload.empty()) s = send_all(fd_.get(), payload.data(), payload.size(), label_);
   if (!s) {
     fail_all(Error(s.error().code() == ErrorCode::kTimeout ? ErrorCode::kTimeout : ErrorCode::kFailedPrecondition,
-                   fmt::format("peer gone: {} (region {} offset {} length {}): {}", label_, region, offset, length,
-                               s.error().message())));
+                   fmt::format("peer gone: {} (region {} offset {} length {})", s.error().message(), region, offset,
+                               length)));
   }
 }
 
@@ -167,7 +167,10 @@ void TcpPeer::receive_loop(int fd) {
     auto gone = [&](std::string_view how) {
       fail_all(Error(ErrorCode::kFailedPrecondition, fmt::format("peer gone: {} {}", label_, how)));
     };
-    if (!got) return gone(got.error().message());
+    if (!got) {  // the message already names the peer
+      return fail_all(Error(got.error().code() == ErrorCode::kTimeout ? ErrorCode::kTimeout : ErrorCode::kFailedPrecondition,
+                            fmt::format("peer gone: {}", got.error().message())));
+    }
     if (*got != raw.size()) {
       if (server_failed) {
         return fail_all(Error(ErrorCode::kFailedPrecondition,

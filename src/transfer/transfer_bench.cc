@@ -141,23 +141,34 @@ Result<TransferBenchReport> run_transfer_bench(const TransferBenchOptions& o) {
   if (o.blocks <= 0 || o.bytes < uint64_t(o.blocks) || o.rounds <= 0 || o.latency_samples < 0)
     return invalid_argument("transfer bench: {} bytes in {} blocks, {} rounds: expected blocks >= 1, bytes >= blocks, rounds >= 1",
                             o.bytes, o.blocks, o.rounds);
-  bool tcp = o.transport == "tcp";
+  bool tcp = o.transport == "tcp" || o.peer.find('/') != std::string::npos;
   TransferBenchReport report;
   report.options = o;
+  report.options.transport = tcp ? "tcp" : "shm";
   report.block_bytes = o.bytes / uint64_t(o.blocks);
   KvLayout layout{1, o.blocks, report.block_bytes};
 
   std::string stem = fmt::format("bench-{}", ::getpid());
   BenchPeer peer;
-  RECUR_RETURN_IF_ERROR(start_bench_peer(peer, o.peer_program, stem + "-peer", tcp, layout.sequence_bytes()));
+  if (o.peer.empty())
+    RECUR_RETURN_IF_ERROR(start_bench_peer(peer, o.peer_program, stem + "-peer", tcp, layout.sequence_bytes()));
   RECUR_ASSIGN_OR_RETURN(auto engine, TransferEngine::create({stem + "-self", "", 10s}));
   AlignedBuffer kv(report.block_bytes * size_t(o.blocks), false);
   AlignedBuffer copy(kv.size(), false);
   for (size_t i = 0; i < kv.size(); ++i) kv.data()[i] = std::byte(i * 31 + 7);
   std::memset(copy.data(), 0, copy.size());
   RECUR_RETURN_IF_ERROR(engine->register_memory(kv.data(), kv.size(), "cpu"));
-  std::string target = tcp ? fmt::format("127.0.0.1:{}/{}-peer", peer.port, stem) : stem + "-peer";
+  std::string target = !o.peer.empty() ? o.peer
+                       : tcp           ? fmt::format("127.0.0.1:{}/{}-peer", peer.port, stem)
+                                       : stem + "-peer";
   RECUR_ASSIGN_OR_RETURN(SegmentHandle seg, engine->open_segment(target));
+  if (!o.peer.empty()) {
+    RECUR_ASSIGN_OR_RETURN(std::vector<RegionInfo> regions, engine->segment_regions(seg));
+    if (regions.empty() || regions.front().length < layout.sequence_bytes())
+      return make_error(ErrorCode::kFailedPrecondition, "transfer bench: peer {} needs a region of {} bytes (has {})",
+                        o.peer, layout.sequence_bytes(), regions.empty() ? 0 : regions.front().length);
+    peer.area_offset = regions.front().segment_offset;
+  }
   std::vector<KvPage> pages;
   for (int b = 0; b < o.blocks; ++b) pages.push_back({kv.data() + size_t(b) * report.block_bytes, report.block_bytes});
 
@@ -180,7 +191,7 @@ Result<TransferBenchReport> run_transfer_bench(const TransferBenchOptions& o) {
     report.memcpy_gbps.push_back(double(kv.size()) / seconds_since(t0) / 1e9);
     RECUR_ASSIGN_OR_RETURN(double s, send_one(pages, ++generation));
     report.round_gbps.push_back(double(kv.size()) / s / 1e9);
-    if (tcp) {
+    if (tcp && o.peer.empty()) {  // the loopback ceiling says nothing about another host's link
       RECUR_ASSIGN_OR_RETURN(double loopback, tcp_loopback_gbps(kv.size()));
       report.loopback_gbps.push_back(loopback);
     }

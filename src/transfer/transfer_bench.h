@@ -23,6 +23,9 @@ struct TransferBenchOptions {
   int rounds = 5;
   int latency_samples = 64;
   std::string peer_program;  // the recur binary to run as the peer
+  // A peer already running (`recur transfer peer`, e.g. on another host): "HOST:PORT/NAME" or a
+  // shared-memory segment name. Its first region is the receive area. Empty: fork one here.
+  std::string peer;
 };
 
 struct TransferBenchReport {
