@@ -272,7 +272,7 @@ TEST(TransferEngine, SharedMemoryPeerThatExitedIsReportedGone) {
 }
 
 // A fake peer speaking the protocol: answers hello, then misbehaves on the first request.
-enum class FakeFault { kCorruptReply, kCloseMidReply };
+enum class FakeFault { kCorruptReply, kCloseMidReply, kSilent };
 
 void fake_peer(int listener, const std::string& name, FakeFault fault) {
   int fd = ::accept(listener, nullptr, nullptr);
@@ -295,6 +295,14 @@ void fake_peer(int listener, const std::string& name, FakeFault fault) {
   FrameHeader h;
   reply(hello.request_id, table, checksum64(table));
   (void)recv_all(fd, raw.data(), raw.size(), "fake");
+  if (fault == FakeFault::kSilent) {
+    // Never answer; hold the connection until the client gives up and closes it.
+    char byte;
+    while (::recv(fd, &byte, 1, 0) > 0) {
+    }
+    ::close(fd);
+    return;
+  }
   FrameHeader read = *decode_frame_header(raw);
   std::vector<std::byte> data(read.length, std::byte{5});
   uint64_t sum = checksum64(data);
@@ -305,19 +313,20 @@ void fake_peer(int listener, const std::string& name, FakeFault fault) {
   (void)name;
 }
 
-std::string read_through_fake_peer(FakeFault fault) {
+std::string read_through_fake_peer(FakeFault fault, std::chrono::milliseconds timeout = 5000ms) {
   int port = 0;
   auto listener = tcp_listen("127.0.0.1", 0, &port);
   EXPECT_TRUE(listener);
   std::thread peer([&] { fake_peer(listener->get(), "fake", fault); });
-  auto e = make_engine(unique_segment("reader"));
+  auto e = make_engine(unique_segment("reader"), "", timeout);
   AlignedBuffer local(4096, true);
   EXPECT_TRUE(e->register_memory(local.data(), local.size(), "cpu:0"));
   auto seg = e->open_segment(fmt::format("127.0.0.1:{}/fake", port));
   EXPECT_TRUE(seg) << seg.error().message();
   BatchId b = testing::run_batch(*e, {{TransferOpcode::kRead, local.data(), *seg, segment_offset(1, 0), 1024}});
-  peer.join();
   auto st = e->status(b, 0);
+  e.reset();  // closes the connection, which ends a silent peer
+  peer.join();
   EXPECT_EQ(st->state, TransferState::kFailed);
   return st->error;
 }
@@ -330,6 +339,14 @@ TEST(TransferEngine, CorruptedTcpPayloadIsCaughtByTheChecksum) {
 TEST(TransferEngine, TruncatedTcpPayloadFailsTheRequest) {
   std::string error = read_through_fake_peer(FakeFault::kCloseMidReply);
   EXPECT_TRUE(contains(error, "cut short")) << error;
+}
+
+// A peer that accepts a request and never answers: the request fails once the engine's timeout
+// passes (never a hang).
+TEST(TransferEngine, SilentPeerTimesOut) {
+  std::string error = read_through_fake_peer(FakeFault::kSilent, 200ms);
+  EXPECT_TRUE(contains(error, "no reply within 200 ms")) << error;
+  EXPECT_TRUE(contains(error, "region 1 offset 0 length 1024")) << error;
 }
 
 TEST(TransferEngine, ServerAnswersMalformedFramesWithAnErrorAndCloses) {
