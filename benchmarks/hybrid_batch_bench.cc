@@ -5,7 +5,9 @@
 // One run: a fresh batch of B sequences; one forward prefills all B prompts (--prompt tokens
 // each, ids drawn with a fixed seed); then --decode steps of one greedy token per sequence,
 // one forward each. Reported per configuration: decode tokens/s (B * decode / time) and
-// prefill tokens/s, median and [min, max] over the rounds.
+// prefill tokens/s, median and [min, max] over the rounds, and the decode ratio to the first
+// configuration paired by round (both ran within seconds of each other, so a slow round from
+// other tenants' load cancels).
 //
 //   bench_hybrid_batch -m MODEL [--batch 1,8,32] [--tp 1,2] [--replay off,on] [--prompt 16]
 //                      [--decode 16] [--runs 5] [--warmup 1] [--threads 2] [--set knob=value ...]
@@ -145,6 +147,10 @@ int main(int argc, char** argv) {
     std::printf("batch %3d  tp %s  replay %-3s", c.batch, c.tp.c_str(), c.replay.c_str());
     print_stat("decode", c.decode_tok_s);
     print_stat("  prefill", c.prefill_tok_s);
+    std::vector<double> ratio;
+    for (size_t i = 0; i < c.decode_tok_s.size(); ++i) ratio.push_back(c.decode_tok_s[i] / configs[0].decode_tok_s[i]);
+    std::sort(ratio.begin(), ratio.end());
+    std::printf("  decode/first %.2f [%.2f .. %.2f]", ratio[ratio.size() / 2], ratio.front(), ratio.back());
     std::printf("\n");
   }
   return 0;
