@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
   }
   // Per transport: each run's median GB/s, memcpy GB/s, fraction, block latency median.
   struct Series {
-    std::vector<double> gbps, memcpy_gbps, fraction, latency_us, loopback_gbps;
+    std::vector<double> gbps, memcpy_gbps, fraction, latency_us, loopback_gbps, submit_us_per_mib;
     bool verified = true;
   };
   Series series[2];
@@ -87,6 +87,7 @@ int main(int argc, char** argv) {
       series[t].memcpy_gbps.push_back(m.median);
       series[t].fraction.push_back(g.median / m.median);
       series[t].latency_us.push_back(summarize_transfer_samples(r->block_latency_us).median);
+      series[t].submit_us_per_mib.push_back(summarize_transfer_samples(r->submit_us_per_mib).median);
       if (!r->loopback_gbps.empty()) series[t].loopback_gbps.push_back(summarize_transfer_samples(r->loopback_gbps).median);
       series[t].verified = series[t].verified && r->verified;
     }
@@ -101,15 +102,19 @@ int main(int argc, char** argv) {
     auto f = summarize_transfer_samples(series[t].fraction);
     auto l = summarize_transfer_samples(series[t].latency_us);
     auto lo = summarize_transfer_samples(series[t].loopback_gbps);
+    auto sub = summarize_transfer_samples(series[t].submit_us_per_mib);
     if (json) {
       out.push_back({{"transport", names[t]}, {"gbps", {g.median, g.min, g.max}}, {"memcpy_gbps", {m.median, m.min, m.max}},
                      {"fraction", {f.median, f.min, f.max}}, {"block_latency_us", {l.median, l.min, l.max}},
-                     {"tcp_loopback_gbps", {lo.median, lo.min, lo.max}}, {"verified", series[t].verified}});
+                     {"tcp_loopback_gbps", {lo.median, lo.min, lo.max}},
+                     {"submit_us_per_mib", {sub.median, sub.min, sub.max}}, {"verified", series[t].verified}});
     } else {
       fmt::print("  {}  {:.2f} GB/s [{:.2f} .. {:.2f}]   memcpy {:.2f} [{:.2f} .. {:.2f}]   fraction {:.2f} [{:.2f} .. {:.2f}]   "
                  "block {:.0f} us [{:.0f} .. {:.0f}]   verified {}\n",
                  names[t], g.median, g.min, g.max, m.median, m.min, m.max, f.median, f.min, f.max, l.median, l.min,
                  l.max, series[t].verified ? "yes" : "NO");
+      fmt::print("       send_layer on the caller's thread {:.1f} us per MiB [{:.1f} .. {:.1f}]\n", sub.median, sub.min,
+                 sub.max);
       if (!series[t].loopback_gbps.empty())
         fmt::print("       raw loopback TCP of the same bytes {:.2f} GB/s [{:.2f} .. {:.2f}]\n", lo.median, lo.min, lo.max);
     }

@@ -8,8 +8,7 @@
 namespace recur::transfer {
 namespace {
 
-uint64_t kv_block_seed(const KvBlockId& id, uint64_t generation) {
-  // Distinct ids or generations give distinct seeds, so a stale block never verifies.
+uint64_t kv_block_seed_of(const KvBlockId& id, uint64_t generation) {
   return generation * 0x9E3779B97F4A7C15ull ^ uint64_t(id.seq) * 0xC2B2AE3D27D4EB4Full ^
          (uint64_t(uint32_t(id.layer)) << 32 | uint32_t(id.block)) * 0x165667B19E3779F9ull;
 }
@@ -19,6 +18,8 @@ std::atomic_ref<uint64_t> kv_ready_word(const std::byte* slot) {
 }
 
 }  // namespace
+
+uint64_t kv_block_checksum_seed(const KvBlockId& id, uint64_t generation) { return kv_block_seed_of(id, generation); }
 
 size_t kv_block_slot_bytes(size_t payload_bytes) {
   return kKvBlockHeaderBytes + (payload_bytes + kKvBlockHeaderBytes - 1) / kKvBlockHeaderBytes * kKvBlockHeaderBytes;
@@ -36,7 +37,7 @@ KvBlockFields make_kv_block_fields(const KvBlockId& id, uint64_t generation, std
   f.block = id.block;
   f.length = payload.size();
   f.generation = generation;
-  f.checksum = checksum64(payload, kv_block_seed(id, generation));
+  f.checksum = checksum64(payload, kv_block_seed_of(id, generation));
   return f;
 }
 
@@ -66,12 +67,13 @@ Result<bool> try_read_kv_block(const std::byte* slot, size_t slot_bytes, const K
   if (f.length != out.size())
     return parse_error("{}: length {}, expected {} (truncated or wrong layout)", where(), f.length, out.size());
   std::memcpy(out.data(), slot + kKvBlockHeaderBytes, out.size());
-  uint64_t sum = checksum64(out, kv_block_seed(id, generation));
+  uint64_t sum = checksum64(out, kv_block_seed_of(id, generation));
   if (sum != f.checksum)
     return parse_error("{}: checksum {:#018x}, header says {:#018x} ({} bytes): corrupted or incomplete", where(), sum,
                        f.checksum, f.length);
-  std::atomic_thread_fence(std::memory_order_acquire);
-  if (kv_ready_word(slot).load(std::memory_order_relaxed) != generation)
+  // Best effort only (a slot must not be rewritten while read; the caller's protocol): no fence,
+  // which ThreadSanitizer does not model (-Wtsan).
+  if (kv_ready_word(slot).load(std::memory_order_acquire) != generation)
     return parse_error("{}: the slot was republished while being read", where());
   return true;
 }

@@ -12,7 +12,7 @@
 // release store (a transport applies kStoreFlag after the data requests before it, on one
 // thread). A reader acquire-loads `ready`; equal to the generation it expects means every store
 // before the release is visible, so it copies the payload, checks the header and the checksum
-// of its copy, and re-reads `ready` (a slot reused under it is rejected, not returned torn).
+// of its copy, and re-reads `ready` (best effort: a slot reused under it is rejected).
 // A slot is handed back to the writer only after its reader is done (the caller's protocol), so
 // writer and readers never touch a payload at the same time.
 #pragma once
@@ -55,6 +55,9 @@ size_t kv_block_slot_bytes(size_t payload_bytes);
 uint64_t kv_block_flow_id(const KvBlockId& id);
 
 KvBlockFields make_kv_block_fields(const KvBlockId& id, uint64_t generation, std::span<const std::byte> payload);
+// The seed of the block's checksum (distinct ids or generations give distinct seeds, so a stale
+// block never verifies): checksum = checksum64(payload, kv_block_checksum_seed(id, generation)).
+uint64_t kv_block_checksum_seed(const KvBlockId& id, uint64_t generation);
 
 // Writes header and payload into a local slot, then publishes it (release store of `ready`).
 // `generation` must be > 0.

@@ -1,5 +1,6 @@
 #include "transfer/kv_transfer.h"
 
+#include <cstddef>
 #include <cstring>
 #include <thread>
 
@@ -71,7 +72,13 @@ Status KvSender::send_layer(int64_t seq, int layer, std::span<const KvPage> page
       return invalid_argument("kv sender: sequence {} layer {} block {}: {} bytes, expected 1..{}", seq, layer, i,
                               page.bytes, layout_.max_block_bytes);
     KvBlockId id{seq, layer, int32_t(i)};
-    KvBlockFields fields = make_kv_block_fields(id, s->generation, {page.data, page.bytes});
+    // The checksum is left to the transfer thread (checksum_out below): the caller only queues.
+    KvBlockFields fields;
+    fields.seq = seq;
+    fields.layer = layer;
+    fields.block = int32_t(i);
+    fields.length = page.bytes;
+    fields.generation = s->generation;
     std::byte* image = s->staging.data() + (size_t(layer) * size_t(layout_.blocks_per_layer) + i) * kKvBlockHeaderBytes;
     std::memcpy(image, &s->generation, 8);
     std::memcpy(image + 8, &fields, sizeof fields);
@@ -80,8 +87,9 @@ Status KvSender::send_layer(int64_t seq, int layer, std::span<const KvPage> page
     RECUR_FLOW_BEGIN("kv_block", trace.flow);
     // Payload and header first, the ready flag last: requests to one segment run in order, and
     // a failed one stops the rest of the batch there, so a flag never covers bad data.
+    auto* checksum = reinterpret_cast<uint64_t*>(image + 8 + offsetof(KvBlockFields, checksum));
     requests.push_back({TransferOpcode::kWrite, const_cast<std::byte*>(page.data), peer_, slot + kKvBlockHeaderBytes,
-                        page.bytes, trace});
+                        page.bytes, trace, checksum, kv_block_checksum_seed(id, s->generation)});
     requests.push_back({TransferOpcode::kWrite, image + 8, peer_, slot + 8, sizeof fields, {0, seq, layer}});
     requests.push_back({TransferOpcode::kStoreFlag, image, peer_, slot, 8, {0, seq, layer}});
     bytes += page.bytes;

@@ -175,11 +175,11 @@ Status ShmOwner::publish(const LocalRegion& region) {
   for (ShmDirectorySlot& s : dir_->slots) {
     if (s.region.load(std::memory_order_relaxed) != 0) continue;
     dir_->version.fetch_add(1, std::memory_order_acq_rel);
-    s.alloc_index.store(region.backing->alloc_index, std::memory_order_relaxed);
-    s.alloc_offset.store(region.backing->alloc_offset, std::memory_order_relaxed);
-    s.alloc_bytes.store(region.backing->alloc_bytes, std::memory_order_relaxed);
-    s.length.store(region.info.length, std::memory_order_relaxed);
-    s.region.store(region.info.id, std::memory_order_relaxed);
+    s.alloc_index.store(region.backing->alloc_index, std::memory_order_release);
+    s.alloc_offset.store(region.backing->alloc_offset, std::memory_order_release);
+    s.alloc_bytes.store(region.backing->alloc_bytes, std::memory_order_release);
+    s.length.store(region.info.length, std::memory_order_release);
+    s.region.store(region.info.id, std::memory_order_release);
     dir_->version.fetch_add(1, std::memory_order_release);
     return ok_status();
   }
@@ -192,7 +192,7 @@ void ShmOwner::withdraw(uint32_t region_id) {
   for (ShmDirectorySlot& s : dir_->slots) {
     if (s.region.load(std::memory_order_relaxed) != region_id) continue;
     dir_->version.fetch_add(1, std::memory_order_acq_rel);
-    s.region.store(0, std::memory_order_relaxed);
+    s.region.store(0, std::memory_order_release);
     dir_->version.fetch_add(1, std::memory_order_release);
   }
 }
@@ -255,17 +255,18 @@ void ShmPeer::refresh() {
     }
     std::vector<Slot> slots;
     for (const ShmDirectorySlot& s : dir_->slots) {
-      uint64_t region = s.region.load(std::memory_order_relaxed);
+      uint64_t region = s.region.load(std::memory_order_acquire);
       if (region == 0) continue;
+      // Acquire loads keep the version re-read below after them (a seqlock without a fence,
+      // which ThreadSanitizer does not model).
       Slot out;
       out.region = uint32_t(region);
-      out.backing.alloc_index = s.alloc_index.load(std::memory_order_relaxed);
-      out.backing.alloc_offset = s.alloc_offset.load(std::memory_order_relaxed);
-      out.backing.alloc_bytes = s.alloc_bytes.load(std::memory_order_relaxed);
-      out.length = s.length.load(std::memory_order_relaxed);
+      out.backing.alloc_index = s.alloc_index.load(std::memory_order_acquire);
+      out.backing.alloc_offset = s.alloc_offset.load(std::memory_order_acquire);
+      out.backing.alloc_bytes = s.alloc_bytes.load(std::memory_order_acquire);
+      out.length = s.length.load(std::memory_order_acquire);
       slots.push_back(out);
     }
-    std::atomic_thread_fence(std::memory_order_acquire);
     if (dir_->version.load(std::memory_order_relaxed) != v1) continue;
     slots_ = std::move(slots);
     seen_version_ = v1;

@@ -174,10 +174,12 @@ Result<TransferBenchReport> run_transfer_bench(const TransferBenchOptions& o) {
 
   KvSender sender(*engine, seg, layout);
   int64_t seq = 0;
+  double submit_s = 0;  // of the last send: what send_layer costs its caller (the prefill thread)
   auto send_one = [&](std::span<const KvPage> p, uint64_t generation) -> Result<double> {
     RECUR_RETURN_IF_ERROR(sender.begin_sequence(seq, peer.area_offset, generation));
     auto t0 = BenchClock::now();
     RECUR_RETURN_IF_ERROR(sender.send_layer(seq, 0, p));
+    submit_s = seconds_since(t0);
     RECUR_RETURN_IF_ERROR(sender.finish_sequence(seq, 60s));
     ++seq;
     return seconds_since(t0);
@@ -191,6 +193,7 @@ Result<TransferBenchReport> run_transfer_bench(const TransferBenchOptions& o) {
     report.memcpy_gbps.push_back(double(kv.size()) / seconds_since(t0) / 1e9);
     RECUR_ASSIGN_OR_RETURN(double s, send_one(pages, ++generation));
     report.round_gbps.push_back(double(kv.size()) / s / 1e9);
+    report.submit_us_per_mib.push_back(submit_s * 1e6 / (double(kv.size()) / double(1 << 20)));
     if (tcp && o.peer.empty()) {  // the loopback ceiling says nothing about another host's link
       RECUR_ASSIGN_OR_RETURN(double loopback, tcp_loopback_gbps(kv.size()));
       report.loopback_gbps.push_back(loopback);
@@ -239,6 +242,7 @@ nlohmann::json transfer_bench_json(const TransferBenchReport& r) {
           {"memcpy_gbps", summary(r.memcpy_gbps)},
           {"fraction_of_memcpy", roof.median > 0 ? gbps.median / roof.median : 0.0},
           {"tcp_loopback_gbps", summary(r.loopback_gbps)},
+          {"submit_us_per_mib", summary(r.submit_us_per_mib)},
           {"block_latency_us", {{"median", percentile_of(r.block_latency_us, 0.5)},
                                 {"p90", percentile_of(r.block_latency_us, 0.9)},
                                 {"samples", r.block_latency_us.size()}}},
@@ -258,6 +262,9 @@ std::string transfer_bench_table(const TransferBenchReport& r) {
     s += fmt::format("  tcp loopback   {:.2f} GB/s median [{:.2f} .. {:.2f}]  (raw stream of the same bytes; transfer at {:.2f} of it)\n",
                      lo.median, lo.min, lo.max, gbps.median / lo.median);
   }
+  TransferBenchSummary submit = summarize_transfer_samples(r.submit_us_per_mib);
+  s += fmt::format("  submit cost    {:.0f} us per MiB median [{:.0f} .. {:.0f}]  (send_layer on the caller's thread)\n",
+                   submit.median, submit.min, submit.max);
   s += fmt::format("  block latency  {:.1f} us median, {:.1f} us p90 ({} single blocks of {} bytes)\n",
                    percentile_of(r.block_latency_us, 0.5), percentile_of(r.block_latency_us, 0.9),
                    r.block_latency_us.size(), r.block_bytes);

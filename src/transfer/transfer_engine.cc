@@ -1,5 +1,6 @@
 #include "transfer/transfer_engine.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
@@ -10,6 +11,7 @@
 
 #include "trace/trace.h"
 #include "transfer/batch.h"
+#include "transfer/checksum.h"
 #include "transfer/memory_registry.h"
 #include "transfer/shm_segment.h"
 #include "transfer/tcp_peer.h"
@@ -154,6 +156,8 @@ void TransferEngine::Impl::execute_traced(trace::Zone& zone, Segment& seg, Work&
   if (r.trace.layer >= 0) zone.arg("layer", r.trace.layer);
   if (r.trace.flow != 0) RECUR_FLOW_STEP("kv_block", r.trace.flow);
   if (seg.shm) return execute_shm(seg, w, region, offset);
+  if (r.checksum_out != nullptr)
+    *r.checksum_out = checksum64({static_cast<const std::byte*>(r.source), r.length}, r.checksum_seed);
   FrameOp op = r.opcode == TransferOpcode::kRead    ? FrameOp::kRead
                : r.opcode == TransferOpcode::kWrite ? FrameOp::kWrite
                                                     : FrameOp::kStoreFlag;
@@ -170,7 +174,20 @@ void TransferEngine::Impl::execute_shm(Segment& seg, Work& w, uint32_t region, u
       std::memcpy(r.source, *target, r.length);
       break;
     case TransferOpcode::kWrite:
-      std::memcpy(*target, r.source, r.length);
+      if (r.checksum_out == nullptr) {
+        std::memcpy(*target, r.source, r.length);
+      } else {
+        // Hash each chunk right after copying it, while it is in cache: one pass over memory.
+        constexpr uint64_t kChunk = 64 * 1024;
+        Checksum64Stream sum(r.checksum_seed);
+        const auto* src = static_cast<const std::byte*>(r.source);
+        for (uint64_t done = 0; done < r.length; done += kChunk) {
+          uint64_t n = std::min(kChunk, r.length - done);
+          std::memcpy(*target + done, src + done, n);
+          sum.update({src + done, n});
+        }
+        *r.checksum_out = sum.digest();
+      }
       break;
     case TransferOpcode::kStoreFlag: {
       uint64_t value = std::atomic_ref<uint64_t>(*static_cast<uint64_t*>(r.source)).load(std::memory_order_relaxed);
@@ -309,6 +326,8 @@ Status TransferEngine::submit(BatchId batch_id, std::span<const TransferRequest>
       return invalid_argument("{}: expected a source address and a length > 0", context());
     if (r.opcode != TransferOpcode::kRead && r.opcode != TransferOpcode::kWrite && r.opcode != TransferOpcode::kStoreFlag)
       return invalid_argument("{}: unknown opcode {}", context(), int(r.opcode));
+    if (r.checksum_out != nullptr && r.opcode != TransferOpcode::kWrite)
+      return invalid_argument("{}: checksum_out is for writes only", context());
     if (r.opcode == TransferOpcode::kStoreFlag &&
         (r.length != 8 || reinterpret_cast<uintptr_t>(r.source) % 8 != 0 || r.target_offset % 8 != 0))
       return invalid_argument("{}: store_flag needs length 8 and 8-aligned source and target", context());

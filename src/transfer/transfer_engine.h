@@ -60,6 +60,11 @@ struct TransferRequest {
   uint64_t target_offset = 0;  // segment offset (segment_offset())
   uint64_t length = 0;
   TransferTrace trace;
+  // kWrite only, optional: the transfer thread stores checksum64(source bytes, checksum_seed)
+  // here as it sends them, before any later request of the batch runs (a KV block's checksum,
+  // computed off the caller's thread and, on shared memory, in the same pass as the copy).
+  uint64_t* checksum_out = nullptr;
+  uint64_t checksum_seed = 0;
 };
 
 enum class TransferState : uint8_t { kPending, kCompleted, kFailed };

@@ -130,6 +130,17 @@ TEST(TransferEngine, SharedMemoryRoundTripInOneProcess) {
   EXPECT_TRUE(a->wait_batch(w, 0ms));
   EXPECT_EQ(a->status(w, 1)->bytes, 1u << 19);
   EXPECT_TRUE(has_pattern(target, 1 << 20, 1));
+  // A write that also checksums what it sends (the KV sender's block checksum): same value as
+  // hashing in one piece, though the shared-memory path hashes 64 KiB chunks as it copies.
+  uint64_t sum = 0;
+  TransferRequest hashed{TransferOpcode::kWrite, local.data(), peer, region.segment_offset, 200000};
+  hashed.checksum_out = &sum;
+  hashed.checksum_seed = 99;
+  BatchId h = testing::run_batch(*a, {hashed});
+  EXPECT_TRUE(a->wait_batch(h, 0ms));
+  EXPECT_EQ(sum, checksum64({local.data(), 200000}, 99));
+  hashed.opcode = TransferOpcode::kRead;
+  EXPECT_FALSE(a->submit(h, std::vector<TransferRequest>{hashed})) << "checksum_out is for writes";
   std::memset(local.data(), 0, local.size());
   BatchId r = testing::run_batch(*a, {{TransferOpcode::kRead, local.data(), peer, region.segment_offset, 1 << 20}});
   EXPECT_TRUE(a->wait_batch(r, 0ms));
