@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
                  "block {:.0f} us [{:.0f} .. {:.0f}]   verified {}\n",
                  names[t], g.median, g.min, g.max, m.median, m.min, m.max, f.median, f.min, f.max, l.median, l.min,
                  l.max, series[t].verified ? "yes" : "NO");
-      fmt::print("       send_layer on the caller's thread {:.1f} us per MiB [{:.1f} .. {:.1f}]\n", sub.median, sub.min,
+      fmt::print("       send_layer's CPU time on the caller's thread {:.1f} us per MiB [{:.1f} .. {:.1f}]\n", sub.median, sub.min,
                  sub.max);
       if (!series[t].loopback_gbps.empty())
         fmt::print("       raw loopback TCP of the same bytes {:.2f} GB/s [{:.2f} .. {:.2f}]\n", lo.median, lo.min, lo.max);

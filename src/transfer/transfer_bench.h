@@ -35,7 +35,7 @@ struct TransferBenchReport {
   std::vector<double> memcpy_gbps;       // per round, same bytes, local
   std::vector<double> loopback_gbps;     // tcp only, per round: the same bytes streamed raw over loopback TCP
   std::vector<double> block_latency_us;  // per single-block sample
-  std::vector<double> submit_us_per_mib; // per round: send_layer's own time (block checksums, queueing)
+  std::vector<double> submit_us_per_mib; // per round: send_layer's CPU time on the caller's thread
   bool verified = false;
 };
 
