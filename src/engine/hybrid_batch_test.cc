@@ -27,9 +27,11 @@ struct TinyModel {
   std::unique_ptr<Model> model;
 };
 
-TinyModel tiny_model(int experts) {
+TinyModel tiny_model(int experts, int context = 64) {
   TinyModel t;
-  auto w = synthetic_model({testing::tiny_hybrid_config(experts), gguf::TensorType::kF32, 5});
+  ModelConfig c = testing::tiny_hybrid_config(experts);
+  c.context = context;
+  auto w = synthetic_model({c, gguf::TensorType::kF32, 5});
   EXPECT_TRUE(w.has_value());
   t.storage = w->serialize();
   auto m = model_from_file(std::move(*gguf::parse(t.storage, "batch.gguf")));
@@ -259,6 +261,33 @@ TEST(HybridBatch, SessionPrefillEqualsStepping) {
       want.assign(a->begin(), a->end());
     }
   }
+}
+
+// A session prefills in forwards of at most 256 tokens: a 300-token prompt is two, and the
+// first wants no logits (its LM head is skipped).
+TEST(HybridBatch, SessionPrefillLongerThanAForwardEqualsStepping) {
+  auto pool = ThreadPool::create({.threads = 2, .pin = false});
+  TinyModel t = tiny_model(0, 320);
+  std::vector<TokenId> p;
+  for (int i = 0; i < 6; ++i) {
+    const std::vector<TokenId> part = prompt(50, 20 + i);
+    p.insert(p.end(), part.begin(), part.end());
+  }
+  auto stepped = t.model->new_session(**pool, 310, Config());
+  auto prefilled = t.model->new_session(**pool, 310, Config());
+  ASSERT_TRUE(stepped.has_value() && prefilled.has_value());
+  std::vector<float> want;
+  for (TokenId tok : p) {
+    auto l = (*stepped)->step(tok);
+    ASSERT_TRUE(l.has_value());
+    want.assign(l->begin(), l->end());
+  }
+  auto got = (*prefilled)->prefill(p);
+  ASSERT_TRUE(got.has_value()) << got.error().message();
+  EXPECT_EQ((*prefilled)->position(), 300);
+  EXPECT_LT(rel_diff(*got, want), 1e-5);
+  EXPECT_FALSE((*prefilled)->prefill(prompt(11, 1)).has_value()) << "310 tokens at most";
+  EXPECT_EQ((*prefilled)->position(), 300);
 }
 
 TEST(HybridBatch, ErrorsLeaveEverySequenceAsItWas) {
