@@ -4,12 +4,15 @@
 #   benchmarks/engine_vs_llamacpp.sh LLAMA_CPP_BIN_DIR [ROUNDS=5] [DTYPES="f32 f16 q8_0"] [THREADS="1 2"]
 #
 # LLAMA_CPP_BIN_DIR holds a llama.cpp CPU build's llama-bench (built by you, outside this
-# repository). The model is the issue's random-weight Llama: dim 2048, 16 layers, 32 heads,
+# repository); `-` runs recur alone (when no llama.cpp build is at hand). The model is the issue's random-weight Llama: dim 2048, 16 layers, 32 heads,
 # 4 KV heads, FFN 5632, vocab 32000 (836M parameters), written by `recur model new` into
 # $RECUR_BENCH_DIR (default /tmp/recur-bench). Each round runs recur and llama.cpp back to
 # back, alternating which goes first, for prefill 128 and decode 32 tokens; llama.cpp runs with
 # -mmp 0 (weights read into memory, no mmap eviction effects). Prints medians [min..max] of
-# tok/s per engine and the ratio recur / llama.cpp, and the decode bandwidth roofline fraction.
+# tok/s per engine and the ratio recur / llama.cpp, and recur's decode bandwidth fraction: the
+# weight bytes it streams per token times decode tok/s over the read bandwidth measured in the
+# same round (`recur sysinfo --refresh` into a private cache, the sum-read on that thread count,
+# just before recur runs), so the VM's 13-30 GB/s swings divide out.
 set -euo pipefail
 bin=${1:?usage: engine_vs_llamacpp.sh LLAMA_CPP_BIN_DIR [ROUNDS] [DTYPES] [THREADS]}
 rounds=${2:-5}
@@ -18,7 +21,7 @@ threads=${4:-"1 2"}
 root=$(cd "$(dirname "$0")/.." && pwd)
 recur=$root/build/recur
 work=${RECUR_BENCH_DIR:-/tmp/recur-bench}
-[ -x "$bin/llama-bench" ] || { echo "no llama-bench in $bin" >&2; exit 2; }
+[ "$bin" = - ] || [ -x "$bin/llama-bench" ] || { echo "no llama-bench in $bin" >&2; exit 2; }
 [ -x "$recur" ] || { echo "build recur first (make build)" >&2; exit 2; }
 [ "$rounds" -ge 5 ] || { echo "use at least 5 rounds" >&2; exit 2; }
 mkdir -p "$work"
@@ -34,8 +37,10 @@ for dt in $dtypes; do
   for r in $(seq 1 "$rounds"); do
     for t in $threads; do
       run_recur() {
+        peak=$(RECUR_CACHE_DIR=$work/sysinfo "$recur" sysinfo --refresh --json |
+          /usr/bin/python3 -c "import json,sys; r=json.load(sys.stdin)['roofline']; print(r['read_bw_1t' if $t == 1 else 'read_bw_all']['median'])")
         "$recur" engine bench -m "$model" --prefill 128 --decode 32 --runs 1 --warmup 0 --threads "$t" --json |
-          /usr/bin/python3 -c "import json,sys; j=json.load(sys.stdin); m={x['name']:x['value'] for x in j['metrics']}; print(json.dumps({'engine':'recur','dtype':'$dt','threads':$t,'prefill':m['prefill_tok_s'],'decode':m['decode_tok_s'],'frac':m['bandwidth_frac']}))" >> "$results"
+          /usr/bin/python3 -c "import json,sys; j=json.load(sys.stdin); m={x['name']:x['value'] for x in j['metrics']}; print(json.dumps({'engine':'recur','dtype':'$dt','threads':$t,'prefill':m['prefill_tok_s'],'decode':m['decode_tok_s'],'gbs':m['decode_weight_gb_s'],'peak':$peak,'frac':m['decode_weight_gb_s']/$peak}))" >> "$results"
       }
       run_llama() {
         "$bin/llama-bench" -m "$model" -p 128 -n 32 -t "$t" -mmp 0 -r 1 -o json 2>/dev/null |
@@ -45,7 +50,8 @@ rows=json.load(sys.stdin)
 p=[x['avg_ts'] for x in rows if x['n_prompt']>0][0]; d=[x['avg_ts'] for x in rows if x['n_gen']>0][0]
 print(json.dumps({'engine':'llama.cpp','dtype':'$dt','threads':$t,'prefill':p,'decode':d}))" >> "$results"
       }
-      if [ $((r % 2)) -eq 1 ]; then run_recur; run_llama; else run_llama; run_recur; fi
+      if [ "$bin" = - ]; then run_recur
+      elif [ $((r % 2)) -eq 1 ]; then run_recur; run_llama; else run_llama; run_recur; fi
       echo "round $r/$rounds $dt t=$t done" >&2
     done
   done
@@ -61,8 +67,13 @@ for dt, t in keys:
     for phase in ('prefill', 'decode'):
         a = [r[phase] for r in rows if r['engine'] == 'recur' and r['dtype'] == dt and r['threads'] == t]
         b = [r[phase] for r in rows if r['engine'] == 'llama.cpp' and r['dtype'] == dt and r['threads'] == t]
-        if not a or not b: continue
-        print(f"{dt:6} {t:>3}  {phase:7} {stat(a):>22} {stat(b):>22} {statistics.median(a)/statistics.median(b):6.2f}")
-    f = [r['frac'] for r in rows if r['engine'] == 'recur' and r['dtype'] == dt and r['threads'] == t]
-    if f: print(f"{dt:6} {t:>3}  recur decode bandwidth roofline fraction {statistics.median(f):.2f}")
+        if not a: continue
+        ratio = f"{statistics.median(a)/statistics.median(b):6.2f}" if b else "     -"
+        print(f"{dt:6} {t:>3}  {phase:7} {stat(a):>22} {stat(b) if b else '-':>22} {ratio}")
+    mine = [r for r in rows if r['engine'] == 'recur' and r['dtype'] == dt and r['threads'] == t]
+    if mine:
+        f = [r['frac'] for r in mine]
+        print(f"{dt:6} {t:>3}  recur decode: {statistics.median(r['gbs'] for r in mine):.1f} GB/s of weights, "
+              f"in-run read peak {stat([r['peak'] for r in mine])} GB/s, fraction {statistics.median(f):.2f} "
+              f"[{min(f):.2f}..{max(f):.2f}]")
 PY
