@@ -9,7 +9,8 @@
 //   // ... on the prefill side:
 //   SegmentHandle peer = *engine->open_segment("decode0");           // or "host:port/decode0"
 //   BatchId b = *engine->allocate_batch(16);
-//   engine->submit(b, {{TransferOpcode::kWrite, src, peer, r.segment_offset, 4096}});
+//   std::vector<TransferRequest> reqs = {{TransferOpcode::kWrite, src, peer, r.segment_offset, 4096}};
+//   engine->submit(b, reqs);
 //   engine->wait_batch(b, 5s); engine->status(b, 0); engine->free_batch(b);
 //
 // A segment is the memory one engine registered. Its address space: region id in the top 24
