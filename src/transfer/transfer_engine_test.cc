@@ -259,6 +259,15 @@ TEST(TransferEngine, PeerKilledMidTransferFailsTheBatch) {
   EXPECT_EQ(st->state, TransferState::kFailed);
   EXPECT_TRUE(contains(st->error, "peer gone")) << st->error;
   EXPECT_TRUE(make_engine(name)) << "serving the dead peer's name again also removes its leftovers";
+  // The surviving engine goes on serving other peers.
+  auto other = make_engine(unique_segment("other"), "127.0.0.1:0");
+  void* mem = *other->allocate_shared(4096);
+  RegionInfo region = *other->register_memory(mem, 4096, "cpu:0");
+  SegmentHandle next = *e->open_segment(fmt::format("127.0.0.1:{}/{}", other->port(), other->segment_name()));
+  fill_pattern(local.data(), 4096, 3);
+  BatchId ok = testing::run_batch(*e, {{TransferOpcode::kWrite, local.data(), next, region.segment_offset, 4096}});
+  EXPECT_TRUE(e->wait_batch(ok, 0ms));
+  EXPECT_TRUE(has_pattern(mem, 4096, 3));
 }
 
 TEST(TransferEngine, SharedMemoryPeerThatExitedIsReportedGone) {
