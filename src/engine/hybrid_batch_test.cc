@@ -360,6 +360,25 @@ TEST(HybridBatch, ErrorsLeaveEverySequenceAsItWas) {
   fails({{.seq = a, .token = 3}}, ErrorCode::kNotFound, "freed sequence");
 }
 
+// The paged kernels need a rank's query heads to split evenly over its KV heads: 6 heads on 3
+// KV heads at TP=2 gives rank 0 heads 0-2 on KV heads 0-1 (2 + 1), which is refused by name.
+TEST(HybridBatch, TensorParallelRefusesUnevenHeadGroups) {
+  ModelConfig c = testing::tiny_hybrid_config(0);
+  c.n_heads = 6;
+  c.n_kv_heads = 3;
+  auto w = synthetic_model({c, gguf::TensorType::kF32, 5});
+  ASSERT_TRUE(w.has_value()) << w.error().message();
+  std::vector<std::byte> bytes = w->serialize();
+  auto model = model_from_file(std::move(*gguf::parse(bytes, "uneven.gguf")));
+  ASSERT_TRUE(model.has_value()) << model.error().message();
+  auto pool = ThreadPool::create({.threads = 1, .pin = false});
+  const BatchOptions small{.max_sequences = 1, .max_tokens = 16, .max_batch_tokens = 16};
+  auto b = (*model)->new_batch(**pool, small, knobs_of({{"engine.tp", "2"}}));
+  ASSERT_FALSE(b.has_value());
+  EXPECT_NE(b.error().message().find("rank 0's attention heads [0, 3)"), std::string::npos) << b.error().message();
+  EXPECT_TRUE((*model)->new_batch(**pool, small, Config()).has_value()) << "TP=1 runs it";
+}
+
 TEST(HybridBatch, Float64ReferenceRunsOneSequenceOnly) {
   auto pool = ThreadPool::create({.threads = 1, .pin = false});
   TinyModel t = tiny_model(0);
