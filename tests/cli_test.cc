@@ -2,6 +2,8 @@
 // results on stdout, logs on stderr, --help on every verb, --json that parses.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.h"
@@ -198,6 +200,28 @@ TEST(Cli, ModelNewThenGenerate) {
   CliResult missing = run_recur({"generate", "-m", dir.path() + "/none.gguf"});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.err.find("none.gguf"), std::string::npos);
+}
+
+// --dtype w8a8: I8 weights with an F32 <name>.scale per row, shown by inspect, run by generate.
+TEST(Cli, ModelNewW8A8ThenGenerate) {
+  TempDir dir;
+  std::string path = dir.path() + "/w8a8.gguf";
+  CliResult made = run_recur({"model", "new", path, "--dim", "64", "--layers", "2", "--heads", "4", "--vocab", "512",
+                              "--dtype", "w8a8"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  EXPECT_NE(made.err.find("w8a8"), std::string::npos) << made.err;
+  CliResult info = run_recur({"model", "inspect", path, "--json"});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  std::map<std::string, nlohmann::json> tensors;
+  const nlohmann::json listed = nlohmann::json::parse(info.out);
+  for (const auto& t : listed["tensors"]) tensors[t["name"].get<std::string>()] = t;
+  EXPECT_EQ(tensors["blk.1.ffn_down.weight"]["type"], "I8");
+  EXPECT_EQ(tensors["blk.1.ffn_down.weight.scale"]["type"], "F32");
+  EXPECT_EQ(tensors["blk.1.ffn_down.weight.scale"]["dims"], nlohmann::json::array({64}));
+  EXPECT_EQ(tensors["blk.1.attn_norm.weight"]["type"], "F32");
+  CliResult g = run_recur({"generate", "-m", path, "-p", "hello", "-n", "6", "--json"});
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  EXPECT_EQ(nlohmann::json::parse(g.out)["generated_tokens"], 6);
 }
 
 }  // namespace

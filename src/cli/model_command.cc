@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "engine/gguf.h"
+#include "engine/model_cache.h"
 #include "engine/synthetic.h"
 
 namespace recur::cli {
@@ -84,14 +85,6 @@ struct NewFlags {
   bool shared_expert = false;
 };
 
-Result<gguf::TensorType> parse_storage(const std::string& name) {
-  if (name == "f32") return gguf::TensorType::kF32;
-  if (name == "f16") return gguf::TensorType::kF16;
-  if (name == "bf16") return gguf::TensorType::kBF16;
-  if (name == "q8_0") return gguf::TensorType::kQ8_0;
-  return unsupported("--dtype {} is not written yet (f32, f16, bf16, q8_0 are)", name);
-}
-
 int run_new(const NewFlags& f) {
   SyntheticModelOptions o;
   ModelConfig& c = o.config;
@@ -116,7 +109,7 @@ int run_new(const NewFlags& f) {
     c.shared_expert = f.shared_expert;
   }
   o.seed = f.seed;
-  auto dtype = parse_storage(f.dtype);
+  auto dtype = parse_storage_type(f.dtype);
   if (!dtype) return report_failure(dtype.error());
   o.dtype = *dtype;
   if (auto s = write_synthetic_model(o, f.out); !s) return report_failure(s.error());

@@ -7,6 +7,7 @@
 
 #include "engine/hybrid_batch.h"
 #include "engine/hybrid_reference.h"
+#include "engine/w8a8.h"
 
 namespace recur {
 
@@ -24,6 +25,7 @@ Result<std::vector<Weight>> bind_experts(const gguf::File& f, const std::string&
   for (int e = 0; e < experts; ++e) {
     Weight w{fmt::format("{}[{}]", name, e), t->type, rows, cols, nullptr};
     w.data = t->data + size_t(e) * size_t(rows) * w.row_bytes();
+    if (t->type == gguf::TensorType::kI8) RECUR_RETURN_IF_ERROR(attach_w8a8(f, *t, w, e, experts));
     out.push_back(w);
   }
   return out;

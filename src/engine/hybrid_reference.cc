@@ -61,7 +61,10 @@ const std::vector<double>& HybridReference::tensor(const std::string& name) {
   const gguf::TensorInfo* t = file_.tensor(name);  // the model bound every tensor at load
   int64_t rows = 1;
   for (size_t d = 1; d < t->dims.size(); ++d) rows *= int64_t(t->dims[d]);
-  const Weight w{name, t->type, rows, int64_t(t->dims[0]), t->data};
+  Weight w{name, t->type, rows, int64_t(t->dims[0]), t->data};
+  // W8A8: the model's load checked <name>.scale (one F32 per row of every stacked matrix).
+  if (const gguf::TensorInfo* s = file_.tensor(name + ".scale"); t->type == gguf::TensorType::kI8 && s != nullptr)
+    w.scale = reinterpret_cast<const float*>(s->data);
   std::vector<float> row(size_t(w.cols));
   std::vector<double>& out = tensors_[name];
   out.reserve(size_t(rows * w.cols));

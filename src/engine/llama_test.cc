@@ -10,23 +10,12 @@
 #include "core/thread_pool.h"
 #include "engine/generate.h"
 #include "engine/synthetic.h"
+#include "engine/test_models.h"
 
 namespace recur {
 namespace {
 
-ModelConfig tiny_config() {
-  ModelConfig c;
-  c.arch = Arch::kLlama;
-  c.dim = 64;
-  c.n_layers = 3;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.head_dim = 16;
-  c.ffn_dim = 96;
-  c.vocab = 400;
-  c.context = 64;
-  return c;
-}
+ModelConfig tiny_config() { return testing::tiny_llama_config(); }
 
 std::unique_ptr<LlamaModel> make_model(gguf::TensorType dtype, std::vector<std::byte>& storage, uint64_t seed = 5) {
   auto w = synthetic_model({tiny_config(), dtype, seed});

@@ -54,7 +54,8 @@ Result<gguf::TensorType> parse_storage_type(std::string_view name) {
   if (name == "f16") return gguf::TensorType::kF16;
   if (name == "bf16") return gguf::TensorType::kBF16;
   if (name == "q8_0") return gguf::TensorType::kQ8_0;
-  return unsupported("storage type '{}' is not written yet (f32, f16, bf16, q8_0 are)", name);
+  if (name == "w8a8") return gguf::TensorType::kI8;  // I8 weights + an F32 scale per row (engine/w8a8.h)
+  return unsupported("storage type '{}': expected f32, f16, bf16, q8_0 or w8a8", name);
 }
 
 }  // namespace recur

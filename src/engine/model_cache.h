@@ -22,7 +22,8 @@ Result<std::string> cached_synthetic_model(const SyntheticModelOptions& options,
 // parameters, f32), written once.
 Result<std::string> default_model_path();
 
-// "f32", "f16", "bf16", "q8_0": the storage types synthetic models are written in.
+// "f32", "f16", "bf16", "q8_0", "w8a8" (kI8: I8 + per-row F32 scales): the storage types
+// synthetic models are written in.
 Result<gguf::TensorType> parse_storage_type(std::string_view name);
 
 }  // namespace recur

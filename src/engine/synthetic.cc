@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/convert.h"
+#include "engine/w8a8.h"
 
 namespace recur {
 namespace {
@@ -48,7 +49,7 @@ class TensorMaker {
     std::normal_distribution<float> dist(0.0f, float(stddev));
     std::vector<float> x(size_t(rows * cols));
     for (float& v : x) v = dist(rng_);
-    return w_.add_tensor(name, type_, {uint64_t(cols), uint64_t(rows)}, encode_as(type_, x));
+    return stored(name, {uint64_t(cols), uint64_t(rows)}, x);
   }
   Status ones(const std::string& name, int64_t n) { return vector(name, std::vector<float>(size_t(n), 1.0f)); }
   Status vector(const std::string& name, const std::vector<float>& x) {
@@ -59,7 +60,7 @@ class TensorMaker {
     std::normal_distribution<float> dist(0.0f, float(stddev));
     std::vector<float> x(size_t(n) * size_t(rows * cols));
     for (float& v : x) v = dist(rng_);
-    return w_.add_tensor(name, type_, {uint64_t(cols), uint64_t(rows), uint64_t(n)}, encode_as(type_, x));
+    return stored(name, {uint64_t(cols), uint64_t(rows), uint64_t(n)}, x);
   }
   // Short-convolution taps: the current input passes through (last tap near 1), the window
   // adds a little of the previous inputs.
@@ -86,6 +87,19 @@ class TensorMaker {
   }
 
  private:
+  // A 2-d (or stacked 3-d) weight in the model's storage type; W8A8 (I8) adds <name>.scale,
+  // one F32 per row of every stacked matrix (dims without the innermost).
+  Status stored(const std::string& name, std::vector<uint64_t> dims, const std::vector<float>& x) {
+    if (type_ != gguf::TensorType::kI8) return w_.add_tensor(name, type_, std::move(dims), encode_as(type_, x));
+    const int64_t cols = int64_t(dims[0]), rows = int64_t(x.size()) / cols;
+    std::vector<float> scales;
+    RECUR_ASSIGN_OR_RETURN(std::vector<std::byte> q, quantize_w8a8(x.data(), rows, cols, scales));
+    std::vector<uint64_t> scale_dims(dims.begin() + 1, dims.end());
+    RECUR_RETURN_IF_ERROR(w_.add_tensor(name, type_, std::move(dims), std::move(q)));
+    return w_.add_tensor(name + ".scale", gguf::TensorType::kF32, std::move(scale_dims),
+                         encode_as(gguf::TensorType::kF32, scales));
+  }
+
   gguf::Writer& w_;
   gguf::TensorType type_;
   std::mt19937_64 rng_;
@@ -158,8 +172,8 @@ Result<gguf::Writer> synthetic_model(const SyntheticModelOptions& o) {
   if (o.dtype == gguf::TensorType::kQ8_0 && (c.dim % 32 != 0 || c.ffn_dim % 32 != 0 || (c.n_heads * c.head_dim) % 32 != 0 ||
                                             (c.arch == Arch::kHybrid && (c.kda_head_dim * c.kda_key_heads) % 32 != 0)))
     return invalid_argument("Q8_0 needs dim, ffn and the head widths to be multiples of 32");
-  if (o.dtype == gguf::TensorType::kI8 || o.dtype == gguf::TensorType::kI32)
-    return invalid_argument("synthetic weights are F32, F16, BF16 or Q8_0");
+  if (o.dtype == gguf::TensorType::kI32)
+    return invalid_argument("synthetic weights are F32, F16, BF16, Q8_0 or W8A8 (I8)");
   gguf::Writer w;
   c.to_gguf(w);
   w.set("general.name", gguf::Value::of_string(fmt::format("recur synthetic seed {}", o.seed)));

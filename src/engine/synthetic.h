@@ -20,7 +20,9 @@ namespace recur {
 
 struct SyntheticModelOptions {
   ModelConfig config;
-  gguf::TensorType dtype = gguf::TensorType::kF32;  // 2-d weights; norms stay F32
+  // 2-d weights (and stacked experts); norms stay F32. kI8 means W8A8: I8 <name> plus an F32
+  // <name>.scale per row (engine/w8a8.h).
+  gguf::TensorType dtype = gguf::TensorType::kF32;
   uint64_t seed = 1;
 };
 

@@ -5,6 +5,7 @@
 #include "core/convert.h"
 #include "core/knobs.h"
 #include "core/thread_pool.h"
+#include "engine/w8a8.h"
 #include "trace/trace.h"
 
 namespace recur {
@@ -45,6 +46,7 @@ Result<std::unique_ptr<OwnedWeight>> weight_cols(const Weight& w, int64_t c0, in
   for (int64_t r = 0; r < w.rows; ++r)
     std::memcpy(out->storage.data() + size_t(r) * dst_row, w.data + size_t(r) * src_row + offset, dst_row);
   out->view.data = out->storage.data();
+  if (out->view.scale != nullptr) refresh_w8a8_compensation(out->view);  // W8A8: sums over the shard's columns
   return out;
 }
 

@@ -5,6 +5,21 @@
 
 namespace recur::testing {
 
+// A 3-layer llama, dim 64: 4 heads on 2 KV heads of 16, FFN 96, vocab 400, context 64.
+inline ModelConfig tiny_llama_config() {
+  ModelConfig c;
+  c.arch = Arch::kLlama;
+  c.dim = 64;
+  c.n_layers = 3;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.head_dim = 16;
+  c.ffn_dim = 96;
+  c.vocab = 400;
+  c.context = 64;
+  return c;
+}
+
 // A 4-layer hybrid ("kkka"), dim 64: 4 KDA value heads on 2 key heads of 16, 4 attention heads
 // on 2 KV heads of 16, FFN 64 (or `experts` experts, top-2, plus a shared one), vocab 400.
 inline ModelConfig tiny_hybrid_config(int experts) {

@@ -7,6 +7,7 @@
 
 #include "core/convert.h"
 #include "core/thread_pool.h"
+#include "engine/w8a8.h"
 #include "kernels/gemm/gemm.h"
 #include "trace/trace.h"
 
@@ -69,7 +70,8 @@ void Weight::dequantize_row(int64_t r, float* out) const {
       return;
     case gguf::TensorType::kI8: {
       const auto* q = reinterpret_cast<const int8_t*>(row);
-      for (int64_t i = 0; i < cols; ++i) out[i] = float(q[i]);
+      const float s = scale != nullptr ? scale[r] : 1.0f;
+      for (int64_t i = 0; i < cols; ++i) out[i] = s * float(q[i]);
       return;
     }
     case gguf::TensorType::kI32: {
@@ -92,16 +94,20 @@ Result<Weight> bind_weight(const gguf::File& file, const std::string& name, int6
   if (got != want)
     return parse_error("{}: tensor '{}' (info at byte {}) has shape [{}], expected [{}]", file.source(), name,
                        t->info_position, fmt::join(t->dims, ", "), fmt::join(want, ", "));
-  if (t->type == gguf::TensorType::kI8 || t->type == gguf::TensorType::kI32)
+  if (t->type == gguf::TensorType::kI32)
     return unsupported("{}: tensor '{}' has type {}, which the forward pass does not run", file.source(), name,
                        gguf::tensor_type_name(uint32_t(t->type)));
-  return Weight{name, t->type, rows, cols, t->data};
+  Weight w{name, t->type, rows, cols, t->data};
+  if (t->type == gguf::TensorType::kI8) RECUR_RETURN_IF_ERROR(attach_w8a8(file, *t, w));
+  return w;
 }
 
 Weight weight_rows(const Weight& w, int64_t r0, int64_t r1) {
   Weight v = w;
   v.rows = r1 - r0;
   v.data = w.data + size_t(r0) * w.row_bytes();
+  if (w.scale != nullptr) v.scale = w.scale + r0;
+  if (w.comp != nullptr) v.comp = w.comp + r0;
   return v;
 }
 
@@ -111,14 +117,15 @@ void matmul(const Weight& w, const float* x, int64_t m, float* y, ThreadPool* po
   zone.arg("cols", w.cols);
   zone.arg("m", m);
   zone.arg("dtype", gguf::tensor_type_name_static(w.type));
+  if (w.type == gguf::TensorType::kI8 && w.scale != nullptr && matmul_w8a8(w, x, m, y, pool)) return;
   // F32 / F16 / BF16 / Q8_0: the vectorized kernels of kernels/gemm, weights read in place.
   if (auto format = stored_format(w.type);
       format && gemm::gemm_stored({.format = *format, .n = w.rows, .k = w.cols, .data = w.data}, x, m, y, pool,
                                   nullptr, q8)) {
     return;
   }
-  // Anything the kernels refuse (bind_weight admits only the four formats above, so this is a
-  // safety net): dequantize each row and take plain dot products.
+  // Anything the kernels refuse (bind_weight admits only the formats above, so this is a safety
+  // net; W8A8 lands here for non-finite x): dequantize each row and take plain dot products.
   auto rows = [&](int64_t begin, int64_t end, int) {
     std::vector<float> row(size_t(w.cols));
     for (int64_t r = begin; r < end; ++r) {

@@ -2,10 +2,12 @@
 // type, with the operations the forward pass needs: dequantize a row, and y = W x.
 //
 // Layout follows GGUF: dims {cols, rows}, rows contiguous; a [out, in] matrix has rows = out.
-// Supported storage: F32, F16, BF16, Q8_0 (blocks of 32 int8 with an fp16 scale).
+// Supported storage: F32, F16, BF16, Q8_0 (blocks of 32 int8 with an fp16 scale), and W8A8:
+// I8 with an F32 <name>.scale per row (engine/w8a8.h).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 
@@ -23,6 +25,12 @@ struct Weight {
   int64_t rows = 0;
   int64_t cols = 0;
   const std::byte* data = nullptr;
+  // W8A8 (type I8): each row's scale, and the int8 kernels' compensation 128 sum_c q[r, c] over
+  // comp_cols columns (recomputed per call if the view's columns changed since).
+  const float* scale = nullptr;
+  const int32_t* comp = nullptr;
+  int64_t comp_cols = 0;
+  std::shared_ptr<const void> comp_owner;
 
   size_t row_bytes() const;
   // Row r as fp32 into out[cols].
@@ -39,7 +47,7 @@ inline constexpr gemm::Q8Activations kDefaultQ8Activations = gemm::Q8Activations
 
 // y[m, rows] = x[m, cols] W^T: m activation rows (tokens) against the stored weights, W rows
 // split statically over the pool (results never depend on the thread count); with no pool, on
-// this thread. q8 applies to Q8_0 weights only.
+// this thread. q8 applies to Q8_0 weights only; W8A8 weights quantize x per row to int8.
 void matmul(const Weight& w, const float* x, int64_t m, float* y, ThreadPool* pool,
             gemm::Q8Activations q8 = kDefaultQ8Activations);
 // y[rows] = W x[cols]: matmul with m = 1.

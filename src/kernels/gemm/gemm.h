@@ -4,12 +4,14 @@
 // X is row-major [M, K] (one row per token), Y is row-major [M, N]. Decode is M = 1..8 (GEMV),
 // prefill is M up to a few thousand. Any M, N >= 1 and K >= 1 work, not only tile multiples.
 //
-// Two entry points:
+// Entry points:
 //   gemm()         fp32 X and weights packed once for a Precision (PackedWeights::pack):
 //                  f32, bf16, bf16x3, bf16x6, tf32, tf32x3, w8a8 (docs/gemm.md says what each computes
 //                  and how accurate it is against float64).
 //   gemm_stored()  fp32 X against weights as a model file stores them (F32, F16, BF16, Q8_0),
 //                  read in place: the engine's decode GEMV.
+//   gemm_w8a8_stored()  fp32 X against a model file's W8A8 weights (int8 rows + a scale per
+//                  row, read in place), on the w8a8 precision's int8 kernels.
 //
 // Algorithms (Algo, knob kernel.gemm.algo): `dot` register-blocks dot products (up to 4 rows of
 // X against 4 rows of W, K in blocks) and serves every precision and every M; `tiled` is a
@@ -151,6 +153,23 @@ Result<Q8Activations> q8_activations_from_config(const Config& config);
 // any M; meant for M <= 8 (decode). ws may be null (a thread-local workspace is used).
 Status gemm_stored(const WeightView& w, const float* x, int64_t m, float* y, ThreadPool* pool,
                    Workspace* ws = nullptr, Q8Activations q8 = Q8Activations::kF32);
+
+// W8A8 weights as a model file stores them (docs/engine.md, "W8A8"): int8 rows q [n, k]
+// (|q| <= 127), an fp32 scale per row, and comp[n] = 128 sum_k q[n, k] (the VNNI path's
+// compensation; w8a8_compensation computes it once per weight). x is quantized per row to int8
+// (quantize_int8_rows: per-token scale amax / 127) and y[m, n] = s_x s_w sum_k q_x q_w, the
+// integer sum exact, as gemm() computes Precision::kW8A8. Fails on bad sizes (k > 65536) or
+// non-finite x. ws may be null (a thread-local workspace is used).
+struct W8A8View {
+  int64_t n = 0;
+  int64_t k = 0;
+  const int8_t* q = nullptr;
+  const float* scales = nullptr;
+  const int32_t* comp = nullptr;
+};
+void w8a8_compensation(const int8_t* q, int64_t n, int64_t k, int32_t* comp);
+Status gemm_w8a8_stored(const W8A8View& w, const float* x, int64_t m, float* y, ThreadPool* pool,
+                        Workspace* ws = nullptr);
 
 // BF16 weights read in place against x at a bf16-family precision (docs/gemm.md): kBf16 rounds
 // x to bf16; kBf16x3 splits it into hi + lo, kBf16x6 into hi + mid + lo. W is exactly bf16, so

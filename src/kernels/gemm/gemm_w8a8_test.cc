@@ -71,5 +71,35 @@ TEST(GemmW8A8, RandomOperandsAreExactOnEveryPath) {
   }
 }
 
+// Weights read in place (gemm_w8a8_stored, the engine's W8A8 files) compute what gemm() does on
+// the same int8 rows and scales packed by PackedWeights: the same bits, for decode and prefill
+// m, with the compensation from w8a8_compensation.
+TEST(GemmW8A8, StoredWeightsMatchPackedBits) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  const int64_t n = 13, k = 70;
+  std::vector<float> w(size_t(n * k));
+  for (auto& v : w) v = dist(rng);
+  auto packed = PackedWeights::pack(w, n, k, Precision::kW8A8);
+  ASSERT_TRUE(packed.has_value());
+  const auto* q = static_cast<const int8_t*>(packed->hi());
+  std::vector<int32_t> comp(static_cast<size_t>(n));
+  w8a8_compensation(q, n, k, comp.data());
+  for (int64_t r = 0; r < n; ++r) EXPECT_EQ(comp[size_t(r)], packed->comp()[r]);
+  const W8A8View view{.n = n, .k = k, .q = q, .scales = packed->scales(), .comp = comp.data()};
+  for (int64_t m : {1, 3, 17}) {
+    std::vector<float> x(size_t(m * k)), want(size_t(m * n)), got(size_t(m * n));
+    for (auto& v : x) v = dist(rng);
+    Workspace ws;
+    ASSERT_TRUE(gemm(*packed, x.data(), m, want.data(), Options{}, nullptr, ws).has_value());
+    ASSERT_TRUE(gemm_w8a8_stored(view, x.data(), m, got.data(), nullptr).has_value());
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << "m " << m << " i " << i;
+  }
+  std::vector<float> x(static_cast<size_t>(k), 1.0f), y(static_cast<size_t>(n));
+  EXPECT_FALSE(gemm_w8a8_stored({.n = n, .k = k, .q = q, .scales = nullptr, .comp = comp.data()}, x.data(), 1,
+                                y.data(), nullptr)
+                   .has_value());
+}
+
 }  // namespace
 }  // namespace recur::gemm
