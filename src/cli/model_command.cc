@@ -116,7 +116,11 @@ int run_new(const NewFlags& f) {
   auto written = gguf::read(f.out);
   if (!written) return report_failure(written.error());
   uint64_t params = 0, bytes = 0;
-  for (const auto& t : written->tensors) params += t.elements(), bytes += t.bytes;
+  for (const auto& t : written->tensors) {
+    bytes += t.bytes;
+    const bool w8a8_scale = t.name.ends_with(".scale") && o.dtype == gguf::TensorType::kI8;  // not a parameter
+    if (!w8a8_scale) params += t.elements();
+  }
   fmt::print(stderr, "recur: wrote {} ({} {}, {:.1f}M parameters, {:.1f} MiB, seed {})\n", f.out,
              arch_name(c.arch), f.dtype, double(params) / 1e6, double(bytes) / (1 << 20), f.seed);
   return kExitOk;

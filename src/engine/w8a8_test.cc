@@ -17,6 +17,7 @@
 #include "core/thread_pool.h"
 #include "engine/model.h"
 #include "engine/synthetic.h"
+#include "engine/tensor_parallel.h"
 #include "engine/test_models.h"
 
 namespace recur {
@@ -95,10 +96,20 @@ TEST(W8A8, BoundWeightsDequantizeToScaleTimesInt8) {
     w->dequantize_row(r, row.data());
     for (int64_t i = 0; i < 96; ++i) ASSERT_EQ(row[size_t(i)], w->scale[r] * float(q[r * 96 + i]));
   }
-  // A row view keeps each row's scale.
+  // A row view keeps each row's scale and compensation.
   Weight v = weight_rows(*w, 17, 20);
   v.dequantize_row(0, row.data());
   EXPECT_EQ(row[5], w->scale[17] * float(q[17 * 96 + 5]));
+  EXPECT_EQ(v.comp, w->comp + 17);
+  // A column shard (row-parallel TP) gets the compensation of its own columns.
+  auto shard = weight_cols(*w, 32, 96);
+  ASSERT_TRUE(shard.has_value());
+  ASSERT_EQ((*shard)->view.comp_cols, 64);
+  for (int64_t r : {0, 40}) {
+    int32_t sum = 0;
+    for (int64_t c = 32; c < 96; ++c) sum += q[r * 96 + c];
+    EXPECT_EQ((*shard)->view.comp[r], 128 * sum) << "row " << r;
+  }
 }
 
 // y = W x against float64 on the dequantized weights. The kernels quantize each x row to int8
@@ -207,8 +218,8 @@ TEST(W8A8, HybridRunsW8A8FilesCloseToF32) {
 // Tensor parallelism splits W8A8 weights by rows (scales and compensation follow the rows) and
 // by columns (a copied shard: its compensation is recomputed over its columns, and each rank
 // quantizes its slice of x on its own, so the logits move by the activation rounding only).
-TEST(W8A8, TensorParallelShardsMatchOneRank) {
-  std::vector<std::byte> b8 = w8a8_serialized(testing::tiny_llama_config(), gguf::TensorType::kI8);
+void expect_tp2_matches_tp1(const ModelConfig& c) {
+  std::vector<std::byte> b8 = w8a8_serialized(c, gguf::TensorType::kI8);
   auto model = model_from_file(w8a8_parsed(b8));
   ASSERT_TRUE(model.has_value()) << model.error().message();
   auto pool = ThreadPool::create({.threads = 2, .pin = false});
@@ -229,6 +240,13 @@ TEST(W8A8, TensorParallelShardsMatchOneRank) {
       scale = std::max(scale, double(std::fabs(la[i])));
     }
     EXPECT_LT(err, 0.05 * scale) << "token " << token;
+  }
+}
+
+TEST(W8A8, TensorParallelShardsMatchOneRank) {
+  for (const ModelConfig& c : {testing::tiny_llama_config(), testing::tiny_hybrid_config(4)}) {
+    SCOPED_TRACE(arch_name(c.arch));
+    expect_tp2_matches_tp1(c);
   }
 }
 
