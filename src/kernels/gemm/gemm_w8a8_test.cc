@@ -87,13 +87,16 @@ TEST(GemmW8A8, StoredWeightsMatchPackedBits) {
   w8a8_compensation(q, n, k, comp.data());
   for (int64_t r = 0; r < n; ++r) EXPECT_EQ(comp[size_t(r)], packed->comp()[r]);
   const W8A8View view{.n = n, .k = k, .q = q, .scales = packed->scales(), .comp = comp.data()};
-  for (int64_t m : {1, 3, 17}) {
-    std::vector<float> x(size_t(m * k)), want(size_t(m * n)), got(size_t(m * n));
-    for (auto& v : x) v = dist(rng);
-    Workspace ws;
-    ASSERT_TRUE(gemm(*packed, x.data(), m, want.data(), Options{}, nullptr, ws).has_value());
-    ASSERT_TRUE(gemm_w8a8_stored(view, x.data(), m, got.data(), nullptr).has_value());
-    for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << "m " << m << " i " << i;
+  for (Isa isa : runnable_isas()) {
+    ScopedIsaCap cap(isa);
+    for (int64_t m : {1, 3, 17}) {  // one-row tiles for decode m, 4-row tiles above 8
+      std::vector<float> x(size_t(m * k)), want(size_t(m * n)), got(size_t(m * n));
+      for (auto& v : x) v = dist(rng);
+      Workspace ws;
+      ASSERT_TRUE(gemm(*packed, x.data(), m, want.data(), Options{}, nullptr, ws).has_value());
+      ASSERT_TRUE(gemm_w8a8_stored(view, x.data(), m, got.data(), nullptr).has_value());
+      for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << isa_name(isa) << " m " << m << " i " << i;
+    }
   }
   std::vector<float> x(static_cast<size_t>(k), 1.0f), y(static_cast<size_t>(n));
   EXPECT_FALSE(gemm_w8a8_stored({.n = n, .k = k, .q = q, .scales = nullptr, .comp = comp.data()}, x.data(), 1,
