@@ -11,17 +11,11 @@ set -u
 RECUR="$1"
 SRC="$2"
 . "$(dirname "$0")/testlib.sh"
-chmod 755 "$T"  # as root, runners run as nobody and must reach their binary
-R="$T/repo"
-mkdir -p "$R"
-cp "$SRC"/tests/candidate_fixture/runner.cc "$SRC"/tests/candidate_fixture/variants.h "$SRC"/tests/candidate_fixture/Makefile "$R"/
-git -C "$R" init -q && git -C "$R" add . && \
-  git -C "$R" -c user.name=t -c user.email=t@t commit -qm fixture || fail "fixture repo"
+. "$(dirname "$0")/candidate_fixture.sh"
 
 tree_state() { (git -C "$R" status --porcelain; git -C "$R" rev-parse HEAD) | md5sum; }
 BEFORE=$(tree_state)
 
-P="$SRC/tests/candidate_fixture/patches"
 
 build() {  # build NAME [extra flags]: runs the candidate, JSON in $T/NAME.json, exit code in $T/NAME.rc
   name="$1"

@@ -8,6 +8,7 @@
 #include "agent/builtin_proposer.h"
 #include "agent/evidence.h"
 #include "agent/gate_state.h"
+#include "agent/loop_actions.h"
 #include "gate/gate.h"
 #include "gate/kernel_probe.h"
 #include "kernels/registry.h"
@@ -102,14 +103,15 @@ class Loop {
       if (!(stop = out_of_budget()).empty()) break;
       RECUR_ASSIGN_OR_RETURN(Evidence ev, attribute_gap(ep_, config, state, log_,
                                                         {.instruction_counts = o_.instruction_counts}));
-      AgentState as{.episode = &ep_, .config = config, .gate = state,
-                    .evidence = ev, .tried = {}, .visited = visited, .iteration = ++iteration};
+      AgentState as{.episode = &ep_, .config = config, .gate = state, .evidence = ev, .tried = {},
+                    .visited = visited, .iteration = ++iteration, .allow_patches = o_.allow_patches};
       bool kept = false;
       while (!kept) {
         if (!(stop = out_of_budget()).empty()) break;
         as.last_feedback = log_.last_feedback();
         RECUR_ASSIGN_OR_RETURN(std::optional<Proposal> p, propose(as));
         if (!p) {
+          if (!(stop = out_of_budget()).empty()) break;  // spent on the proposer's own experiments
           stop = as.rejected.size() >= kMaxRejections
                      ? fmt::format("the {} proposer gave {} refused answers in a row", proposer_.name(), as.rejected.size())
                  : !proposer_stopped_.empty()
@@ -161,7 +163,15 @@ class Loop {
                     .probe = "propose", .tier = 0, .config_diff = {}},
                    [&]() -> Result<Feedback> { return proposal_feedback(as); },
                    [](const Feedback&) { return Decision::kNone; }));
-      if (e.feedback.verdict == Verdict::kConfirmed) return decode_proposal(e.feedback);
+      if (e.feedback.verdict == Verdict::kConfirmed) {
+        std::optional<Proposal> p = decode_proposal(e.feedback);
+        if (p->kind == ActionKind::kSet) return p;
+        // A patch or probe: run it, show the proposer its record, ask again.
+        RECUR_RETURN_IF_ERROR(run_action(*p, as));
+        as.last_feedback = log_.last_feedback();
+        if (!out_of_budget().empty()) return std::optional<Proposal>();
+        continue;
+      }
       if (e.feedback.verdict == Verdict::kRefuted) {
         // A proposer that stopped for a reason (a spent limit) says so; recorded, so a replay agrees.
         if (!e.feedback.notes.empty() && e.feedback.notes.front().starts_with(kStoppedPrefix))
@@ -196,6 +206,14 @@ class Loop {
     const Proposal& x = **p;
     f.verdict = Verdict::kConfirmed;
     f.hypothesis = x.hypothesis;
+    if (x.kind != ActionKind::kSet) {
+      // Everything a replay needs to run the same experiment again.
+      f.notes = {x.kind == ActionKind::kPatch ? "action: patch" : "action: probe"};
+      if (x.kind == ActionKind::kProbe) f.notes.push_back("probe: " + x.probe);
+      for (const auto& [k, v] : x.args) f.notes.push_back(fmt::format("arg: {}={}", k, v));
+      if (x.kind == ActionKind::kPatch) f.artifacts["patch"] = x.patch;
+      return f;
+    }
     f.notes = {"change: " + x.change.knob + "=" + x.change.value, "from: " + x.change.from,
                "component: " + x.change.component, "why: " + x.change.why};
     f.add_metric("open_changes", double(open_changes(as).value_or(std::vector<Candidate>{}).size()));
@@ -218,8 +236,32 @@ class Loop {
       if (auto v = field("from: ")) p.change.from = *v;
       if (auto v = field("component: ")) p.change.component = *v;
       if (auto v = field("why: ")) p.change.why = *v;
+      if (auto v = field("action: ")) p.kind = *v == "patch" ? ActionKind::kPatch : ActionKind::kProbe;
+      if (auto v = field("probe: ")) p.probe = *v;
+      if (auto v = field("arg: ")) {
+        const size_t eq = v->find('=');
+        p.args[v->substr(0, eq)] = eq == std::string::npos ? "" : v->substr(eq + 1);
+      }
     }
+    if (auto it = f.artifacts.find("patch"); it != f.artifacts.end()) p.patch = it->second;
     return p;
+  }
+
+  // One proposer-requested experiment (a journal experiment, so a resume replays its record).
+  Status run_action(const Proposal& p, const AgentState& as) {
+    const bool patch = p.kind == ActionKind::kPatch;
+    const std::string patch_path =
+        (fs::path(o_.journal).parent_path() / run_.name / "patches" / fmt::format("step-{}.patch", log_.steps())).string();
+    RECUR_ASSIGN_OR_RETURN(
+        LoggedExperiment e,
+        log_.run({.hypothesis = p.hypothesis, .probe = patch ? "candidate.build" : p.probe + ".kernel",
+                  .tier = patch || p.probe == "bench" ? 2 : 1, .config_diff = {}},
+                 [&]() -> Result<Feedback> {
+                   return patch ? run_patch_action(p, o_.candidate, patch_path) : run_probe_action(p, as.config);
+                 },
+                 [](const Feedback&) { return Decision::kNone; }));
+    (void)e;
+    return ok_status();
   }
 
   std::string out_of_budget() const {

@@ -7,6 +7,8 @@
 //      when the knob selects a kernel variant, bench.kernel against the current variant
 //      (tier 2) when the gate times that kernel, then the gate; keep the change only when
 //      the gate is strictly closer to passing (gate_state.h), else revert it;
+//   A proposer may also ask for an experiment that changes no knob (a "patch" built as a
+//   candidate, a read-only "probe"); its record comes back as the next state's last_feedback.
 //   5. repeat until the gate passes, the proposer has nothing left, or the budget (probe
 //      seconds) or experiment limit is spent.
 // Every probe is a journal experiment, and the loop is a deterministic function of their
@@ -21,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/candidate.h"
 #include "agent/episode.h"
 #include "agent/experiment_log.h"
 #include "agent/journal.h"
@@ -40,6 +43,11 @@ struct LoopOptions {
   Proposer* proposer = nullptr;     // null = builtin
   std::function<void(std::string_view)> progress;  // stderr lines
   bool instruction_counts = true;  // attribution may count instructions (valgrind, re-running `recur`)
+  // Proposers may submit code changes ("patch" actions, docs/candidates.md); off by default.
+  bool allow_patches = false;
+  // How a patch is built and judged: tree, build command, runner, budgets (its patch, kernel,
+  // variant, shape and hypothesis come from the action).
+  CandidateOptions candidate;
 };
 
 // One kept change and why: the root cause the agent found.

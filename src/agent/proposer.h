@@ -36,6 +36,7 @@ struct AgentState {
   std::set<std::string> tried;
   std::set<std::map<std::string, std::string>> visited;
   int iteration = 0;
+  bool allow_patches = false;               // the run accepts "patch" actions (--allow-patches)
   const Feedback* last_feedback = nullptr;  // the latest experiment's record
   std::vector<std::string> rejected;        // why this iteration's earlier proposals were refused
 };
@@ -47,9 +48,19 @@ struct AgentState {
 // proposer's order, and what external proposers get as suggestions (`next`).
 Result<std::vector<Candidate>> open_changes(const AgentState& state);
 
+// What a proposer asks for: a knob change (the loop's step 4), or an experiment whose record
+// comes back as the next state's last_feedback without changing the configuration: a code
+// change built as a candidate (docs/candidates.md) or one read-only probe.
+enum class ActionKind { kSet, kPatch, kProbe };
+
 struct Proposal {
   std::string hypothesis;
-  Candidate change;
+  Candidate change;  // kSet
+  ActionKind kind = ActionKind::kSet;
+  std::string patch;  // kPatch: a unified diff against the tree the run started in
+  std::string probe;  // kProbe: "check" or "bench"
+  // kPatch: optional kernel, variant, shape; kProbe: kernel, variant, vs, shape, budget_s.
+  std::map<std::string, std::string> args;
 };
 
 class Proposer {

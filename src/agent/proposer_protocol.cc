@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "gate/interval.h"
+#include "kernels/registry.h"
 
 namespace recur::agent {
 
@@ -65,6 +66,72 @@ size_t object_end(std::string_view text, size_t open) {
   return std::string_view::npos;
 }
 
+constexpr size_t kMaxPatchBytes = size_t{256} << 10;
+
+// An optional string member that becomes one word of a command line (a kernel, variant, shape).
+Status take_word(const json& j, const char* key, std::string_view who, std::map<std::string, std::string>& out) {
+  if (!j.contains(key)) return ok_status();
+  const json& v = j[key];
+  if (!v.is_string() || v.get_ref<const std::string&>().empty() || v.get_ref<const std::string&>().size() > 100 ||
+      v.get_ref<const std::string&>().find_first_of(" \t\n'\"") != std::string::npos ||
+      v.get_ref<const std::string&>().front() == '-')
+    return invalid_argument("proposer '{}': member '{}' must be one word (no spaces or quotes, no leading '-'), got {}",
+                            who, key, excerpt(v.dump()));
+  out[key] = v.get<std::string>();
+  return ok_status();
+}
+
+Result<std::optional<Proposal>> parse_patch_action(const json& j, const AgentState& state, std::string_view who) {
+  if (!state.allow_patches)
+    return invalid_argument("proposer '{}': action \"patch\" is not allowed in this run (code changes need "
+                            "`recur agent run --allow-patches`); propose a knob change instead",
+                            who);
+  Proposal p;
+  p.kind = ActionKind::kPatch;
+  if (!j.contains("patch") || !j["patch"].is_string() || j["patch"].get_ref<const std::string&>().empty())
+    return invalid_argument("proposer '{}': \"patch\" needs member 'patch': a unified diff (as `git diff` writes it)",
+                            who);
+  p.patch = j["patch"];
+  if (p.patch.size() > kMaxPatchBytes)
+    return invalid_argument("proposer '{}': the patch has {} bytes, more than the {} allowed", who, p.patch.size(),
+                            kMaxPatchBytes);
+  if (!p.patch.starts_with("diff ") && !p.patch.starts_with("--- ") && p.patch.find("\n--- ") == std::string::npos)
+    return invalid_argument("proposer '{}': member 'patch' is not a unified diff (no '--- a/FILE' line): '{}'", who,
+                            excerpt(p.patch, 120));
+  if (!j.contains("hypothesis") || !j["hypothesis"].is_string())
+    return invalid_argument("proposer '{}': member 'hypothesis' must be a string", who);
+  p.hypothesis = j["hypothesis"];
+  for (const char* key : {"kernel", "variant", "shape"}) RECUR_RETURN_IF_ERROR(take_word(j, key, who, p.args));
+  return std::optional<Proposal>(std::move(p));
+}
+
+Result<std::optional<Proposal>> parse_probe_action(const json& j, std::string_view who) {
+  Proposal p;
+  p.kind = ActionKind::kProbe;
+  if (!j.contains("probe") || !j["probe"].is_string() || (j["probe"] != "check" && j["probe"] != "bench"))
+    return invalid_argument("proposer '{}': \"probe\" needs member 'probe': \"check\" or \"bench\" (read-only kernel "
+                            "probes), got {}",
+                            who, excerpt(j.value("probe", json()).dump()));
+  p.probe = j["probe"];
+  const json args = j.value("args", json::object());
+  if (!args.is_object() || !args.contains("kernel"))
+    return invalid_argument("proposer '{}': \"probe\" needs 'args' with 'kernel' (and optionally variant, vs, shape, "
+                            "budget_s)",
+                            who);
+  for (const char* key : {"kernel", "variant", "vs", "shape"}) RECUR_RETURN_IF_ERROR(take_word(args, key, who, p.args));
+  if (kernels::KernelRegistry::global().find(p.args["kernel"]) == nullptr)
+    return invalid_argument("proposer '{}': unknown kernel '{}' (recur kernels lists them)", who, p.args["kernel"]);
+  if (args.contains("budget_s")) {
+    if (!args["budget_s"].is_number() || !(args["budget_s"].get<double>() > 0) || args["budget_s"].get<double>() > 30)
+      return invalid_argument("proposer '{}': args.budget_s must be a number of seconds in (0, 30]", who);
+    p.args["budget_s"] = fmt::format("{}", args["budget_s"].get<double>());
+  }
+  p.hypothesis = j.contains("hypothesis") && j["hypothesis"].is_string()
+                     ? j["hypothesis"].get<std::string>()
+                     : fmt::format("{} of {} answers the proposer's question", p.probe, p.args["kernel"]);
+  return std::optional<Proposal>(std::move(p));
+}
+
 }  // namespace
 
 std::string excerpt(std::string_view text, size_t max_bytes) {
@@ -100,6 +167,7 @@ json state_json(const AgentState& s) {
   }
   j["next"] = next;
   j["last_feedback"] = s.last_feedback ? feedback_to_json(*s.last_feedback) : json(nullptr);
+  j["actions"] = s.allow_patches ? json{"set", "patch", "probe", "stop"} : json{"set", "probe", "stop"};
   j["rejected"] = s.rejected;
   j["fixed"] = s.episode->fixed;
   Config current;
@@ -144,11 +212,14 @@ Result<json> first_json_object(std::string_view text) {
 Result<std::optional<Proposal>> parse_action(const json& j, const AgentState& state, std::string_view who) {
   auto is = [&](const char* key, const json& want) { return j.contains(key) && j[key] == want; };
   if (is("stop", true) || is("action", "stop")) return std::optional<Proposal>();
+  if (is("action", "patch")) return parse_patch_action(j, state, who);
+  if (is("action", "probe")) return parse_probe_action(j, who);
   Proposal p;
   if (j.contains("action")) {
     if (!j["action"].is_string() || j["action"] != "set")
-      return invalid_argument("proposer '{}': action {} is not supported: expected \"set\" or \"stop\"", who,
-                              excerpt(j["action"].dump()));
+      return invalid_argument("proposer '{}': action {} is not supported: expected \"set\", \"patch\", \"probe\" or "
+                              "\"stop\"",
+                              who, excerpt(j["action"].dump()));
     if (!j.contains("knobs") || !j["knobs"].is_object() || j["knobs"].size() != 1 ||
         !j["knobs"].begin().value().is_string())
       return invalid_argument("proposer '{}': \"set\" needs \"knobs\": an object with exactly one knob and a string "

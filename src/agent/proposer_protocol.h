@@ -36,8 +36,15 @@ Result<nlohmann::json> first_json_object(std::string_view text);
 //   {"action": "set", "knobs": {K: V}, "hypothesis": H}   one knob per change
 //   {"knob": K, "value": V, "hypothesis": H}             the same, short form
 //   {"action": "stop", ...}  or  {"stop": true}          -> nullopt
+//   {"action": "patch", "patch": DIFF, "hypothesis": H [, "kernel", "variant", "shape"]}
+//                                                        a code change (docs/candidates.md);
+//                                                        only when state.allow_patches
+//   {"action": "probe", "probe": "check"|"bench", "args": {"kernel": K [, "variant", "vs",
+//    "shape", "budget_s"]} [, "hypothesis": H]}          one read-only kernel probe
 // Refused (kInvalidArgument): other actions, two knobs, non-string values, unknown knobs or
-// values, fixed knobs, no-op changes and changes already tried. `who` (the proposer's name)
+// values, fixed knobs, no-op changes and changes already tried; patches when not allowed, not
+// a unified diff or over 256 KiB; probes other than check/bench or of unknown kernels;
+// arguments that are not single words. `who` (the proposer's name)
 // prefixes messages and goes into the change's `why`.
 Result<std::optional<Proposal>> parse_action(const nlohmann::json& action, const AgentState& state,
                                              std::string_view who);

@@ -82,8 +82,13 @@ TEST(ParseAction, StopIsNoChange) {
 
 TEST(ParseAction, RefusesWithTheReason) {
   const std::pair<const char*, const char*> cases[] = {
-      {R"({"action": "patch", "diff": "..."})", "action \"patch\" is not supported"},
+      {R"({"action": "patch", "diff": "..."})", "action \"patch\" is not allowed in this run"},
+      {R"({"action": "reset"})", "action \"reset\" is not supported"},
       {R"({"action": 3})", "action 3 is not supported"},
+      {R"({"action": "probe", "probe": "gate", "args": {"kernel": "rmsnorm"}})", "\"check\" or \"bench\""},
+      {R"({"action": "probe", "probe": "check", "args": {"kernel": "nosuch"}})", "unknown kernel 'nosuch'"},
+      {R"({"action": "probe", "probe": "check", "args": {"kernel": "rmsnorm", "shape": "M1 --x"}})", "one word"},
+      {R"({"action": "probe", "probe": "bench", "args": {"kernel": "rmsnorm", "budget_s": 99}})", "(0, 30]"},
       {R"({"action": "set", "knobs": {"test.proposer.color": "green", "test.proposer.other": "8"}, "hypothesis": "h"})",
        "exactly one knob"},
       {R"({"action": "set", "knobs": {"test.proposer.color": 2}, "hypothesis": "h"})", "exactly one knob and a string"},
@@ -105,6 +110,30 @@ TEST(ParseAction, RefusesWithTheReason) {
     EXPECT_NE(why.find(want), std::string::npos) << text << " -> " << why;
     EXPECT_NE(why.find("proposer 'test'"), std::string::npos) << why;
   }
+}
+
+TEST(ParseAction, PatchAndProbeActions) {
+  ProposerFixture f;
+  f.state.allow_patches = true;
+  const std::string diff = "--- a/x.h\n+++ b/x.h\n@@ -1 +1 @@\n-a\n+b\n";
+  auto p = parse_action(json{{"action", "patch"}, {"patch", diff}, {"hypothesis", "h"}, {"kernel", "rmsnorm"}}, f.state,
+                        "test");
+  ASSERT_TRUE(p && *p) << (p ? "stop" : p.error().message());
+  EXPECT_EQ((*p)->kind, ActionKind::kPatch);
+  EXPECT_EQ((*p)->patch, diff);
+  EXPECT_EQ((*p)->args.at("kernel"), "rmsnorm");
+  auto bad = parse_action(json{{"action", "patch"}, {"patch", "not a diff"}, {"hypothesis", "h"}}, f.state, "test");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("not a unified diff"), std::string::npos) << bad.error().message();
+  auto q = parse_action(json::parse(R"({"action": "probe", "probe": "check", "args": {"kernel": "rmsnorm",
+                                        "variant": "scalar", "budget_s": 1}})"),
+                        f.state, "test");
+  ASSERT_TRUE(q && *q) << (q ? "stop" : q.error().message());
+  EXPECT_EQ((*q)->kind, ActionKind::kProbe);
+  EXPECT_EQ((*q)->probe, "check");
+  EXPECT_EQ((*q)->args.at("variant"), "scalar");
+  EXPECT_EQ((*q)->args.at("budget_s"), "1");
+  EXPECT_EQ(state_json(f.state)["actions"], json({"set", "patch", "probe", "stop"}));
 }
 
 TEST(CompactState, KeepsTheRelevantKnobsAndCutsLongText) {

@@ -1,6 +1,8 @@
 // `recur agent run --episode FILE [--budget-s N] [--proposer builtin|cmd:PROG|openai:URL]
 // [--proposer-max-calls N] [--proposer-max-tokens N] [--proposer-max-s S] [--proposer-model M]
-// [--proposer-log FILE] [--run NAME] [--journal PATH] [--json]` and `recur agent resume RUN [--journal PATH] [--json]`: the agent
+// [--proposer-log FILE] [--allow-patches [--candidate-repo DIR] [--candidate-build-cmd CMD]
+// [--candidate-runner PROG] [--candidate-scratch DIR] [--candidate-budget-s N]] [--run NAME]
+// [--journal PATH] [--json]` and `recur agent resume RUN [--journal PATH] [--json]`: the agent
 // loop (agent/loop.h) on an episode, with progress on stderr (step, probe, tier, hypothesis,
 // probe seconds spent of the budget), then the summary (gate verdict, experiments, root cause,
 // config diff) and the run's HTML report (agent/report.h) on stdout.
@@ -26,6 +28,8 @@ struct RunFlags {
   std::string journal = std::string(agent::kDefaultJournal);
   std::string proposer = "builtin";
   agent::ProposerOptions proposer_options;
+  bool allow_patches = false;
+  agent::CandidateOptions candidate;  // how "patch" actions are built (docs/candidates.md)
   double budget_s = 0;
   int steps = 0;
   bool json = false;
@@ -52,6 +56,8 @@ agent::LoopOptions loop_options(const RunFlags& f, agent::Proposer* proposer) {
   if (f.budget_s > 0) o.budget_s = f.budget_s;
   if (f.steps > 0) o.max_new_experiments = f.steps;
   o.proposer = proposer;
+  o.allow_patches = f.allow_patches;
+  o.candidate = f.candidate;
   if (!f.quiet) o.progress = [](std::string_view line) { std::fprintf(stderr, "agent: %.*s\n", int(line.size()), line.data()); };
   return o;
 }
@@ -89,6 +95,17 @@ void common_flags(CLI::App* cmd, RunFlags& f) {
   cmd->add_option("--steps", f.steps, "run at most N new experiments, then pause (the run stays open; resume "
                                       "continues it)")
       ->check(CLI::PositiveNumber);
+  cmd->add_flag("--allow-patches", f.allow_patches,
+                "let the proposer submit code changes ({\"action\": \"patch\"}): each is built in a git worktree and "
+                "judged by `recur candidate build` (docs/candidates.md); refused with a reason otherwise");
+  agent::CandidateOptions& c = f.candidate;
+  cmd->add_option("--candidate-repo", c.repo, "patches: the tree they apply to")->capture_default_str();
+  cmd->add_option("--candidate-build-cmd", c.build_command, "patches: build command (sh -c in the worktree)");
+  cmd->add_option("--candidate-runner", c.runner, "patches: the built kernel runner, relative to the worktree");
+  cmd->add_option("--candidate-scratch", c.scratch, "patches: folder for worktrees (default $TMPDIR/recur-candidates)");
+  cmd->add_option("--candidate-budget-s", c.bench_budget_s, "patches: bench seconds per candidate")
+      ->capture_default_str()
+      ->check(CLI::Range(0.05, 600.0));
   cmd->add_flag("--json", f.json, "Print the summary as JSON");
   cmd->add_flag("--quiet", f.quiet, "No progress lines on stderr");
 }
