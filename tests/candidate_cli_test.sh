@@ -5,7 +5,8 @@
 # ratio; (b) a wrong one -> failed, localized to the column it skips; (c) one that does not
 # apply; (d) one that does not compile -> the compiler's error; (e) a cheat that skips the work,
 # prints a fake timing and tries to read the evaluator's memory -> failed, memory unreadable.
-# The fixture's tree (status, HEAD, worktree list) is the same before and after every case.
+# The fixture's tree (status, HEAD) is the same before and after every case, and no worktree is
+# left. Last, the MCP tool candidate_build (recur mcp --allow-candidates) judges the good patch.
 # Usage: candidate_cli_test.sh /path/to/recur SOURCE_DIR
 set -u
 RECUR="$1"
@@ -62,6 +63,30 @@ assert j['verdict'] == 'failed' and 'time_us 0.001' in j['notes'][0], notes
 err = open(j['artifacts']['worktree'] + '/../runner.err').read()
 assert 'denied' in err and 'READABLE' not in err, err
 print(j['artifacts']['worktree'])" >"$T/kept" && git -C "$R" worktree remove --force "$(cat "$T/kept")"
+
+# MCP: candidate_build exists only with --allow-candidates, and judges a client's patch in the
+# served tree with the server's build command.
+/usr/bin/python3 - "$RECUR" "$R" "$P/fast.patch" <<'PYEOF' || fail "mcp candidate_build"
+import json, subprocess, sys
+recur, repo, patch = sys.argv[1:4]
+def session(flags, calls):
+    p = subprocess.Popen([recur, "mcp", *flags], cwd=repo, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True)
+    msgs = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+             "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    msgs += [{"jsonrpc": "2.0", "id": i + 1, "method": m, "params": a} for i, (m, a) in enumerate(calls)]
+    out, _ = p.communicate("".join(json.dumps(m) + "\n" for m in msgs), timeout=60)
+    return {r["id"]: r for r in map(json.loads, out.splitlines()) if "id" in r}
+plain = session([], [("tools/list", {})])
+assert "candidate_build" not in [t["name"] for t in plain[1]["result"]["tools"]]
+r = session(["--allow-candidates", "--candidate-build-cmd", "make", "--candidate-runner", "./runner"],
+            [("tools/call", {"name": "candidate_build", "arguments": {"patch": open(patch).read(),
+              "shape": "M8,N256", "budget_s": 0.3}})])
+fb = r[1]["result"]["structuredContent"]
+assert fb["probe"] == "candidate.build" and fb["verdict"] != "failed" and "variant=fast" in fb["subject"], fb
+PYEOF
+[ "$(tree_state)" = "$BEFORE" ] || fail "mcp: the fixture's tree changed"
 
 [ "$(git -C "$R" worktree list | wc -l)" = 1 ] || fail "worktrees left behind: $(git -C "$R" worktree list)"
 finish candidate_cli_test

@@ -1,4 +1,4 @@
-// `recur mcp [--allow-exec PROG,...] [--call-timeout-s N] [--max-output-bytes N]
+// `recur mcp [--allow-exec PROG,...] [--allow-candidates [--candidate-build-cmd CMD] [--candidate-runner P]] [--call-timeout-s N] [--max-output-bytes N]
 // [--max-request-bytes N] [--max-depth N]`: an MCP server over stdio (docs/mcp.md). Protocol
 // messages only on stdout, one per line; logs on stderr. Paths are confined to the working
 // directory. Exits 0 when stdin ends.
@@ -17,6 +17,8 @@ namespace {
 struct McpFlags {
   mcp::Limits limits;
   std::vector<std::string> allow_exec;
+  bool allow_candidates = false;
+  std::string candidate_build_cmd, candidate_runner;
 };
 
 int run_mcp(const McpFlags& f) {
@@ -27,6 +29,9 @@ int run_mcp(const McpFlags& f) {
   env.root = std::filesystem::canonical(std::filesystem::current_path(), ec).string();
   if (ec) return report_failure(Error(ErrorCode::kIo, "mcp: working directory: " + ec.message()));
   env.allow_exec = f.allow_exec;
+  env.allow_candidates = f.allow_candidates;
+  env.candidate_build_cmd = f.candidate_build_cmd;
+  env.candidate_runner = f.candidate_runner;
   mcp::ToolRegistry tools;
   if (auto s = mcp::register_builtin_tools(tools, env); !s) return report_failure(s.error());
   mcp::Limits limits = f.limits;
@@ -49,6 +54,12 @@ void register_mcp(CLI::App& app, Invocation& inv) {
   cmd->add_option("--allow-exec", f->allow_exec,
                   "programs the bench_cmd tool may run (comma-separated; default none, and no bench_cmd tool)")
       ->delimiter(',');
+  cmd->add_flag("--allow-candidates", f->allow_candidates,
+                "add the candidate_build tool: a client's patch is built (a compiler runs) and its code run in a "
+                "git worktree of the served folder (docs/candidates.md); default off");
+  cmd->add_option("--candidate-build-cmd", f->candidate_build_cmd, "candidate_build: the build command (sh -c in the "
+                                                                  "worktree; default recur's runner target)");
+  cmd->add_option("--candidate-runner", f->candidate_runner, "candidate_build: the built runner, relative to the worktree");
   cmd->add_option("--call-timeout-s", f->limits.call_timeout_s, "wall-time budget of one tool call, seconds")
       ->check(CLI::Range(1.0, 86400.0))->capture_default_str();
   cmd->add_option("--max-output-bytes", f->limits.max_output_bytes, "output budget of one tool call, bytes")

@@ -8,6 +8,7 @@ Status register_builtin_tools(ToolRegistry& registry, const ToolEnv& env) {
     RECUR_RETURN_IF_ERROR(registry.add(make(env)));
   // Running arbitrary programs is opt-in, and then only the listed ones.
   if (!env.allow_exec.empty()) RECUR_RETURN_IF_ERROR(registry.add(make_bench_cmd_tool(env)));
+  if (env.allow_candidates) RECUR_RETURN_IF_ERROR(registry.add(make_candidate_build_tool(env)));
   return ok_status();
 }
 

@@ -1,6 +1,6 @@
 // recur's MCP tools (docs/mcp.md, "Tools"): knobs, trace_analyze, bench, check, gate,
-// engine_bench, journal_query, episode_list, episode_run_step, and bench_cmd when the server
-// was started with --allow-exec. Each make_*_tool lives in its own file in this folder.
+// engine_bench, journal_query, episode_list, episode_run_step, bench_cmd when the server
+// was started with --allow-exec, and candidate_build with --allow-candidates. Each make_*_tool lives in its own file in this folder.
 #pragma once
 
 #include "core/status.h"
@@ -20,6 +20,7 @@ Tool make_engine_bench_tool(const ToolEnv& env);
 Tool make_journal_query_tool(const ToolEnv& env);
 Tool make_episode_list_tool(const ToolEnv& env);
 Tool make_episode_run_step_tool(const ToolEnv& env);
+Tool make_candidate_build_tool(const ToolEnv& env);
 
 Status register_builtin_tools(ToolRegistry& registry, const ToolEnv& env);
 

@@ -19,6 +19,11 @@ struct ToolEnv {
   std::string recur_exe;                // absolute path of the recur binary
   std::string root;                     // resolved working directory; every path stays under it
   std::vector<std::string> allow_exec;  // programs bench_cmd may run (empty: no bench_cmd tool)
+  // candidate_build (docs/candidates.md) runs a compiler and the candidate's code: only with
+  // --allow-candidates, and with the server's build command and runner (never the client's).
+  bool allow_candidates = false;
+  std::string candidate_build_cmd;  // "" = recur candidate build's default
+  std::string candidate_runner;     // "" = the default
 };
 
 // Runs `recur ARGS` as a child within the budget and parses its stdout as one JSON value.
