@@ -41,6 +41,10 @@ The user message is the state as JSON:
 Answer with exactly one JSON object and nothing else:
 {"action": "set", "knobs": {"KNOB": "VALUE"}, "hypothesis": "why this change should close the gap"}
 one knob per answer; the value is a string and one of the knob's choices (or in its range); it must differ from the current value and not be in tried or fixed.
+To ask a question first (its record comes back as last_feedback; the configuration does not change):
+{"action": "probe", "probe": "check" or "bench", "args": {"kernel": "K", "variant": "V", "vs": "W", "shape": "M64,N4096"}, "hypothesis": "..."}
+When the state's actions include "patch", a code change that adds a kernel variant (built and judged in a worktree of its own, its record in last_feedback):
+{"action": "patch", "patch": "<unified diff>", "hypothesis": "...", "kernel": "K"}
 Or, when no change is worth trying:
 {"action": "stop", "why": "..."})";
 
