@@ -6,6 +6,7 @@
 
 #include "core/thread_pool.h"
 #include "engine/layers.h"
+#include "engine/llama_batch.h"
 #include "engine/tensor_parallel.h"
 #include "trace/trace.h"
 
@@ -52,15 +53,17 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::from_file(gguf::File file) {
   return m;
 }
 
+// Sessions run the batched forward (llama_batch.h) over one sequence; LlamaSession::create
+// remains the flat-cache, one-row-per-step path (the reference the batch tests compare against).
 Result<std::unique_ptr<Session>> LlamaModel::new_session(ThreadPool& pool, int max_tokens, const Config& knobs) const {
-  if (max_tokens <= 0 || max_tokens > config_.context)
-    return invalid_argument("session of {} tokens (the context is {})", max_tokens, config_.context);
-  RECUR_ASSIGN_OR_RETURN(std::string numerics, knobs.get("engine.numerics"));
-  if (numerics != "native") return unsupported("engine.numerics={}: llama runs native only", numerics);
-  RECUR_ASSIGN_OR_RETURN(int64_t tp, knobs.get_int("engine.tp"));
-  RECUR_ASSIGN_OR_RETURN(ReduceDtype reduce, reduce_dtype_from_config(knobs));
-  RECUR_ASSIGN_OR_RETURN(auto session, LlamaSession::create(*this, pool, max_tokens, int(tp), reduce));
-  return std::unique_ptr<Session>(std::move(session));
+  return new_llama_batch_session(*this, pool, max_tokens, knobs);
+}
+
+Result<std::unique_ptr<Batch>> LlamaModel::new_batch(ThreadPool& pool, const BatchOptions& options,
+                                                     const Config& knobs) const {
+  RECUR_ASSIGN_OR_RETURN(LlamaBatchOptions o, llama_batch_options(knobs, config_, options));
+  RECUR_ASSIGN_OR_RETURN(auto b, LlamaBatch::create(*this, pool, o));
+  return std::unique_ptr<Batch>(std::move(b));
 }
 
 // A rank's shard: head, KV-head, FFN and vocabulary ranges, its weights and its buffers.

@@ -39,6 +39,10 @@ class LlamaModel final : public Model {
   const ModelConfig& config() const override { return config_; }
   const Tokenizer& tokenizer() const override { return *tokenizer_; }
   Result<std::unique_ptr<Session>> new_session(ThreadPool& pool, int max_tokens, const Config& knobs) const override;
+  // Batched forward over a paged KV cache (llama_batch.h); knobs engine.tp, engine.tp.reduce_dtype,
+  // engine.kv_dtype.layer[N].
+  Result<std::unique_ptr<Batch>> new_batch(ThreadPool& pool, const BatchOptions& options,
+                                           const Config& knobs) const override;
   uint64_t weight_bytes_per_token() const override { return decode_weight_bytes(file_, config_); }
   const gguf::File& file() const { return file_; }
 
