@@ -36,7 +36,8 @@ int run_engine_bench(const EngineBenchFlags& f) {
   auto roofline = machine_roofline();
   double bandwidth = 0;
   if (roofline) bandwidth = threads > 1 ? roofline->read_bw_all.median : roofline->read_bw_1t.median;
-  const double gbs = r->median_decode() * r->weight_bytes_per_token / 1e9;
+  // Weights are streamed once per decode step, which carries `batch` tokens.
+  const double gbs = r->median_decode() / f.options.batch * r->weight_bytes_per_token / 1e9;
   const double frac = bandwidth > 0 ? gbs / bandwidth : 0;
   auto minmax = [](const std::vector<double>& v) {
     return std::pair(*std::min_element(v.begin(), v.end()), *std::max_element(v.begin(), v.end()));
@@ -54,9 +55,9 @@ int run_engine_bench(const EngineBenchFlags& f) {
           {{"name", "decode_tok_s"}, {"value", r->median_decode()}, {"range", {dmin, dmax}}, {"unit", "tok/s"}},
           {{"name", "decode_weight_gb_s"}, {"value", gbs}, {"unit", "GB/s"}},
           {{"name", "bandwidth_frac"}, {"value", frac}}}},
-        {"notes", {fmt::format("{} runs after {} warm-up; prefill {} tokens, decode {} tokens; {:.1f} MB of weights per "
+        {"notes", {fmt::format("{} runs after {} warm-up; batch {}; prefill {} tokens, decode {} tokens; {:.1f} MB of weights per "
                                "decoded token; roofline {:.1f} GB/s ({} threads)",
-                               f.options.runs, f.options.warmup_runs, f.options.prefill_tokens, f.options.decode_tokens,
+                               f.options.runs, f.options.warmup_runs, f.options.batch, f.options.prefill_tokens, f.options.decode_tokens,
                                r->weight_bytes_per_token / 1e6, bandwidth, threads)}},
         {"artifacts", nlohmann::json::object()}};
     print_json(j);
@@ -65,8 +66,8 @@ int run_engine_bench(const EngineBenchFlags& f) {
   fmt::print("model     {} ({}, {} threads)\n", f.model, arch_name((*model)->config().arch), threads);
   fmt::print("prefill   {:8.1f} tok/s  [{:.1f} .. {:.1f}]  ({} tokens, {} runs)\n", r->median_prefill(), pmin, pmax,
              f.options.prefill_tokens, f.options.runs);
-  fmt::print("decode    {:8.1f} tok/s  [{:.1f} .. {:.1f}]  ({} tokens, {} runs)\n", r->median_decode(), dmin, dmax,
-             f.options.decode_tokens, f.options.runs);
+  fmt::print("decode    {:8.1f} tok/s  [{:.1f} .. {:.1f}]  ({} tokens, {} runs, batch {})\n", r->median_decode(), dmin,
+             dmax, f.options.decode_tokens, f.options.runs, f.options.batch);
   fmt::print("roofline  {:.1f} MB/token -> {:.1f} GB/s = {:.0f}% of the measured {:.1f} GB/s\n",
              r->weight_bytes_per_token / 1e6, gbs, 100 * frac, bandwidth);
   return kExitOk;
@@ -134,6 +135,7 @@ void register_engine(CLI::App& app, Invocation& inv) {
   bench->add_option("--prefill", f->options.prefill_tokens, "prompt tokens")->check(CLI::Range(1, 1 << 16))->capture_default_str();
   bench->add_option("--decode", f->options.decode_tokens, "decoded tokens")->check(CLI::Range(1, 1 << 16))->capture_default_str();
   bench->add_option("--runs", f->options.runs, "timed runs")->check(CLI::Range(1, 1000))->capture_default_str();
+  bench->add_option("--batch", f->options.batch, "sequences decoded together (aggregate tok/s)")->check(CLI::Range(1, 1024))->capture_default_str();
   bench->add_option("--warmup", f->options.warmup_runs, "untimed runs first")->check(CLI::Range(0, 100))->capture_default_str();
   bench->add_option("--threads", f->threads, "threads (0 = every CPU)")->check(CLI::Range(0, 1024))->capture_default_str();
   bench->add_flag("--json", f->json, "Print a Feedback record (JSON)");

@@ -3,7 +3,10 @@
 // Each run builds a new session, prefills `prefill_tokens` prompt tokens (ids drawn from the
 // vocabulary with a fixed seed, skipping control tokens), then decodes `decode_tokens` greedily.
 // Reported: per-run tokens/s for both phases, their medians and [min, max], and the bytes of
-// weights each decoded token reads (for the bandwidth roofline).
+// weights each decoded token reads (for the bandwidth roofline). Prefill is one batched
+// Session::prefill. With batch B > 1 the run uses Model::new_batch: B sequences, each prompt
+// prefilled in its own forward, then B sequences decoded together (one forward of B rows per
+// step); tok/s are aggregates over the B sequences (weights are streamed once per step).
 #pragma once
 
 #include <vector>
@@ -21,6 +24,7 @@ struct EngineBenchOptions {
   int decode_tokens = 32;
   int runs = 5;
   int warmup_runs = 1;
+  int batch = 1;  // sequences decoded together
 };
 
 struct EngineBenchResult {
