@@ -66,12 +66,23 @@ Result<std::unique_ptr<Batch>> LlamaModel::new_batch(ThreadPool& pool, const Bat
   return std::unique_ptr<Batch>(std::move(b));
 }
 
+Result<LlamaLayerShard> shard_llama_layer(const LlamaLayerWeights& L, Span heads, Span kv_heads, Span ffn,
+                                          int head_dim, int ranks) {
+  const int64_t hd = head_dim;
+  LlamaLayerShard s;
+  s.wq = weight_rows(L.wq, heads.begin * hd, heads.end * hd);
+  s.wk = weight_rows(L.wk, kv_heads.begin * hd, kv_heads.end * hd);
+  s.wv = weight_rows(L.wv, kv_heads.begin * hd, kv_heads.end * hd);
+  s.w_gate = weight_rows(L.w_gate, ffn.begin, ffn.end);
+  s.w_up = weight_rows(L.w_up, ffn.begin, ffn.end);
+  RECUR_ASSIGN_OR_RETURN(s.wo, row_parallel_shard(L.wo, {heads.begin * hd, heads.end * hd}, ranks));
+  RECUR_ASSIGN_OR_RETURN(s.w_down, row_parallel_shard(L.w_down, ffn, ranks));
+  return s;
+}
+
 // A rank's shard: head, KV-head, FFN and vocabulary ranges, its weights and its buffers.
 struct LlamaSession::Rank {
-  struct Layer {
-    Weight wq, wk, wv, w_gate, w_up;
-    std::unique_ptr<OwnedWeight> wo, w_down;
-  };
+  using Layer = LlamaLayerShard;
   int index = 0;
   Span heads, kv_heads, ffn, vocab;
   std::vector<Layer> layers;
@@ -108,14 +119,7 @@ Result<std::unique_ptr<LlamaSession>> LlamaSession::create(const LlamaModel& mod
     rank->ffn = rank_span(c.ffn_dim, tp, r);
     rank->vocab = rank_span(c.vocab, tp, r);
     for (const LlamaLayerWeights& L : model.layers) {
-      Rank::Layer shard;
-      shard.wq = weight_rows(L.wq, rank->heads.begin * hd, rank->heads.end * hd);
-      shard.wk = weight_rows(L.wk, rank->kv_heads.begin * hd, rank->kv_heads.end * hd);
-      shard.wv = weight_rows(L.wv, rank->kv_heads.begin * hd, rank->kv_heads.end * hd);
-      shard.w_gate = weight_rows(L.w_gate, rank->ffn.begin, rank->ffn.end);
-      shard.w_up = weight_rows(L.w_up, rank->ffn.begin, rank->ffn.end);
-      RECUR_ASSIGN_OR_RETURN(shard.wo, row_parallel_shard(L.wo, {rank->heads.begin * hd, rank->heads.end * hd}, tp));
-      RECUR_ASSIGN_OR_RETURN(shard.w_down, row_parallel_shard(L.w_down, rank->ffn, tp));
+      RECUR_ASSIGN_OR_RETURN(Rank::Layer shard, shard_llama_layer(L, rank->heads, rank->kv_heads, rank->ffn, hd, tp));
       rank->layers.push_back(std::move(shard));
     }
     rank->output = weight_rows(model.output, rank->vocab.begin, rank->vocab.end);

@@ -15,6 +15,7 @@
 #include "core/status.h"
 #include "engine/gguf.h"
 #include "engine/model.h"
+#include "engine/tensor_parallel.h"
 #include "engine/model_config.h"
 #include "engine/tokenizer.h"
 #include "engine/weights.h"
@@ -28,6 +29,15 @@ enum class ReduceDtype : uint8_t;
 struct LlamaLayerWeights {
   Weight attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
 };
+
+// One rank's shard of a layer: column shards of q/k/v/gate/up (its heads, KV heads, FFN columns)
+// and row-parallel shards of o and down (tensor_parallel.h); whole matrices with one rank.
+struct LlamaLayerShard {
+  Weight wq, wk, wv, w_gate, w_up;
+  std::unique_ptr<OwnedWeight> wo, w_down;
+};
+Result<LlamaLayerShard> shard_llama_layer(const LlamaLayerWeights& L, Span heads, Span kv_heads, Span ffn,
+                                          int head_dim, int ranks);
 
 class LlamaModel final : public Model {
  public:

@@ -41,10 +41,7 @@ Result<LlamaBatchOptions> llama_batch_options(const Config& knobs, const ModelCo
 
 // A rank's shard: head, KV-head, FFN and vocabulary ranges, its weights, KV cache and buffers.
 struct LlamaBatch::Rank {
-  struct Layer {
-    Weight wq, wk, wv, w_gate, w_up;
-    std::unique_ptr<OwnedWeight> wo, w_down;
-  };
+  using Layer = LlamaLayerShard;
   int index = 0;
   Span heads, kv_heads, ffn, vocab;
   std::vector<Layer> layers;
@@ -110,14 +107,7 @@ Result<std::unique_ptr<LlamaBatch>> LlamaBatch::create(const LlamaModel& m, Thre
     r->ffn = rank_span(c.ffn_dim, tp, index);
     r->vocab = rank_span(c.vocab, tp, index);
     for (const LlamaLayerWeights& L : m.layers) {
-      Rank::Layer s;
-      s.wq = weight_rows(L.wq, r->heads.begin * hd, r->heads.end * hd);
-      s.wk = weight_rows(L.wk, r->kv_heads.begin * hd, r->kv_heads.end * hd);
-      s.wv = weight_rows(L.wv, r->kv_heads.begin * hd, r->kv_heads.end * hd);
-      s.w_gate = weight_rows(L.w_gate, r->ffn.begin, r->ffn.end);
-      s.w_up = weight_rows(L.w_up, r->ffn.begin, r->ffn.end);
-      RECUR_ASSIGN_OR_RETURN(s.wo, row_parallel_shard(L.wo, {r->heads.begin * hd, r->heads.end * hd}, tp));
-      RECUR_ASSIGN_OR_RETURN(s.w_down, row_parallel_shard(L.w_down, r->ffn, tp));
+      RECUR_ASSIGN_OR_RETURN(Rank::Layer s, shard_llama_layer(L, r->heads, r->kv_heads, r->ffn, int(hd), tp));
       r->layers.push_back(std::move(s));
     }
     r->output = weight_rows(m.output, r->vocab.begin, r->vocab.end);
@@ -376,7 +366,8 @@ class LlamaBatchSession final : public Session {
       if (tokens[i] < 0 || tokens[i] >= vocab_)
         return invalid_argument("prefill: token {} is id {}, outside the vocabulary of {}", i, tokens[i], vocab_);
     batch_->set_layer_observer(nullptr);
-    RECUR_ZONE("prefill");
+    RECUR_ZONE("step");  // a step of several tokens: every layer zone stays inside a step zone
+    zone.arg("pos", position());
     zone.arg("tokens", int64_t(tokens.size()));
     const size_t chunk = size_t(batch_->options().max_batch_tokens);
     std::span<const float> logits;
