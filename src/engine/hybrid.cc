@@ -51,26 +51,9 @@ class HybridSession final : public Session {
   Result<std::span<const float>> prefill(std::span<const TokenId> tokens) override {
     if (tokens.empty()) return invalid_argument("prefill: no tokens");
     if (op_tap_ != nullptr || observer_) return Session::prefill(tokens);
-    const int max_tokens = batch_->options().max_tokens;
-    if (position() + int64_t(tokens.size()) > max_tokens)
-      return invalid_argument("prefill: {} tokens after {} pass the session's {} tokens", tokens.size(), position(),
-                              max_tokens);
-    for (size_t i = 0; i < tokens.size(); ++i)
-      if (tokens[i] < 0 || tokens[i] >= vocab_)
-        return invalid_argument("prefill: token {} is id {}, outside the vocabulary of {}", i, tokens[i], vocab_);
     batch_->set_op_tap(nullptr);
     batch_->set_layer_observer(nullptr);
-    const size_t chunk = size_t(batch_->options().max_batch_tokens);
-    std::span<const float> logits;
-    std::vector<BatchToken> rows;
-    for (size_t at = 0; at < tokens.size(); at += chunk) {
-      const size_t n = std::min(chunk, tokens.size() - at);
-      rows.clear();
-      for (size_t i = 0; i < n; ++i) rows.push_back({.seq = seq_, .token = tokens[at + i], .want_logits = false});
-      rows.back().want_logits = at + n == tokens.size();
-      RECUR_ASSIGN_OR_RETURN(logits, batch_->forward(rows));
-    }
-    return logits;
+    return prefill_sequence(*batch_, seq_, batch_->options(), vocab_, tokens);
   }
 
  private:

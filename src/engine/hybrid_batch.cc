@@ -53,11 +53,7 @@ namespace paged_attn = kernels::attention;
 
 namespace {
 
-constexpr int kHybridKvPageSize = 16;
-
 float hybrid_sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
-
-int64_t hybrid_pages_for(int64_t tokens) { return (tokens + kHybridKvPageSize - 1) / kHybridKvPageSize; }
 
 }  // namespace
 
@@ -104,21 +100,6 @@ struct HybridBatch::Rank {
   Status status;
 };
 
-struct HybridBatch::Plan {
-  struct Run {
-    SeqId seq;
-    int64_t first;  // first row
-    int64_t count;
-    int start;      // the sequence's position before the forward
-  };
-  std::vector<TokenId> tokens;   // per row (rows grouped by sequence)
-  std::vector<int> positions;    // per row
-  std::vector<Run> runs;
-  std::vector<int64_t> want;     // rows whose logits are returned, in the caller's order
-  bool all_single = true;        // every run is one token (batched decode)
-  int64_t rows() const { return int64_t(tokens.size()); }
-};
-
 HybridBatch::HybridBatch(const HybridModel& m, ThreadPool& pool, const HybridBatchOptions& options)
     : m_(m), pool_(pool), options_(options) {}
 
@@ -143,7 +124,7 @@ Result<std::unique_ptr<HybridBatch>> HybridBatch::create(const HybridModel& m, T
   std::unique_ptr<HybridBatch> batch(new HybridBatch(m, pool, o));
   batch->slots_.resize(size_t(b.max_sequences));
   for (int l = 0, a = 0; l < c.n_layers; ++l) batch->attention_index_.push_back(c.is_kda_layer(l) ? -1 : a++);
-  const int64_t kv_pages = o.kv_pages > 0 ? o.kv_pages : b.max_sequences * hybrid_pages_for(b.max_tokens);
+  const int64_t kv_pages = o.kv_pages > 0 ? o.kv_pages : b.max_sequences * batch_kv_pages_for(b.max_tokens);
   const int64_t M = b.max_batch_tokens, K = c.kda_head_dim, hd = c.head_dim;
   for (int index = 0; index < o.tp; ++index) {
     auto r = std::make_unique<Rank>();
@@ -166,7 +147,7 @@ Result<std::unique_ptr<HybridBatch>> HybridBatch::create(const HybridModel& m, T
       r->kda[size_t(l)].resize(size_t(b.max_sequences));  // states are made when a slot is first used
     }
     if (attention_layers > 0) {
-      paged_attn::KvCacheConfig kc{.kv_heads = int(kv_heads), .head_dim = int(hd), .page_size = kHybridKvPageSize,
+      paged_attn::KvCacheConfig kc{.kv_heads = int(kv_heads), .head_dim = int(hd), .page_size = kBatchKvPageSize,
                              .num_pages = kv_pages, .layer_dtypes = o.kv_dtypes};
       RECUR_ASSIGN_OR_RETURN(paged_attn::PagedKvCache cache, paged_attn::PagedKvCache::create(kc));
       r->kv.emplace(std::move(cache));
@@ -194,11 +175,7 @@ Result<std::unique_ptr<HybridBatch>> HybridBatch::create(const HybridModel& m, T
 }
 
 Result<SeqId> HybridBatch::add_sequence() {
-  size_t slot = 0;
-  while (slot < slots_.size() && slots_[slot].live) ++slot;
-  if (slot == slots_.size())
-    return make_error(ErrorCode::kFailedPrecondition, "hybrid batch: all {} sequences (max_sequences) are live",
-                      slots_.size());
+  RECUR_ASSIGN_OR_RETURN(size_t slot, batch_free_slot("hybrid batch", slots_));
   const ModelConfig& c = m_.config();
   for (auto& r : ranks_) {
     for (int l = 0; l < c.n_layers; ++l) {
@@ -222,20 +199,17 @@ Result<SeqId> HybridBatch::add_sequence() {
 }
 
 Status HybridBatch::free_sequence(SeqId seq) {
-  if (seq < 0 || size_t(seq) >= slots_.size() || !slots_[size_t(seq)].live)
+  if (position(seq) < 0)
     return not_found("hybrid batch: free_sequence: no live sequence {}", seq);
   for (auto& r : ranks_) {
     if (r->kv) RECUR_RETURN_IF_ERROR(r->kv->free_sequence(r->kv_seq[size_t(seq)]));
     r->kv_seq[size_t(seq)] = -1;
   }
-  slots_[size_t(seq)] = Slot{};
+  slots_[size_t(seq)] = BatchSlot{};
   return ok_status();
 }
 
-int HybridBatch::position(SeqId seq) const {
-  if (seq < 0 || size_t(seq) >= slots_.size() || !slots_[size_t(seq)].live) return -1;
-  return slots_[size_t(seq)].position;
-}
+int HybridBatch::position(SeqId seq) const { return batch_slot_position(slots_, seq); }
 
 KvUsage HybridBatch::kv_usage() const {
   KvUsage u;
@@ -253,54 +227,8 @@ KvUsage HybridBatch::kv_usage() const {
 }
 
 Result<HybridBatch::Plan> HybridBatch::plan(std::span<const BatchToken> tokens) const {
-  const ModelConfig& c = m_.config();
-  const BatchOptions& o = options_.batch;
-  if (int64_t(tokens.size()) > o.max_batch_tokens)
-    return invalid_argument("hybrid batch: forward of {} tokens exceeds max_batch_tokens {}", tokens.size(),
-                            o.max_batch_tokens);
-  Plan p;
-  std::vector<int> run_of(slots_.size(), -1);
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    const BatchToken& t = tokens[i];
-    if (t.seq < 0 || size_t(t.seq) >= slots_.size() || !slots_[size_t(t.seq)].live)
-      return not_found("hybrid batch: token {} of the forward names sequence {}, which is not live", i, t.seq);
-    if (t.token < 0 || t.token >= c.vocab)
-      return invalid_argument("hybrid batch: token {} of the forward is id {}, outside the vocabulary of {}", i,
-                              t.token, c.vocab);
-    int& run = run_of[size_t(t.seq)];
-    if (run < 0) {
-      run = int(p.runs.size());
-      p.runs.push_back({.seq = t.seq, .first = 0, .count = 0, .start = slots_[size_t(t.seq)].position});
-    }
-    ++p.runs[size_t(run)].count;
-  }
-  int64_t row = 0, pages = 0;
-  for (Plan::Run& run : p.runs) {
-    run.first = row;
-    row += run.count;
-    p.all_single = p.all_single && run.count == 1;
-    if (run.start + run.count > o.max_tokens)
-      return invalid_argument("hybrid batch: sequence {} holds {} tokens; {} more would pass max_tokens {}", run.seq,
-                              run.start, run.count, o.max_tokens);
-    pages += hybrid_pages_for(run.start + run.count) - hybrid_pages_for(run.start);
-  }
   const Rank& r0 = *ranks_[0];
-  if (r0.kv && pages > r0.kv->free_pages())
-    return make_error(ErrorCode::kFailedPrecondition,
-                      "hybrid batch: the forward needs {} new KV pages but {} of {} are free", pages,
-                      r0.kv->free_pages(), r0.kv->config().num_pages);
-  p.tokens.resize(tokens.size());
-  p.positions.resize(tokens.size());
-  std::vector<int64_t> next(p.runs.size());
-  for (size_t i = 0; i < p.runs.size(); ++i) next[i] = p.runs[i].first;
-  for (const BatchToken& t : tokens) {
-    const Plan::Run& run = p.runs[size_t(run_of[size_t(t.seq)])];
-    const int64_t r = next[size_t(run_of[size_t(t.seq)])]++;
-    p.tokens[size_t(r)] = t.token;
-    p.positions[size_t(r)] = run.start + int(r - run.first);
-    if (t.want_logits) p.want.push_back(r);
-  }
-  return p;
+  return plan_batch("hybrid batch", tokens, slots_, options_.batch, m_.config().vocab, r0.kv ? &*r0.kv : nullptr);
 }
 
 Result<std::span<const float>> HybridBatch::forward(std::span<const BatchToken> tokens) {

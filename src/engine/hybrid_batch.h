@@ -31,6 +31,7 @@
 
 #include "engine/hybrid.h"
 #include "engine/hybrid_kda.h"
+#include "engine/batch_plan.h"
 #include "engine/model.h"
 #include "engine/tensor_parallel.h"
 #include "kernels/attention/kv_cache.h"
@@ -72,7 +73,7 @@ class HybridBatch final : public Batch {
   void set_layer_observer(const LayerObserver* f) { observer_ = f; }
 
   struct Rank;  // one rank's shards, KV cache, KDA states and buffers (hybrid_batch.cc)
-  struct Plan;  // one forward's rows grouped by sequence
+  using Plan = BatchPlan;
 
  private:
   HybridBatch(const HybridModel& m, ThreadPool& pool, const HybridBatchOptions& options);
@@ -89,11 +90,7 @@ class HybridBatch final : public Batch {
   const HybridModel& m_;
   ThreadPool& pool_;
   HybridBatchOptions options_;
-  struct Slot {
-    bool live = false;
-    int position = 0;
-  };
-  std::vector<Slot> slots_;
+  std::vector<BatchSlot> slots_;
   std::vector<std::unique_ptr<Rank>> ranks_;
   std::unique_ptr<RankRunner> runner_;  // tp > 1
   std::vector<int> attention_index_;    // layer -> its index among the attention layers (-1: KDA)

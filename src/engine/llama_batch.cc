@@ -15,14 +15,6 @@ namespace recur {
 
 namespace llama_paged = kernels::attention;
 
-namespace {
-
-constexpr int kLlamaKvPageSize = 16;
-
-int64_t llama_pages_for(int64_t tokens) { return (tokens + kLlamaKvPageSize - 1) / kLlamaKvPageSize; }
-
-}  // namespace
-
 Result<LlamaBatchOptions> llama_batch_options(const Config& knobs, const ModelConfig& c, const BatchOptions& batch) {
   LlamaBatchOptions o;
   o.batch = batch;
@@ -51,21 +43,6 @@ struct LlamaBatch::Rank {
   // Rows of one forward: [max_batch_tokens, width].
   std::vector<float> x, h, partial, q, k, v, o, ff_a, ff_b, logits, norm_w;
   Status status;
-};
-
-struct LlamaBatch::Plan {
-  struct Run {
-    SeqId seq;
-    int64_t first;  // first row
-    int64_t count;
-    int start;  // the sequence's position before the forward
-  };
-  std::vector<TokenId> tokens;  // per row (rows grouped by sequence)
-  std::vector<int> positions;   // per row
-  std::vector<Run> runs;
-  std::vector<int64_t> want;  // rows whose logits are returned, in the caller's order
-  bool all_single = true;     // every run is one token (batched decode)
-  int64_t rows() const { return int64_t(tokens.size()); }
 };
 
 LlamaBatch::LlamaBatch(const LlamaModel& m, ThreadPool& pool, const LlamaBatchOptions& options)
@@ -98,7 +75,7 @@ Result<std::unique_ptr<LlamaBatch>> LlamaBatch::create(const LlamaModel& m, Thre
   std::unique_ptr<LlamaBatch> batch(new LlamaBatch(m, pool, o));
   batch->slots_.resize(size_t(b.max_sequences));
   const int64_t M = b.max_batch_tokens, hd = c.head_dim;
-  const int64_t kv_pages = b.max_sequences * llama_pages_for(b.max_tokens);
+  const int64_t kv_pages = b.max_sequences * batch_kv_pages_for(b.max_tokens);
   for (int index = 0; index < tp; ++index) {
     auto r = std::make_unique<Rank>();
     r->index = index;
@@ -112,7 +89,7 @@ Result<std::unique_ptr<LlamaBatch>> LlamaBatch::create(const LlamaModel& m, Thre
     }
     r->output = weight_rows(m.output, r->vocab.begin, r->vocab.end);
     llama_paged::KvCacheConfig kc{.kv_heads = int(r->kv_heads.size()), .head_dim = int(hd),
-                                  .page_size = kLlamaKvPageSize, .num_pages = kv_pages, .layer_dtypes = o.kv_dtypes};
+                                  .page_size = kBatchKvPageSize, .num_pages = kv_pages, .layer_dtypes = o.kv_dtypes};
     RECUR_ASSIGN_OR_RETURN(llama_paged::PagedKvCache cache, llama_paged::PagedKvCache::create(kc));
     r->kv.emplace(std::move(cache));
     r->kv_seq.assign(size_t(b.max_sequences), -1);
@@ -134,11 +111,7 @@ Result<std::unique_ptr<LlamaBatch>> LlamaBatch::create(const LlamaModel& m, Thre
 }
 
 Result<SeqId> LlamaBatch::add_sequence() {
-  size_t slot = 0;
-  while (slot < slots_.size() && slots_[slot].live) ++slot;
-  if (slot == slots_.size())
-    return make_error(ErrorCode::kFailedPrecondition, "llama batch: all {} sequences (max_sequences) are live",
-                      slots_.size());
+  RECUR_ASSIGN_OR_RETURN(size_t slot, batch_free_slot("llama batch", slots_));
   for (auto& r : ranks_) {
     RECUR_ASSIGN_OR_RETURN(r->kv_seq[slot], r->kv->add_sequence());
   }
@@ -147,20 +120,17 @@ Result<SeqId> LlamaBatch::add_sequence() {
 }
 
 Status LlamaBatch::free_sequence(SeqId seq) {
-  if (seq < 0 || size_t(seq) >= slots_.size() || !slots_[size_t(seq)].live)
+  if (position(seq) < 0)
     return not_found("llama batch: free_sequence: no live sequence {}", seq);
   for (auto& r : ranks_) {
     RECUR_RETURN_IF_ERROR(r->kv->free_sequence(r->kv_seq[size_t(seq)]));
     r->kv_seq[size_t(seq)] = -1;
   }
-  slots_[size_t(seq)] = Slot{};
+  slots_[size_t(seq)] = BatchSlot{};
   return ok_status();
 }
 
-int LlamaBatch::position(SeqId seq) const {
-  if (seq < 0 || size_t(seq) >= slots_.size() || !slots_[size_t(seq)].live) return -1;
-  return slots_[size_t(seq)].position;
-}
+int LlamaBatch::position(SeqId seq) const { return batch_slot_position(slots_, seq); }
 
 KvUsage LlamaBatch::kv_usage() const {
   KvUsage u;
@@ -176,53 +146,7 @@ KvUsage LlamaBatch::kv_usage() const {
 }
 
 Result<LlamaBatch::Plan> LlamaBatch::plan(std::span<const BatchToken> tokens) const {
-  const ModelConfig& c = m_.config();
-  const BatchOptions& o = options_.batch;
-  if (int64_t(tokens.size()) > o.max_batch_tokens)
-    return invalid_argument("llama batch: forward of {} tokens exceeds max_batch_tokens {}", tokens.size(),
-                            o.max_batch_tokens);
-  Plan p;
-  std::vector<int> run_of(slots_.size(), -1);
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    const BatchToken& t = tokens[i];
-    if (t.seq < 0 || size_t(t.seq) >= slots_.size() || !slots_[size_t(t.seq)].live)
-      return not_found("llama batch: token {} of the forward names sequence {}, which is not live", i, t.seq);
-    if (t.token < 0 || t.token >= c.vocab)
-      return invalid_argument("llama batch: token {} of the forward is id {}, outside the vocabulary of {}", i, t.token,
-                              c.vocab);
-    int& run = run_of[size_t(t.seq)];
-    if (run < 0) {
-      run = int(p.runs.size());
-      p.runs.push_back({.seq = t.seq, .first = 0, .count = 0, .start = slots_[size_t(t.seq)].position});
-    }
-    ++p.runs[size_t(run)].count;
-  }
-  int64_t row = 0, pages = 0;
-  for (Plan::Run& run : p.runs) {
-    run.first = row;
-    row += run.count;
-    p.all_single = p.all_single && run.count == 1;
-    if (run.start + run.count > o.max_tokens)
-      return invalid_argument("llama batch: sequence {} holds {} tokens; {} more would pass max_tokens {}", run.seq,
-                              run.start, run.count, o.max_tokens);
-    pages += llama_pages_for(run.start + run.count) - llama_pages_for(run.start);
-  }
-  const Rank& r0 = *ranks_[0];
-  if (pages > r0.kv->free_pages())
-    return make_error(ErrorCode::kFailedPrecondition, "llama batch: the forward needs {} new KV pages but {} of {} are free",
-                      pages, r0.kv->free_pages(), r0.kv->config().num_pages);
-  p.tokens.resize(tokens.size());
-  p.positions.resize(tokens.size());
-  std::vector<int64_t> next(p.runs.size());
-  for (size_t i = 0; i < p.runs.size(); ++i) next[i] = p.runs[i].first;
-  for (const BatchToken& t : tokens) {
-    const size_t run = size_t(run_of[size_t(t.seq)]);
-    const int64_t r = next[run]++;
-    p.tokens[size_t(r)] = t.token;
-    p.positions[size_t(r)] = p.runs[run].start + int(r - p.runs[run].first);
-    if (t.want_logits) p.want.push_back(r);
-  }
-  return p;
+  return plan_batch("llama batch", tokens, slots_, options_.batch, m_.config().vocab, &*ranks_[0]->kv);
 }
 
 Result<std::span<const float>> LlamaBatch::forward(std::span<const BatchToken> tokens) {
@@ -358,28 +282,11 @@ class LlamaBatchSession final : public Session {
   Result<std::span<const float>> prefill(std::span<const TokenId> tokens) override {
     if (tokens.empty()) return invalid_argument("prefill: no tokens");
     if (observer_) return Session::prefill(tokens);
-    const int max_tokens = batch_->options().max_tokens;
-    if (position() + int64_t(tokens.size()) > max_tokens)
-      return invalid_argument("prefill: {} tokens after {} pass the session's {} tokens", tokens.size(), position(),
-                              max_tokens);
-    for (size_t i = 0; i < tokens.size(); ++i)
-      if (tokens[i] < 0 || tokens[i] >= vocab_)
-        return invalid_argument("prefill: token {} is id {}, outside the vocabulary of {}", i, tokens[i], vocab_);
     batch_->set_layer_observer(nullptr);
     RECUR_ZONE("step");  // a step of several tokens: every layer zone stays inside a step zone
     zone.arg("pos", position());
     zone.arg("tokens", int64_t(tokens.size()));
-    const size_t chunk = size_t(batch_->options().max_batch_tokens);
-    std::span<const float> logits;
-    std::vector<BatchToken> rows;
-    for (size_t at = 0; at < tokens.size(); at += chunk) {
-      const size_t n = std::min(chunk, tokens.size() - at);
-      rows.clear();
-      for (size_t i = 0; i < n; ++i) rows.push_back({.seq = seq_, .token = tokens[at + i], .want_logits = false});
-      rows.back().want_logits = at + n == tokens.size();
-      RECUR_ASSIGN_OR_RETURN(logits, batch_->forward(rows));
-    }
-    return logits;
+    return prefill_sequence(*batch_, seq_, batch_->options(), vocab_, tokens);
   }
 
  private:

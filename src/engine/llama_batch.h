@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "engine/llama.h"
+#include "engine/batch_plan.h"
 #include "engine/model.h"
 #include "engine/tensor_parallel.h"
 #include "kernels/attention/kv_cache.h"
@@ -54,11 +55,7 @@ class LlamaBatch final : public Batch {
 
  private:
   struct Rank;
-  struct Plan;
-  struct Slot {
-    bool live = false;
-    int position = 0;
-  };
+  using Plan = BatchPlan;
   LlamaBatch(const LlamaModel& m, ThreadPool& pool, const LlamaBatchOptions& options);
   Result<Plan> plan(std::span<const BatchToken> tokens) const;
   void rank_forward(Rank& r, const Plan& p);
@@ -68,7 +65,7 @@ class LlamaBatch final : public Batch {
   const LlamaModel& m_;
   ThreadPool& pool_;
   LlamaBatchOptions options_;
-  std::vector<Slot> slots_;
+  std::vector<BatchSlot> slots_;
   std::vector<std::unique_ptr<Rank>> ranks_;
   std::unique_ptr<RankRunner> runner_;  // tp > 1
   std::vector<float> logits_;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -40,13 +41,20 @@ Tool make_candidate_build_tool(const ToolEnv& env) {
       if (args.contains(key))
         if (Status s = check_word(args[key].get<std::string>(), fmt::format("arguments.{}", key)); !s)
           return tool_error(s.error().message());
-    char path[] = "/tmp/recur-mcp-candidate-XXXXXX.patch";
-    const int fd = mkstemps(path, 6);
+    // The patch travels as a file ($TMPDIR, as the candidate's worktree does).
+    std::error_code ec;
+    std::string tmpl = (std::filesystem::temp_directory_path(ec) / "recur-mcp-candidate-XXXXXX.patch").string();
+    const int fd = ec ? -1 : mkstemps(tmpl.data(), 6);
     if (fd < 0) return tool_error("candidate_build: cannot create a temporary patch file");
     ::close(fd);
+    const char* path = tmpl.c_str();
     {
       std::ofstream out(path, std::ios::binary);
       out << args["patch"].get<std::string>();
+      if (!out.flush()) {
+        std::remove(path);
+        return tool_error(fmt::format("candidate_build: cannot write the patch to {}", path));
+      }
     }
     std::vector<std::string> argv = {"candidate", "build", "--repo", env.root, "--patch", path, "--json", "--quiet",
                                      "--timeout-s", fmt::format("{:.0f}", std::max(1.0, budget.timeout_s - 5))};
