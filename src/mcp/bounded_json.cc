@@ -39,6 +39,9 @@ Result<nlohmann::json> parse_bounded(std::string_view line, const Limits& limits
     if (auto col = what.find("column "); col != std::string_view::npos)
       if (auto colon = what.find(": ", col); colon != std::string_view::npos) what.remove_prefix(colon + 2);
     return parse_error("request: byte {}: {}", e.byte, what);
+  } catch (const nlohmann::json::exception& e) {
+    // A number too large for a double (out_of_range 406) is not a parse_error.
+    return parse_error("request: {}", e.what());
   }
 }
 

@@ -34,6 +34,9 @@ TEST(BoundedJson, RejectsOversizeAndMalformed) {
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().code(), ErrorCode::kParse);
   EXPECT_NE(bad.error().message().find("byte 7"), std::string::npos) << bad.error().message();
+  auto overflow = parse_bounded(R"({"id": 1e999999})", {});
+  ASSERT_FALSE(overflow);
+  EXPECT_EQ(overflow.error().code(), ErrorCode::kParse);
 }
 
 }  // namespace

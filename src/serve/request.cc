@@ -19,6 +19,10 @@ expected<json, ApiError> parse_object(std::string_view body) {
   } catch (const json::parse_error& e) {
     return unexpected(ApiError{400, fmt::format("the body is not valid JSON: byte {}: {}", e.byte, e.what()),
                                "invalid_request_error", "", "invalid_json"});
+  } catch (const json::exception& e) {
+    // A number too large for a double (out_of_range 406) is not a parse_error.
+    return unexpected(ApiError{400, fmt::format("the body is not valid JSON: {}", e.what()), "invalid_request_error",
+                               "", "invalid_json"});
   }
   if (!doc.is_object())
     return unexpected(schema_error("", "the body must be a JSON object, got {}", type_name(doc)));

@@ -65,6 +65,10 @@ TEST(RequestTest, MalformedJsonIs400WithOffset) {
   EXPECT_NE(e.message.find("byte"), std::string::npos) << e.message;
   EXPECT_EQ(completion_error("").http_status, 400);
   EXPECT_EQ(completion_error("\xff").http_status, 400);
+  // A number past double range is an out_of_range exception in the parser, not a parse_error.
+  ApiError overflow = completion_error(R"({"model": 7777e77777})");
+  EXPECT_EQ(overflow.http_status, 400);
+  EXPECT_EQ(overflow.code, "invalid_json");
 }
 
 TEST(RequestTest, SchemaViolationsAre422AndNameTheField) {
