@@ -2,9 +2,9 @@
 """A scripted MCP client for recur's end-to-end tests (stdlib only).
 
   mcp_client.py drive RECUR WORKDIR   both protocol eras against `recur mcp` run in WORKDIR, which holds
-                                      episode.toml: the initialize era starts the episode, the stateless
-                                      (2026-07-28) era continues it with episode_run_step until the gate passes;
-                                      plus hostile lines.
+                                      episode.toml: one whole episode (start to a passing gate, journal checked)
+                                      in the initialize era, another in the stateless (2026-07-28) era; plus
+                                      hostile lines.
   mcp_client.py record RECUR SRC      rewrites SRC/tests/mcp/*.jsonl, the exchanges the replay gtest compares.
 """
 import json
@@ -83,8 +83,24 @@ def step(client, arguments):
     return out
 
 
+def run_episode(client, run):
+    """Starts the episode as `run` and steps it until it finishes; checks the gate passed and the journal."""
+    steps = 1
+    out = step(client, {"episode": "episode.toml", "run": run})
+    while not out["finished"] and steps < 20:
+        out = step(client, {"run": run})
+        steps += 1
+    assert out["finished"] and out["passed"], out["summary"]["outcome"]
+    assert out["summary"]["final_config"]["kernel.rmsnorm.variant"] != "scalar", out["summary"]
+    runs = {r["name"]: r for r in client.call("journal_query", {})["structuredContent"]["runs"]}
+    assert runs[run]["state"] == "done", runs
+    exps = client.call("journal_query", {"run": run})["structuredContent"]["experiments"]
+    assert len(exps) == steps and all(e["state"] == "done" for e in exps), (len(exps), steps)
+    return steps
+
+
 def drive(recur, work):
-    # The initialize era: handshake, tools, and the first steps of the episode.
+    # The initialize era: handshake, tools, and a whole episode from start to a passing gate.
     a = Client(recur, work)
     init = a.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
                                     "clientInfo": {"name": "mcp_client.py", "version": "1"}})
@@ -98,15 +114,10 @@ def drive(recur, work):
     assert missing["isError"], missing
     escape = a.call("gate", {"spec": "../../etc/passwd"})
     assert escape["isError"] and "outside" in escape["content"][0]["text"], escape
-    steps = 0
-    out = step(a, {"episode": "episode.toml", "run": "mcp"})
-    steps += 1
-    while not out["finished"] and steps < 3:
-        out = step(a, {"run": "mcp"})
-        steps += 1
+    steps_a = run_episode(a, "initialize-era")
     a.close()
 
-    # The stateless era: no handshake; every request carries _meta; the run continues to the end.
+    # The stateless era: no handshake; every request carries _meta; a second whole episode.
     b = Client(recur, work, stateless=True)
     disc = b.request("server/discover")["result"]
     assert disc["supportedVersions"][0] == "2026-07-28" and "2025-11-25" in disc["supportedVersions"], disc
@@ -118,15 +129,9 @@ def drive(recur, work):
     chk = b.call("check", {"kernel": "rmsnorm", "variant": "scalar", "shape": "M4,N256", "seeds": "1"})
     assert not chk["isError"] and chk["structuredContent"]["probe"] == "check.kernel", chk
     assert chk["structuredContent"]["verdict"] == "confirmed", chk["structuredContent"]
-    while not out["finished"] and steps < 20:
-        out = step(b, {"run": "mcp"})
-        steps += 1
-    assert out["finished"] and out["passed"], out["summary"]["outcome"]
-    assert out["summary"]["final_config"]["kernel.rmsnorm.variant"] != "scalar", out["summary"]
+    steps_b = run_episode(b, "stateless-era")
     runs = b.call("journal_query", {})["structuredContent"]["runs"]
-    assert [r["name"] for r in runs] == ["mcp"] and runs[0]["state"] == "done", runs
-    exps = b.call("journal_query", {"run": "mcp"})["structuredContent"]["experiments"]
-    assert len(exps) == steps and all(e["state"] == "done" for e in exps), (len(exps), steps)
+    assert sorted(r["name"] for r in runs) == ["initialize-era", "stateless-era"], runs
 
     # Hostile lines: errors, and the server keeps serving.
     b.send_raw(b"x" * (2 << 20))
@@ -140,7 +145,7 @@ def drive(recur, work):
     assert wrong["result"]["isError"] and "expected a string" in wrong["result"]["content"][0]["text"], wrong
     assert b.request("tools/list")["result"]["tools"]
     b.close()
-    print(f"mcp_client: episode passed after {steps} steps over both eras")
+    print(f"mcp_client: the episode passed in both eras ({steps_a} steps initialize era, {steps_b} stateless)")
 
 
 def record(recur, src):
