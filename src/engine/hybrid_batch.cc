@@ -10,6 +10,7 @@
 #include "core/thread_pool.h"
 #include "engine/hybrid_shard.h"
 #include "engine/layers.h"
+#include "engine/sequence_state.h"
 #include "kernels/attention/attention.h"
 #include "kernels/attention/kv_cache.h"
 #include "trace/trace.h"
@@ -226,6 +227,21 @@ KvUsage HybridBatch::kv_usage() const {
   return u;
 }
 
+Status HybridBatch::state_parts(SeqId seq, SequenceStateParts& out) {
+  if (position(seq) < 0) return not_found("hybrid batch: state_parts: no live sequence {}", seq);
+  if (ranks_.size() != 1)
+    return unsupported("hybrid batch: sequence state export/import needs engine.tp=1 (got {})", ranks_.size());
+  if (options_.kda.replay)
+    return unsupported("hybrid batch: sequence state export/import needs engine.kda.replay=off (a ReplaySSM state "
+                       "is a checkpoint plus a window)");
+  Rank& r = *ranks_[0];
+  out = SequenceStateParts{.kv = r.kv ? &*r.kv : nullptr, .kv_seq = r.kv_seq[size_t(seq)],
+                           .kv_layer = attention_index_, .kda = {}, .position = &slots_[size_t(seq)].position};
+  for (int l = 0; l < m_.config().n_layers; ++l)
+    out.kda.push_back(m_.config().is_kda_layer(l) ? &*r.kda[size_t(l)][size_t(seq)] : nullptr);
+  return ok_status();
+}
+
 Result<HybridBatch::Plan> HybridBatch::plan(std::span<const BatchToken> tokens) const {
   const Rank& r0 = *ranks_[0];
   return plan_batch("hybrid batch", tokens, slots_, options_.batch, m_.config().vocab, r0.kv ? &*r0.kv : nullptr);
@@ -322,6 +338,7 @@ void HybridBatch::rank_forward(Rank& r, const Plan& p) {
       record(r, l, "residual", "engine:residual", {"mix_residual", "ffn.all_reduce"}, OpShard::kWhole, r.x.data(),
              dim);
     if (observer_ && M == 1 && r.w.index == 0) (*observer_)(l, std::span<const float>(r.x.data(), size_t(dim)));
+    if (layer_hook_ && r.w.index == 0) layer_hook_(l);
   }
   // The LM head for the rows that want logits only, in the caller's order.
   const int64_t n = int64_t(p.want.size());

@@ -65,6 +65,7 @@ class HybridBatch final : public Batch {
   int position(SeqId seq) const override;  // -1 for a sequence that is not live
   Result<std::span<const float>> forward(std::span<const BatchToken> tokens) override;
   KvUsage kv_usage() const override;
+  Status state_parts(SeqId seq, SequenceStateParts& out) override;  // sequence_state.h; tp = 1 only
 
   const BatchOptions& options() const { return options_.batch; }
   // Observers of single-row forwards (model.h's Session::set_op_tap / set_layer_observer).

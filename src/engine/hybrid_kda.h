@@ -11,6 +11,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "core/status.h"
@@ -45,6 +46,9 @@ class KdaSequenceState {
   // writing out [T, HV*V]. scratch: a rank-owned buffer for a ReplaySSM prefill.
   Status run(const LayerShard& shard, const KdaRows& rows, float* out, ThreadPool* pool, kda::Workspace& ws,
              std::vector<float>& scratch);
+  // The convolution windows and the plain state (empty with ReplaySSM), for sequence_state.h.
+  std::span<float> conv_window() { return window_; }
+  std::span<float> plain_state() { return state_; }
 
  private:
   KdaSequenceState() = default;

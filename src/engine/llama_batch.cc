@@ -8,6 +8,7 @@
 
 #include "core/thread_pool.h"
 #include "engine/layers.h"
+#include "engine/sequence_state.h"
 #include "kernels/attention/attention.h"
 #include "trace/trace.h"
 
@@ -145,6 +146,18 @@ KvUsage LlamaBatch::kv_usage() const {
   return u;
 }
 
+Status LlamaBatch::state_parts(SeqId seq, SequenceStateParts& out) {
+  if (position(seq) < 0) return not_found("llama batch: state_parts: no live sequence {}", seq);
+  if (ranks_.size() != 1)
+    return unsupported("llama batch: sequence state export/import needs engine.tp=1 (got {})", ranks_.size());
+  Rank& r = *ranks_[0];
+  out = SequenceStateParts{.kv = &*r.kv, .kv_seq = r.kv_seq[size_t(seq)], .kv_layer = {}, .kda = {},
+                           .position = &slots_[size_t(seq)].position};
+  for (int l = 0; l < m_.config().n_layers; ++l) out.kv_layer.push_back(l);
+  out.kda.assign(size_t(m_.config().n_layers), nullptr);
+  return ok_status();
+}
+
 Result<LlamaBatch::Plan> LlamaBatch::plan(std::span<const BatchToken> tokens) const {
   return plan_batch("llama batch", tokens, slots_, options_.batch, m_.config().vocab, &*ranks_[0]->kv);
 }
@@ -208,6 +221,7 @@ void LlamaBatch::rank_forward(Rank& r, const Plan& p) {
     all_reduce(r, M);
     add_partial();
     if (observer_ && M == 1 && r.index == 0) (*observer_)(l, std::span<const float>(r.x.data(), size_t(dim)));
+    if (layer_hook_ && r.index == 0) layer_hook_(l);
   }
   // The LM head for the rows that want logits only, in the caller's order.
   const int64_t n = int64_t(p.want.size());

@@ -49,6 +49,7 @@ class LlamaBatch final : public Batch {
   int position(SeqId seq) const override;
   Result<std::span<const float>> forward(std::span<const BatchToken> tokens) override;
   KvUsage kv_usage() const override;
+  Status state_parts(SeqId seq, SequenceStateParts& out) override;  // sequence_state.h; tp = 1 only
   const BatchOptions& options() const { return options_.batch; }
   // Called after every layer of a one-row forward with the residual (Session's observer).
   void set_layer_observer(const std::function<void(int, std::span<const float>)>* f) { observer_ = f; }

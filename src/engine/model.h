@@ -20,6 +20,7 @@
 namespace recur {
 
 class ThreadPool;
+struct SequenceStateParts;  // sequence_state.h
 
 class Session {
  public:
@@ -84,6 +85,16 @@ class Batch {
   // max_tokens, the KV pool exhausted) leave every sequence as it was before the call.
   virtual Result<std::span<const float>> forward(std::span<const BatchToken> tokens) = 0;
   virtual KvUsage kv_usage() const = 0;
+
+  // Disaggregated serving (sequence_state.h exports and imports through this): where the live
+  // sequence's per-layer state lives. Unsupported by default; architectures refuse TP > 1.
+  virtual Status state_parts(SeqId seq, SequenceStateParts& out);
+  // Called on the forward's thread after each layer of every forward() (layer-wise KV transfer:
+  // layer l's state is final for this forward when hook(l) runs); null to stop.
+  void set_layer_hook(std::function<void(int layer)> hook) { layer_hook_ = std::move(hook); }
+
+ protected:
+  std::function<void(int layer)> layer_hook_;
 };
 
 class Model {

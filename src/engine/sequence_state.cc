@@ -1,0 +1,141 @@
+#include "engine/sequence_state.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "engine/hybrid_kda.h"
+#include "kernels/attention/kv_cache.h"
+
+namespace recur {
+
+Status Batch::state_parts(SeqId, SequenceStateParts&) {
+  return unsupported("this batch cannot export or import sequence state");
+}
+
+namespace {
+
+constexpr uint32_t kSeqStateMagic = 0x54535352;  // "RSST"
+constexpr uint32_t kSeqStateAttention = 1;
+constexpr uint32_t kSeqStateKda = 2;
+
+struct SeqStateHeader {
+  uint32_t magic = kSeqStateMagic;
+  uint32_t kind = 0;
+  int64_t count = 0;
+};
+static_assert(sizeof(SeqStateHeader) == kSequenceStateHeaderBytes);
+
+Result<SequenceStateParts> seq_state_parts(Batch& batch, SeqId seq, int layer) {
+  SequenceStateParts parts;
+  RECUR_RETURN_IF_ERROR(batch.state_parts(seq, parts));
+  if (layer < 0 || layer >= int(parts.kv_layer.size()))
+    return invalid_argument("sequence state: layer {} is outside [0, {})", layer, parts.kv_layer.size());
+  return parts;
+}
+
+// Floats of one token of one attention layer: K and V, [kv_heads, head_dim] each.
+size_t seq_state_token_floats(const kernels::attention::PagedKvCache& kv) {
+  return 2 * size_t(kv.config().kv_heads) * size_t(kv.config().head_dim);
+}
+
+}  // namespace
+
+Result<size_t> layer_state_bytes(Batch& batch, SeqId seq, int layer, int tokens) {
+  RECUR_ASSIGN_OR_RETURN(SequenceStateParts parts, seq_state_parts(batch, seq, layer));
+  if (hybrid::KdaSequenceState* kda = parts.kda[size_t(layer)]) {
+    return kSequenceStateHeaderBytes + (kda->conv_window().size() + kda->plain_state().size()) * sizeof(float);
+  }
+  int64_t n = tokens;
+  if (n < 0) {
+    RECUR_ASSIGN_OR_RETURN(n, parts.kv->length(parts.kv_seq, parts.kv_layer[size_t(layer)]));
+  }
+  return kSequenceStateHeaderBytes + size_t(n) * seq_state_token_floats(*parts.kv) * sizeof(float);
+}
+
+Status export_layer_state(Batch& batch, SeqId seq, int layer, std::span<std::byte> out) {
+  RECUR_ASSIGN_OR_RETURN(SequenceStateParts parts, seq_state_parts(batch, seq, layer));
+  RECUR_ASSIGN_OR_RETURN(size_t need, layer_state_bytes(batch, seq, layer));
+  if (out.size() != need)
+    return invalid_argument("export layer {} of sequence {}: {} bytes given, the state is {}", layer, seq, out.size(),
+                            need);
+  SeqStateHeader h;
+  std::byte* payload = out.data() + kSequenceStateHeaderBytes;
+  if (hybrid::KdaSequenceState* kda = parts.kda[size_t(layer)]) {
+    h.kind = kSeqStateKda;
+    h.count = int64_t(kda->conv_window().size() + kda->plain_state().size());
+    std::memcpy(payload, kda->conv_window().data(), kda->conv_window().size_bytes());
+    std::memcpy(payload + kda->conv_window().size_bytes(), kda->plain_state().data(), kda->plain_state().size_bytes());
+  } else {
+    const int kv_layer = parts.kv_layer[size_t(layer)];
+    h.kind = kSeqStateAttention;
+    RECUR_ASSIGN_OR_RETURN(h.count, parts.kv->length(parts.kv_seq, kv_layer));
+    const size_t half = seq_state_token_floats(*parts.kv) / 2;
+    std::vector<float> k(half), v(half);
+    for (int64_t t = 0; t < h.count; ++t) {
+      RECUR_RETURN_IF_ERROR(parts.kv->read(parts.kv_seq, kv_layer, t, k, v));
+      std::byte* at = payload + size_t(t) * 2 * half * sizeof(float);
+      std::memcpy(at, k.data(), half * sizeof(float));
+      std::memcpy(at + half * sizeof(float), v.data(), half * sizeof(float));
+    }
+  }
+  std::memcpy(out.data(), &h, sizeof h);
+  return ok_status();
+}
+
+Status import_layer_state(Batch& batch, SeqId seq, int layer, std::span<const std::byte> in) {
+  RECUR_ASSIGN_OR_RETURN(SequenceStateParts parts, seq_state_parts(batch, seq, layer));
+  if (in.size() < kSequenceStateHeaderBytes)
+    return parse_error("import layer {} of sequence {}: {} bytes, shorter than the {}-byte header", layer, seq,
+                       in.size(), kSequenceStateHeaderBytes);
+  SeqStateHeader h;
+  std::memcpy(&h, in.data(), sizeof h);
+  if (h.magic != kSeqStateMagic)
+    return parse_error("import layer {}: byte 0: magic {:#x}, expected {:#x} ('RSST')", layer, h.magic,
+                       kSeqStateMagic);
+  const std::byte* payload = in.data() + kSequenceStateHeaderBytes;
+  const size_t payload_bytes = in.size() - kSequenceStateHeaderBytes;
+  if (hybrid::KdaSequenceState* kda = parts.kda[size_t(layer)]) {
+    const size_t floats = kda->conv_window().size() + kda->plain_state().size();
+    if (h.kind != kSeqStateKda || h.count != int64_t(floats) || payload_bytes != floats * sizeof(float))
+      return parse_error("import layer {} (KDA, {} floats): block of kind {} with {} floats in {} bytes", layer,
+                         floats, h.kind, h.count, payload_bytes);
+    std::memcpy(kda->conv_window().data(), payload, kda->conv_window().size_bytes());
+    std::memcpy(kda->plain_state().data(), payload + kda->conv_window().size_bytes(), kda->plain_state().size_bytes());
+    return ok_status();
+  }
+  const int kv_layer = parts.kv_layer[size_t(layer)];
+  const size_t token_floats = seq_state_token_floats(*parts.kv);
+  if (h.kind != kSeqStateAttention || h.count < 0 || payload_bytes != size_t(h.count) * token_floats * sizeof(float))
+    return parse_error("import layer {} (attention, {} floats a token): block of kind {} with {} tokens in {} bytes",
+                       layer, token_floats, h.kind, h.count, payload_bytes);
+  RECUR_ASSIGN_OR_RETURN(int64_t held, parts.kv->length(parts.kv_seq, kv_layer));
+  if (held != 0)
+    return make_error(ErrorCode::kFailedPrecondition,
+                      "import layer {} of sequence {}: it already holds {} tokens; import needs a fresh sequence",
+                      layer, seq, held);
+  const size_t half = token_floats / 2;
+  std::vector<float> k(half), v(half);  // a copy: the block may be unaligned
+  for (int64_t t = 0; t < h.count; ++t) {
+    const std::byte* at = payload + size_t(t) * token_floats * sizeof(float);
+    std::memcpy(k.data(), at, half * sizeof(float));
+    std::memcpy(v.data(), at + half * sizeof(float), half * sizeof(float));
+    RECUR_RETURN_IF_ERROR(parts.kv->append(parts.kv_seq, kv_layer, k, v));
+  }
+  return ok_status();
+}
+
+Status set_sequence_position(Batch& batch, SeqId seq, int position) {
+  RECUR_ASSIGN_OR_RETURN(SequenceStateParts parts, seq_state_parts(batch, seq, 0));
+  if (position < 0) return invalid_argument("sequence {}: position {} is negative", seq, position);
+  for (size_t l = 0; l < parts.kv_layer.size(); ++l) {
+    if (parts.kv_layer[l] < 0) continue;
+    RECUR_ASSIGN_OR_RETURN(int64_t held, parts.kv->length(parts.kv_seq, parts.kv_layer[l]));
+    if (held != position)
+      return make_error(ErrorCode::kFailedPrecondition, "sequence {}: layer {} holds {} tokens, not the position {}",
+                        seq, l, held, position);
+  }
+  *parts.position = position;
+  return ok_status();
+}
+
+}  // namespace recur
