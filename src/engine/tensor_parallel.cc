@@ -60,26 +60,61 @@ Span rank_span(int64_t n, int ranks, int rank, int64_t granule) {
 
 RankGroup::RankGroup(int ranks, int64_t max_elements, ReduceDtype dtype)
     : ranks_(ranks), dtype_(dtype), barrier_(ranks),
-      slots_(size_t(ranks), std::vector<float>(size_t(max_elements))) {}
+      slots_(size_t(ranks), std::vector<float>(size_t(max_elements))), posted_(size_t(ranks)) {}
+
+void stage_partial(const float* partial, float* slot, int64_t n, ReduceDtype dtype) {
+  if (dtype == ReduceDtype::kBf16) {
+    for (int64_t i = 0; i < n; ++i) slot[i] = bf16_to_fp32(fp32_to_bf16(partial[i]));
+  } else if (slot != partial) {
+    std::memcpy(slot, partial, size_t(n) * sizeof(float));
+  }
+}
+
+void sum_partials_in_rank_order(std::span<const float* const> slots, float* out, int64_t n, ReduceDtype dtype) {
+  for (int64_t i = 0; i < n; ++i) {
+    float s = slots[0][i];
+    for (size_t r = 1; r < slots.size(); ++r) s += slots[r][i];
+    out[i] = dtype == ReduceDtype::kBf16 ? bf16_to_fp32(fp32_to_bf16(s)) : s;
+  }
+}
 
 void RankGroup::all_reduce_sum(int rank, const float* partial, float* out, int64_t n) {
   if (ranks_ == 1) {
     if (out != partial) std::memcpy(out, partial, size_t(n) * sizeof(float));
     return;
   }
-  float* slot = slots_[size_t(rank)].data();
-  if (dtype_ == ReduceDtype::kBf16) {
-    for (int64_t i = 0; i < n; ++i) slot[i] = bf16_to_fp32(fp32_to_bf16(partial[i]));
-  } else {
-    std::memcpy(slot, partial, size_t(n) * sizeof(float));
+  stage_partial(partial, slots_[size_t(rank)].data(), n, dtype_);
+  barrier_.arrive_and_wait();
+  std::vector<const float*> slots;
+  for (const auto& s : slots_) slots.push_back(s.data());
+  sum_partials_in_rank_order(slots, out, n, dtype_);
+  barrier_.arrive_and_wait();  // nobody refills a slot before everyone has read it
+}
+
+void RankGroup::all_gather(int rank, const void* send, std::span<const int64_t> bytes, void* out) {
+  posted_[size_t(rank)] = {static_cast<const std::byte*>(send), bytes};
+  barrier_.arrive_and_wait();
+  auto* dst = static_cast<std::byte*>(out);
+  for (int s = 0; s < ranks_; ++s) {
+    if (bytes[size_t(s)] > 0) std::memcpy(dst, posted_[size_t(s)].data, size_t(bytes[size_t(s)]));
+    dst += bytes[size_t(s)];
+  }
+  barrier_.arrive_and_wait();  // senders keep their buffers until everyone has copied
+}
+
+void RankGroup::all_to_all_v(int rank, const void* send, std::span<const int64_t> send_bytes, void* recv,
+                             std::span<const int64_t> recv_bytes) {
+  posted_[size_t(rank)] = {static_cast<const std::byte*>(send), send_bytes};
+  barrier_.arrive_and_wait();
+  auto* dst = static_cast<std::byte*>(recv);
+  for (int s = 0; s < ranks_; ++s) {
+    const Posted& p = posted_[size_t(s)];
+    int64_t offset = 0;  // rank s's block for this rank follows its blocks for ranks 0..rank-1
+    for (int d = 0; d < rank; ++d) offset += p.bytes[size_t(d)];
+    if (recv_bytes[size_t(s)] > 0) std::memcpy(dst, p.data + offset, size_t(recv_bytes[size_t(s)]));
+    dst += recv_bytes[size_t(s)];
   }
   barrier_.arrive_and_wait();
-  for (int64_t i = 0; i < n; ++i) {
-    float s = slots_[0][size_t(i)];
-    for (int r = 1; r < ranks_; ++r) s += slots_[size_t(r)][size_t(i)];
-    out[i] = dtype_ == ReduceDtype::kBf16 ? bf16_to_fp32(fp32_to_bf16(s)) : s;
-  }
-  barrier_.arrive_and_wait();  // nobody refills a slot before everyone has read it
 }
 
 Result<std::unique_ptr<RankRunner>> RankRunner::create(int ranks, int64_t max_elements, ReduceDtype dtype) {

@@ -7,22 +7,27 @@
 // rank-owned memory) and end in an all-reduce. Attention and KDA heads split across ranks; when
 // there are more ranks than KV heads, ranks sharing a KV head each compute it.
 //
-// Collectives (shared memory, a Barrier per phase):
+// Collectives (collectives.h; RankGroup is the threads backend: shared memory, a Barrier per
+// phase):
 //   all_reduce_sum  every rank gets the sum of all partials, added in rank order 0, 1, ..., P-1,
 //                   so every rank holds bit-identical results and a run is reproducible; with
 //                   knob engine.tp.reduce_dtype=bf16 each partial is rounded to bf16 before the
 //                   sum and the sum is rounded to bf16 (what a bf16 NCCL all-reduce delivers);
-//   all-gather      the LM head: each rank writes its vocabulary slice of the shared logits.
+//   all-gather      the LM head: each rank writes its vocabulary slice of the shared logits;
+//   all_gather, all_to_all_v  rows between ranks (MoE expert parallelism, moe_ep.h): each rank
+//                   posts its send buffer, and after a barrier every rank copies its pieces.
 // Thread-safety: one step at a time per group; each rank calls with its own index.
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "core/aligned_buffer.h"
 #include "core/barrier.h"
 #include "core/status.h"
+#include "engine/collectives.h"
 #include "engine/weights.h"
 
 namespace recur {
@@ -52,19 +57,37 @@ Result<std::unique_ptr<OwnedWeight>> row_parallel_shard(const Weight& w, Span co
 enum class ReduceDtype : uint8_t { kF32, kBf16 };
 Result<ReduceDtype> reduce_dtype_from_config(const Config& config);
 
-class RankGroup {
+// Sums the rank-order partials slots[0..P)[i] into out[i], rounding to bf16 when dtype says so
+// (both backends reduce with this, so they agree bit for bit).
+void sum_partials_in_rank_order(std::span<const float* const> slots, float* out, int64_t n, ReduceDtype dtype);
+// partial rounded to bf16 (or copied) into slot: what each rank contributes to the sum.
+void stage_partial(const float* partial, float* slot, int64_t n, ReduceDtype dtype);
+
+// The threads backend of Collectives: ranks are threads of this process.
+class RankGroup final : public Collectives {
  public:
   RankGroup(int ranks, int64_t max_elements, ReduceDtype dtype = ReduceDtype::kF32);
-  int ranks() const { return ranks_; }
-  // Called by every rank with its partial[n]; returns with out[n] = partial_0 + ... + partial_{P-1}.
-  void all_reduce_sum(int rank, const float* partial, float* out, int64_t n);
+  int ranks() const override { return ranks_; }
+  std::string_view backend() const override { return "threads"; }
+  // Called by every rank with its partial[n] (n <= max_elements); returns with
+  // out[n] = partial_0 + ... + partial_{P-1}.
+  void all_reduce_sum(int rank, const float* partial, float* out, int64_t n) override;
+  void all_gather(int rank, const void* send, std::span<const int64_t> bytes, void* out) override;
+  void all_to_all_v(int rank, const void* send, std::span<const int64_t> send_bytes, void* recv,
+                    std::span<const int64_t> recv_bytes) override;
+  void barrier(int) override { barrier_.arrive_and_wait(); }
   void barrier() { barrier_.arrive_and_wait(); }
 
  private:
+  struct Posted {
+    const std::byte* data = nullptr;
+    std::span<const int64_t> bytes;
+  };
   int ranks_;
   ReduceDtype dtype_;
   Barrier barrier_;
   std::vector<std::vector<float>> slots_;
+  std::vector<Posted> posted_;  // [rank]: its send buffer during all_gather / all_to_all_v
 };
 
 // The ranks of a session with tp > 1: a pinned pool of `ranks` threads (named "rank R" in
