@@ -4,7 +4,8 @@
 # created here as a git repo. Patches (tests/candidate_fixture/patches): (a) a correct new variant -> check confirmed and a bench
 # ratio; (b) a wrong one -> failed, localized to the column it skips; (c) one that does not
 # apply; (d) one that does not compile -> the compiler's error; (e) a cheat that skips the work,
-# prints a fake timing and tries to read the evaluator's memory -> failed, memory unreadable.
+# prints a fake timing and tries to read the evaluator's memory -> failed, memory unreadable; (f) a
+# variant that memoizes its last call -> failed by the cost check (instructions under callgrind).
 # The fixture's tree (status, HEAD) is the same before and after every case, and no worktree is
 # left. Last, the MCP tool candidate_build (recur mcp --allow-candidates) judges the good patch.
 # Usage: candidate_cli_test.sh /path/to/recur SOURCE_DIR
@@ -43,7 +44,17 @@ assert j['probe'] == 'candidate.build' and j['verdict'] != 'failed', j['verdict'
 assert 'variant=fast' in j['subject'] and ' vs ' in j['subject'], j['subject']
 assert metrics['comparisons_failed']['value'] == 0 and metrics['comparisons']['value'] == 12, metrics
 assert 'ratio' in metrics and len(metrics['ratio']['ci95']) == 2, metrics
-assert 'check: all 12 comparisons within tolerance' in notes, notes"
+assert 'check: all 12 comparisons within tolerance' in notes, notes
+assert metrics['repeat_cost_ratio']['value'] >= 0.9 and metrics['instructions_per_call']['value'] > 1000, metrics"
+
+# Memoization: right on every call, so check confirms it; repeated calls cost a fraction of a
+# fresh one under callgrind, so the cost check fails it before any timing.
+build cache
+expect cache 1 "
+assert j['verdict'] == 'failed' and j['notes'][0].startswith('cost check:'), notes
+assert metrics['comparisons_failed']['value'] == 0, metrics
+assert metrics['repeat_cost_ratio']['value'] < 0.5, metrics
+assert 'ratio' not in metrics, metrics"
 
 build wrong
 expect wrong 1 "
@@ -64,6 +75,31 @@ err = open(j['artifacts']['worktree'] + '/../runner.err').read()
 assert 'denied' in err and 'READABLE' not in err, err
 print(j['artifacts']['worktree'])" >"$T/kept" && git -C "$R" worktree remove --force "$(cat "$T/kept")"
 
+# recur's own runner (the baseline's, and recur-kernel-runner's) takes one tensor set per call:
+# each set's output is computed from its own inputs; a count that is neither one set nor ITERS sets
+# is an error reply.
+/usr/bin/python3 - "$RECUR" "$T/shm" <<'PYEOF' || fail "recur candidate runner: per-call tensor sets"
+import math, random, struct, subprocess, sys
+recur, path = sys.argv[1:3]
+n = 64
+sets = [([random.uniform(-2, 2) for _ in range(n)], [random.uniform(0.5, 1.5) for _ in range(n)]) for _ in range(2)]
+with open(path, "wb") as f:
+    for x, w in sets:
+        f.write(struct.pack(f"{n}f", *x) + struct.pack(f"{n}f", *w) + bytes(4 * n))
+offs = " ".join(str(s * 12 * n + t * 4 * n) for s in range(2) for t in range(3))
+shm = open(path, "r+b")
+p = subprocess.run(["sh", "-c", 'exec "$0" candidate runner 3<>"$1"', recur, path], input=f"run rmsnorm scalar M1,N{n} 2 {offs}\n"
+                   f"run rmsnorm scalar M1,N{n} 2 0 256 512 768 1024\nquit\n", capture_output=True, text=True,
+                   timeout=30)
+replies = p.stdout.splitlines()
+assert len(replies) == 2 and replies[0] == "ok" and replies[1].startswith("error "), (replies, p.stderr)
+shm.seek(0)
+data = shm.read()
+for s, (x, w) in enumerate(sets):
+    y = struct.unpack_from(f"{n}f", data, s * 12 * n + 8 * n)
+    scale = 1 / math.sqrt(sum(v * v for v in x) / n + 1e-6)
+    assert all(abs(y[i] - x[i] * scale * w[i]) < 1e-4 for i in range(n)), (s, y[:4])
+PYEOF
 # MCP: candidate_build exists only with --allow-candidates, and judges a client's patch in the
 # served tree with the server's build command.
 /usr/bin/python3 - "$RECUR" "$R" "$P/fast.patch" <<'PYEOF' || fail "mcp candidate_build"

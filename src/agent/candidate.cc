@@ -84,6 +84,8 @@ Feedback build_candidate(const CandidateOptions& o) {
   std::vector<std::string> runner = candidate_words(o.runner);
   if (runner.empty()) return finish("--runner is empty");
   if (runner[0].find('/') != std::string::npos && !runner[0].starts_with("/")) runner[0] = wt->tree() + "/" + runner[0];
+  if (std::error_code ec; runner[0].find('/') != std::string::npos && !std::filesystem::is_regular_file(runner[0], ec))
+    return finish(fmt::format("the build left no runner at {} (--runner, relative to the worktree)", runner[0]));
   const double reply_s = std::max(1.0, std::min(60.0, o.timeout_s - elapsed()));
   EvaluateOptions eo{.kernel = o.kernel, .variant = o.variant, .shape = o.shape, .hypothesis = o.hypothesis,
                      .bench_budget_s = o.bench_budget_s,
@@ -91,6 +93,7 @@ Feedback build_candidate(const CandidateOptions& o) {
                                    .reply_timeout_s = reply_s},
                      .baseline = {.argv = o.baseline_runner.empty() ? self_runner_command() : o.baseline_runner,
                                   .cwd = "", .stderr_path = wt->dir() + "/baseline.err", .reply_timeout_s = reply_s},
+                     .cost_dir = wt->dir() + "/callgrind",
                      .progress = o.progress};
   evaluate_candidate(kernels::KernelRegistry::global(), eo, f);
   if (elapsed() > o.timeout_s && f.verdict != Verdict::kFailed)

@@ -22,7 +22,7 @@ namespace recur::agent {
 inline constexpr std::string_view kDefaultCandidateBuild =
     "cmake -S . -B build-candidate -G Ninja -DCMAKE_BUILD_TYPE=Release -DRECUR_BUILD_TESTS=OFF "
     "-DRECUR_BUILD_BENCHMARKS=OFF && cmake --build build-candidate --target recur-kernel-runner";
-inline constexpr std::string_view kDefaultCandidateRunner = "build-candidate/recur-kernel-runner";
+inline constexpr std::string_view kDefaultCandidateRunner = "build-candidate/src/agent/recur-kernel-runner";
 
 struct CandidateOptions {
   std::string patch;         // the patch file (a unified diff, as `git diff` writes it)

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "agent/candidate_cost.h"
 #include "probe/bench.h"
 #include "probe/check.h"
 #include "probe/kernel_harness.h"
@@ -15,28 +16,6 @@ namespace recur::agent {
 namespace {
 
 using kernels::KernelSpec;
-
-// Where each tensor sits in a runner's shared memory: 64-byte aligned, inputs then outputs.
-struct SharedLayout {
-  std::vector<uint64_t> offsets;
-  std::vector<size_t> bytes;
-  size_t total = 0;
-};
-
-SharedLayout shared_layout(std::span<const TensorView> in, std::span<const TensorView> out) {
-  SharedLayout l;
-  for (auto views : {in, out}) {
-    for (const TensorView& v : views) {
-      l.offsets.push_back(l.total);
-      l.bytes.push_back(size_t(v.numel()) * dtype_size(v.dtype()));
-      l.total += (l.bytes.back() + 63) / 64 * 64;
-    }
-  }
-  l.total = std::max<size_t>(l.total, 64);
-  return l;
-}
-
-uint64_t evaluator_seed(std::random_device& rd) { return (uint64_t(rd()) << 32) ^ rd(); }
 
 // Ships one call's tensors to the runner and back. Errors are kept (a KernelFn cannot fail):
 // the outputs then keep check's sentinels, and the evaluation reports the first error.
@@ -249,6 +228,22 @@ void evaluate_candidate(const kernels::KernelRegistry& reg, const EvaluateOption
                                  target->variant, verdict_name(cf.verdict)));
     return fail(fmt::format("check {}: the candidate's {} does not match the float64 reference", verdict_name(cf.verdict),
                             target->variant));
+  }
+  if (!o.cost_dir.empty()) {
+    if (o.progress) o.progress(fmt::format("cost: instructions of fresh and repeated calls of {} under callgrind", target->variant));
+    auto cost = count_candidate_cost(spec, *shape, target->variant, {.runner = o.candidate, .dir = o.cost_dir}, rd);
+    if (!cost) {
+      f.notes.push_back("cost check not run (memoization not ruled out): " + cost.error().message());
+    } else {
+      f.add_metric("instructions_per_call", cost->fresh_call, "instructions");
+      f.add_metric("repeat_cost_ratio", cost->repeat_ratio());
+      if (cost->repeat_ratio() < kMinRepeatCostRatio)
+        return fail(fmt::format(
+            "cost check: a call on the inputs of the call before costs {:.2f} of a call on fresh inputs ({:.0f} vs {:.0f} "
+            "instructions under callgrind, at least {} expected): the candidate skips work on repeated inputs, which "
+            "timed samples of repeated calls would reward",
+            cost->repeat_ratio(), cost->repeat_call, cost->fresh_call, kMinRepeatCostRatio));
+    }
   }
   if (Status s = run_candidate_bench(spec, *shape, **runner, target->variant, o, rd, f); !s) return fail(s.error().message());
   if (f.verdict == Verdict::kConfirmed)

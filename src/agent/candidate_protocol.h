@@ -9,6 +9,8 @@
 // spec's order.
 //   variants                          -> ok K/V K/V ...   every kernel/variant it can run
 //   run K V SHAPE ITERS OFF OFF ...   -> ok | error MESSAGE   run V ITERS times on those tensors
+//     OFF... is one tensor set (every call uses it) or ITERS sets, one per call (call i uses the
+//     i-th): the evaluator's cost check gives every call of a request fresh inputs that way.
 //   quit                              -> (exits)
 // Anything else on stdout is a protocol error. Plain functions; thread-safe.
 #pragma once
@@ -28,7 +30,7 @@ inline constexpr int kRunnerShmFd = 3;
 struct RunnerRun {
   std::string kernel, variant, shape;  // shape as "M8,N256"
   int64_t iters = 1;
-  std::vector<uint64_t> offsets;  // byte offsets in fd 3: inputs, then outputs
+  std::vector<uint64_t> offsets;  // byte offsets in fd 3: inputs, then outputs; one set, or `iters` sets
 };
 
 std::string format_run_request(const RunnerRun& r);

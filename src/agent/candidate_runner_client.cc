@@ -45,6 +45,19 @@ int runner_high_fd(int fd) {
 
 }  // namespace
 
+SharedLayout shared_layout(std::span<const TensorView> in, std::span<const TensorView> out) {
+  SharedLayout l;
+  for (auto views : {in, out}) {
+    for (const TensorView& v : views) {
+      l.offsets.push_back(l.total);
+      l.bytes.push_back(size_t(v.numel()) * dtype_size(v.dtype()));
+      l.total += (l.bytes.back() + 63) / 64 * 64;
+    }
+  }
+  l.total = std::max<size_t>(l.total, 64);
+  return l;
+}
+
 Result<std::unique_ptr<KernelRunnerProcess>> KernelRunnerProcess::start(const RunnerLaunch& launch) {
   if (launch.argv.empty()) return invalid_argument("runner: empty command");
   // The child must not read the expected values out of this process (/proc/PID/mem, ptrace).
@@ -115,6 +128,33 @@ KernelRunnerProcess::~KernelRunnerProcess() {
   for (int fd : {to_child_, from_child_, shm_fd_})
     if (fd >= 0) ::close(fd);
   if (shm_ != nullptr) munmap(shm_, shm_size_);
+}
+
+Status KernelRunnerProcess::finish(double timeout_s) {
+  if (pid_ <= 0) return make_error(ErrorCode::kFailedPrecondition, "{}: the runner is not running", name_);
+  runner_write_all(to_child_, "quit\n");
+  ::close(to_child_);
+  to_child_ = -1;
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+  siginfo_t exited{};
+  while (waitid(P_PID, id_t(pid_), &exited, WEXITED | WNOHANG | WNOWAIT) != 0 || exited.si_pid != pid_) {
+    if (Clock::now() > deadline) {
+      kill_child();
+      return make_error(ErrorCode::kTimeout, "{}: did not exit within {:.0f} s of 'quit' (killed){}", name_, timeout_s,
+                        stderr_tail());
+    }
+    usleep(5000);
+  }
+  ::kill(-pid_, SIGKILL);  // what it left running in its group (still ours: the leader is not reaped yet)
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return ok_status();
+  return make_error(ErrorCode::kFailedPrecondition, "{}: exited with {} after 'quit'{}", name_,
+                    WIFSIGNALED(status) ? fmt::format("signal {}", WTERMSIG(status))
+                                        : fmt::format("status {}", WEXITSTATUS(status)),
+                    stderr_tail());
 }
 
 void KernelRunnerProcess::kill_child() {

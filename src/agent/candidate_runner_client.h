@@ -11,12 +11,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "agent/candidate_protocol.h"
 #include "core/status.h"
+#include "core/tensor.h"
 
 namespace recur::agent {
 
@@ -26,6 +28,15 @@ struct RunnerLaunch {
   std::string stderr_path;        // the child's stderr goes here (quoted in errors)
   double reply_timeout_s = 60;    // per request; the child is killed when it is exceeded
 };
+
+// Where each tensor of one call sits in a runner's shared memory: 64-byte aligned, inputs then
+// outputs; `total` is a multiple of 64, so sets can follow one another.
+struct SharedLayout {
+  std::vector<uint64_t> offsets;
+  std::vector<size_t> bytes;
+  size_t total = 0;
+};
+SharedLayout shared_layout(std::span<const TensorView> in, std::span<const TensorView> out);
 
 class KernelRunnerProcess {
  public:
@@ -40,6 +51,9 @@ class KernelRunnerProcess {
   Result<char*> shared(size_t bytes);
   // One run request; an `error` reply, a timeout, an exit or any other output is an error.
   Status run(const RunnerRun& r);
+  // Sends quit and waits up to `timeout_s` for the runner to exit (a runner under valgrind writes
+  // its counts as it exits); an error when it does not exit cleanly in time (it is then killed).
+  Status finish(double timeout_s);
   // The name for messages ("candidate runner ./runner").
   const std::string& name() const { return name_; }
 

@@ -62,19 +62,25 @@ Status runner_run(const kernels::KernelRegistry& registry, RunnerShm& shm, std::
   RECUR_RETURN_IF_ERROR(kernels::check_runnable(*v));
   RECUR_ASSIGN_OR_RETURN(kernels::Shape shape, spec->parse_shape(r.shape));
   const size_t tensors = spec->inputs.size() + spec->outputs.size();
-  if (r.offsets.size() != tensors)
-    return invalid_argument("run {}: {} offsets for {} tensors ({})", r.kernel, r.offsets.size(), tensors,
-                            spec->describe_tensors(shape));
+  const bool set_per_call = r.iters > 1 && r.offsets.size() == tensors * size_t(r.iters);
+  if (r.offsets.size() != tensors && !set_per_call)
+    return invalid_argument("run {}: {} offsets for {} tensors ({}): expected one set, or one per call ({} sets)",
+                            r.kernel, r.offsets.size(), tensors, spec->describe_tensors(shape), r.iters);
   RECUR_ASSIGN_OR_RETURN(char* base, shm.map());
-  std::vector<TensorView> in, out;
-  for (size_t i = 0; i < tensors; ++i) {
-    const bool is_input = i < spec->inputs.size();
-    const kernels::TensorSpec& t = is_input ? spec->inputs[i] : spec->outputs[i - spec->inputs.size()];
-    RECUR_ASSIGN_OR_RETURN(TensorView view, runner_view(base, shm.size(), r.offsets[i], t, shape));
-    (is_input ? in : out).push_back(view);
+  const size_t sets = set_per_call ? size_t(r.iters) : 1;
+  std::vector<std::vector<TensorView>> in(sets), out(sets);
+  for (size_t set = 0; set < sets; ++set) {
+    for (size_t i = 0; i < tensors; ++i) {
+      const bool is_input = i < spec->inputs.size();
+      const kernels::TensorSpec& t = is_input ? spec->inputs[i] : spec->outputs[i - spec->inputs.size()];
+      RECUR_ASSIGN_OR_RETURN(TensorView view, runner_view(base, shm.size(), r.offsets[set * tensors + i], t, shape));
+      (is_input ? in[set] : out[set]).push_back(view);
+    }
   }
-  const kernels::KernelCall call{.shape = shape, .inputs = in, .outputs = out};
-  for (int64_t i = 0; i < r.iters; ++i) v->run(call);
+  for (int64_t i = 0; i < r.iters; ++i) {
+    const size_t set = size_t(i) % sets;
+    v->run({.shape = shape, .inputs = in[set], .outputs = out[set]});
+  }
   return ok_status();
 }
 

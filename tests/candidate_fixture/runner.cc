@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "variants.h"
@@ -22,9 +23,17 @@ int main() {
     } else if (std::strncmp(line, "run ", 4) == 0) {
       char kernel[64] = "", variant[64] = "";
       long m = 0, n = 0, iters = 0;
-      unsigned long off_x = 0, off_w = 0, off_y = 0;
-      std::sscanf(line, "run %63s %63s M%ld,N%ld %ld %lu %lu %lu", kernel, variant, &m, &n, &iters, &off_x, &off_w,
-                  &off_y);
+      int used = 0;
+      std::sscanf(line, "run %63s %63s M%ld,N%ld %ld%n", kernel, variant, &m, &n, &iters, &used);
+      // One tensor set (x, w, y) for every call, or one set per call.
+      unsigned long off[3 * 16] = {};
+      int count = 0;
+      for (char *p = line + used, *end = nullptr; count < 3 * 16; p = end) {
+        off[count] = std::strtoul(p, &end, 10);
+        if (end == p) break;
+        ++count;
+      }
+      const long sets = count == 3 ? 1 : count / 3;
       struct stat st {};
       fstat(3, &st);
       if (size_t(st.st_size) != size) {
@@ -35,13 +44,15 @@ int main() {
       const Variant* found = nullptr;
       for (const Variant& v : kVariants)
         if (std::strcmp(variant, v.name) == 0) found = &v;
-      if (!found || std::strcmp(kernel, "rmsnorm") != 0 || m <= 0 || n <= 0) {
-        std::printf("error no variant %s/%s for M%ld,N%ld\n", kernel, variant, m, n);
+      if (!found || std::strcmp(kernel, "rmsnorm") != 0 || m <= 0 || n <= 0 || (sets != 1 && sets != iters) ||
+          count % 3 != 0) {
+        std::printf("error no variant %s/%s for M%ld,N%ld with %d offsets\n", kernel, variant, m, n, count);
       } else {
-        const float* x = reinterpret_cast<const float*>(base + off_x);
-        const float* w = reinterpret_cast<const float*>(base + off_w);
-        float* y = reinterpret_cast<float*>(base + off_y);
-        for (long i = 0; i < iters; ++i) found->fn(x, w, y, m, n);
+        for (long i = 0; i < iters; ++i) {
+          const unsigned long* o = off + 3 * (i % sets);
+          found->fn(reinterpret_cast<const float*>(base + o[0]), reinterpret_cast<const float*>(base + o[1]),
+                    reinterpret_cast<float*>(base + o[2]), m, n);
+        }
         std::printf("ok\n");
       }
     } else {
