@@ -5,7 +5,8 @@
 # ratio; (b) a wrong one -> failed, localized to the column it skips; (c) one that does not
 # apply; (d) one that does not compile -> the compiler's error; (e) a cheat that skips the work,
 # prints a fake timing and tries to read the evaluator's memory -> failed, memory unreadable; (f) a
-# variant that memoizes its last call -> failed by the cost check (instructions under callgrind).
+# variant that memoizes its last call -> failed by the cost check (instructions under callgrind);
+# (g) a build and (h) a runner that hang -> killed at --timeout-s, failed.
 # The fixture's tree (status, HEAD) is the same before and after every case, and no worktree is
 # left. Last, the MCP tool candidate_build (recur mcp --allow-candidates) judges the good patch.
 # Usage: candidate_cli_test.sh /path/to/recur SOURCE_DIR
@@ -23,7 +24,7 @@ build() {  # build NAME [extra flags]: runs the candidate, JSON in $T/NAME.json,
   name="$1"
   shift
   "$RECUR" candidate build --repo "$R" --patch "$P/$name.patch" --build-cmd make --runner ./runner \
-    --shape M8,N256 --budget-s 0.3 --timeout-s 60 --scratch "$T/scratch" --json --quiet "$@" >"$T/$name.json" 2>"$T/$name.err"
+    --shape M8,N256 --budget-s 0.3 --timeout-s "${TIMEOUT_S:-60}" --scratch "$T/scratch" --json --quiet "$@" >"$T/$name.json" 2>"$T/$name.err"
   echo $? >"$T/$name.rc"
   [ "$(tree_state)" = "$BEFORE" ] || fail "$name: the fixture's tree changed"
 }
@@ -74,6 +75,18 @@ assert j['verdict'] == 'failed' and 'time_us 0.001' in j['notes'][0], notes
 err = open(j['artifacts']['worktree'] + '/../runner.err').read()
 assert 'denied' in err and 'READABLE' not in err, err
 print(j['artifacts']['worktree'])" >"$T/kept" && git -C "$R" worktree remove --force "$(cat "$T/kept")"
+
+# --timeout-s: a build that hangs (its Makefile sleeps) and a runner that hangs (its variant
+# sleeps) are killed, process groups and all, and reported as failed records naming the timeout.
+TIMEOUT_S=1 build hang_build
+expect hang_build 1 "assert j['verdict'] == 'failed' and j['notes'][0].startswith('build timed out after'), notes"
+TIMEOUT_S=3 build hang_runner  # the build (g++, ~1 s) must fit; the runner gets what is left, >= 1 s
+expect hang_runner 1 "
+import re
+assert j['verdict'] == 'failed' and 'no reply to \\'run rmsnorm hang' in j['notes'][0], notes
+assert re.search(r'within [123] s \(killed\)', j['notes'][0]), notes"
+pgrep -f 'sleep 31.7' >/dev/null && fail "hang_build: the build's sleep was left running"
+pgrep -f "$T/scratch" >/dev/null && fail "hang_runner: a runner was left running: $(pgrep -af "$T/scratch")"
 
 # recur's own runner (the baseline's, and recur-kernel-runner's) takes one tensor set per call:
 # each set's output is computed from its own inputs; a count that is neither one set nor ITERS sets
