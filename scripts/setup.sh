@@ -10,7 +10,7 @@ packages=(
   # libraries (docs/dependencies.md says why each one)
   libcli11-dev libfmt-dev nlohmann-json3-dev libsimdjson-dev
   libprotobuf-dev protobuf-compiler zlib1g-dev libsqlite3-dev libtomlplusplus-dev
-  libcpp-httplib-dev libxxhash-dev
+  libcpp-httplib-dev libxxhash-dev libpng-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   # tests only: tests/agent_report_cli_test.sh renders the agent's HTML report headless
   chromium
