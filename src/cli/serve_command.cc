@@ -1,10 +1,12 @@
-// `recur serve`: the OpenAI-compatible server (docs/serve.md). Only --role all is built so far.
+// `recur serve`: the OpenAI-compatible server (docs/serve.md); --role prefill|decode|router run the
+// disaggregated roles (serve/role_workers.h).
 #include <memory>
 
 #include <fmt/format.h>
 
 #include "cli/cli.h"
 #include "engine/model_cache.h"
+#include "serve/role_workers.h"
 #include "serve/serve.h"
 
 namespace recur::cli {
@@ -13,12 +15,13 @@ namespace {
 struct ServeFlags {
   serve::ServeOptions options;
   std::string role = "all";
+  serve::RoleOptions roles;  // --role prefill|decode|router
   int queue_size = 64;
 };
 
 int run_serve(ServeFlags f) {
-  if (f.role != "all") {
-    fmt::print(stderr, "recur serve: --role {} is not built yet (issue #9); only --role all is\n", f.role);
+  if (f.role == "encode") {
+    fmt::print(stderr, "recur serve: --role encode is not built yet (issue #9)\n");
     return kExitUsage;
   }
   if (f.options.model_path.empty()) {
@@ -28,7 +31,16 @@ int run_serve(ServeFlags f) {
   }
   f.options.queue_size = size_t(f.queue_size);
   f.options.knobs = global_config();
-  if (auto s = serve::run_server(f.options); !s) return report_failure(s.error());
+  Status s = ok_status();
+  if (f.role == "all") {
+    s = serve::run_server(f.options);
+  } else {
+    f.roles.serve = f.options;
+    s = f.role == "prefill" ? serve::run_prefill_worker(f.roles)
+        : f.role == "decode" ? serve::run_decode_worker(f.roles)
+                             : serve::run_router(f.roles);
+  }
+  if (!s) return report_failure(s.error());
   return kExitOk;
 }
 
@@ -38,8 +50,16 @@ void register_serve(CLI::App& app, Invocation& inv) {
   auto* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API (/v1/completions, "
                                           "/v1/chat/completions with SSE streaming, /v1/models, /health, /metrics) "
                                           "until SIGTERM or SIGINT. Without -m, the embedded default model.");
-  cmd->add_option("--role", f->role, "process role (encode, prefill, decode and router are not built yet)")
+  cmd->add_option("--role", f->role, "process role: all (one process), or the disaggregated prefill, decode and router "
+                                     "(docs/serve.md; encode is not built yet)")
       ->check(CLI::IsMember({"all", "encode", "prefill", "decode", "router"}))->capture_default_str();
+  cmd->add_option("--prefill", f->roles.prefill_urls, "router: prefill workers' URLs (http://host:port), comma-separated")
+      ->delimiter(',');
+  cmd->add_option("--decode", f->roles.decode_urls, "router: decode workers' URLs, comma-separated")->delimiter(',');
+  cmd->add_option("--kv-listen", f->roles.kv_listen, "decode: host:port the transfer engine serves TCP peers on")
+      ->capture_default_str();
+  cmd->add_option("--kv-slots", f->roles.kv_slots, "decode: receive slots (prompts between reserve and decode)")
+      ->check(CLI::Range(1, 1024))->capture_default_str();
   cmd->add_option("-m,--model", o.model_path, "GGUF model file");
   cmd->add_option("--model-name", o.model_id, "the model id clients send (default: the file name without .gguf)");
   cmd->add_option("--host", o.host, "address to bind")->capture_default_str();

@@ -1,0 +1,199 @@
+// `recur serve --role prefill` (role_workers.h): one prompt at a time, each layer's state sent as
+// soon as the layer is computed (the batch's layer hook), overlapping the later layers' compute.
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include "core/aligned_buffer.h"
+#include "core/clock.h"
+#include "core/thread_pool.h"
+#include "engine/sequence_state.h"
+#include "serve/kv_metrics.h"
+#include "serve/role_protocol.h"
+#include "serve/role_workers.h"
+
+namespace recur::serve {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::chrono::milliseconds kPrefillSendTimeout{10000};
+
+ApiError prefill_failure(const Error& e) {
+  return {502, "prefill worker: " + e.to_string(), "server_error", "", "kv_transfer_failed"};
+}
+
+class PrefillWorker {
+ public:
+  static Result<std::unique_ptr<PrefillWorker>> create(const RoleOptions& o);
+  void handle_prefill(const httplib::Request& req, httplib::Response& res);
+  std::string metrics() const {
+    std::string out;
+    kv_metrics_.render(out);
+    return out;
+  }
+
+ private:
+  struct Peer {
+    transfer::SegmentHandle segment;
+    std::unique_ptr<transfer::KvSender> sender;
+  };
+  Result<json> prefill(const json& msg);
+  Result<Peer*> peer(const std::string& name);
+  Status corrupt_first_block(Peer& p, uint64_t area_offset);
+
+  RoleEngine e_;
+  std::unique_ptr<transfer::TransferEngine> engine_;
+  transfer::KvLayout layout_;
+  AlignedBuffer staging_;  // one block per layer plus the logits, registered
+  std::string mode_;
+  std::map<std::string, Peer> peers_;
+  std::mutex mu_;  // one prompt at a time
+  KvTransferMetrics kv_metrics_;
+};
+
+Result<std::unique_ptr<PrefillWorker>> PrefillWorker::create(const RoleOptions& o) {
+  auto w = std::make_unique<PrefillWorker>();
+  RECUR_ASSIGN_OR_RETURN(w->mode_, role_kv_transfer_mode(o.serve.knobs));
+  RECUR_ASSIGN_OR_RETURN(w->e_, role_open_engine(o.serve));
+  w->layout_ = w->e_.layout;
+  RECUR_ASSIGN_OR_RETURN(w->engine_, transfer::TransferEngine::create(
+                                         {.segment_name = fmt::format("recur-prefill-{}", getpid()), .listen = ""}));
+  // The blocks, then 64 bytes for a fault-injected byte.
+  w->staging_ = AlignedBuffer(size_t(w->layout_.layers) * w->layout_.max_block_bytes + 64, true);
+  RECUR_RETURN_IF_ERROR(w->engine_->register_memory(w->staging_.data(), w->staging_.size(), "cpu:0"));
+  return w;
+}
+
+Result<PrefillWorker::Peer*> PrefillWorker::peer(const std::string& name) {
+  auto it = peers_.find(name);
+  if (it != peers_.end()) return &it->second;
+  RECUR_ASSIGN_OR_RETURN(transfer::SegmentHandle segment, engine_->open_segment(name));
+  Peer p{segment, std::make_unique<transfer::KvSender>(*engine_, segment, layout_)};
+  return &peers_.emplace(name, std::move(p)).first->second;
+}
+
+// RECUR_FAULT_CORRUPT_KV=1: after the transfer completed, flip one payload byte of layer 0 in
+// the decode worker's slot (what a bit flip in flight or at rest looks like to the reader).
+Status PrefillWorker::corrupt_first_block(Peer& p, uint64_t area_offset) {
+  std::byte* flipped = staging_.data() + size_t(layout_.layers) * layout_.max_block_bytes;
+  *flipped = staging_.data()[0] ^ std::byte{0x5a};  // block 0's first byte is its header's magic
+  RECUR_ASSIGN_OR_RETURN(transfer::BatchId b, engine_->allocate_batch(1));
+  const transfer::TransferRequest r{.opcode = transfer::TransferOpcode::kWrite, .source = flipped,
+                                    .target = p.segment,
+                                    .target_offset = area_offset + layout_.slot_offset(0, 0) +
+                                                     transfer::kKvBlockHeaderBytes,
+                                    .length = 1};
+  RECUR_RETURN_IF_ERROR(engine_->submit(b, std::span(&r, 1)));
+  Status s = engine_->wait_batch(b, kPrefillSendTimeout);
+  RECUR_RETURN_IF_ERROR(engine_->free_batch(b));
+  return s;
+}
+
+Result<json> PrefillWorker::prefill(const json& msg) {
+  const auto ids = msg.at("prompt_ids").get<std::vector<TokenId>>();
+  const int64_t request = msg.at("request").get<int64_t>();
+  if (ids.empty() || int(ids.size()) > e_.model->config().context)
+    return invalid_argument("prefill: {} prompt tokens; expected 1..{}", ids.size(), e_.model->config().context);
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= e_.model->config().vocab)
+      return invalid_argument("prefill: prompt_ids[{}] = {} is outside the vocabulary of {}", i, ids[i],
+                              e_.model->config().vocab);
+  Peer* p = nullptr;
+  uint64_t area_offset = 0;
+  if (mode_ != "off") {
+    if (msg.at("slot_bytes").get<uint64_t>() != layout_.sequence_bytes())
+      return invalid_argument("prefill: the decode worker's slot is {} bytes, this model's transfer needs {} (not "
+                              "the same model?)", msg.at("slot_bytes").get<uint64_t>(), layout_.sequence_bytes());
+    RECUR_ASSIGN_OR_RETURN(p, peer(msg.at(mode_).get<std::string>()));
+    area_offset = msg.at("area_offset").get<uint64_t>();
+    RECUR_RETURN_IF_ERROR(p->sender->begin_sequence(request, area_offset, msg.at("generation").get<uint64_t>()));
+  }
+  RECUR_ASSIGN_OR_RETURN(SeqId seq, e_.batch->add_sequence());
+  const int64_t t0 = now_ns();
+  uint64_t bytes = 0;
+  Status sent = ok_status();
+  auto send_block = [&](int layer, size_t n) {
+    if (!sent || p == nullptr) return;
+    const transfer::KvPage page{staging_.data() + size_t(layer) * layout_.max_block_bytes, n};
+    sent = p->sender->send_layer(request, layer, std::span(&page, 1));
+    bytes += n;
+  };
+  // Earlier chunks only fill the cache; the last chunk's layer hook sends each finished layer.
+  const size_t chunk = size_t(e_.batch_options.max_batch_tokens);
+  std::vector<BatchToken> rows;
+  Result<std::span<const float>> logits = std::span<const float>();
+  for (size_t start = 0; start < ids.size() && logits; start += chunk) {
+    const size_t end = std::min(ids.size(), start + chunk);
+    rows.clear();
+    for (size_t i = start; i < end; ++i) rows.push_back({.seq = seq, .token = ids[i], .want_logits = i + 1 == ids.size()});
+    if (end == ids.size())
+      e_.batch->set_layer_hook([&](int layer) {
+        auto n = layer_state_bytes(*e_.batch, seq, layer);
+        if (!n) sent = unexpected(n.error());
+        if (!sent) return;
+        std::span<std::byte> block(staging_.data() + size_t(layer) * layout_.max_block_bytes, *n);
+        sent = export_layer_state(*e_.batch, seq, layer, block);
+        send_block(layer, *n);
+      });
+    logits = e_.batch->forward(rows);
+    e_.batch->set_layer_hook(nullptr);
+  }
+  Status freed = e_.batch->free_sequence(seq);
+  if (!logits) return unexpected(logits.error());
+  RECUR_RETURN_IF_ERROR(freed);
+  const int last = e_.model->config().n_layers;
+  std::memcpy(staging_.data() + size_t(last) * layout_.max_block_bytes, logits->data(), logits->size_bytes());
+  send_block(last, logits->size_bytes());
+  if (p != nullptr) {
+    Status finished = p->sender->finish_sequence(request, kPrefillSendTimeout);
+    if (sent) sent = finished;
+    if (sent && std::getenv("RECUR_FAULT_CORRUPT_KV") != nullptr) sent = corrupt_first_block(*p, area_offset);
+    if (!sent) {
+      kv_metrics_.count_failure();
+      return unexpected(sent.error());
+    }
+  }
+  const double seconds = double(now_ns() - t0) / 1e9;
+  if (p != nullptr) kv_metrics_.observe(bytes, seconds);
+  return json{{"prompt_tokens", ids.size()}, {"bytes", bytes}, {"seconds", seconds}, {"transport", mode_}};
+}
+
+void PrefillWorker::handle_prefill(const httplib::Request& req, httplib::Response& res) {
+  auto msg = role_parse_body(req.body);
+  if (!msg) return role_send_error(res, msg.error());
+  std::lock_guard lock(mu_);
+  Result<json> out = internal_error("unset");
+  try {
+    out = prefill(*msg);
+  } catch (const json::exception& e) {
+    return role_send_error(res, {400, fmt::format("prefill message: {}", e.what()), "invalid_request_error", "",
+                                 "bad_message"});
+  }
+  if (!out) {
+    const bool bad = out.error().code() == ErrorCode::kInvalidArgument;
+    return role_send_error(res, bad ? ApiError{400, out.error().to_string(), "invalid_request_error", "", ""}
+                                    : prefill_failure(out.error()));
+  }
+  role_send_json(res, *out);
+}
+
+}  // namespace
+
+Status run_prefill_worker(const RoleOptions& options) {
+  role_block_stop_signals();
+  RECUR_ASSIGN_OR_RETURN(std::unique_ptr<PrefillWorker> w, PrefillWorker::create(options));
+  httplib::Server svr;
+  role_add_worker_routes(svr, "prefill", [&w] { return w->metrics(); });
+  svr.Post("/prefill", [&w](const httplib::Request& req, httplib::Response& res) { w->handle_prefill(req, res); });
+  return role_serve_until_signal(svr, options.serve, "prefill worker");
+}
+
+}  // namespace recur::serve

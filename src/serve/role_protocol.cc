@@ -1,0 +1,125 @@
+#include "serve/role_protocol.h"
+
+#include <algorithm>
+#include <csignal>
+#include <thread>
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include "core/knobs.h"
+#include "engine/sequence_state.h"
+#include "serve/openai_json.h"
+
+namespace recur::serve {
+
+RECUR_KNOB(serve_kv_transfer,
+           {.name = "serve.kv_transfer", .type = KnobType::kEnum, .choices = {"shm", "tcp", "off"},
+            .default_value = "shm", .components = {"thread:kv_transfer", "serve:prefill"},
+            .help = "how a prefill worker sends a prompt's KV/KDA state to its decode worker: shared memory (one "
+                    "host), TCP (any host), or off (prefill only: a baseline for the transfer's cost; such a "
+                    "request fails at the router)"});
+
+namespace {
+
+// The layout for `model` in `batch` (a live, empty sequence `seq` sizes the KDA states).
+Result<transfer::KvLayout> role_kv_layout(Batch& batch, SeqId seq, const Model& model) {
+  const ModelConfig& c = model.config();
+  transfer::KvLayout layout{.layers = c.n_layers + 1, .blocks_per_layer = 1,
+                            .max_block_bytes = size_t(c.vocab) * sizeof(float)};
+  for (int l = 0; l < c.n_layers; ++l) {
+    RECUR_ASSIGN_OR_RETURN(size_t bytes, layer_state_bytes(batch, seq, l, c.context));
+    layout.max_block_bytes = std::max(layout.max_block_bytes, bytes);
+  }
+  RECUR_RETURN_IF_ERROR(layout.check());
+  return layout;
+}
+
+}  // namespace
+
+Result<RoleEngine> role_open_engine(const ServeOptions& o) {
+  RoleEngine e;
+  RECUR_ASSIGN_OR_RETURN(e.model, load_model(o.model_path));
+  const int threads = o.threads_per_worker > 0 ? o.threads_per_worker
+                                               : std::max(1, int(std::thread::hardware_concurrency()));
+  RECUR_ASSIGN_OR_RETURN(e.pool, ThreadPool::create({.threads = threads}));
+  const int context = e.model->config().context;
+  e.batch_options = {.max_sequences = 1, .max_tokens = context, .max_batch_tokens = std::min(context, 256)};
+  RECUR_ASSIGN_OR_RETURN(e.batch, e.model->new_batch(*e.pool, e.batch_options, o.knobs));
+  RECUR_ASSIGN_OR_RETURN(SeqId probe, e.batch->add_sequence());
+  RECUR_ASSIGN_OR_RETURN(e.layout, role_kv_layout(*e.batch, probe, *e.model));
+  RECUR_RETURN_IF_ERROR(e.batch->free_sequence(probe));
+  return e;
+}
+
+void role_add_worker_routes(httplib::Server& server, std::string_view role, std::function<std::string()> metrics) {
+  const std::string health = json_text({{"status", "ok"}, {"role", role}});
+  server.Get("/health", [health](const httplib::Request&, httplib::Response& res) {
+    res.set_content(health, "application/json");
+  });
+  server.Get("/metrics", [metrics = std::move(metrics)](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics(), "text/plain; version=0.0.4");
+  });
+}
+
+Result<std::string> role_kv_transfer_mode(const Config& knobs) { return knobs.get("serve.kv_transfer"); }
+
+expected<nlohmann::json, ApiError> role_parse_body(std::string_view body) {
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return unexpected(ApiError{400, "control message: not a JSON object", "invalid_request_error", "", "invalid_json"});
+  return j;
+}
+
+void role_send_error(httplib::Response& res, const ApiError& error) {
+  res.status = error.http_status;
+  res.set_content(error.body(), "application/json");
+}
+
+void role_send_json(httplib::Response& res, const nlohmann::json& body) {
+  res.set_content(json_text(body), "application/json");
+}
+
+namespace {
+sigset_t role_stop_signals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  return signals;
+}
+}  // namespace
+
+void role_block_stop_signals() {
+  sigset_t signals = role_stop_signals();
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+}
+
+std::string json_text_line(const nlohmann::json& j) { return json_text(j) + "\n"; }
+
+Status role_serve_until_signal(httplib::Server& server, const ServeOptions& options, std::string_view what,
+                               const std::function<void()>& on_stop) {
+  sigset_t signals = role_stop_signals();
+  server.set_tcp_nodelay(true);
+  server.set_keep_alive_timeout(2);
+  int port = options.port;
+  if (port == 0) {
+    port = server.bind_to_any_port(options.host);
+  } else if (!server.bind_to_port(options.host, port)) {
+    port = -1;
+  }
+  if (port < 0)
+    return io_error("cannot listen on {}:{} (in use, or not an address of this host)", options.host, options.port);
+  fmt::print(stderr, "listening on http://{}:{} ({})\n", options.host, port, what);
+  std::thread listener([&server] { server.listen_after_bind(); });
+  int received = 0;
+  sigwait(&signals, &received);
+  fmt::print(stderr, "recur serve: {} received, shutting down\n", received == SIGTERM ? "SIGTERM" : "SIGINT");
+  if (on_stop) on_stop();
+  server.stop();
+  listener.join();
+  return ok_status();
+}
+
+}  // namespace recur::serve

@@ -1,0 +1,71 @@
+// What the disaggregated roles (role_workers.h) share: the KV layout of a model's transfer, the
+// HTTP plumbing of a worker process, and JSON helpers for the control messages.
+//
+// Transfer layout: one block per layer (engine/sequence_state.h's layer state), then one more
+// "layer" holding the prompt's last logits (vocab float32), so the decode worker samples the
+// first token itself with the request's sampler. Slots are sized for a sequence of the model's
+// whole context; both sides derive the same layout from the same model.
+//
+// Control messages (JSON bodies, errors as OpenAI error JSON with a 4xx/5xx status):
+//   decode  POST /kv/reserve {}  -> {slot, generation, area_offset, shm, tcp, slot_bytes}
+//   decode  POST /kv/release {slot}
+//   prefill POST /prefill {request, prompt_ids, shm, tcp, area_offset, generation, slot_bytes}
+//             -> {prompt_tokens, bytes, seconds, transport}
+//   decode  POST /decode {request, slot, generation, prompt_ids, max_tokens, temperature, top_p,
+//             seed, stop_at_eos, stop} -> 200 and newline-delimited JSON: {"text": ...} lines,
+//             then {"finish_reason", "completion_tokens"} or {"error": {...}}
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+#include "core/thread_pool.h"
+#include "engine/model.h"
+#include "serve/api_error.h"
+#include "serve/serve.h"
+#include "transfer/kv_transfer.h"
+
+namespace httplib {
+class Server;
+struct Response;
+}  // namespace httplib
+
+namespace recur::serve {
+
+// A worker's model, pool and one-sequence batch (prompt chunks of 256 rows, as a session
+// prefills: generate.h), and the transfer layout they imply.
+struct RoleEngine {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<Batch> batch;
+  BatchOptions batch_options;
+  transfer::KvLayout layout;
+};
+Result<RoleEngine> role_open_engine(const ServeOptions& options);
+
+// The knob serve.kv_transfer: "shm", "tcp" or "off".
+Result<std::string> role_kv_transfer_mode(const Config& knobs);
+
+// Parses a control message; a malformed one is a 400 naming the field.
+expected<nlohmann::json, ApiError> role_parse_body(std::string_view body);
+void role_send_error(httplib::Response& res, const ApiError& error);
+void role_send_json(httplib::Response& res, const nlohmann::json& body);
+// One line of a newline-delimited JSON stream.
+std::string json_text_line(const nlohmann::json& j);
+
+// Blocks SIGTERM/SIGINT (taken by role_serve_until_signal) in this thread and the threads it
+// starts later, and ignores SIGPIPE; first thing of every role.
+void role_block_stop_signals();
+// GET /health ({"status":"ok","role":ROLE}) and GET /metrics (what `metrics` renders).
+void role_add_worker_routes(httplib::Server& server, std::string_view role, std::function<std::string()> metrics);
+// Binds `options.host:port`, prints "listening on http://HOST:PORT (<what>)" on stderr, serves
+// until SIGTERM/SIGINT, then runs `on_stop` and stops.
+Status role_serve_until_signal(httplib::Server& server, const ServeOptions& options, std::string_view what,
+                               const std::function<void()>& on_stop = nullptr);
+
+}  // namespace recur::serve

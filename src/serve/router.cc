@@ -1,0 +1,358 @@
+// `recur serve --role router` (role_workers.h): the OpenAI front end of disaggregated serving.
+// Per request: reserve a receive slot on a decode worker, have a prefill worker send the
+// prompt's state into it, then relay the decode worker's pieces (whole or as SSE). A worker that
+// refuses connections is marked down (reported by /health and /metrics) and skipped by the
+// round-robin until a probe or a later request finds it up; a request whose decode worker dies
+// fails with a 502 error JSON.
+#include <atomic>
+#include <ctime>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include "serve/kv_metrics.h"
+#include "serve/openai_json.h"
+#include "serve/prompt.h"
+#include "serve/role_protocol.h"
+#include "serve/role_workers.h"
+
+namespace recur::serve {
+namespace {
+
+using nlohmann::json;
+
+struct RouterWorker {
+  std::string url;
+  std::string role;
+  std::atomic<bool> up{true};
+};
+
+// A worker's answer: the HTTP status and JSON body, or nothing when it could not be reached.
+struct WorkerReply {
+  int status = 0;
+  json body;
+};
+
+std::optional<WorkerReply> router_post(const RouterWorker& w, const std::string& path, const json& body) {
+  httplib::Client cli(w.url);
+  cli.set_connection_timeout(2);
+  cli.set_read_timeout(60);
+  auto r = cli.Post(path, json_text(body), "application/json");
+  if (!r) return std::nullopt;
+  WorkerReply reply{r->status, json::parse(r->body, nullptr, false)};
+  if (reply.body.is_discarded()) reply.body = json::object();
+  return reply;
+}
+
+ApiError worker_error(const WorkerReply& r, std::string_view what) {
+  std::string message = fmt::format("{} answered HTTP {}", what, r.status);
+  if (r.body.contains("error") && r.body["error"].is_object())
+    message += ": " + r.body["error"].value("message", std::string());
+  const bool busy = r.status == 429;
+  return {busy ? 429 : 502, message, busy ? "rate_limit_exceeded" : "server_error", "",
+          busy ? "worker_busy" : "worker_failed"};
+}
+
+class Router {
+ public:
+  Router(const RoleOptions& o, std::unique_ptr<Model> model);
+  void handle_generation(CompletionRequest::Kind kind, const httplib::Request& req, httplib::Response& res);
+  void handle_health(httplib::Response& res);
+  std::string metrics() const;
+  const std::string& model_id() const { return model_id_; }
+  const Model& model() const { return *model_; }
+
+ private:
+  struct Placement {
+    RouterWorker* decode = nullptr;
+    json reservation;
+  };
+  // Round-robin order starting at the next worker, those marked up first.
+  std::vector<RouterWorker*> order(std::vector<std::unique_ptr<RouterWorker>>& pool, std::atomic<size_t>& next);
+  expected<Placement, ApiError> reserve();
+  expected<json, ApiError> prefill(const PreparedRequest& p, int64_t request, const Placement& at);
+  // Relays the decode worker's NDJSON lines to `on_line`; an error when it could not be reached
+  // or closed the stream before its last line.
+  expected<json, ApiError> decode(const PreparedRequest& p, int64_t request, const Placement& at,
+                                  const std::function<bool(const json&)>& on_line);
+  void count(const std::string& outcome);
+
+  RoleOptions options_;
+  std::unique_ptr<Model> model_;
+  std::string model_id_;
+  std::vector<std::unique_ptr<RouterWorker>> prefill_, decode_;
+  std::atomic<size_t> next_prefill_{0}, next_decode_{0};
+  std::atomic<int64_t> next_request_{1};
+  KvTransferMetrics kv_metrics_;
+  mutable std::mutex mu_;
+  std::map<std::string, uint64_t> outcomes_;
+};
+
+Router::Router(const RoleOptions& o, std::unique_ptr<Model> model) : options_(o), model_(std::move(model)) {
+  model_id_ = o.serve.model_id.empty() ? std::filesystem::path(o.serve.model_path).stem().string() : o.serve.model_id;
+  for (const auto& url : o.prefill_urls) {
+    prefill_.push_back(std::make_unique<RouterWorker>());
+    prefill_.back()->url = url;
+    prefill_.back()->role = "prefill";
+  }
+  for (const auto& url : o.decode_urls) {
+    decode_.push_back(std::make_unique<RouterWorker>());
+    decode_.back()->url = url;
+    decode_.back()->role = "decode";
+  }
+}
+
+std::vector<RouterWorker*> Router::order(std::vector<std::unique_ptr<RouterWorker>>& pool, std::atomic<size_t>& next) {
+  std::vector<RouterWorker*> up, down;
+  const size_t start = next.fetch_add(1);
+  for (size_t i = 0; i < pool.size(); ++i) {
+    RouterWorker* w = pool[(start + i) % pool.size()].get();
+    (w->up.load() ? up : down).push_back(w);
+  }
+  up.insert(up.end(), down.begin(), down.end());
+  return up;
+}
+
+void Router::count(const std::string& outcome) {
+  std::lock_guard lock(mu_);
+  ++outcomes_[outcome];
+}
+
+expected<Router::Placement, ApiError> Router::reserve() {
+  std::optional<ApiError> last;
+  for (RouterWorker* w : order(decode_, next_decode_)) {
+    auto r = router_post(*w, "/kv/reserve", json::object());
+    w->up.store(r.has_value());
+    if (!r) continue;
+    if (r->status == 200) return Placement{w, r->body};
+    last = worker_error(*r, "decode worker " + w->url);
+  }
+  if (last) return unexpected(*last);
+  return unexpected(ApiError{503, "no decode worker is reachable", "server_error", "", "no_decode_worker"});
+}
+
+expected<json, ApiError> Router::prefill(const PreparedRequest& p, int64_t request, const Placement& at) {
+  json msg = at.reservation;
+  msg["request"] = request;
+  msg["prompt_ids"] = p.prompt_ids;
+  for (RouterWorker* w : order(prefill_, next_prefill_)) {
+    auto r = router_post(*w, "/prefill", msg);
+    w->up.store(r.has_value());
+    if (!r) continue;
+    if (r->status != 200) return unexpected(worker_error(*r, "prefill worker " + w->url));
+    if (r->body.value("transport", std::string()) == "off")
+      return unexpected(ApiError{503, "prefill worker " + w->url + " has serve.kv_transfer=off: nothing reaches "
+                                      "a decode worker", "server_error", "", "kv_transfer_off"});
+    kv_metrics_.observe(r->body.value("bytes", uint64_t(0)), r->body.value("seconds", 0.0));
+    return r->body;
+  }
+  return unexpected(ApiError{503, "no prefill worker is reachable", "server_error", "", "no_prefill_worker"});
+}
+
+expected<json, ApiError> Router::decode(const PreparedRequest& p, int64_t request, const Placement& at,
+                                        const std::function<bool(const json&)>& on_line) {
+  const json msg = {{"request", request}, {"slot", at.reservation.at("slot")},
+                    {"generation", at.reservation.at("generation")}, {"prompt_ids", p.prompt_ids},
+                    {"max_tokens", p.options.max_new_tokens}, {"temperature", p.options.sampling.temperature},
+                    {"top_p", p.options.sampling.top_p}, {"seed", p.options.sampling.seed},
+                    {"stop_at_eos", p.options.stop_at_eos}, {"stop", p.stop}};
+  httplib::Client cli(at.decode->url);
+  cli.set_connection_timeout(2);
+  cli.set_read_timeout(60);
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/decode";
+  req.body = json_text(msg);
+  req.headers = {{"Content-Type", "application/json"}};
+  std::string pending, error_body;
+  std::optional<json> last;
+  int status = 0;
+  req.response_handler = [&](const httplib::Response& r) {
+    status = r.status;
+    return true;
+  };
+  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+    if (status != 200) {
+      error_body.append(data, n);
+      return true;
+    }
+    pending.append(data, n);
+    for (size_t eol; (eol = pending.find('\n')) != std::string::npos;) {
+      json line = json::parse(pending.substr(0, eol), nullptr, false);
+      pending.erase(0, eol + 1);
+      if (line.is_discarded()) continue;
+      if (line.contains("text")) {
+        if (!on_line(line)) return false;
+      } else {
+        last = line;
+      }
+    }
+    return true;
+  };
+  auto result = cli.send(req);
+  if (!result || status == 0) {
+    at.decode->up.store(false);
+    return unexpected(ApiError{502, fmt::format("decode worker {} failed during the request: {}", at.decode->url,
+                                                httplib::to_string(result.error())),
+                               "server_error", "", "decode_worker_lost"});
+  }
+  if (status != 200) {
+    json body = json::parse(error_body, nullptr, false);
+    return unexpected(worker_error({status, body.is_discarded() ? json::object() : body},
+                                   "decode worker " + at.decode->url));
+  }
+  if (!last || last->contains("error"))
+    return unexpected(ApiError{502, fmt::format("decode worker {} ended the stream without finishing{}",
+                                                at.decode->url, last ? ": " + last->dump() : ""),
+                               "server_error", "", "decode_worker_lost"});
+  return *last;
+}
+
+void Router::handle_generation(CompletionRequest::Kind kind, const httplib::Request& req, httplib::Response& res) {
+  auto parsed = kind == CompletionRequest::Kind::kChat ? parse_chat_request(req.body) : parse_completion_request(req.body);
+  if (!parsed) return role_send_error(res, parsed.error());
+  auto prepared = prepare_request(*parsed, model_id_, *model_);
+  if (!prepared) return role_send_error(res, prepared.error());
+  auto p = std::make_shared<PreparedRequest>(std::move(*prepared));
+  const int64_t request = next_request_.fetch_add(1);
+  auto fail = [&](const ApiError& e) {
+    count("error");
+    role_send_error(res, e);
+  };
+  auto placed = reserve();
+  if (!placed) return fail(placed.error());
+  auto pre = prefill(*p, request, *placed);
+  if (!pre) {
+    router_post(*placed->decode, "/kv/release", {{"slot", placed->reservation.at("slot")}});
+    return fail(pre.error());
+  }
+  const bool chat = kind == CompletionRequest::Kind::kChat;
+  ResponseMeta meta{kind, fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", request), int64_t(std::time(nullptr)),
+                    model_id_};
+  const int prompt_tokens = int(p->prompt_ids.size());
+  if (!parsed->stream) {
+    std::string text;
+    auto done = decode(*p, request, *placed, [&](const json& line) {
+      text += line.at("text").get<std::string>();
+      return true;
+    });
+    if (!done) return fail(done.error());
+    count("ok");
+    return role_send_json(res, full_response(meta, text, done->value("finish_reason", "length"),
+                                             {prompt_tokens, done->value("completion_tokens", 0)}));
+  }
+  const bool usage = parsed->include_usage;
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider("text/event-stream", [this, p, request, at = *placed, meta, usage,
+                                                         prompt_tokens](size_t, httplib::DataSink& sink) {
+    bool first = true;
+    auto write = [&](const json& j) {
+      const std::string e = sse_event(j);
+      return sink.write(e.data(), e.size());
+    };
+    if (meta.kind == CompletionRequest::Kind::kChat) first = !write(stream_chunk(meta, "", true, std::nullopt, usage));
+    auto done = decode(*p, request, at, [&](const json& line) {
+      const bool ok = write(stream_chunk(meta, line.at("text").get<std::string>(), first, std::nullopt, usage));
+      first = false;
+      return ok;
+    });
+    if (!done) {
+      count("error");
+      write(done.error().to_json());
+    } else {
+      count("ok");
+      write(stream_chunk(meta, "", first, done->value("finish_reason", "length"), usage));
+      if (usage) write(usage_chunk(meta, {prompt_tokens, done->value("completion_tokens", 0)}));
+    }
+    sink.write(kSseDone.data(), kSseDone.size());
+    sink.done();
+    return true;
+  });
+}
+
+void Router::handle_health(httplib::Response& res) {
+  json report = {{"role", "router"}};
+  bool serving = true;
+  for (auto* pool : {&prefill_, &decode_}) {
+    bool any = false;
+    json list = json::array();
+    for (auto& w : *pool) {
+      httplib::Client cli(w->url);
+      cli.set_connection_timeout(1);
+      cli.set_read_timeout(1);
+      auto r = cli.Get("/health");
+      w->up.store(r && r->status == 200);
+      any = any || w->up.load();
+      list.push_back({{"url", w->url}, {"up", w->up.load()}});
+    }
+    report[pool == &prefill_ ? "prefill" : "decode"] = list;
+    serving = serving && any;
+  }
+  bool all = true;
+  for (auto* pool : {&prefill_, &decode_})
+    for (auto& w : *pool) all = all && w->up.load();
+  report["status"] = all ? "ok" : serving ? "degraded" : "unavailable";
+  res.status = serving ? 200 : 503;
+  role_send_json(res, report);
+}
+
+std::string Router::metrics() const {
+  std::string out = "# HELP recur_router_worker_up whether the router last found the worker reachable\n"
+                    "# TYPE recur_router_worker_up gauge\n";
+  for (const auto* pool : {&prefill_, &decode_})
+    for (const auto& w : *pool)
+      out += fmt::format("recur_router_worker_up{{role=\"{}\",url=\"{}\"}} {}\n", w->role, w->url, w->up.load() ? 1 : 0);
+  out += "# HELP recur_router_requests_total generation requests by outcome\n# TYPE recur_router_requests_total counter\n";
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [outcome, n] : outcomes_) out += fmt::format("recur_router_requests_total{{outcome=\"{}\"}} {}\n", outcome, n);
+  }
+  kv_metrics_.render(out);
+  return out;
+}
+
+}  // namespace
+
+Status run_router(const RoleOptions& options) {
+  role_block_stop_signals();
+  if (options.prefill_urls.empty() || options.decode_urls.empty())
+    return invalid_argument("--role router needs --prefill URL[,URL...] and --decode URL[,URL...]");
+  RECUR_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, load_model(options.serve.model_path));
+  Router router(options, std::move(model));
+  httplib::Server svr;
+  const int http_threads = options.serve.http_threads;
+  svr.new_task_queue = [http_threads] { return new httplib::ThreadPool(size_t(http_threads)); };
+  svr.set_payload_max_length(options.serve.max_body_bytes);
+  const std::string key = options.serve.api_key;
+  svr.set_pre_routing_handler([key](const httplib::Request& req, httplib::Response& res) {
+    if (key.empty() || req.path == "/health" || req.get_header_value("Authorization") == "Bearer " + key)
+      return httplib::Server::HandlerResponse::Unhandled;
+    role_send_error(res, {401, "missing or incorrect API key: send the header 'Authorization: Bearer <key>'",
+                          "invalid_request_error", "", "invalid_api_key"});
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  svr.Get("/health", [&router](const httplib::Request&, httplib::Response& res) { router.handle_health(res); });
+  svr.Get("/metrics", [&router](const httplib::Request&, httplib::Response& res) {
+    res.set_content(router.metrics(), "text/plain; version=0.0.4");
+  });
+  svr.Get("/v1/models", [&router](const httplib::Request&, httplib::Response& res) {
+    json model = {{"id", router.model_id()}, {"object", "model"}, {"created", 0}, {"owned_by", "recur"},
+                  {"max_model_len", router.model().config().context}};
+    role_send_json(res, {{"object", "list"}, {"data", json::array({model})}});
+  });
+  svr.Post("/v1/completions", [&router](const httplib::Request& req, httplib::Response& res) {
+    router.handle_generation(CompletionRequest::Kind::kCompletion, req, res);
+  });
+  svr.Post("/v1/chat/completions", [&router](const httplib::Request& req, httplib::Response& res) {
+    router.handle_generation(CompletionRequest::Kind::kChat, req, res);
+  });
+  return role_serve_until_signal(svr, options.serve,
+                                 fmt::format("router over {} prefill and {} decode workers",
+                                             options.prefill_urls.size(), options.decode_urls.size()));
+}
+
+}  // namespace recur::serve

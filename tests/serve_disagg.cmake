@@ -1,0 +1,5 @@
+# End-to-end test of disaggregated serving: router, prefill and decode processes (serve_disagg_test.sh).
+if(RECUR_BUILD_TESTS)
+  add_test(NAME serve_disagg_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/serve_disagg_test.sh $<TARGET_FILE:recur>)
+  set_tests_properties(serve_disagg_test PROPERTIES LABELS "e2e" TIMEOUT 60)
+endif()

@@ -1,0 +1,103 @@
+#!/bin/sh
+# End-to-end test of disaggregated serving (docs/serve.md, "Roles") on a tiny hybrid model (one
+# KDA and one attention layer): router + prefill + decode processes on 127.0.0.1 answer with the
+# same greedy text as `--role all`, over shared memory and over TCP; a corrupted transfer fails
+# its request (checksum) instead of producing tokens; a decode worker that dies mid-request fails
+# that request with a 502 error JSON, the router reports it (/health, /metrics), and the next
+# request goes to the other decode worker through the same prefill worker.
+# Usage: serve_disagg_test.sh /path/to/recur
+set -u
+RECUR="$1"
+. "$(dirname "$0")/serve_port.sh"
+T="$(mktemp -d)"
+export RECUR_CACHE_DIR="$T"
+PIDS=""
+cleanup() { for p in $PIDS; do kill -9 "$p" 2>/dev/null; done; rm -rf "$T"; }
+trap cleanup EXIT
+fail() {
+  echo "FAIL: $*" >&2
+  for f in "$T"/*.err; do echo "--- $f:" >&2; tail -5 "$f" >&2; done
+  exit 1
+}
+# start NAME ARGS...: runs `recur ARGS` in the background, logs to $T/NAME.err, sets PORT.
+start() {
+  name="$1"
+  shift
+  "$@" 2> "$T/$name.err" &
+  PIDS="$PIDS $!"
+  LAST_PID=$!
+  PORT=$(serve_port "$T/$name.err")
+  [ -n "$PORT" ] || fail "$name did not come up"
+}
+post() {  # post URL BODY OUTFILE: prints the HTTP status
+  curl -s -o "$3" -w '%{http_code}' "$1/v1/completions" -H 'Content-Type: application/json' -d "$2"
+}
+text_of() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["choices"][0]["text"])' "$1"; }
+
+"$RECUR" model new "$T/tiny.gguf" --arch hybrid --dim 64 --layers 2 --heads 4 --kda-head-dim 16 --vocab 400 \
+  --context 256 --pattern ka 2>/dev/null || fail "model new"
+M="$T/tiny.gguf"
+
+start all "$RECUR" serve -m "$M" --port 0 --threads 1
+ALL="http://127.0.0.1:$PORT"
+start decode1 "$RECUR" serve --role decode -m "$M" --port 0 --threads 1
+D1="http://127.0.0.1:$PORT"
+start prefill_shm "$RECUR" serve --role prefill -m "$M" --port 0 --threads 1
+P_SHM="http://127.0.0.1:$PORT"
+start prefill_tcp "$RECUR" --set serve.kv_transfer=tcp serve --role prefill -m "$M" --port 0 --threads 1
+P_TCP="http://127.0.0.1:$PORT"
+start router_shm "$RECUR" serve --role router -m "$M" --port 0 --prefill "$P_SHM" --decode "$D1"
+R_SHM="http://127.0.0.1:$PORT"
+start router_tcp "$RECUR" serve --role router -m "$M" --port 0 --prefill "$P_TCP" --decode "$D1"
+R_TCP="http://127.0.0.1:$PORT"
+
+# Same greedy text as --role all, over shm and TCP (prompts of 4..40 tokens: 1..3 KV pages).
+i=0
+for prompt in "Once upon a time" "The quick brown fox jumps over the lazy dog and keeps running far away" \
+  "a b c d e f g h i j k l m n o p q r s t u v w x y z a b c d e f g h i j k l m n"; do
+  i=$((i + 1))
+  body="{\"model\":\"tiny\",\"prompt\":\"$prompt\",\"max_tokens\":10,\"temperature\":0,\"ignore_eos\":true}"
+  [ "$(post "$ALL" "$body" "$T/all$i.json")" = 200 ] || fail "role all: $(cat "$T/all$i.json")"
+  for r in shm tcp; do
+    url=$R_SHM
+    [ $r = tcp ] && url=$R_TCP
+    [ "$(post "$url" "$body" "$T/$r$i.json")" = 200 ] || fail "router $r, prompt $i: $(cat "$T/$r$i.json")"
+    [ "$(text_of "$T/$r$i.json")" = "$(text_of "$T/all$i.json")" ] ||
+      fail "router $r, prompt $i: '$(text_of "$T/$r$i.json")' != role all '$(text_of "$T/all$i.json")'"
+    grep -q '"completion_tokens":10' "$T/$r$i.json" || fail "usage: $(cat "$T/$r$i.json")"
+  done
+done
+# A streamed chat through the router: role chunk, text chunks, finish, [DONE].
+curl -sN "$R_SHM/v1/chat/completions" -d '{"model":"tiny","messages":[{"role":"user","content":"Hi"}],"max_tokens":4,"temperature":0,"stream":true}' \
+  > "$T/stream.txt" || fail "stream"
+grep -q '"finish_reason":"length"' "$T/stream.txt" && grep -v '^$' "$T/stream.txt" | tail -1 | grep -q 'data: \[DONE\]' \
+  || fail "stream: $(cat "$T/stream.txt")"
+curl -sf "$R_SHM/metrics" | grep -Eq '^recur_kv_transfer_bytes_total [1-9]' || fail "router transfer bytes metric"
+curl -sf "$P_TCP/metrics" | grep -Eq '^recur_kv_transfer_seconds_count [1-9]' || fail "prefill transfer seconds metric"
+
+# A corrupted transfer: the decode worker's checksum catches it; the request fails, no text.
+start prefill_bad env RECUR_FAULT_CORRUPT_KV=1 "$RECUR" serve --role prefill -m "$M" --port 0 --threads 1
+start router_bad "$RECUR" serve --role router -m "$M" --port 0 --prefill "http://127.0.0.1:$PORT" --decode "$D1"
+code=$(post "http://127.0.0.1:$PORT" '{"model":"tiny","prompt":"Once upon a time","max_tokens":4,"temperature":0}' "$T/bad.json")
+[ "$code" = 502 ] || fail "corrupt transfer: HTTP $code $(cat "$T/bad.json")"
+grep -q 'checksum' "$T/bad.json" && ! grep -q '"choices"' "$T/bad.json" || fail "corrupt transfer body: $(cat "$T/bad.json")"
+# The decode worker still serves.
+[ "$(post "$R_SHM" '{"model":"tiny","prompt":"Once upon a time","max_tokens":10,"temperature":0,"ignore_eos":true}' "$T/after.json")" = 200 ] &&
+  [ "$(text_of "$T/after.json")" = "$(text_of "$T/all1.json")" ] || fail "after corruption: $(cat "$T/after.json")"
+
+# A decode worker that dies mid-request (after receiving the state): that request fails with a
+# 502 error JSON, the router reports the worker down, the next request goes to the other one.
+start decode_dies env RECUR_FAULT_DECODE_EXIT=1 "$RECUR" serve --role decode -m "$M" --port 0 --threads 1
+D2="http://127.0.0.1:$PORT"
+start router_two "$RECUR" serve --role router -m "$M" --port 0 --prefill "$P_SHM" --decode "$D2,$D1"
+R2="http://127.0.0.1:$PORT"
+body='{"model":"tiny","prompt":"Once upon a time","max_tokens":10,"temperature":0,"ignore_eos":true}'
+code=$(post "$R2" "$body" "$T/dead.json")
+[ "$code" = 502 ] && grep -q '"code":"decode_worker_lost"' "$T/dead.json" || fail "dead decode: HTTP $code $(cat "$T/dead.json")"
+code=$(curl -s -o "$T/health.json" -w '%{http_code}' "$R2/health")
+[ "$code" = 200 ] && grep -q '"status":"degraded"' "$T/health.json" && grep -q "\"up\":false,\"url\":\"$D2\"" "$T/health.json" \
+  || fail "health after a dead decode worker: HTTP $code $(cat "$T/health.json")"
+curl -sf "$R2/metrics" | grep -q "recur_router_worker_up{role=\"decode\",url=\"$D2\"} 0" || fail "worker_up metric"
+[ "$(post "$R2" "$body" "$T/retry.json")" = 200 ] && [ "$(text_of "$T/retry.json")" = "$(text_of "$T/all1.json")" ] \
+  || fail "the next request after a dead decode worker: $(cat "$T/retry.json")"
+echo "serve_disagg_test: ok"
