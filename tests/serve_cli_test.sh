@@ -15,6 +15,7 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; echo "--- server stderr:" >&2; cat "$T/serve.err" >&2; exit 1; }
 
 # Long context so that one request can outlast the overload checks; small dims keep it fast.
+# --max-seqs 1: the batching scheduler runs one sequence, so a second request waits in the queue.
 "$RECUR" model new "$T/tiny.gguf" --arch hybrid --dim 64 --layers 2 --heads 4 --kda-head-dim 16 --vocab 400 \
   --context 8192 --pattern ka 2>/dev/null || fail "model new"
 "$RECUR" generate -m "$T/tiny.gguf" -p "<|user|>
@@ -22,7 +23,7 @@ Hello
 <|assistant|>
 " -n 12 --threads 1 --json > "$T/expected.json" 2>/dev/null || fail "recur generate"
 
-"$RECUR" serve -m "$T/tiny.gguf" --port 0 --api-key sekrit --workers 1 --queue-size 1 --threads 1 2> "$T/serve.err" &
+"$RECUR" serve -m "$T/tiny.gguf" --port 0 --api-key sekrit --workers 1 --max-seqs 1 --queue-size 1 --threads 1 2> "$T/serve.err" &
 SERVER=$!
 PORT=$(serve_port "$T/serve.err")
 [ -n "$PORT" ] || fail "no 'listening on' line"

@@ -17,6 +17,7 @@ struct ServeFlags {
   std::string role = "all";
   serve::RoleOptions roles;  // --role prefill|decode|router
   int queue_size = 64;
+  std::string batching = "on";
 };
 
 int run_serve(ServeFlags f) {
@@ -30,6 +31,7 @@ int run_serve(ServeFlags f) {
     f.options.model_path = *d;
   }
   f.options.queue_size = size_t(f.queue_size);
+  f.options.batching = f.batching == "on";
   f.options.knobs = global_config();
   Status s = ok_status();
   if (f.role == "all") {
@@ -65,8 +67,13 @@ void register_serve(CLI::App& app, Invocation& inv) {
   cmd->add_option("--host", o.host, "address to bind")->capture_default_str();
   cmd->add_option("--port", o.port, "port (0 = any free port, printed on stderr)")->check(CLI::Range(0, 65535))->capture_default_str();
   cmd->add_option("--api-key", o.api_key, "require 'Authorization: Bearer KEY' on every route but /health");
-  cmd->add_option("--workers", o.workers, "engine workers (sequences generated at once)")->check(CLI::Range(1, 256))->capture_default_str();
+  cmd->add_option("--workers", o.workers, "engine workers, each with its own thread pool and batch")->check(CLI::Range(1, 256))->capture_default_str();
   cmd->add_option("--threads", o.threads_per_worker, "threads per engine worker (0 = CPUs / workers)")->check(CLI::Range(0, 1024))->capture_default_str();
+  cmd->add_option("--batching", f->batching, "continuous batching (off: one sequence per worker, a session per request)")
+      ->check(CLI::IsMember({"on", "off"}))->capture_default_str();
+  cmd->add_option("--max-seqs", o.max_seqs, "sequences one worker batches together")->check(CLI::Range(1, 4096))->capture_default_str();
+  cmd->add_option("--max-batch-tokens", o.max_batch_tokens, "tokens per forward: decode tokens plus prompt chunks (>= --max-seqs)")
+      ->check(CLI::Range(1, 1 << 16))->capture_default_str();
   cmd->add_option("--queue-size", f->queue_size, "requests waiting for a worker before 429")->check(CLI::Range(1, 1 << 20))->capture_default_str();
   cmd->add_option("--http-threads", o.http_threads, "connections served at once")->check(CLI::Range(1, 4096))->capture_default_str();
   cmd->add_option("--max-body", o.max_body_bytes, "largest request body in bytes (413 beyond)")->check(CLI::Range(1024, 1 << 30))->capture_default_str();

@@ -2,24 +2,35 @@
 
 #include <algorithm>
 
-#include "core/clock.h"
 #include "engine/generate.h"
-#include "serve/stop_matcher.h"
+#include "serve/job_output.h"
 
 namespace recur::serve {
 
-Result<std::unique_ptr<EngineWorkers>> EngineWorkers::start(const Model& model, int workers, int threads_per_worker,
+Result<std::unique_ptr<EngineWorkers>> EngineWorkers::start(const Model& model, const WorkerOptions& options,
                                                              JobQueue& queue, Metrics& metrics, const Config& knobs) {
+  const int workers = options.workers;
   if (workers < 1) return invalid_argument("--workers is {}; expected at least 1", workers);
-  if (threads_per_worker <= 0)
-    threads_per_worker = std::max(1, int(std::thread::hardware_concurrency()) / workers);
+  const int threads = options.threads_per_worker > 0 ? options.threads_per_worker
+                                                     : std::max(1, int(std::thread::hardware_concurrency()) / workers);
   std::unique_ptr<EngineWorkers> w(new EngineWorkers(model, queue, metrics, knobs));
   for (int i = 0; i < workers; ++i) {
     // Unpinned: several pools would otherwise pin their workers onto the same first CPUs.
-    RECUR_ASSIGN_OR_RETURN(auto pool, ThreadPool::create({.threads = threads_per_worker, .pin = workers == 1}));
+    RECUR_ASSIGN_OR_RETURN(auto pool, ThreadPool::create({.threads = threads, .pin = workers == 1}));
     w->pools_.push_back(std::move(pool));
   }
-  for (auto& pool : w->pools_) w->threads_.emplace_back([raw = w.get(), p = pool.get()] { raw->loop(*p); });
+  for (size_t i = 0; options.batching && i < w->pools_.size(); ++i) {
+    auto scheduler = BatchScheduler::create(model, *w->pools_[i], options.scheduler, queue, metrics, knobs);
+    if (!scheduler && scheduler.error().code() == ErrorCode::kUnsupported) break;  // one sequence per worker
+    if (!scheduler) return unexpected(std::move(scheduler).error());
+    w->schedulers_.push_back(std::move(*scheduler));
+  }
+  for (size_t i = 0; i < w->pools_.size(); ++i) {
+    if (w->batching())
+      w->threads_.emplace_back([s = w->schedulers_[i].get()] { s->run(); });
+    else
+      w->threads_.emplace_back([raw = w.get(), p = w->pools_[i].get()] { raw->loop(*p); });
+  }
   return w;
 }
 
@@ -34,47 +45,16 @@ void EngineWorkers::loop(ThreadPool& pool) {
 
 void EngineWorkers::run(Job& job, ThreadPool& pool) {
   const PreparedRequest& req = job.request();
-  JobResult result;
-  result.prompt_tokens = int(req.prompt_ids.size());
-  if (job.cancelled()) {
-    result.finish_reason = "cancelled";
-    metrics_.count_cancelled();
-    job.finish(std::move(result));
-    return;
-  }
+  if (job.cancelled()) return JobOutput::finish_cancelled(job, metrics_);
   metrics_.running().fetch_add(1);
-  StopMatcher matcher(req.stop);
-  int64_t last_ns = 0;
-  auto stats = generate_from_ids(model_, pool, req.prompt_ids, req.options, [&](std::string_view piece) {
-    int64_t t = now_ns();
-    if (last_ns == 0)
-      metrics_.observe_ttft(double(t - job.arrival_ns()) / 1e9);
-    else
-      metrics_.observe_itl(double(t - last_ns) / 1e9);
-    last_ns = t;
-    job.append(matcher.feed(piece));
-    return !matcher.stopped() && !job.cancelled();
-  }, knobs_);
+  JobOutput out(job, metrics_);
+  auto stats = generate_from_ids(model_, pool, req.prompt_ids, req.options,
+                                 [&](std::string_view piece) { return out.emit(piece); }, knobs_);
   metrics_.running().fetch_sub(1);
-  if (!stats) {
-    result.finish_reason = "error";
-    result.error = ApiError{500, "generation failed: " + stats.error().to_string(), "server_error", "", "engine_error"};
-    job.finish(std::move(result));
-    return;
-  }
-  job.append(matcher.flush());
-  result.completion_tokens = stats->generated_tokens;
-  metrics_.add_tokens(stats->prompt_tokens, stats->generated_tokens);
-  metrics_.observe_latency(double(now_ns() - job.arrival_ns()) / 1e9);
+  if (!stats) return out.fail(stats.error().to_string());
   const bool eos = req.options.stop_at_eos && !stats->tokens.empty() &&
                    stats->tokens.back() == model_.tokenizer().vocabulary().eos;
-  if (job.cancelled()) {
-    result.finish_reason = "cancelled";
-    metrics_.count_cancelled();
-  } else {
-    result.finish_reason = eos || matcher.stopped() ? "stop" : "length";
-  }
-  job.finish(std::move(result));
+  out.finish(int(req.prompt_ids.size()), stats->generated_tokens, eos);
 }
 
 }  // namespace recur::serve

@@ -203,8 +203,11 @@ Status run_server(const ServeOptions& options) {
   RECUR_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, load_model(options.model_path));
   std::string id = options.model_id.empty() ? std::filesystem::path(options.model_path).stem().string() : options.model_id;
   ServerState s{options, *model, id, JobQueue(options.queue_size), {}, {}};
-  RECUR_ASSIGN_OR_RETURN(auto workers, EngineWorkers::start(*model, options.workers, options.threads_per_worker,
-                                                            s.queue, s.metrics, options.knobs));
+  const WorkerOptions worker_options{.workers = options.workers, .threads_per_worker = options.threads_per_worker,
+                                     .batching = options.batching,
+                                     .scheduler = {.max_sequences = options.max_seqs,
+                                                   .max_batch_tokens = options.max_batch_tokens}};
+  RECUR_ASSIGN_OR_RETURN(auto workers, EngineWorkers::start(*model, worker_options, s.queue, s.metrics, options.knobs));
   httplib::Server svr;
   const int http_threads = options.http_threads;
   svr.new_task_queue = [http_threads] { return new httplib::ThreadPool(size_t(http_threads)); };
@@ -220,8 +223,11 @@ Status run_server(const ServeOptions& options) {
     port = -1;
   }
   if (port < 0) return io_error("cannot listen on {}:{} (in use, or not an address of this host)", options.host, options.port);
-  fmt::print(stderr, "listening on http://{}:{} (model {}, {} worker{}, queue {})\n", options.host, port, id,
-             options.workers, options.workers == 1 ? "" : "s", options.queue_size);
+  const std::string batching = workers->batching() ? fmt::format("batching up to {} sequences, {} tokens per forward",
+                                                                 options.max_seqs, options.max_batch_tokens)
+                                                   : std::string("one sequence per worker");
+  fmt::print(stderr, "listening on http://{}:{} (model {}, {} worker{}, {}, queue {})\n", options.host, port, id,
+             options.workers, options.workers == 1 ? "" : "s", batching, options.queue_size);
   std::thread listener([&svr] { svr.listen_after_bind(); });
   int received = 0;
   sigwait(&signals, &received);

@@ -21,6 +21,14 @@ std::shared_ptr<Job> JobQueue::pop() {
   return job;
 }
 
+std::shared_ptr<Job> JobQueue::try_pop_if(const std::function<bool(const Job&)>& admit) {
+  std::lock_guard lock(mu_);
+  if (jobs_.empty() || !admit(*jobs_.front())) return nullptr;
+  auto job = std::move(jobs_.front());
+  jobs_.pop_front();
+  return job;
+}
+
 void JobQueue::close() {
   {
     std::lock_guard lock(mu_);

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 
@@ -21,6 +22,9 @@ class JobQueue {
   bool try_push(std::shared_ptr<Job> job);
   // Blocks for the oldest job; null once closed and empty.
   std::shared_ptr<Job> pop();
+  // The oldest job if there is one and `admit` accepts it, else null at once (a batching
+  // scheduler takes work only while it has room, and leaves the rest queued in order).
+  std::shared_ptr<Job> try_pop_if(const std::function<bool(const Job&)>& admit);
   void close();
   size_t depth() const;
   size_t capacity() const { return capacity_; }

@@ -25,6 +25,18 @@ TEST(JobQueueTest, FifoAndBounded) {
   EXPECT_EQ(q.pop()->request().options.max_new_tokens, 4);
 }
 
+TEST(JobQueueTest, TryPopIfTakesTheHeadOnlyWhenAdmitted) {
+  JobQueue q(4);
+  EXPECT_EQ(q.try_pop_if([](const Job&) { return true; }), nullptr) << "empty: null at once";
+  ASSERT_TRUE(q.try_push(job_with(8)));
+  ASSERT_TRUE(q.try_push(job_with(1)));
+  auto small = [](const Job& j) { return j.request().options.max_new_tokens < 4; };
+  EXPECT_EQ(q.try_pop_if(small), nullptr) << "the head does not fit: it waits, and nothing overtakes it";
+  EXPECT_EQ(q.depth(), 2u);
+  EXPECT_EQ(q.try_pop_if([](const Job&) { return true; })->request().options.max_new_tokens, 8);
+  EXPECT_EQ(q.try_pop_if(small)->request().options.max_new_tokens, 1);
+}
+
 TEST(JobQueueTest, CloseDrainsThenWakesEveryWorker) {
   JobQueue q(4);
   ASSERT_TRUE(q.try_push(job_with(1)));

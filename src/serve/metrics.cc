@@ -9,6 +9,8 @@ std::vector<double> latency_buckets() {
   return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
 }
 
+std::vector<double> forward_token_buckets() { return {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048}; }
+
 void render_scalar(std::string& out, const char* name, const char* type, const char* help, double value) {
   out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{} {}\n", name, help, name, type, name, value);
 }
@@ -38,7 +40,9 @@ void Histogram::render(std::string& out, const std::string& name, const std::str
   out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n{}_sum {}\n{}_count {}\n", name, count_, name, sum_, name, count_);
 }
 
-Metrics::Metrics() : ttft_(latency_buckets()), itl_(latency_buckets()), latency_(latency_buckets()) {}
+Metrics::Metrics()
+    : ttft_(latency_buckets()), itl_(latency_buckets()), latency_(latency_buckets()),
+      forward_tokens_(forward_token_buckets()) {}
 
 void Metrics::count_request(const std::string& path, int status) {
   std::lock_guard lock(mu_);
@@ -48,6 +52,14 @@ void Metrics::count_request(const std::string& path, int status) {
 void Metrics::add_tokens(int prompt, int generated) {
   prompt_tokens_.fetch_add(uint64_t(prompt), std::memory_order_relaxed);
   generated_tokens_.fetch_add(uint64_t(generated), std::memory_order_relaxed);
+}
+
+void Metrics::observe_forward(int sequences, int tokens, int64_t kv_pages_used, int64_t kv_pages_total) {
+  forward_tokens_.observe(tokens);
+  forwards_.fetch_add(1, std::memory_order_relaxed);
+  batch_size_.store(sequences, std::memory_order_relaxed);
+  kv_pages_used_.store(kv_pages_used, std::memory_order_relaxed);
+  kv_pages_total_.store(kv_pages_total, std::memory_order_relaxed);
 }
 
 std::string Metrics::render(size_t queue_depth, size_t queue_capacity) const {
@@ -73,6 +85,15 @@ std::string Metrics::render(size_t queue_depth, size_t queue_capacity) const {
                 double(generated_tokens_.load(std::memory_order_relaxed)));
   render_scalar(out, "recur_requests_cancelled_total", "counter", "generations stopped because the client went away",
                 double(cancelled_.load(std::memory_order_relaxed)));
+  forward_tokens_.render(out, "recur_batch_forward_tokens", "tokens (decode plus prefill chunks) per batched forward");
+  render_scalar(out, "recur_batch_forwards_total", "counter", "batched forwards the scheduler ran",
+                double(forwards_.load(std::memory_order_relaxed)));
+  render_scalar(out, "recur_batch_size", "gauge", "sequences in the last batched forward",
+                batch_size_.load(std::memory_order_relaxed));
+  render_scalar(out, "recur_kv_pages_used", "gauge", "KV-cache pages in use after the last batched forward",
+                double(kv_pages_used_.load(std::memory_order_relaxed)));
+  render_scalar(out, "recur_kv_pages_total", "gauge", "KV-cache pages of the batch (0: no attention layers)",
+                double(kv_pages_total_.load(std::memory_order_relaxed)));
   return out;
 }
 

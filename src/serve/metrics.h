@@ -1,6 +1,7 @@
 // The server's Prometheus metrics (text exposition format 0.0.4): requests by endpoint and
 // status, TTFT, inter-token latency and request latency histograms, queue depth, running
-// requests, prompt and generated tokens. Thread-safe; recording takes one short lock.
+// requests, prompt and generated tokens, and the batching scheduler's forwards (sequences and
+// tokens per forward, KV pages). Thread-safe; recording takes one short lock.
 #pragma once
 
 #include <atomic>
@@ -39,6 +40,9 @@ class Metrics {
   void add_tokens(int prompt, int generated);
   void count_cancelled() { cancelled_.fetch_add(1, std::memory_order_relaxed); }
   std::atomic<int>& running() { return running_; }
+  // One forward of the batching scheduler: the sequences and tokens it carried and the KV pages
+  // in use after it (of the worker's batch; with several workers, the last one to report).
+  void observe_forward(int sequences, int tokens, int64_t kv_pages_used, int64_t kv_pages_total);
 
   // The whole page; queue_depth is read when it is rendered.
   std::string render(size_t queue_depth, size_t queue_capacity) const;
@@ -46,9 +50,10 @@ class Metrics {
  private:
   mutable std::mutex mu_;
   std::map<std::pair<std::string, int>, uint64_t> requests_;
-  Histogram ttft_, itl_, latency_;
-  std::atomic<uint64_t> prompt_tokens_{0}, generated_tokens_{0}, cancelled_{0};
-  std::atomic<int> running_{0};
+  Histogram ttft_, itl_, latency_, forward_tokens_;
+  std::atomic<uint64_t> prompt_tokens_{0}, generated_tokens_{0}, cancelled_{0}, forwards_{0};
+  std::atomic<int> running_{0}, batch_size_{0};
+  std::atomic<int64_t> kv_pages_used_{0}, kv_pages_total_{0};
 };
 
 }  // namespace recur::serve

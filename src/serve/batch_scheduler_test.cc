@@ -1,0 +1,178 @@
+// BatchScheduler (batch_scheduler.h) on a tiny hybrid model: greedy requests batched together
+// (chunked prefill mixed with decode) give the tokens each gives alone through
+// generate_from_ids; stop sequences and max_tokens hold per request inside a batch; a job
+// cancelled while queued is not run; with KV pages for one request only, requests wait and run
+// one after another; a request that can never fit fails with 500.
+#include "serve/batch_scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include "core/thread_pool.h"
+#include "engine/generate.h"
+#include "engine/synthetic.h"
+#include "engine/test_models.h"
+
+namespace recur::serve {
+namespace {
+
+struct SchedTinyModel {
+  std::vector<std::byte> storage;
+  std::unique_ptr<Model> model;
+};
+
+SchedTinyModel sched_tiny_model() {
+  SchedTinyModel t;
+  ModelConfig c = testing::tiny_hybrid_config(0);
+  c.context = 128;
+  auto w = synthetic_model({c, gguf::TensorType::kF32, 7});
+  EXPECT_TRUE(w.has_value());
+  t.storage = w->serialize();
+  auto m = model_from_file(std::move(*gguf::parse(t.storage, "sched.gguf")));
+  EXPECT_TRUE(m.has_value()) << (m ? "" : m.error().message());
+  t.model = std::move(*m);
+  return t;
+}
+
+PreparedRequest greedy_request(int prompt_len, int seed, int max_tokens) {
+  PreparedRequest r;
+  for (int i = 0; i < prompt_len; ++i) r.prompt_ids.push_back(TokenId((seed * 131 + i * 37 + 11) % 400));
+  r.options.max_new_tokens = max_tokens;
+  r.options.stop_at_eos = false;
+  return r;
+}
+
+struct Outcome {
+  std::string text;
+  JobResult result;
+};
+
+Outcome drain(Job& job) {
+  Outcome o;
+  for (;;) {
+    Job::Update u = job.wait_update();
+    o.text += u.text;
+    if (u.result) {
+      o.result = *u.result;
+      return o;
+    }
+  }
+}
+
+// The requests queued at once, then the scheduler runs until the queue is empty.
+std::vector<Outcome> run_batched(const Model& model, ThreadPool& pool, const std::vector<PreparedRequest>& requests,
+                                 const SchedulerOptions& options, const Config& knobs, Metrics& metrics,
+                                 const std::vector<bool>& cancel = {}) {
+  JobQueue queue(64);
+  std::vector<std::shared_ptr<Job>> jobs;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    jobs.push_back(std::make_shared<Job>(requests[i], 0));
+    if (i < cancel.size() && cancel[i]) jobs.back()->cancel();
+    EXPECT_TRUE(queue.try_push(jobs.back()));
+  }
+  queue.close();
+  auto scheduler = BatchScheduler::create(model, pool, options, queue, metrics, knobs);
+  EXPECT_TRUE(scheduler.has_value()) << (scheduler ? "" : scheduler.error().message());
+  if (!scheduler) return {};
+  (*scheduler)->run();
+  std::vector<Outcome> out;
+  for (auto& j : jobs) out.push_back(drain(*j));
+  return out;
+}
+
+double sched_metric(const std::string& page, const std::string& name) {
+  const size_t at = page.find("\n" + name + " ");
+  EXPECT_NE(at, std::string::npos) << name;
+  return at == std::string::npos ? -1 : std::stod(page.substr(at + name.size() + 2));
+}
+
+std::string alone(const Model& model, ThreadPool& pool, const PreparedRequest& r) {
+  std::string text;
+  auto stats = generate_from_ids(model, pool, r.prompt_ids, r.options, [&](std::string_view p) {
+    text += p;
+    return true;
+  });
+  EXPECT_TRUE(stats.has_value());
+  EXPECT_FALSE(text.empty());
+  return text;
+}
+
+class BatchSchedulerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto p = ThreadPool::create({.threads = 1, .pin = false});
+    ASSERT_TRUE(p.has_value());
+    pool = std::move(*p);
+  }
+  SchedTinyModel t = sched_tiny_model();
+  std::unique_ptr<ThreadPool> pool;
+  Metrics metrics;
+};
+
+TEST_F(BatchSchedulerTest, GreedyBatchedEqualsAloneWithChunkedPrefill) {
+  // Prompts of 3..41 tokens with 8 tokens per forward: the long ones prefill in chunks that
+  // share forwards with the short ones' decode tokens.
+  std::vector<PreparedRequest> reqs = {greedy_request(3, 1, 10), greedy_request(17, 2, 10), greedy_request(41, 3, 10),
+                                       greedy_request(9, 4, 6), greedy_request(1, 5, 10)};
+  auto out = run_batched(*t.model, *pool, reqs, {.max_sequences = 4, .max_batch_tokens = 8}, Config(), metrics);
+  ASSERT_EQ(out.size(), reqs.size());
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(out[i].text, alone(*t.model, *pool, reqs[i])) << "request " << i;
+    EXPECT_EQ(out[i].result.prompt_tokens, int(reqs[i].prompt_ids.size()));
+    EXPECT_EQ(out[i].result.completion_tokens, reqs[i].options.max_new_tokens);
+    EXPECT_EQ(out[i].result.finish_reason, "length");
+  }
+  // No forward above the 8-token budget, and more forwards than requests (prefill chunks).
+  const std::string page = metrics.render(0, 64);
+  const double forwards = sched_metric(page, "recur_batch_forwards_total");
+  EXPECT_EQ(sched_metric(page, "recur_batch_forward_tokens_bucket{le=\"8\"}"), forwards) << page;
+  EXPECT_GT(forwards, 10.0);
+  EXPECT_EQ(sched_metric(page, "recur_batch_forward_tokens_count"), forwards);
+  EXPECT_EQ(metrics.running().load(), 0);
+}
+
+TEST_F(BatchSchedulerTest, StopSequenceAndMaxTokensPerRequest) {
+  PreparedRequest a = greedy_request(5, 6, 12);
+  const std::string full = alone(*t.model, *pool, a);
+  ASSERT_GE(full.size(), 4u);
+  a.stop = {full.substr(full.size() / 2, 2)};
+  const std::string until_stop = full.substr(0, full.find(a.stop[0]));
+  PreparedRequest b = greedy_request(7, 7, 3);
+  auto out = run_batched(*t.model, *pool, {a, b, greedy_request(4, 8, 12)}, {.max_sequences = 3, .max_batch_tokens = 16},
+                         Config(), metrics, {false, false, true});
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].text, until_stop);
+  EXPECT_EQ(out[0].result.finish_reason, "stop");
+  EXPECT_EQ(out[1].result.completion_tokens, 3);
+  EXPECT_EQ(out[1].result.finish_reason, "length");
+  EXPECT_EQ(out[1].text, alone(*t.model, *pool, b));
+  EXPECT_EQ(out[2].result.finish_reason, "cancelled") << "cancelled while queued: never run";
+  EXPECT_EQ(out[2].result.completion_tokens, 0);
+}
+
+TEST_F(BatchSchedulerTest, RequestsWaitForKvPagesAndOneThatNeverFitsFails) {
+  // 4 pages of 16 tokens: one request of 20 + 20 tokens (3 pages) at a time.
+  Config knobs;
+  ASSERT_TRUE(knobs.set("engine.hybrid.kv_pages", "4").has_value());
+  std::vector<PreparedRequest> reqs = {greedy_request(20, 9, 20), greedy_request(20, 10, 20),
+                                       greedy_request(60, 11, 20)};
+  auto out = run_batched(*t.model, *pool, reqs, {.max_sequences = 4, .max_batch_tokens = 32}, knobs, metrics);
+  ASSERT_EQ(out.size(), 3u);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(out[size_t(i)].text, alone(*t.model, *pool, reqs[size_t(i)])) << i;
+    EXPECT_EQ(out[size_t(i)].result.completion_tokens, 20);
+  }
+  ASSERT_TRUE(out[2].result.error.has_value());
+  EXPECT_EQ(out[2].result.error->http_status, 500);
+  EXPECT_NE(out[2].result.error->message.find("KV pages"), std::string::npos) << out[2].result.error->message;
+  EXPECT_NE(metrics.render(0, 64).find("recur_kv_pages_total 4\n"), std::string::npos);
+}
+
+TEST_F(BatchSchedulerTest, RejectsABatchTooSmallForItsSequences) {
+  JobQueue queue(1);
+  auto s = BatchScheduler::create(*t.model, *pool, {.max_sequences = 8, .max_batch_tokens = 4}, queue, metrics, Config());
+  ASSERT_FALSE(s.has_value());
+  EXPECT_NE(s.error().message().find("--max-batch-tokens"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace recur::serve
