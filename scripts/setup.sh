@@ -12,6 +12,8 @@ packages=(
   libprotobuf-dev protobuf-compiler zlib1g-dev libsqlite3-dev libtomlplusplus-dev
   libcpp-httplib-dev libxxhash-dev libpng-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  # MPI collectives backend (engine.collectives=mpi, docs/engine.md "MPI mode"): OpenMPI and mpirun
+  libopenmpi-dev openmpi-bin
   # tests only: tests/agent_report_cli_test.sh renders the agent's HTML report headless
   chromium
 )
