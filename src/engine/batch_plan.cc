@@ -54,16 +54,29 @@ Result<BatchPlan> plan_batch(std::string_view who, std::span<const BatchToken> t
                       who, pages, kv->free_pages(), kv->config().num_pages);
   p.tokens.resize(tokens.size());
   p.positions.resize(tokens.size());
+  p.embeddings.resize(tokens.size());
   std::vector<int64_t> next(p.runs.size());
   for (size_t i = 0; i < p.runs.size(); ++i) next[i] = p.runs[i].first;
   for (const BatchToken& t : tokens) {
     const size_t run = size_t(run_of[size_t(t.seq)]);
     const int64_t r = next[run]++;
     p.tokens[size_t(r)] = t.token;
+    p.embeddings[size_t(r)] = t.embedding;
     p.positions[size_t(r)] = p.runs[run].start + int(r - p.runs[run].first);
     if (t.want_logits) p.want.push_back(r);
   }
   return p;
+}
+
+void batch_embed_rows(const BatchPlan& plan, const Weight& table, int dim, float* x) {
+  for (int64_t i = 0; i < plan.rows(); ++i) {
+    float* row = x + i * dim;
+    if (const float* given = plan.embeddings[size_t(i)]) {
+      std::copy(given, given + dim, row);
+    } else {
+      table.dequantize_row(plan.tokens[size_t(i)], row);
+    }
+  }
 }
 
 Result<std::span<const float>> prefill_sequence(Batch& batch, SeqId seq, const BatchOptions& options, int vocab,

@@ -10,6 +10,7 @@
 
 #include "core/status.h"
 #include "engine/model.h"
+#include "engine/weights.h"
 #include "kernels/attention/kv_cache.h"
 
 namespace recur {
@@ -33,6 +34,7 @@ struct BatchPlan {
   };
   std::vector<TokenId> tokens;  // per row
   std::vector<int> positions;   // per row
+  std::vector<const float*> embeddings;  // per row: BatchToken::embedding (null: look up the token)
   std::vector<Run> runs;
   std::vector<int64_t> want;  // rows whose logits are returned, in the caller's order
   bool all_single = true;     // every run is one token (batched decode)
@@ -44,6 +46,9 @@ struct BatchPlan {
 // attention layers) and groups them; errors start with `who` ("llama batch").
 Result<BatchPlan> plan_batch(std::string_view who, std::span<const BatchToken> tokens, std::span<const BatchSlot> slots,
                              const BatchOptions& options, int vocab, const kernels::attention::PagedKvCache* kv);
+
+// The first hidden state of each row: the given embedding, else the token's row of `table`.
+void batch_embed_rows(const BatchPlan& plan, const Weight& table, int dim, float* x);
 
 // The slot's position, -1 when `seq` is not live.
 int batch_slot_position(std::span<const BatchSlot> slots, SeqId seq);

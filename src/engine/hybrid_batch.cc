@@ -307,7 +307,7 @@ void HybridBatch::rank_forward(Rank& r, const Plan& p) {
   auto add_partial = [&] {
     for (int64_t i = 0; i < M * dim; ++i) r.x[size_t(i)] += r.partial[size_t(i)];
   };
-  for (int64_t i = 0; i < M; ++i) m_.token_embedding.dequantize_row(p.tokens[size_t(i)], r.x.data() + i * dim);
+  batch_embed_rows(p, m_.token_embedding, int(dim), r.x.data());
   if (tap_rows_) record(r, -1, "embed", "engine:embed", {}, OpShard::kWhole, r.x.data(), dim);
   for (int l = 0; l < c.n_layers; ++l) {
     RECUR_ZONE("layer");

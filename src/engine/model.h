@@ -50,6 +50,10 @@ struct BatchToken {
   SeqId seq = 0;
   TokenId token = 0;
   bool want_logits = false;  // return the logits for the token after this one
+  // Non-null: the model's hidden-size row that enters the forward at this position instead of
+  // the token's embedding (an image patch from the vision encoder); the caller keeps it alive
+  // through forward(). `token` is then still checked against the vocabulary but not looked up.
+  const float* embedding = nullptr;
 };
 
 struct BatchOptions {
