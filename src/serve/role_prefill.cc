@@ -118,10 +118,12 @@ Result<json> PrefillWorker::prefill(const json& msg) {
   }
   RECUR_ASSIGN_OR_RETURN(SeqId seq, e_.batch->add_sequence());
   const int64_t t0 = now_ns();
+  int64_t first_sent = 0;  // when layer 0 was handed to the transfer engine
   uint64_t bytes = 0;
   Status sent = ok_status();
   auto send_block = [&](int layer, size_t n) {
     if (!sent || p == nullptr) return;
+    if (first_sent == 0) first_sent = now_ns();
     const transfer::KvPage page{staging_.data() + size_t(layer) * layout_.max_block_bytes, n};
     sent = p->sender->send_layer(request, layer, std::span(&page, 1));
     bytes += n;
@@ -161,9 +163,11 @@ Result<json> PrefillWorker::prefill(const json& msg) {
       return unexpected(sent.error());
     }
   }
-  const double seconds = double(now_ns() - t0) / 1e9;
-  if (p != nullptr) kv_metrics_.observe(bytes, seconds);
-  return json{{"prompt_tokens", ids.size()}, {"bytes", bytes}, {"seconds", seconds}, {"transport", mode_}};
+  const int64_t t1 = now_ns();
+  const double transfer_seconds = p != nullptr ? double(t1 - first_sent) / 1e9 : 0.0;
+  if (p != nullptr) kv_metrics_.observe(bytes, transfer_seconds);
+  return json{{"prompt_tokens", ids.size()}, {"bytes", bytes}, {"transfer_seconds", transfer_seconds},
+              {"prefill_seconds", double(t1 - t0) / 1e9}, {"transport", mode_}};
 }
 
 void PrefillWorker::handle_prefill(const httplib::Request& req, httplib::Response& res) {

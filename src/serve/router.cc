@@ -147,7 +147,7 @@ expected<json, ApiError> Router::prefill(const PreparedRequest& p, int64_t reque
     if (r->body.value("transport", std::string()) == "off")
       return unexpected(ApiError{503, "prefill worker " + w->url + " has serve.kv_transfer=off: nothing reaches "
                                       "a decode worker", "server_error", "", "kv_transfer_off"});
-    kv_metrics_.observe(r->body.value("bytes", uint64_t(0)), r->body.value("seconds", 0.0));
+    kv_metrics_.observe(r->body.value("bytes", uint64_t(0)), r->body.value("transfer_seconds", 0.0));
     return r->body;
   }
   return unexpected(ApiError{503, "no prefill worker is reachable", "server_error", "", "no_prefill_worker"});
