@@ -23,9 +23,15 @@ budget_s = 300
 [start]
 "kernel.rmsnorm.variant" = "scalar"
 TOML
+export TMPDIR="$T/tmp"  # nothing may be left here (bench.callgrind's dumps go to the run's folder)
+mkdir -p "$TMPDIR"
 if ! /usr/bin/python3 "$SRC/tests/mcp_client.py" drive "$RECUR" "$T"; then
   echo "FAIL: mcp_client.py drive; server stderr:" >&2
   tail -20 "$T/mcp.err" >&2
+  exit 1
+fi
+if [ -n "$(ls -A "$TMPDIR")" ]; then
+  echo "FAIL: left in TMPDIR: $(ls "$TMPDIR")" >&2
   exit 1
 fi
 echo "mcp_cli_test: ok"

@@ -96,6 +96,9 @@ def run_episode(client, run):
     assert runs[run]["state"] == "done", runs
     exps = client.call("journal_query", {"run": run})["structuredContent"]["experiments"]
     assert len(exps) == steps and all(e["state"] == "done" for e in exps), (len(exps), steps)
+    # bench.callgrind's dumps are kept beside the run's report (runs/RUN/callgrind), named in its record.
+    dumps = [e["feedback"]["artifacts"].get("callgrind") for e in exps if e["feedback"]["probe"] == "bench.callgrind"]
+    assert dumps and all(d and f"/runs/{run}/callgrind/" in d and os.path.getsize(d) > 0 for d in dumps), dumps
     return steps
 
 

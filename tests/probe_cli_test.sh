@@ -77,9 +77,18 @@ for verb in bench check kernels; do
 done
 
 if command -v valgrind >/dev/null 2>&1; then
-  expect 0 --isa avx2 bench rmsnorm --variant avx2 --shape M2,N64 --callgrind --callgrind-iters 1 --json
+  # Dumps are removed unless kept with --callgrind-dir (they used to pile up under $TMPDIR).
+  mkdir "$RECUR_CACHE_DIR/tmp"
+  TMPDIR="$RECUR_CACHE_DIR/tmp" expect 0 --isa avx2 bench rmsnorm --variant avx2 --shape M2,N64 --callgrind \
+    --callgrind-iters 1 --json
   is_feedback bench.callgrind confirmed
   contains "$out" "unattributed"
+  [ -z "$(ls -A "$RECUR_CACHE_DIR/tmp")" ] || fail "bench --callgrind left $(ls "$RECUR_CACHE_DIR/tmp") in TMPDIR"
+  expect 0 --isa avx2 bench rmsnorm --variant avx2 --shape M2,N64 --callgrind --callgrind-iters 1 --json \
+    --callgrind-dir "$RECUR_CACHE_DIR/kept"
+  dump="$(printf '%s' "$out" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["artifacts"]["callgrind"])')"
+  case "$dump" in "$RECUR_CACHE_DIR/kept/"*) [ -s "$dump" ] || fail "no dump at $dump" ;;
+    *) fail "--callgrind-dir: the artifact $dump is not in the folder" ;; esac
 fi
 
 [ "$failures" = 0 ] && echo "probe CLI: all checks passed"

@@ -87,7 +87,10 @@ Result<Evidence> kernel_time_evidence(const Episode& ep, const gate::GateSpec& s
         log.run({.hypothesis = fmt::format("the instruction split of {} variant {} shows which part costs most", w.kernel,
                                            t.variant->name),
                  .probe = "bench.callgrind", .tier = 0, .config_diff = {}},
-                [&] { return probe::bench_callgrind(*t.spec, *t.variant, nullptr, t.shape, probe::CallgrindOptions{}); },
+                [&] {
+                  return probe::bench_callgrind(*t.spec, *t.variant, nullptr, t.shape,
+                                                probe::CallgrindOptions{.dump_dir = options.callgrind_dir});
+                },
                 [](const Feedback&) { return Decision::kNone; }));
     if (split.feedback.verdict != Verdict::kFailed) add_region_parts(*t.spec, split.feedback, ev.components, ev.findings);
   }

@@ -35,6 +35,7 @@ struct Evidence {
 
 struct AttributeOptions {
   bool instruction_counts = true;  // bench.callgrind (needs valgrind and this process to be `recur`)
+  std::string callgrind_dir;       // where bench.callgrind keeps its dumps ("" = removed)
 };
 
 // Runs the attribution probes for the gate's deciding condition on the candidate configuration.

@@ -101,8 +101,11 @@ class Loop {
         continue;
       }
       if (!(stop = out_of_budget()).empty()) break;
+      // Instruction-count dumps go beside the run's report, as the gate's traces do.
+      const std::string callgrind_dir = (fs::path(o_.journal).parent_path() / run_.name / "callgrind").string();
       RECUR_ASSIGN_OR_RETURN(Evidence ev, attribute_gap(ep_, config, state, log_,
-                                                        {.instruction_counts = o_.instruction_counts}));
+                                                        {.instruction_counts = o_.instruction_counts,
+                                                         .callgrind_dir = callgrind_dir}));
       AgentState as{.episode = &ep_, .config = config, .gate = state, .evidence = ev, .tried = {},
                     .visited = visited, .iteration = ++iteration, .allow_patches = o_.allow_patches};
       bool kept = false;

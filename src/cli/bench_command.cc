@@ -21,6 +21,7 @@ struct BenchFlags {
   uint64_t seed = 1;
   int rotate = 4;
   int callgrind_iters = 3;
+  std::string callgrind_dir;
   bool flush_cache = false, json = false, callgrind = false, callgrind_child = false;
   // bench cmd
   std::vector<std::string> command;
@@ -63,6 +64,7 @@ int run_bench_kernel(const BenchFlags& fl) {
     if (fl.callgrind) {
       probe::CallgrindOptions co;
       co.iterations = fl.callgrind_iters;
+      co.dump_dir = fl.callgrind_dir;
       return probe::bench_callgrind(*target->spec, *target->variant, target->vs, target->shape, co);
     }
     probe::KernelBenchOptions o;
@@ -120,6 +122,8 @@ void register_bench(CLI::App& app, Invocation& inv) {
   cmd->add_flag("--callgrind", fl->callgrind,
                 "Deterministic mode: instruction counts per region under valgrind --tool=callgrind (tier 0)");
   cmd->add_option("--callgrind-iters", fl->callgrind_iters, "Calls counted in --callgrind mode")->capture_default_str();
+  cmd->add_option("--callgrind-dir", fl->callgrind_dir,
+                  "Keep the --callgrind dumps in this folder (named in the record's artifacts); default: removed");
   cmd->add_flag("--callgrind-child", fl->callgrind_child, "(internal) the process valgrind runs")->group("");
   add_common(cmd, *fl);
   auto* sub = cmd->add_subcommand("cmd", "Time whole programs: wall time from spawn to exit, against --vs-cmd or "

@@ -7,8 +7,10 @@
 #include <valgrind/callgrind.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -62,8 +64,11 @@ Result<Counted> count(const kernels::KernelSpec& spec, const kernels::VariantSpe
   if (v.isa == Isa::kAvx512)
     return unsupported("callgrind: valgrind cannot execute AVX-512, so variant {} cannot be counted; count avx2 or scalar",
                        v.name);
-  const fs::path out = dir / fmt::format("callgrind.{}.out", v.name);
-  const std::string log = (dir / fmt::format("callgrind.{}.log", v.name)).string();
+  // Unique per count: a kept folder collects the dumps of many probes (a run's experiments).
+  static std::atomic<int> counted{0};
+  const std::string stem = fmt::format("callgrind.{}.{}-{}", v.name, getpid(), counted++);
+  const fs::path out = dir / (stem + ".out");
+  const std::string log = (dir / (stem + ".log")).string();
   // valgrind would read /proc/self/exe as itself: resolve the link first.
   std::error_code ec;
   fs::path exe = fs::read_symlink(o.self_exe, ec);
@@ -84,6 +89,37 @@ Result<Counted> count(const kernels::KernelSpec& spec, const kernels::VariantSpe
   RECUR_ASSIGN_OR_RETURN(CallgrindProfile p, parse_callgrind(ss.str()));
   return Counted{std::move(p), dump.string()};
 }
+
+// The folder of one bench_callgrind: the caller's (kept), or a fresh temporary one removed with
+// this object, so nothing accumulates under $TMPDIR.
+struct CallgrindDumpDir {
+  fs::path path;
+  bool kept = false;
+  CallgrindDumpDir() = default;
+  CallgrindDumpDir(CallgrindDumpDir&& o) noexcept : path(std::move(o.path)), kept(o.kept) { o.path.clear(); }
+  CallgrindDumpDir& operator=(CallgrindDumpDir&&) = delete;
+  ~CallgrindDumpDir() {
+    std::error_code ec;
+    if (!kept && !path.empty()) fs::remove_all(path, ec);
+  }
+
+  static Result<CallgrindDumpDir> open(const std::string& keep_in) {
+    CallgrindDumpDir d;
+    std::error_code ec;
+    if (!keep_in.empty()) {
+      fs::create_directories(keep_in, ec);
+      if (ec) return io_error("callgrind: cannot create {}: {}", keep_in, ec.message());
+      d.path = keep_in;
+      d.kept = true;
+      return d;
+    }
+    std::string tmpl = (fs::temp_directory_path(ec) / "recur-callgrind-XXXXXX").string();
+    if (ec || mkdtemp(tmpl.data()) == nullptr)
+      return io_error("callgrind: cannot create a temporary folder {}: {}", tmpl, std::strerror(errno));
+    d.path = tmpl;
+    return d;
+  }
+};
 
 // "recur::kernels::rmsnorm_avx2(float const*, ...)" -> "kernels::rmsnorm_avx2".
 std::string short_function(const std::string& fn) {
@@ -143,10 +179,8 @@ Result<Feedback> bench_callgrind(const kernels::KernelSpec& spec, const kernels:
                                  const CallgrindOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   if (o.iterations < 1) return invalid_argument("callgrind: --callgrind-iters must be >= 1");
-  std::error_code ec;
-  fs::path dir = fs::temp_directory_path(ec) / fmt::format("recur-callgrind-{}", getpid());
-  fs::create_directories(dir, ec);
-  if (ec) return io_error("callgrind: cannot create {}: {}", dir.string(), ec.message());
+  RECUR_ASSIGN_OR_RETURN(CallgrindDumpDir dumps, CallgrindDumpDir::open(o.dump_dir));
+  const fs::path& dir = dumps.path;
   RECUR_ASSIGN_OR_RETURN(Counted cand, count(spec, variant, shape, o, dir));
   Feedback f;
   f.probe = "bench.callgrind";
@@ -157,7 +191,7 @@ Result<Feedback> bench_callgrind(const kernels::KernelSpec& spec, const kernels:
   f.add_metric("instructions_per_call", per_call, "instructions");
   f.attribution = attribute_regions(cand.profile, spec.regions, o.top_functions, "kernel:" + spec.name);
   f.attribution_is_decomposition = true;
-  f.artifacts["callgrind"] = cand.dump_path;
+  if (dumps.kept) f.artifacts["callgrind"] = cand.dump_path;
   f.notes.push_back(fmt::format("{} {} over {} calls under callgrind (instrumented only around the calls; deterministic)",
                                 cand.profile.total, cand.profile.events, o.iterations));
   if (baseline) {
@@ -166,7 +200,7 @@ Result<Feedback> bench_callgrind(const kernels::KernelSpec& spec, const kernels:
     const double ratio = base_per_call > 0 ? per_call / base_per_call : 0;
     f.add_metric("baseline_instructions_per_call", base_per_call, "instructions");
     f.add_metric("instruction_ratio", ratio);
-    f.artifacts["callgrind_baseline"] = base.dump_path;
+    if (dumps.kept) f.artifacts["callgrind_baseline"] = base.dump_path;
     f.hypothesis = fmt::format("{} executes fewer instructions than {}", variant.name, baseline->name);
     f.verdict = ratio < 1 ? Verdict::kConfirmed : Verdict::kRefuted;
   } else {

@@ -26,6 +26,10 @@ struct CallgrindOptions {
   int top_functions = 4;          // when the spec declares no regions
   std::string valgrind = "valgrind";
   std::string self_exe = "/proc/self/exe";  // the recur binary to re-execute
+  // Where the dumps are kept (created if missing) and named in the record's artifacts, e.g. a
+  // run's artifact folder. "" = a private temporary folder, removed before returning (no
+  // callgrind artifacts).
+  std::string dump_dir;
 };
 
 Result<Feedback> bench_callgrind(const kernels::KernelSpec& spec, const kernels::VariantSpec& variant,
