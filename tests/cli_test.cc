@@ -178,6 +178,10 @@ TEST(Cli, ModelNewThenGenerate) {
   nlohmann::json g = nlohmann::json::parse(a.out);
   EXPECT_EQ(g["generated_tokens"], 8);
   EXPECT_GT(g["decode_tok_s"].get<double>(), 0);
+  // The prompt's ids as generate() ran them, BOS first (benchmarks/gguf_interop_llamacpp.sh
+  // compares them with llama.cpp's tokenizer).
+  ASSERT_EQ(g["prompt_ids"].size(), g["prompt_tokens"].get<size_t>());
+  EXPECT_EQ(g["prompt_ids"][0], 1);
   CliResult b = run_recur({"generate", "-m", path, "-p", "hello", "-n", "8", "--json"});
   EXPECT_EQ(nlohmann::json::parse(b.out)["tokens"], g["tokens"]) << "greedy generation is deterministic";
 

@@ -60,7 +60,10 @@ int run_generate(const GenerateFlags& f) {
   }
   if (!stats) return report_failure(stats.error());
   if (f.json) {
+    // The prompt's ids as generate() encoded them, to compare tokenizers with other engines.
+    const Tokenizer& tok = (*model)->tokenizer();
     nlohmann::json j = {{"model", path}, {"prompt", f.prompt}, {"text", text}, {"tokens", stats->tokens},
+                        {"prompt_ids", tok.encode(f.prompt, tok.vocabulary().add_bos)},
                         {"prompt_tokens", stats->prompt_tokens}, {"generated_tokens", stats->generated_tokens},
                         {"prefill_tok_s", stats->prefill_tok_s()}, {"decode_tok_s", stats->decode_tok_s()},
                         {"threads", (*pool)->size()}};

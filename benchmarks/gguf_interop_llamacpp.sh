@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# GGUF interop with llama.cpp (issue #7): recur's llama files run in llama.cpp, llama.cpp's files
+# run in recur, and both engines give the same tokenization and the same greedy tokens.
+#
+#   benchmarks/gguf_interop_llamacpp.sh LLAMA_CPP_BIN_DIR [N_TOKENS=16]
+#
+# LLAMA_CPP_BIN_DIR holds a llama.cpp CPU build's llama-server and llama-quantize (built by you,
+# outside this repository). Without them the script says so and exits 0: CI has no llama.cpp.
+# Files (in $RECUR_INTEROP_DIR, default /tmp/recur-interop):
+#   recur-written:     `recur model new --arch llama` (dim 256, 2 layers, 4 heads, 2 KV heads,
+#                      vocab 4096, seed 7) in f32, f16, bf16, q8_0, and f32 with a tied LM head;
+#   llama.cpp-written: llama-quantize of the recur f32 file into Q8_0, F16 and BF16.
+# For each file and prompt: llama-server's /tokenize (add_special) against the ids recur generate
+# encoded, and llama-server's /completion (temperature 0, top_k 1, return_tokens) against
+# `recur generate --json` (greedy), both on one thread; where the tokens part, the gap between the
+# two picks' logits in llama.cpp (its top-5 log-probabilities) shows whether it was a near tie.
+# Prints one row per file and prompt; exits 1 if any tokenization differs or a file fails to load
+# in either engine (greedy tokens may part at near ties: Q8_0 activations are quantized differently).
+set -euo pipefail
+bin=${1:?usage: gguf_interop_llamacpp.sh LLAMA_CPP_BIN_DIR [N_TOKENS]}
+ntok=${2:-16}
+root=$(cd "$(dirname "$0")/.." && pwd)
+recur=$root/build/recur
+work=${RECUR_INTEROP_DIR:-/tmp/recur-interop}
+for b in llama-server llama-quantize; do
+  [ -x "$bin/$b" ] || { echo "skip: no $b in $bin (build llama.cpp outside this repository to run this check)"; exit 0; }
+done
+[ -x "$recur" ] || { echo "build recur first (make build)" >&2; exit 2; }
+mkdir -p "$work"
+
+shape=(--dim 256 --layers 2 --heads 4 --kv-heads 2 --vocab 4096 --seed 7)
+files=()
+for dt in f32 f16 bf16 q8_0; do
+  "$recur" model new "$work/recur-$dt.gguf" "${shape[@]}" --dtype "$dt" 2>/dev/null
+  files+=("recur:$dt:$work/recur-$dt.gguf")
+done
+"$recur" model new "$work/recur-f32-tied.gguf" "${shape[@]}" --dtype f32 --tied 2>/dev/null
+files+=("recur:f32-tied:$work/recur-f32-tied.gguf")
+for q in Q8_0 F16 BF16; do
+  out=$work/llamacpp-${q,,}.gguf
+  "$bin/llama-quantize" "$work/recur-f32.gguf" "$out" "$q" 1 > "$work/quantize-$q.log" 2>&1 ||
+    { echo "llama-quantize $q failed: see $work/quantize-$q.log" >&2; exit 1; }
+  files+=("llama.cpp:${q,,}:$out")
+done
+
+prompts=("Hello world, the quick brown fox" "Once upon a time" "naïve café, 日本語 and 12345!")
+results=$work/interop.jsonl
+: > "$results"
+for entry in "${files[@]}"; do
+  IFS=: read -r writer dtype path <<< "$entry"
+  port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  "$bin/llama-server" -m "$path" --host 127.0.0.1 --port "$port" -t 1 -c 512 -np 1 --no-mmap \
+    > "$work/server-$writer-$dtype.log" 2>&1 &
+  server=$!
+  for prompt in "${prompts[@]}"; do
+    recur_json=$("$recur" generate -m "$path" -p "$prompt" -n "$ntok" --threads 1 --json 2>/dev/null || echo '{}')
+    /usr/bin/python3 - "$port" "$writer" "$dtype" "$prompt" "$ntok" "$recur_json" >> "$results" <<'PY'
+import json, sys, time, urllib.request
+port, writer, dtype, prompt, ntok, recur_json = sys.argv[1:]
+url = f"http://127.0.0.1:{port}"
+def post(path, body):
+    req = urllib.request.Request(url + path, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=120) as r:
+        return json.load(r)
+row = {"writer": writer, "dtype": dtype, "prompt": prompt}
+for _ in range(600):  # the server loads the model: up to 60 s
+    try:
+        with urllib.request.urlopen(url + "/health", timeout=5) as r:
+            if r.status == 200: break
+    except Exception:
+        time.sleep(0.1)
+try:
+    row["llama_prompt"] = post("/tokenize", {"content": prompt, "add_special": True})["tokens"]
+    c = post("/completion", {"prompt": prompt, "n_predict": int(ntok), "temperature": 0, "top_k": 1,
+                             "return_tokens": True, "cache_prompt": False, "n_probs": 5})
+    row["llama_tokens"] = c["tokens"]
+    # llama.cpp's top-5 log-probabilities of the raw logits per step, to size a disagreement
+    row["llama_top"] = [{t["id"]: t["logprob"] for t in p["top_logprobs"]} for p in c["completion_probabilities"]]
+except Exception as e:
+    row["llama_error"] = str(e)
+r = json.loads(recur_json)
+if "tokens" in r:
+    row["recur_prompt"] = r["prompt_ids"]
+    row["recur_tokens"] = r["tokens"]
+else:
+    row["recur_error"] = "recur generate failed"
+print(json.dumps(row))
+PY
+  done
+  kill "$server" 2>/dev/null || true
+  wait "$server" 2>/dev/null || true
+done
+
+/usr/bin/python3 - "$results" "$ntok" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+ntok = int(sys.argv[2])
+bad = 0
+print(f"{'written by':10} {'dtype':8} {'prompt':34} {'prompt ids':>11} {'greedy tokens equal':>20}  first difference")
+for r in rows:
+    if "llama_error" in r or "recur_error" in r:
+        bad += 1
+        print(f"{r['writer']:10} {r['dtype']:8} {r['prompt'][:34]:34} ERROR {r.get('llama_error', '')}{r.get('recur_error', '')}")
+        continue
+    same_prompt = r["llama_prompt"] == r["recur_prompt"]
+    bad += not same_prompt
+    a, b = r["recur_tokens"], r["llama_tokens"]
+    k = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
+    diff = "-"
+    if a != b and k < min(len(a), len(b)):
+        top = {int(i): v for i, v in r["llama_top"][k].items()}
+        gap = f"logit gap {top[b[k]] - top[a[k]]:.3f} in llama.cpp" if a[k] in top else "recur's pick not in llama.cpp's top 5"
+        diff = f"step {k}: recur {a[k]}, llama.cpp {b[k]} ({gap})"
+    print(f"{r['writer']:10} {r['dtype']:8} {r['prompt'][:34]:34} {'same' if same_prompt else 'DIFFER':>11} "
+          f"{f'{k}/{max(len(a), len(b))}':>20}  {diff}")
+print(f"{len(rows)} cases, {bad} failed to load or tokenized differently")
+sys.exit(1 if bad else 0)
+PY
