@@ -63,6 +63,7 @@ Result<HybridBatchOptions> hybrid_batch_options(const Config& knobs, const Model
   o.batch = batch;
   RECUR_ASSIGN_OR_RETURN(int64_t tp, knobs.get_int("engine.tp"));
   o.tp = int(tp);
+  RECUR_ASSIGN_OR_RETURN(o.ep, moe::ep_options_from_config(knobs));
   RECUR_ASSIGN_OR_RETURN(o.reduce, reduce_dtype_from_config(knobs));
   RECUR_ASSIGN_OR_RETURN(o.precision, gemm::precision_from_config(knobs));
   RECUR_ASSIGN_OR_RETURN(o.q8, gemm::q8_activations_from_config(knobs));
@@ -98,6 +99,7 @@ struct HybridBatch::Rank {
   std::vector<float> x, h, partial, q, k, v, g, b, o, gate, ff_a, ff_b, ff_out, xg, router, logits;
   std::vector<float> norm_w, scratch;
   kda::Workspace ws;
+  moe::EpWorkspace ep;
   Status status;
 };
 
@@ -122,14 +124,22 @@ Result<std::unique_ptr<HybridBatch>> HybridBatch::create(const HybridModel& m, T
   const HybridLayerWeights& first = m.layers[0];
   const Weight& down = c.n_experts == 0 ? first.w_down : first.exp_down[0];
   RECUR_RETURN_IF_ERROR(hybrid::check_tp_split(c, o.tp, gguf::block_layout(down.type).elements));
+  const int ep = o.ep.ep, ranks = std::max(o.tp, ep);
+  if (ep > 1 && c.n_experts == 0) return invalid_argument("engine.ep={}: the model has no MoE experts", ep);
+  if (ep > 1 && c.n_experts % ep != 0)
+    return invalid_argument("engine.ep={} does not divide the {} experts (each rank holds whole experts)", ep,
+                            c.n_experts);
+  if (o.tp > 1 && ep > 1 && o.tp != ep)
+    return invalid_argument("engine.tp={} and engine.ep={}: with both above 1 they must be equal (one group of ranks)",
+                            o.tp, ep);
   std::unique_ptr<HybridBatch> batch(new HybridBatch(m, pool, o));
   batch->slots_.resize(size_t(b.max_sequences));
   for (int l = 0, a = 0; l < c.n_layers; ++l) batch->attention_index_.push_back(c.is_kda_layer(l) ? -1 : a++);
   const int64_t kv_pages = o.kv_pages > 0 ? o.kv_pages : b.max_sequences * batch_kv_pages_for(b.max_tokens);
   const int64_t M = b.max_batch_tokens, K = c.kda_head_dim, hd = c.head_dim;
-  for (int index = 0; index < o.tp; ++index) {
+  for (int index = 0; index < ranks; ++index) {
     auto r = std::make_unique<Rank>();
-    RECUR_ASSIGN_OR_RETURN(r->w, hybrid::shard_rank(m, index, o.tp, o.precision, o.q8));
+    RECUR_ASSIGN_OR_RETURN(r->w, hybrid::shard_rank(m, index, o.tp, ep, o.precision, o.q8));
     int64_t q_w = 0, k_w = 0, v_w = 0, hv = 0, kv_heads = 0;
     r->kda.resize(size_t(c.n_layers));
     for (int l = 0; l < c.n_layers; ++l) {
@@ -154,7 +164,7 @@ Result<std::unique_ptr<HybridBatch>> HybridBatch::create(const HybridModel& m, T
       r->kv.emplace(std::move(cache));
     }
     r->kv_seq.assign(size_t(b.max_sequences), -1);
-    const int64_t ffn = r->w.ffn.size();
+    const int64_t ffn = ep > 1 ? c.ffn_dim : r->w.ffn.size();  // EP: whole experts
     for (auto* buf : {&r->x, &r->h, &r->partial, &r->ff_out, &r->xg}) buf->resize(size_t(M * c.dim));
     r->q.resize(size_t(M * q_w));
     r->k.resize(size_t(M * k_w));
@@ -169,8 +179,8 @@ Result<std::unique_ptr<HybridBatch>> HybridBatch::create(const HybridModel& m, T
     r->norm_w.resize(size_t(c.dim));
     batch->ranks_.push_back(std::move(r));
   }
-  if (o.tp > 1) {
-    RECUR_ASSIGN_OR_RETURN(batch->runner_, RankRunner::create(o.tp, M * c.dim, o.reduce));
+  if (ranks > 1) {
+    RECUR_ASSIGN_OR_RETURN(batch->runner_, RankRunner::create(ranks, M * c.dim, o.reduce));
   }
   return batch;
 }
@@ -253,7 +263,8 @@ Result<std::span<const float>> HybridBatch::forward(std::span<const BatchToken> 
   RECUR_ZONE("forward");
   zone.arg("rows", p.rows());
   zone.arg("sequences", int64_t(p.runs.size()));
-  zone.arg("tp", int64_t(ranks_.size()));
+  zone.arg("tp", int64_t(options_.tp));
+  zone.arg("ep", int64_t(options_.ep.ep));
   const size_t vocab = size_t(m_.config().vocab);
   if (logits_.size() < p.want.size() * vocab) logits_.resize(p.want.size() * vocab);
   tap_rows_ = op_tap_ != nullptr && p.rows() == 1;
@@ -272,7 +283,7 @@ Result<std::span<const float>> HybridBatch::forward(std::span<const BatchToken> 
 void HybridBatch::record(const Rank& r, int l, std::string_view op, std::string_view component,
                          std::initializer_list<std::string_view> inputs, OpShard shard, const float* data, int64_t n,
                          int64_t offset, int64_t size) const {
-  if (shard == OpShard::kWhole && r.w.index != 0) return;
+  if ((shard == OpShard::kWhole || options_.tp == 1) && r.w.index != 0) return;  // replicated: rank 0's
   auto name = [&](std::string_view o) {
     if (l < 0) return std::string(o);
     if (o == "<stream>") return l == 0 ? std::string("embed") : fmt::format("layer.{}.residual", l - 1);
@@ -287,7 +298,7 @@ void HybridBatch::record(const Rank& r, int l, std::string_view op, std::string_
 
 void HybridBatch::all_reduce(Rank& r, int l, int64_t rows, std::string_view op, std::string_view input) {
   const int64_t n = rows * m_.config().dim;
-  if (ranks_.size() > 1) {
+  if (options_.tp > 1) {
     RECUR_ZONE("all_reduce");
     zone.arg("ranks", int64_t(ranks_.size()));
     zone.arg("floats", n);
@@ -332,7 +343,11 @@ void HybridBatch::rank_forward(Rank& r, const Plan& p) {
     norm_rows(L.ffn_norm);
     if (tap_rows_) record(r, l, "ffn_norm", "engine:norm", {"mix_residual"}, OpShard::kWhole, r.h.data(), dim);
     mlp(r, l, p, intra);
-    all_reduce(r, l, M, "ffn.all_reduce", c.n_experts == 0 ? "ffn.down" : "ffn.moe");
+    if (options_.ep.ep > 1) {
+      if (tap_rows_) record(r, l, "ffn.all_reduce", "op:moe_combine", {"ffn.moe"}, OpShard::kWhole, r.partial.data(), dim);
+    } else {
+      all_reduce(r, l, M, "ffn.all_reduce", c.n_experts == 0 ? "ffn.down" : "ffn.moe");
+    }
     add_partial();
     if (tap_rows_)
       record(r, l, "residual", "engine:residual", {"mix_residual", "ffn.all_reduce"}, OpShard::kWhole, r.x.data(),
@@ -348,8 +363,8 @@ void HybridBatch::rank_forward(Rank& r, const Plan& p) {
             r.norm_w.data());
   // Vocabulary-parallel LM head: this rank's slice of the shared logits (the all-gather).
   const Span vs = r.w.vocab;
-  if (ranks_.size() == 1) {
-    r.w.output.apply(r.h.data(), n, logits_.data(), intra);
+  if (options_.tp == 1) {
+    if (r.w.index == 0) r.w.output.apply(r.h.data(), n, logits_.data(), intra);  // ranks > 1: replicated
   } else {
     r.logits.resize(size_t(n * vs.size()));
     r.w.output.apply(r.h.data(), n, r.logits.data(), intra);
@@ -481,7 +496,7 @@ void HybridBatch::mlp(Rank& r, int l, const Plan& p, ThreadPool* intra) {
       record(r, l, "ffn.gate", "kernel:gemm", {"ffn_norm"}, OpShard::kSlice, r.ff_a.data(), n, r.w.ffn.begin, c.ffn_dim);
       record(r, l, "ffn.up", "kernel:gemm", {"ffn_norm"}, OpShard::kSlice, r.ff_b.data(), n, r.w.ffn.begin, c.ffn_dim);
     }
-    swiglu(r.ff_a.data(), r.ff_b.data(), int(m * n));
+    swiglu(r.ff_a.data(), r.ff_b.data(), int(m * f.gate.rows()));  // EP experts are whole, wider than n
     if (tap)
       record(r, l, "ffn.act", "engine:activation", {"ffn.gate", "ffn.up"}, OpShard::kSlice, r.ff_a.data(), n,
              r.w.ffn.begin, c.ffn_dim);
@@ -496,6 +511,10 @@ void HybridBatch::mlp(Rank& r, int l, const Plan& p, ThreadPool* intra) {
   matmul(L.router, r.h.data(), M, r.router.data(), intra, gemm::Q8Activations::kF32);
   if (tap_rows_)
     record(r, l, "ffn.router", "engine:router", {"ffn_norm"}, OpShard::kWhole, r.router.data(), c.n_experts);
+  if (options_.ep.ep > 1) {
+    moe_expert_parallel(r, l, p, intra);
+    return;
+  }
   // Rows grouped by expert, so each expert's weights are streamed once per forward.
   std::vector<std::vector<std::pair<int64_t, float>>> routed(size_t(c.n_experts));
   for (int64_t i = 0; i < M; ++i) {
@@ -524,6 +543,41 @@ void HybridBatch::mlp(Rank& r, int l, const Plan& p, ThreadPool* intra) {
   }
   if (tap_rows_)
     record(r, l, "ffn.moe", "kernel:gemm", {"ffn_norm", "ffn.router"}, OpShard::kPartial, r.partial.data(), dim);
+}
+
+// Expert parallelism (moe_ep.h): this rank's rows through dispatch, the experts' ranks and
+// combine, plus the shared expert; then every rank gathers all rows' outputs into r.partial.
+void HybridBatch::moe_expert_parallel(Rank& r, int l, const Plan& p, ThreadPool* intra) {
+  const ModelConfig& c = m_.config();
+  const hybrid::LayerShard& S = r.w.layers[size_t(l)];
+  const int ranks = int(ranks_.size());
+  const int64_t M = p.rows(), dim = c.dim;
+  const Span own = rank_span(M, ranks, r.w.index);
+  auto ffn_rows = [&](const hybrid::FfnShard& f, const float* x, int64_t m, float* out) {
+    f.gate.apply(x, m, r.ff_a.data(), intra);
+    f.up.apply(x, m, r.ff_b.data(), intra);
+    swiglu(r.ff_a.data(), r.ff_b.data(), int(m * f.gate.rows()));
+    f.down.apply(r.ff_a.data(), m, out, intra);
+  };
+  const moe::EpLayer layer{.comm = &runner_->group(), .rank = r.w.index, .n_experts = c.n_experts,
+                           .top_k = c.n_experts_used, .dim = dim, .mode = options_.ep.mode,
+                           .max_rows_per_rank = (M + ranks - 1) / ranks};
+  float* y = r.partial.data() + own.begin * dim;
+  moe::ep_moe_forward(
+      layer, r.h.data() + own.begin * dim, r.router.data() + own.begin * c.n_experts, own.size(),
+      [&](int e, const float* x, int64_t m, float* out) { ffn_rows(S.experts[size_t(e)], x, m, out); }, r.ep, y);
+  if (c.shared_expert && own.size() > 0) {
+    ffn_rows(S.shared, r.h.data() + own.begin * dim, own.size(), r.ff_out.data());
+    for (int64_t i = 0; i < own.size() * dim; ++i) y[i] = y[i] + 1.0f * r.ff_out[size_t(i)];
+  }
+  RECUR_ZONE("all_gather");
+  zone.arg("ranks", int64_t(ranks));
+  zone.arg("floats", M * dim);
+  std::vector<int64_t> bytes;
+  for (int q = 0; q < ranks; ++q) bytes.push_back(rank_span(M, ranks, q).size() * dim * int64_t(sizeof(float)));
+  runner_->group().all_gather(r.w.index, y, bytes, r.xg.data());
+  std::copy_n(r.xg.data(), M * dim, r.partial.data());
+  if (tap_rows_) record(r, l, "ffn.moe", "kernel:gemm", {"ffn_norm", "ffn.router"}, OpShard::kWhole, r.partial.data(), dim);
 }
 
 }  // namespace recur

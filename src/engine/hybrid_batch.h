@@ -15,6 +15,11 @@
 // Tensor parallelism (engine.tp): every rank runs the same forward on its shards
 // (hybrid_shard.h) with its own KV cache of its KV heads and its KDA states of its value heads;
 // all-reduces carry all rows at once.
+// Expert parallelism (engine.ep, moe_ep.h): max(tp, ep) ranks; each MoE layer's experts are
+// split whole across them, rank r owns the batch's rows rank_span(rows, ranks, r) and runs
+// dispatch / its experts / combine plus the shared expert for them, and an all_gather of the
+// owners' rows gives every rank the layer's output. With tp = 1 the ranks replicate the
+// attention and KDA mixers (each computes them whole; data-parallel attention is not built).
 //
 // Errors (unknown sequence, token outside the vocabulary, more than max_batch_tokens, a
 // sequence past max_tokens, the KV pages exhausted) are found before anything changes, so they
@@ -33,6 +38,7 @@
 #include "engine/hybrid_kda.h"
 #include "engine/batch_plan.h"
 #include "engine/model.h"
+#include "engine/moe_ep.h"
 #include "engine/tensor_parallel.h"
 #include "kernels/attention/kv_cache.h"
 
@@ -42,6 +48,7 @@ struct HybridBatchOptions {
   BatchOptions batch;
   hybrid::KdaOptions kda;
   int tp = 1;
+  moe::EpOptions ep;
   ReduceDtype reduce = ReduceDtype::kF32;
   gemm::Precision precision = gemm::Precision::kF32;
   gemm::Q8Activations q8 = kDefaultQ8Activations;
@@ -49,7 +56,8 @@ struct HybridBatchOptions {
   std::vector<kernels::attention::KvDType> kv_dtypes;  // one per attention layer, in layer order
 };
 
-// Reads engine.tp, engine.tp.reduce_dtype, kernel.gemm.precision, kernel.gemm.q8_0_activations,
+// Reads engine.tp, engine.tp.reduce_dtype, engine.ep, engine.ep.dispatch_mode,
+// kernel.gemm.precision, kernel.gemm.q8_0_activations,
 // engine.kda.{decode_variant, prefill_variant, replay, replay_window}, engine.hybrid.kv_pages and
 // engine.kv_dtype.layer[N] for every attention layer N of `c`.
 Result<HybridBatchOptions> hybrid_batch_options(const Config& knobs, const ModelConfig& c, const BatchOptions& batch);
@@ -83,6 +91,7 @@ class HybridBatch final : public Batch {
   void kda_mixer(Rank& r, int l, const Plan& p, ThreadPool* intra);
   void attention_mixer(Rank& r, int l, const Plan& p, ThreadPool* intra);
   void mlp(Rank& r, int l, const Plan& p, ThreadPool* intra);
+  void moe_expert_parallel(Rank& r, int l, const Plan& p, ThreadPool* intra);
   void all_reduce(Rank& r, int l, int64_t rows, std::string_view op, std::string_view input);
   void record(const Rank& r, int l, std::string_view op, std::string_view component,
               std::initializer_list<std::string_view> inputs, OpShard shard, const float* data, int64_t n,
@@ -93,7 +102,7 @@ class HybridBatch final : public Batch {
   HybridBatchOptions options_;
   std::vector<BatchSlot> slots_;
   std::vector<std::unique_ptr<Rank>> ranks_;
-  std::unique_ptr<RankRunner> runner_;  // tp > 1
+  std::unique_ptr<RankRunner> runner_;  // tp > 1 or ep > 1
   std::vector<int> attention_index_;    // layer -> its index among the attention layers (-1: KDA)
   std::vector<float> logits_;           // [rows with want_logits, vocab]; each rank writes its slice
   OpTap* op_tap_ = nullptr;

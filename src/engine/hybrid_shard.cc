@@ -1,5 +1,7 @@
 #include "engine/hybrid_shard.h"
 
+#include "engine/moe_ep.h"
+
 namespace recur::hybrid {
 namespace {
 
@@ -61,13 +63,16 @@ Status check_tp_split(const ModelConfig& c, int tp, int64_t block) {
   return ok_status();
 }
 
-Result<RankWeights> shard_rank(const HybridModel& m, int index, int tp, gemm::Precision p, gemm::Q8Activations q8) {
+Result<RankWeights> shard_rank(const HybridModel& m, int rank, int tp, int ep, gemm::Precision p,
+                               gemm::Q8Activations q8) {
   const ModelConfig& c = m.config();
   const int64_t K = c.kda_head_dim, hd = c.head_dim;
+  const int index = tp > 1 ? rank : 0;  // the tensor-parallel index (ranks replicate when tp = 1)
   RankWeights r;
-  r.index = index;
+  r.index = rank;
   r.ffn = rank_span(c.ffn_dim, tp, index);
   r.vocab = rank_span(c.vocab, tp, index);
+  if (ep > 1) r.experts = moe::ep_experts(c.n_experts, ep, rank);
   for (int l = 0; l < c.n_layers; ++l) {
     const HybridLayerWeights& L = m.layers[size_t(l)];
     LayerShard S;
@@ -105,6 +110,17 @@ Result<RankWeights> shard_rank(const HybridModel& m, int index, int tp, gemm::Pr
     }
     if (c.n_experts == 0) {
       RECUR_ASSIGN_OR_RETURN(S.dense, hybrid_ffn_shard(L.w_gate, L.w_up, L.w_down, r.ffn, tp, p, q8));
+    } else if (ep > 1) {
+      // Whole experts (views, no copy), and the whole shared expert for the rank's own tokens.
+      const Span all{0, c.ffn_dim};
+      S.experts.resize(size_t(c.n_experts));
+      for (int64_t e = r.experts.begin; e < r.experts.end; ++e) {
+        RECUR_ASSIGN_OR_RETURN(S.experts[size_t(e)], hybrid_ffn_shard(L.exp_gate[size_t(e)], L.exp_up[size_t(e)],
+                                                                      L.exp_down[size_t(e)], all, 1, p, q8));
+      }
+      if (c.shared_expert) {
+        RECUR_ASSIGN_OR_RETURN(S.shared, hybrid_ffn_shard(L.sh_gate, L.sh_up, L.sh_down, all, 1, p, q8));
+      }
     } else {
       for (int e = 0; e < c.n_experts; ++e) {
         RECUR_ASSIGN_OR_RETURN(FfnShard x, hybrid_ffn_shard(L.exp_gate[size_t(e)], L.exp_up[size_t(e)],

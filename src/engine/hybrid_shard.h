@@ -26,12 +26,13 @@ struct LayerShard {
   std::vector<float> conv_q, conv_k, conv_v;  // [channels, conv_size], widened once
   std::vector<float> a_log, dt_bias, out_norm;
   FfnShard dense, shared;
-  std::vector<FfnShard> experts;
+  std::vector<FfnShard> experts;  // [n_experts]; with ep > 1 only this rank's are set
 };
 
 struct RankWeights {
-  int index = 0;
-  Span ffn, vocab;
+  int index = 0;     // the rank in the group (tp > 1 or ep > 1)
+  Span ffn, vocab;   // tensor-parallel shares (everything when tp = 1)
+  Span experts;      // the experts held whole (ep > 1), else empty
   std::vector<LayerShard> layers;
   Projection output;  // this rank's vocabulary rows of the LM head
 };
@@ -39,8 +40,10 @@ struct RankWeights {
 // Checks that `tp` splits every sharded dimension of `c` evenly and into whole storage blocks.
 Status check_tp_split(const ModelConfig& c, int tp, int64_t block);
 
-// Rank `index` of `tp`'s shards of every layer.
-Result<RankWeights> shard_rank(const HybridModel& m, int index, int tp, gemm::Precision precision,
+// Rank `index`'s shards of every layer, in a group of max(tp, ep) ranks where tp and ep are
+// each 1 or the group size: tensor-parallel shards when tp > 1 (whole weights otherwise), and
+// its whole experts when ep > 1.
+Result<RankWeights> shard_rank(const HybridModel& m, int index, int tp, int ep, gemm::Precision precision,
                                gemm::Q8Activations q8);
 
 }  // namespace recur::hybrid
