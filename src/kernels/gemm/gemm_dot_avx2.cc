@@ -6,65 +6,12 @@
 // with int16 saturation. Feeding it |x| and sign(x)·w keeps every pair sum within
 // 2 · 128 · 127 = 32512 < 32767, so it never saturates — exact for any int8 x (-128 included)
 // as long as |w| <= 127, which PackedWeights guarantees. vpmaddwd then widens pairs to int32.
-#include <immintrin.h>
-
-#include <cstring>
-
 #include "kernels/gemm/gemm.h"
 #include "kernels/gemm/gemm_dot_impl.h"
+#include "kernels/gemm/gemm_simd_avx2.h"
 
 namespace recur::gemm {
 namespace {
-
-// len (< N) elements of p, zero-padded to N, as one 256-bit or 128-bit load.
-template <class T, int N>
-struct Padded {
-  alignas(32) T v[N] = {};
-  Padded(const T* p, int len) { std::memcpy(v, p, size_t(len) * sizeof(T)); }
-};
-
-inline __m256 load_f32(const float* p, int len) {
-  if (len == 8) return _mm256_loadu_ps(p);
-  return _mm256_load_ps(Padded<float, 8>(p, len).v);
-}
-inline __m128i load_u16x8(const uint16_t* p, int len) {
-  if (len == 8) return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  return _mm_load_si128(reinterpret_cast<const __m128i*>(Padded<uint16_t, 8>(p, len).v));
-}
-inline __m256i load_i8x32(const int8_t* p, int len) {
-  if (len == 32) return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  return _mm256_load_si256(reinterpret_cast<const __m256i*>(Padded<int8_t, 32>(p, len).v));
-}
-
-inline float hsum(__m256 a) {
-  __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-  s4 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-  s4 = _mm_add_ss(s4, _mm_shuffle_ps(s4, s4, 1));
-  return _mm_cvtss_f32(s4);
-}
-inline int32_t hsum_epi32(__m256i a) {
-  __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
-  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
-  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
-  return _mm_cvtsi128_si32(s4);
-}
-
-// Element loaders: T and load(p, len) -> 8 fp32 lanes. (Types, not function pointers, as
-// template arguments: a pointer to a function returning __m256 drops its vector attributes.)
-struct WidenF32 {
-  using T = float;
-  static __m256 load(const float* p, int len) { return load_f32(p, len); }
-};
-struct WidenF16 {
-  using T = uint16_t;
-  static __m256 load(const uint16_t* p, int len) { return _mm256_cvtph_ps(load_u16x8(p, len)); }
-};
-struct WidenBf16 {
-  using T = uint16_t;
-  static __m256 load(const uint16_t* p, int len) {
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load_u16x8(p, len)), 16));
-  }
-};
 
 // X elements XT and W elements WT, each widened to 8 fp32 lanes. kAccRegs 2 keeps the tile
 // within the 16 ymm registers (accumulators + W + X).
@@ -264,8 +211,7 @@ struct Q8Q8Op {
     return {_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2)), _mm256_set1_ps(_cvtsh_ss(d16))};
   }
   void mac(Acc& acc, const X& x, const W& w) const {
-    const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(x.aq, _mm256_sign_epi8(w.q, x.q)), _mm256_set1_epi16(1));
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_mul_ps(x.d, w.d), acc);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(q8_block_dot(x.aq, x.q, w.q)), _mm256_mul_ps(x.d, w.d), acc);
   }
   void store(const DotArgs& a, int64_t m, int64_t n, Acc acc) const { store_sum(a, m, n, hsum(acc)); }
 };

@@ -80,6 +80,8 @@ struct GemvArgs {
   const int8_t* x_abs = nullptr;      // Q8_0: |q| of the quantized x, k bytes (zero-padded to 64)
   const uint64_t* x_neg = nullptr;    // Q8_0: bit i of word j set where q[64 j + i] < 0
   const float* x_scale16 = nullptr;   // Q8_0: per pair of blocks p, 16 floats: d[2p] x 8, d[2p+1] x 8
+  const int8_t* x_q = nullptr;        // Q8_0 (AVX2): q of x as quantize_q8_0_rows gives it, k bytes
+  const float* x_d = nullptr;         // Q8_0 (AVX2): its block scales, k / 32
   float* y = nullptr;
 };
 using GemvFn = void (*)(const GemvArgs&, int64_t r0, int64_t r1);
@@ -95,10 +97,13 @@ struct GemvKernels {
   GemvFn f32 = nullptr;
   GemvFn f16w = nullptr;
   GemvFn bf16w = nullptr;
-  GemvFn q8_0q8 = nullptr;  // needs avx512vnni
-  GemvQ8PrepareFn q8_prepare = nullptr;
+  GemvFn q8_0q8 = nullptr;  // AVX-512: needs avx512vnni; AVX2: reads x_q / x_d
+  GemvQ8PrepareFn q8_prepare = nullptr;  // AVX-512
+  // AVX2: x [k] as quantize_q8_0_rows gives it (the same bits), into x_q / x_d.
+  void (*q8_quantize)(const float* x, int64_t k, int8_t* q, float* d) = nullptr;
 };
 extern const GemvKernels kAvx512Gemv;
+extern const GemvKernels kAvx2Gemv;
 
 // Prefill GEMM over stored weights (AVX-512), for M > 8: y[m, n] = x[m, k] W^T with W read
 // in place. X is packed once per call as X^T panels of 64 tokens ([k][64] fp32, zero past m;
@@ -124,8 +129,10 @@ struct PrefillKernels {
   void (*pack_x)(const float* x, int64_t m, int64_t k, bool q8, float* xt, int64_t k0, int64_t k1) = nullptr;
   // Outputs of W rows [r0, r1) for every token.
   void (*rows)(const PrefillArgs& a, int64_t r0, int64_t r1) = nullptr;
+  int tokens = kPrefillTokens;  // tokens per X^T panel ([k][tokens] fp32, zero past m)
 };
 extern const PrefillKernels kAvx512Prefill;
+extern const PrefillKernels kAvx2Prefill;  // the same on 8 lanes: panels of 16 tokens, 6 x 16 tiles
 
 // The prefill GEMM of Q8_0 weights against Q8_0 activations (AVX-512 VNNI), llama.cpp's
 // arithmetic: x quantized per token and block of 32 (quantize_q8_0_rows' bits) and packed as

@@ -10,9 +10,9 @@
 // broadcasts, 24 FMAs. The 6 x 64 tile goes through a small buffer to y[token][row] (added
 // for K blocks after the first).
 #include <algorithm>
-#include <vector>
 
 #include "kernels/gemm/gemm_internal.h"
+#include "kernels/gemm/gemm_prefill_util.h"
 #include "kernels/gemm/gemm_simd_avx512.h"
 
 namespace recur::gemm {
@@ -73,41 +73,16 @@ void prefill_widen_row(const PrefillArgs& a, int64_t r, int64_t k0, int64_t kb, 
 }
 
 void prefill_rows(const PrefillArgs& a, int64_t r0, int64_t r1) {
-  thread_local std::vector<float> wbuf, zeros;
-  alignas(64) float c[kPrefillRows * kPrefillTokens];
-  const int64_t kc = std::min(kPrefillKc, a.k);
-  wbuf.resize(size_t(kPrefillRows * kc));
-  zeros.assign(size_t(kc), 0.0f);
-  const int64_t panels = (a.m + kPrefillTokens - 1) / kPrefillTokens;
-  for (int64_t k0 = 0; k0 < a.k; k0 += kc) {
-    const int64_t kb = std::min(kc, a.k - k0);
-    for (int64_t r = r0; r < r1; r += kPrefillRows) {
-      const int rows = int(std::min<int64_t>(kPrefillRows, r1 - r));
-      const float* w[kPrefillRows];
-      for (int i = 0; i < kPrefillRows; ++i) {
-        if (i >= rows) {
-          w[i] = zeros.data();
-        } else if (a.format == WeightFormat::kF32) {
-          w[i] = reinterpret_cast<const float*>(static_cast<const uint8_t*>(a.w) + size_t(r + i) * a.w_row_bytes) + k0;
-        } else {
-          prefill_widen_row(a, r + i, k0, kb, wbuf.data() + i * kc);
-          w[i] = wbuf.data() + i * kc;
-        }
-      }
-      prefetch_next_row_block(a.w, a.w_row_bytes, a.format, a.k, r, r0, r1, k0, kc);
-      for (int64_t p = 0; p < panels; ++p) {
-        const int tokens = int(std::min<int64_t>(kPrefillTokens, a.m - p * kPrefillTokens));
-        const float* xt = a.xt + (p * a.k + k0) * kPrefillTokens;
-        switch ((tokens + 15) / 16) {
-          case 1: prefill_tile<1>(w, xt, kb, c); break;
-          case 2: prefill_tile<2>(w, xt, kb, c); break;
-          case 3: prefill_tile<3>(w, xt, kb, c); break;
-          default: prefill_tile<4>(w, xt, kb, c); break;
-        }
-        store_tile_transposed(c, kPrefillTokens, rows, tokens, a.y + p * kPrefillTokens * a.n + r, a.n, k0 > 0);
-      }
+  auto widen = [&](int64_t r, int64_t k0, int64_t kb, float* out) { prefill_widen_row(a, r, k0, kb, out); };
+  auto tile = [](const float* const* w, const float* xt, int64_t kb, int tokens, float* c) {
+    switch ((tokens + 15) / 16) {
+      case 1: prefill_tile<1>(w, xt, kb, c); break;
+      case 2: prefill_tile<2>(w, xt, kb, c); break;
+      case 3: prefill_tile<3>(w, xt, kb, c); break;
+      default: prefill_tile<4>(w, xt, kb, c); break;
     }
-  }
+  };
+  prefill_rows_loop<kPrefillTokens>(a, r0, r1, widen, tile);
 }
 
 void prefill_pack_x(const float* x, int64_t m, int64_t k, bool q8, float* xt, int64_t k0, int64_t k1) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/gemm/gemm_internal.h"
+#include "kernels/gemm/gemm_prefill_util.h"
 #include "kernels/gemm/gemm_simd_avx512.h"
 
 namespace recur::gemm {

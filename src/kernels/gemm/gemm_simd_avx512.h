@@ -94,36 +94,6 @@ inline __m256i q8_quantize_block(const float* x, float* d) {
   return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_cvtepi32_epi8(lo)), _mm512_cvtepi32_epi8(hi), 1);
 }
 
-// The prefill GEMMs: the next 6-row block's part of W (rows past r + 6 up to r1, else the
-// next K block from r0) into L2 while this one computes. Converting or reading a block right
-// after its rows miss the caches stalls on DRAM latency: f16 went from 0.66 to 0.74 of the
-// FMA peak with this.
-inline void prefetch_next_row_block(const void* w, size_t w_row_bytes, WeightFormat f, int64_t k, int64_t r,
-                                    int64_t r0, int64_t r1, int64_t k0, int64_t kc) {
-  constexpr int64_t kRows = 6;
-  const int64_t next = r + kRows < r1 ? r + kRows : k0 + kc < k ? r0 : -1;
-  if (next < 0) return;
-  const int64_t nk0 = next == r0 && r + kRows >= r1 ? k0 + kc : k0;
-  const size_t first = row_bytes(f, nk0), last = row_bytes(f, std::min(k, nk0 + kc));
-  for (int64_t i = next; i < std::min(r1, next + kRows); ++i) {
-    const char* row = static_cast<const char*>(w) + size_t(i) * w_row_bytes;
-    for (size_t b = first; b < last; b += 64) _mm_prefetch(row + b, _MM_HINT_T1);
-  }
-}
-
-// The prefill GEMMs: a finished tile c[row][token] (ldc floats per row) into y[token][row] (n
-// floats per token), stored on the first K block and added after.
-inline void store_tile_transposed(const float* c, int ldc, int rows, int tokens, float* y, int64_t n, bool add) {
-  for (int t = 0; t < tokens; ++t) {
-    float* yt = y + t * n;
-    if (add) {
-      for (int i = 0; i < rows; ++i) yt[i] += c[i * ldc + t];
-    } else {
-      for (int i = 0; i < rows; ++i) yt[i] = c[i * ldc + t];
-    }
-  }
-}
-
 inline int32_t hsum_epi32(__m512i a) {
   __m256i s8 = _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64(a, 1));
   __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s8), _mm256_extracti128_si256(s8, 1));

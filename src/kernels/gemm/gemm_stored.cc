@@ -46,15 +46,21 @@ void quantize_q8_0_rows(const float* x, int64_t m, int64_t k, int8_t* q, float* 
 
 namespace {
 
-// The one-row GEMV kernel for (format, activations) on this CPU, or null (the dot kernels run).
-GemvFn stored_gemv_kernel(WeightFormat f, Q8Activations q8) {
-  if (active_isa() < Isa::kAvx512) return nullptr;
+// The one-row GEMV kernels for (format, activations) on this CPU: AVX-512 (Q8_0 x Q8_0 needs
+// VNNI), else AVX2; null on scalar and for Q8_0 with fp32 activations (the dot tiles run).
+const GemvKernels* stored_gemv_kernels(WeightFormat f, Q8Activations q8) {
+  const Isa isa = active_isa();
+  if (isa < Isa::kAvx2 || (f == WeightFormat::kQ8_0 && q8 != Q8Activations::kQ8_0)) return nullptr;
+  if (isa >= Isa::kAvx512 && (f != WeightFormat::kQ8_0 || cpu_features().avx512vnni)) return &kAvx512Gemv;
+  return &kAvx2Gemv;
+}
+
+GemvFn gemv_kernel_for(const GemvKernels& g, WeightFormat f) {
   switch (f) {
-    case WeightFormat::kF32: return kAvx512Gemv.f32;
-    case WeightFormat::kF16: return kAvx512Gemv.f16w;
-    case WeightFormat::kBf16: return kAvx512Gemv.bf16w;
-    case WeightFormat::kQ8_0:
-      return q8 == Q8Activations::kQ8_0 && cpu_features().avx512vnni ? kAvx512Gemv.q8_0q8 : nullptr;
+    case WeightFormat::kF32: return g.f32;
+    case WeightFormat::kF16: return g.f16w;
+    case WeightFormat::kBf16: return g.bf16w;
+    case WeightFormat::kQ8_0: return g.q8_0q8;
   }
   return nullptr;
 }
@@ -70,6 +76,15 @@ void prepare_q8_gemv_x(const float* x, int64_t k, Workspace& s, GemvArgs& a) {
   a.x_abs = q.abs;
   a.x_neg = q.neg;
   a.x_scale16 = q.scale16;
+}
+
+// x [k] quantized (quantize_q8_0_rows' bits) as the AVX2 GEMV reads it (x_q, x_d).
+void prepare_q8_gemv8_x(const float* x, int64_t k, Workspace& s, GemvArgs& a) {
+  auto* q = reinterpret_cast<int8_t*>(s.bytes(0, size_t(k)));
+  auto* d = reinterpret_cast<float*>(s.bytes(1, size_t(k / kQ8Block) * sizeof(float)));
+  kAvx2Gemv.q8_quantize(x, k, q, d);
+  a.x_q = q;
+  a.x_d = d;
 }
 
 // Rows in blocks of 16 (one cache line of y) split statically over the pool.
@@ -93,20 +108,17 @@ void run_pack_then_rows(ThreadPool* pool, int64_t n1, const Pack& pack, int64_t 
   }
 }
 
-// The prefill GEMM (gemm_internal.h, PrefillArgs): X^T packed in parallel over K, then W rows
-// in blocks of 6 split statically over the pool.
-void run_prefill(const WeightView& w, const float* x, int64_t m, float* y, bool q8, Workspace& s, ThreadPool* pool) {
-  const int64_t panels = (m + kPrefillTokens - 1) / kPrefillTokens;
-  auto* xt = reinterpret_cast<float*>(s.bytes(0, size_t(panels * w.k * kPrefillTokens) * sizeof(float)));
+// The prefill GEMM (gemm_internal.h, PrefillArgs) of one ISA: X^T packed in parallel over K,
+// then W rows in blocks of 6 split statically over the pool.
+void run_prefill(const PrefillKernels& kern, const WeightView& w, const float* x, int64_t m, float* y, bool q8,
+                 Workspace& s, ThreadPool* pool) {
+  const int64_t panels = (m + kern.tokens - 1) / kern.tokens;
+  auto* xt = reinterpret_cast<float*>(s.bytes(0, size_t(panels * w.k * kern.tokens) * sizeof(float)));
   const int64_t kchunks = (w.k + 63) / 64;
-  auto pack = [&](int64_t c0, int64_t c1, int) {
-    kAvx512Prefill.pack_x(x, m, w.k, q8, xt, c0 * 64, std::min(w.k, c1 * 64));
-  };
+  auto pack = [&](int64_t c0, int64_t c1, int) { kern.pack_x(x, m, w.k, q8, xt, c0 * 64, std::min(w.k, c1 * 64)); };
   const PrefillArgs a{.format = w.format, .w = w.data, .w_row_bytes = row_bytes(w.format, w.k), .n = w.n, .k = w.k,
                       .m = m, .xt = xt, .y = y};
-  auto rows = [&](int64_t b0, int64_t b1, int) {
-    kAvx512Prefill.rows(a, b0 * kPrefillRows, std::min(w.n, b1 * kPrefillRows));
-  };
+  auto rows = [&](int64_t b0, int64_t b1, int) { kern.rows(a, b0 * kPrefillRows, std::min(w.n, b1 * kPrefillRows)); };
   run_pack_then_rows(pool, kchunks, pack, (w.n + kPrefillRows - 1) / kPrefillRows, rows);
 }
 
@@ -136,10 +148,11 @@ Status gemm_stored(const WeightView& w, const float* x, int64_t m, float* y, Thr
     return invalid_argument("gemm_stored: m={}: expected m >= 1 and x, y set", m);
   thread_local Workspace local;
   Workspace& s = ws != nullptr ? *ws : local;
-  if (GemvFn gemv = m == 1 ? stored_gemv_kernel(w.format, q8) : nullptr) {
+  if (const GemvKernels* gk = m == 1 ? stored_gemv_kernels(w.format, q8) : nullptr) {
     GemvArgs g{.k = w.k, .w = w.data, .w_row_bytes = row_bytes(w.format, w.k), .x = x, .y = y};
-    if (w.format == WeightFormat::kQ8_0) prepare_q8_gemv_x(x, w.k, s, g);
-    run_gemv(gemv, g, w.n, pool);
+    if (w.format == WeightFormat::kQ8_0 && gk == &kAvx512Gemv) prepare_q8_gemv_x(x, w.k, s, g);
+    if (w.format == WeightFormat::kQ8_0 && gk == &kAvx2Gemv) prepare_q8_gemv8_x(x, w.k, s, g);
+    run_gemv(gemv_kernel_for(*gk, w.format), g, w.n, pool);
     return ok_status();
   }
   if (m > 8 && active_isa() >= Isa::kAvx512 && w.format == WeightFormat::kQ8_0 && q8 == Q8Activations::kQ8_0 &&
@@ -147,8 +160,9 @@ Status gemm_stored(const WeightView& w, const float* x, int64_t m, float* y, Thr
     run_prefill_q8(w, x, m, y, s, pool);
     return ok_status();
   }
-  if (m > 8 && active_isa() >= Isa::kAvx512) {
-    run_prefill(w, x, m, y, w.format == WeightFormat::kQ8_0 && q8 == Q8Activations::kQ8_0, s, pool);
+  if (m > 8 && active_isa() >= Isa::kAvx2) {
+    run_prefill(active_isa() >= Isa::kAvx512 ? kAvx512Prefill : kAvx2Prefill, w, x, m, y,
+                w.format == WeightFormat::kQ8_0 && q8 == Q8Activations::kQ8_0, s, pool);
     return ok_status();
   }
   const DotKernels& kern = dot_kernels(active_isa());

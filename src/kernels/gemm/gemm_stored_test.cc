@@ -128,6 +128,57 @@ TEST(GemmStored, PrefillSizedMMatchesReferenceOnEveryIsa) {
   }
 }
 
+// Every ISA path this CPU runs (AVX-512 one-row GEMV / prefill GEMM, their AVX2 versions, the
+// dot tiles) against the scalar path on odd shapes: M = 1 (GEMV), 3 (dot tiles), 17 (prefill
+// GEMM: a partial 16- and 64-token panel), N with row-block tails, K with tails of every vector
+// width (Q8_0: odd block counts). Tolerance: each path is within (K + 8) 2^-24 sum|x w| of the
+// exact sum over the operands it sees (fp32 accumulation, any order; Q8_0 activations: both
+// paths see quantize_q8_0_rows' bits), so two paths differ by at most twice that.
+TEST(GemmStored, EveryPathMatchesTheScalarPathOnOddShapes) {
+  auto pool = ThreadPool::create({.threads = 2, .pin = false});
+  ASSERT_TRUE(pool.has_value());
+  for (WeightFormat f : {WeightFormat::kF32, WeightFormat::kF16, WeightFormat::kBf16, WeightFormat::kQ8_0}) {
+    for (Q8Activations q8 : {Q8Activations::kF32, Q8Activations::kQ8_0}) {
+      if (f != WeightFormat::kQ8_0 && q8 == Q8Activations::kQ8_0) continue;
+      const bool blocks = f == WeightFormat::kQ8_0;
+      for (int64_t k : blocks ? std::vector<int64_t>{32, 96, 1056} : std::vector<int64_t>{7, 37, 1037}) {
+        for (int64_t m : {1, 3, 17}) {
+          for (int64_t n : {1, 13}) {
+            const uint64_t seed = uint64_t(k * 31 + m * 5 + n);
+            auto x = random_values(size_t(m * k), seed, int(seed % 3));
+            const auto bytes = encode(f, random_values(size_t(n * k), seed + 7), n, k);
+            const WeightView view{.format = f, .n = n, .k = k, .data = bytes.data()};
+            std::vector<float> scalar(size_t(m * n)), y(scalar.size());
+            {
+              ScopedIsaCap cap(Isa::kScalar);
+              ASSERT_TRUE(gemm_stored(view, x.data(), m, scalar.data(), pool->get(), nullptr, q8).has_value());
+            }
+            std::vector<float> seen = x;  // the activations the kernels multiply
+            if (q8 == Q8Activations::kQ8_0) {
+              std::vector<int8_t> q(x.size());
+              std::vector<float> d(x.size() / kQ8Block);
+              quantize_q8_0_rows(x.data(), m, k, q.data(), d.data());
+              for (size_t i = 0; i < x.size(); ++i) seen[i] = float(q[i]) * d[i / kQ8Block];
+            }
+            std::vector<double> ref(y.size()), mag(y.size());
+            reference_stored(view, seen.data(), m, ref, mag);
+            for (Isa isa : runnable_isas()) {
+              {
+                ScopedIsaCap cap(isa);
+                ASSERT_TRUE(gemm_stored(view, x.data(), m, y.data(), pool->get(), nullptr, q8).has_value());
+              }
+              for (size_t i = 0; i < y.size(); ++i)
+                ASSERT_LE(std::fabs(y[i] - scalar[i]), 2 * double(k + 8) * std::ldexp(1.0, -24) * mag[i])
+                    << weight_format_name(f) << " act " << q8_activations_name(q8) << " " << isa_name(isa) << " M"
+                    << m << " N" << n << " K" << k << " at " << i;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // GEMV over stored weights beyond the caches (> 4 MiB, rows < 16 KiB: one W row per tile) gives
 // the bits of a view of its first 200 rows (under 4 MiB: 4-row tiles), in every format, both
 // Q8_0 activation forms, and the bf16 precisions over BF16 weights.
@@ -228,6 +279,25 @@ TEST(GemmStored, GemvQ8QuantizerMatchesTheScalarOne) {
         ASSERT_EQ((neg[size_t(i / 64)] >> (i % 64)) & 1, uint64_t(v < 0)) << "K" << k << " at " << i;
         ASSERT_EQ(scale16[size_t(i / 64 * 16 + (i % 64) / 32 * 8)], i < k ? d[size_t(i / kQ8Block)] : 0.0f);
       }
+    }
+  }
+}
+
+// The AVX2 GEMV's quantizer (also the AVX2 prefill GEMM's) gives quantize_q8_0_rows' bits,
+// zero blocks and exact halves (x / d = n + 0.5: round half to even) included.
+TEST(GemmStored, Avx2Q8QuantizerMatchesTheScalarOne) {
+  if (detected_isa() < Isa::kAvx2) GTEST_SKIP() << "no AVX2";
+  for (int64_t k : {32, 96, 4128}) {
+    for (int dist = 0; dist < 3; ++dist) {
+      auto x = random_values(size_t(k), uint64_t(k + dist), dist);
+      for (int i = 0; i < kQ8Block; ++i) x[size_t(k - kQ8Block + i)] = 0.0f;  // a zero block
+      for (int i = 0; i < kQ8Block; ++i) x[size_t(i)] = i == 0 ? 127.0f : float(i) - 15.5f;  // halves
+      std::vector<int8_t> q(static_cast<size_t>(k)), qv(q.size());
+      std::vector<float> d(static_cast<size_t>(k / kQ8Block)), dv(d.size());
+      quantize_q8_0_rows(x.data(), 1, k, q.data(), d.data());
+      kAvx2Gemv.q8_quantize(x.data(), k, qv.data(), dv.data());
+      EXPECT_EQ(d, dv) << "K" << k;
+      EXPECT_EQ(q, qv) << "K" << k;
     }
   }
 }
