@@ -12,6 +12,8 @@ packages=(
   libprotobuf-dev protobuf-compiler zlib1g-dev libsqlite3-dev libtomlplusplus-dev
   libcpp-httplib-dev libxxhash-dev libpng-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  # Python bindings (python/, docs/python.md): /usr/bin/python3 builds, imports and tests them
+  pybind11-dev python3-dev python3-numpy python3-pytest python3-pip python3-venv python3-setuptools python3-wheel
   # MPI collectives backend (engine.collectives=mpi, docs/engine.md "MPI mode"): OpenMPI and mpirun
   libopenmpi-dev openmpi-bin
   # tests only: tests/agent_report_cli_test.sh renders the agent's HTML report headless

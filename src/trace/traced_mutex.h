@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <mutex>
 
+#include "trace/external_lock.h"
 #include "trace/trace.h"
 
 namespace recur::trace {
@@ -67,18 +68,8 @@ class TracedMutex {
   const char* name() const { return name_; }
 
  private:
-  static uint32_t current_tid();
-  void record(RawKind kind, uint64_t t0, uint64_t t1, uint32_t aux) {
-    RawEvent* e = detail::reserve(1);
-    if (e == nullptr) return;
-    e->kind = kind;
-    e->nargs = 0;
-    e->aux = aux;
-    e->t0 = t0;
-    e->value = t1;
-    e->ptr = name_;
-    detail::publish();
-  }
+  static uint32_t current_tid() { return current_thread_tid(); }
+  void record(RawKind kind, uint64_t t0, uint64_t t1, uint32_t aux) { detail::record_lock_event(kind, name_, t0, t1, aux); }
 
   std::mutex mu_;
   const char* name_;

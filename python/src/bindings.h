@@ -1,0 +1,39 @@
+// The parts of the _recur extension module and what they share: errors become Python
+// exceptions at this edge (recur.Error, a RuntimeError), never inside recur's libraries.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <utility>
+
+#include "core/knobs.h"
+#include "core/status.h"
+
+namespace recur::py {
+
+namespace pb = pybind11;
+
+// Raises recur.Error with the error's message (its code name first).
+[[noreturn]] void raise_error(const Error& error);
+
+inline void check(const Status& status) {
+  if (!status) raise_error(status.error());
+}
+template <typename T>
+T value_or_raise(Result<T> result) {
+  if (!result) raise_error(result.error());
+  return std::move(*result);
+}
+
+// The knobs set through recur.set_knob (and RECUR_KNOBS at import); recur.load starts from them.
+Config& global_knobs();
+// Applies name=value to `config` (checked against the registry); python.release_gil also
+// switches the bindings' GIL policy when `config` is the global one.
+void set_knob_value(Config& config, const std::string& name, const std::string& value);
+
+void bind_engine(pb::module_& m);
+void bind_transfer(pb::module_& m);
+void bind_trace(pb::module_& m);
+void bind_testing(pb::module_& m);
+
+}  // namespace recur::py
