@@ -12,19 +12,25 @@
 # tok/s per engine and the ratio recur / llama.cpp, and recur's decode bandwidth fraction: the
 # weight bytes it streams per token times decode tok/s over the read bandwidth measured in the
 # same round (`recur sysinfo --refresh` into a private cache, the sum-read on that thread count,
-# just before recur runs), so the VM's 13-30 GB/s swings divide out.
+# just before recur runs), so the VM's 13-30 GB/s swings divide out. $LLAMA_BENCH_ARGS go to
+# llama-bench as extra flags. A llama.cpp built with OpenMP (its default when libgomp is found)
+# meets at `omp barrier`s that spin; on cores shared with other processes, OMP_WAIT_POLICY=passive
+# in the environment makes them sleep instead (recur does not use OpenMP, so it is unaffected).
 set -euo pipefail
 bin=${1:?usage: engine_vs_llamacpp.sh LLAMA_CPP_BIN_DIR [ROUNDS] [DTYPES] [THREADS]}
 rounds=${2:-5}
 dtypes=${3:-"f32 f16 q8_0"}
 threads=${4:-"1 2"}
 root=$(cd "$(dirname "$0")/.." && pwd)
-recur=$root/build/recur
 work=${RECUR_BENCH_DIR:-/tmp/recur-bench}
 [ "$bin" = - ] || [ -x "$bin/llama-bench" ] || { echo "no llama-bench in $bin" >&2; exit 2; }
-[ -x "$recur" ] || { echo "build recur first (make build)" >&2; exit 2; }
+[ -x "$root/build/recur" ] || { echo "build recur first (make build)" >&2; exit 2; }
 [ "$rounds" -ge 5 ] || { echo "use at least 5 rounds" >&2; exit 2; }
 mkdir -p "$work"
+# A private copy of recur: other engineers' builds may relink build/recur during the run.
+recur=$work/recur.$$
+cp "$root/build/recur" "$recur"
+trap 'rm -f "$recur"' EXIT
 results=$work/results.jsonl
 : > "$results"
 
@@ -43,7 +49,7 @@ for dt in $dtypes; do
           /usr/bin/python3 -c "import json,sys; j=json.load(sys.stdin); m={x['name']:x['value'] for x in j['metrics']}; print(json.dumps({'engine':'recur','dtype':'$dt','threads':$t,'prefill':m['prefill_tok_s'],'decode':m['decode_tok_s'],'gbs':m['decode_weight_gb_s'],'peak':$peak,'frac':m['decode_weight_gb_s']/$peak}))" >> "$results"
       }
       run_llama() {
-        "$bin/llama-bench" -m "$model" -p 128 -n 32 -t "$t" -mmp 0 -r 1 -o json 2>/dev/null |
+        "$bin/llama-bench" -m "$model" -p 128 -n 32 -t "$t" -mmp 0 -r 1 ${LLAMA_BENCH_ARGS:-} -o json 2>/dev/null |
           /usr/bin/python3 -c "
 import json,sys
 rows=json.load(sys.stdin)

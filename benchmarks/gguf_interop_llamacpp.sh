@@ -20,13 +20,16 @@ set -euo pipefail
 bin=${1:?usage: gguf_interop_llamacpp.sh LLAMA_CPP_BIN_DIR [N_TOKENS]}
 ntok=${2:-16}
 root=$(cd "$(dirname "$0")/.." && pwd)
-recur=$root/build/recur
 work=${RECUR_INTEROP_DIR:-/tmp/recur-interop}
 for b in llama-server llama-quantize; do
   [ -x "$bin/$b" ] || { echo "skip: no $b in $bin (build llama.cpp outside this repository to run this check)"; exit 0; }
 done
-[ -x "$recur" ] || { echo "build recur first (make build)" >&2; exit 2; }
+[ -x "$root/build/recur" ] || { echo "build recur first (make build)" >&2; exit 2; }
 mkdir -p "$work"
+# A private copy of recur: other engineers' builds may relink build/recur during the run.
+recur=$work/recur.$$
+cp "$root/build/recur" "$recur"
+trap 'rm -f "$recur"' EXIT
 
 shape=(--dim 256 --layers 2 --heads 4 --kv-heads 2 --vocab 4096 --seed 7)
 files=()
