@@ -5,7 +5,11 @@
 # worker, the workers in a rotating order (interleaved runs); a prefill's time is the worker's
 # own prefill_seconds (first forward to every layer's transfer complete; off: the forward only).
 # Prints per mode the median over runs of each run's median prompt tok/s, with min..max, and
-# the degradation against off. The decode worker never decodes: each slot is released unread.
+# the paired change against off: per run, this mode's median over off's median in the same run
+# (robust to the host's load drifting between runs), median over runs with min..max; and the
+# transfer's share of the critical path, measured inside the worker: (hook_seconds, the forward
+# thread exporting and queueing layers, + tail_seconds, forward end to every block complete) /
+# prefill_seconds, median over all prefills with min..max, and the median transfer_seconds. The decode worker never decodes: each slot is released unread.
 # Usage: benchmarks/serve_disagg_prefill.sh RECUR [PROMPT_TOKENS=256] [RUNS=5] [REPS=3] [MODEL] [THREADS=2]
 set -u
 RECUR="$1"
@@ -52,6 +56,8 @@ def post(url, body):
         return json.load(r)
 ids = [(i * 37 + 11) % 350 + 1 for i in range(tokens)]
 per_run = {m: [] for m in modes}
+share = {m: [] for m in modes}
+transfer = {m: [] for m in modes}
 request = 1
 for run in range(runs):
     order = modes[run % len(modes):] + modes[:run % len(modes)]
@@ -64,14 +70,22 @@ for run in range(runs):
             out = post(workers[m] + "/prefill", msg)
             post(decode + "/kv/release", {"slot": slot["slot"]})
             rates.append(out["prompt_tokens"] / out["prefill_seconds"])
+            share[m].append((out["hook_seconds"] + out["tail_seconds"]) / out["prefill_seconds"])
+            transfer[m].append(out["transfer_seconds"])
         per_run[m].append(statistics.median(rates))
-base = statistics.median(per_run["off"])
 result = {"prompt_tokens": tokens, "runs": runs, "reps": reps, "modes": {}}
 print(f"prefill of {tokens} tokens, {runs} interleaved runs x {reps} prefills (median of run medians, min..max)")
 for m in modes:
     med = statistics.median(per_run[m])
+    paired = [x / o - 1 for x, o in zip(per_run[m], per_run["off"])]
     result["modes"][m] = {"median_tok_s": med, "min": min(per_run[m]), "max": max(per_run[m]),
-                          "vs_off": med / base - 1, "runs": per_run[m]}
-    print(f"  {m:4s} {med:9.1f} tok/s  ({min(per_run[m]):.1f}..{max(per_run[m]):.1f})  {100 * (med / base - 1):+.1f}% vs off")
+                          "paired_vs_off": statistics.median(paired), "paired_min": min(paired),
+                          "paired_max": max(paired), "runs": per_run[m],
+                          "critical_share": statistics.median(share[m]), "critical_share_min": min(share[m]),
+                          "critical_share_max": max(share[m]), "transfer_s": statistics.median(transfer[m])}
+    print(f"  {m:4s} {med:9.1f} tok/s  ({min(per_run[m]):.1f}..{max(per_run[m]):.1f})  paired vs off "
+          f"{100 * statistics.median(paired):+.1f}% ({100 * min(paired):+.1f}..{100 * max(paired):+.1f})  "
+          f"critical path {100 * statistics.median(share[m]):.2f}% ({100 * min(share[m]):.2f}..{100 * max(share[m]):.2f})  "
+          f"transfer {1e3 * statistics.median(transfer[m]):.1f} ms")
 print(json.dumps(result))
 PY

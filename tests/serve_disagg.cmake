@@ -3,3 +3,8 @@ if(RECUR_BUILD_TESTS)
   add_test(NAME serve_disagg_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/serve_disagg_test.sh $<TARGET_FILE:recur>)
   set_tests_properties(serve_disagg_test PROPERTIES LABELS "e2e" TIMEOUT 60)
 endif()
+# The same across network namespaces (needs root and ip netns; skipped otherwise).
+if(RECUR_BUILD_TESTS)
+  add_test(NAME serve_disagg_netns_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/serve_disagg_netns_test.sh $<TARGET_FILE:recur>)
+  set_tests_properties(serve_disagg_netns_test PROPERTIES LABELS "e2e" TIMEOUT 60 SKIP_RETURN_CODE 77)
+endif()

@@ -3,8 +3,8 @@
 # KDA and one attention layer): router + prefill + decode processes on 127.0.0.1 answer with the
 # same greedy text as `--role all`, over shared memory and over TCP; a corrupted transfer fails
 # its request (checksum) instead of producing tokens; a decode worker that dies mid-request fails
-# that request with a 502 error JSON, the router reports it (/health, /metrics), and the next
-# request goes to the other decode worker through the same prefill worker.
+# that request with a 502 error JSON (one decode worker) or has it retried on the other one (two);
+# the router reports it (/health, /metrics) and the prefill worker keeps serving.
 # Usage: serve_disagg_test.sh /path/to/recur
 set -u
 RECUR="$1"
@@ -85,19 +85,32 @@ grep -q 'checksum' "$T/bad.json" && ! grep -q '"choices"' "$T/bad.json" || fail 
 [ "$(post "$R_SHM" '{"model":"tiny","prompt":"Once upon a time","max_tokens":10,"temperature":0,"ignore_eos":true}' "$T/after.json")" = 200 ] &&
   [ "$(text_of "$T/after.json")" = "$(text_of "$T/all1.json")" ] || fail "after corruption: $(cat "$T/after.json")"
 
-# A decode worker that dies mid-request (after receiving the state): that request fails with a
-# 502 error JSON, the router reports the worker down, the next request goes to the other one.
+# A decode worker that dies mid-request (after receiving the state): with one decode worker the
+# request fails with a 502 error JSON; with two, the router retries it on the other one. Either
+# way the router reports the dead worker and the prefill worker keeps serving.
 start decode_dies env RECUR_FAULT_DECODE_EXIT=1 "$RECUR" serve --role decode -m "$M" --port 0 --threads 1
 D2="http://127.0.0.1:$PORT"
-start router_two "$RECUR" serve --role router -m "$M" --port 0 --prefill "$P_SHM" --decode "$D2,$D1"
-R2="http://127.0.0.1:$PORT"
+DIES=$LAST_PID
+start router_one "$RECUR" serve --role router -m "$M" --port 0 --prefill "$P_SHM" --decode "$D2"
+R1="http://127.0.0.1:$PORT"
 body='{"model":"tiny","prompt":"Once upon a time","max_tokens":10,"temperature":0,"ignore_eos":true}'
-code=$(post "$R2" "$body" "$T/dead.json")
+code=$(post "$R1" "$body" "$T/dead.json")
 [ "$code" = 502 ] && grep -q '"code":"decode_worker_lost"' "$T/dead.json" || fail "dead decode: HTTP $code $(cat "$T/dead.json")"
+code=$(curl -s -o "$T/health1.json" -w '%{http_code}' "$R1/health")
+[ "$code" = 503 ] && grep -q '"status":"unavailable"' "$T/health1.json" || fail "health, no decode worker: HTTP $code $(cat "$T/health1.json")"
+wait "$DIES" 2>/dev/null
+start decode_dies2 env RECUR_FAULT_DECODE_EXIT=1 "$RECUR" serve --role decode -m "$M" --port 0 --threads 1
+D3="http://127.0.0.1:$PORT"
+start router_two "$RECUR" serve --role router -m "$M" --port 0 --prefill "$P_SHM" --decode "$D3,$D1"
+R2="http://127.0.0.1:$PORT"
+[ "$(post "$R2" "$body" "$T/retried.json")" = 200 ] && [ "$(text_of "$T/retried.json")" = "$(text_of "$T/all1.json")" ] \
+  || fail "retry on the other decode worker: $(cat "$T/retried.json")"
 code=$(curl -s -o "$T/health.json" -w '%{http_code}' "$R2/health")
-[ "$code" = 200 ] && grep -q '"status":"degraded"' "$T/health.json" && grep -q "\"up\":false,\"url\":\"$D2\"" "$T/health.json" \
+[ "$code" = 200 ] && grep -q '"status":"degraded"' "$T/health.json" && grep -q "\"up\":false,\"url\":\"$D3\"" "$T/health.json" \
   || fail "health after a dead decode worker: HTTP $code $(cat "$T/health.json")"
-curl -sf "$R2/metrics" | grep -q "recur_router_worker_up{role=\"decode\",url=\"$D2\"} 0" || fail "worker_up metric"
-[ "$(post "$R2" "$body" "$T/retry.json")" = 200 ] && [ "$(text_of "$T/retry.json")" = "$(text_of "$T/all1.json")" ] \
-  || fail "the next request after a dead decode worker: $(cat "$T/retry.json")"
+curl -sf "$R2/metrics" > "$T/metrics.txt"
+grep -q "recur_router_worker_up{role=\"decode\",url=\"$D3\"} 0" "$T/metrics.txt" && grep -q 'outcome="retried"} 1' "$T/metrics.txt" \
+  || fail "router metrics: $(grep recur_router "$T/metrics.txt")"
+[ "$(post "$R2" "$body" "$T/next.json")" = 200 ] && [ "$(text_of "$T/next.json")" = "$(text_of "$T/all1.json")" ] \
+  || fail "the next request after a dead decode worker: $(cat "$T/next.json")"
 echo "serve_disagg_test: ok"

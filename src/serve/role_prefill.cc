@@ -119,6 +119,7 @@ Result<json> PrefillWorker::prefill(const json& msg) {
   RECUR_ASSIGN_OR_RETURN(SeqId seq, e_.batch->add_sequence());
   const int64_t t0 = now_ns();
   int64_t first_sent = 0;  // when layer 0 was handed to the transfer engine
+  int64_t hook_ns = 0;     // the forward thread's time in the layer hook (export + send_layer)
   uint64_t bytes = 0;
   Status sent = ok_status();
   auto send_block = [&](int layer, size_t n) {
@@ -138,16 +139,19 @@ Result<json> PrefillWorker::prefill(const json& msg) {
     for (size_t i = start; i < end; ++i) rows.push_back({.seq = seq, .token = ids[i], .want_logits = i + 1 == ids.size()});
     if (end == ids.size())
       e_.batch->set_layer_hook([&](int layer) {
+        const int64_t h0 = now_ns();
         auto n = layer_state_bytes(*e_.batch, seq, layer);
         if (!n) sent = unexpected(n.error());
         if (!sent) return;
         std::span<std::byte> block(staging_.data() + size_t(layer) * layout_.max_block_bytes, *n);
         sent = export_layer_state(*e_.batch, seq, layer, block);
         send_block(layer, *n);
+        hook_ns += now_ns() - h0;
       });
     logits = e_.batch->forward(rows);
     e_.batch->set_layer_hook(nullptr);
   }
+  const int64_t forward_end = now_ns();
   Status freed = e_.batch->free_sequence(seq);
   if (!logits) return unexpected(logits.error());
   RECUR_RETURN_IF_ERROR(freed);
@@ -167,7 +171,8 @@ Result<json> PrefillWorker::prefill(const json& msg) {
   const double transfer_seconds = p != nullptr ? double(t1 - first_sent) / 1e9 : 0.0;
   if (p != nullptr) kv_metrics_.observe(bytes, transfer_seconds);
   return json{{"prompt_tokens", ids.size()}, {"bytes", bytes}, {"transfer_seconds", transfer_seconds},
-              {"prefill_seconds", double(t1 - t0) / 1e9}, {"transport", mode_}};
+              {"prefill_seconds", double(t1 - t0) / 1e9}, {"hook_seconds", double(hook_ns) / 1e9},
+              {"tail_seconds", double(t1 - forward_end) / 1e9}, {"transport", mode_}};
 }
 
 void PrefillWorker::handle_prefill(const httplib::Request& req, httplib::Response& res) {

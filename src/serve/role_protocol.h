@@ -11,7 +11,9 @@
 //   decode  POST /kv/release {slot}
 //   prefill POST /prefill {request, prompt_ids, shm, tcp, area_offset, generation, slot_bytes}
 //             -> {prompt_tokens, bytes, transfer_seconds (layer 0 sent to all complete),
-//                 prefill_seconds (forward start to all complete), transport}
+//                 prefill_seconds (forward start to all complete), hook_seconds (the forward
+//                 thread's time exporting and queueing layers), tail_seconds (forward end to all
+//                 complete), transport}
 //   decode  POST /decode {request, slot, generation, prompt_ids, max_tokens, temperature, top_p,
 //             seed, stop_at_eos, stop} -> 200 and newline-delimited JSON: {"text": ...} lines,
 //             then {"finish_reason", "completion_tokens"} or {"error": {...}}

@@ -2,8 +2,9 @@
 // Per request: reserve a receive slot on a decode worker, have a prefill worker send the
 // prompt's state into it, then relay the decode worker's pieces (whole or as SSE). A worker that
 // refuses connections is marked down (reported by /health and /metrics) and skipped by the
-// round-robin until a probe or a later request finds it up; a request whose decode worker dies
-// fails with a 502 error JSON.
+// round-robin until a probe or a later request finds it up. A request whose decode worker dies
+// before any text was relayed is retried once on each other decode worker; otherwise it fails
+// with a 502 error JSON (an error event when streaming).
 #include <atomic>
 #include <ctime>
 #include <filesystem>
@@ -79,6 +80,11 @@ class Router {
   // or closed the stream before its last line.
   expected<json, ApiError> decode(const PreparedRequest& p, int64_t request, const Placement& at,
                                   const std::function<bool(const json&)>& on_line);
+  bool reachable(RouterWorker& w);  // probes /health, updates w.up
+  expected<json, ApiError> attempt(const PreparedRequest& p, const Placement& at,
+                                   const std::function<bool(const json&)>& on_line, bool& lost);
+  expected<json, ApiError> generate(const PreparedRequest& p, Placement first,
+                                    const std::function<bool(const json&)>& on_line);
   void count(const std::string& outcome);
 
   RoleOptions options_;
@@ -212,42 +218,84 @@ expected<json, ApiError> Router::decode(const PreparedRequest& p, int64_t reques
   return *last;
 }
 
+bool Router::reachable(RouterWorker& w) {
+  httplib::Client cli(w.url);
+  cli.set_connection_timeout(1);
+  cli.set_read_timeout(1);
+  auto r = cli.Get("/health");
+  w.up.store(r && r->status == 200);
+  return w.up.load();
+}
+
+// Prefill into `at`, then decode. `lost`: the decode worker went away (during the transfer or
+// the decode), so another one may take the request.
+expected<json, ApiError> Router::attempt(const PreparedRequest& p, const Placement& at,
+                                         const std::function<bool(const json&)>& on_line, bool& lost) {
+  const int64_t request = next_request_.fetch_add(1);
+  auto pre = prefill(p, request, at);
+  if (!pre) {
+    lost = !reachable(*at.decode);
+    if (!lost) router_post(*at.decode, "/kv/release", {{"slot", at.reservation.at("slot")}});
+    return unexpected(pre.error());
+  }
+  auto done = decode(p, request, at, on_line);
+  lost = !done && !at.decode->up.load();
+  return done;
+}
+
+// Tries `first`, then (when its decode worker was lost before any text was relayed) each other
+// decode worker that answers a reservation, once.
+expected<json, ApiError> Router::generate(const PreparedRequest& p, Placement first,
+                                          const std::function<bool(const json&)>& on_line) {
+  bool relayed = false;
+  auto relay = [&](const json& line) {
+    relayed = true;
+    return on_line(line);
+  };
+  Placement at = std::move(first);
+  for (size_t tries = 1;; ++tries) {
+    bool lost = false;
+    auto done = attempt(p, at, relay, lost);
+    if (done || !lost || relayed || tries >= decode_.size()) return done;
+    auto next = reserve();
+    if (!next || next->decode == at.decode) return done;
+    count("retried");
+    at = std::move(*next);
+  }
+}
+
 void Router::handle_generation(CompletionRequest::Kind kind, const httplib::Request& req, httplib::Response& res) {
   auto parsed = kind == CompletionRequest::Kind::kChat ? parse_chat_request(req.body) : parse_completion_request(req.body);
   if (!parsed) return role_send_error(res, parsed.error());
   auto prepared = prepare_request(*parsed, model_id_, *model_);
   if (!prepared) return role_send_error(res, prepared.error());
   auto p = std::make_shared<PreparedRequest>(std::move(*prepared));
-  const int64_t request = next_request_.fetch_add(1);
-  auto fail = [&](const ApiError& e) {
+  auto placed = reserve();  // before any answer, so that overload is a 429 for streams too
+  if (!placed) {
     count("error");
-    role_send_error(res, e);
-  };
-  auto placed = reserve();
-  if (!placed) return fail(placed.error());
-  auto pre = prefill(*p, request, *placed);
-  if (!pre) {
-    router_post(*placed->decode, "/kv/release", {{"slot", placed->reservation.at("slot")}});
-    return fail(pre.error());
+    return role_send_error(res, placed.error());
   }
   const bool chat = kind == CompletionRequest::Kind::kChat;
-  ResponseMeta meta{kind, fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", request), int64_t(std::time(nullptr)),
-                    model_id_};
+  ResponseMeta meta{kind, fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", next_request_.load()),
+                    int64_t(std::time(nullptr)), model_id_};
   const int prompt_tokens = int(p->prompt_ids.size());
   if (!parsed->stream) {
     std::string text;
-    auto done = decode(*p, request, *placed, [&](const json& line) {
+    auto done = generate(*p, std::move(*placed), [&](const json& line) {
       text += line.at("text").get<std::string>();
       return true;
     });
-    if (!done) return fail(done.error());
+    if (!done) {
+      count("error");
+      return role_send_error(res, done.error());
+    }
     count("ok");
     return role_send_json(res, full_response(meta, text, done->value("finish_reason", "length"),
                                              {prompt_tokens, done->value("completion_tokens", 0)}));
   }
   const bool usage = parsed->include_usage;
   res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider("text/event-stream", [this, p, request, at = *placed, meta, usage,
+  res.set_chunked_content_provider("text/event-stream", [this, p, at = *placed, meta, usage,
                                                          prompt_tokens](size_t, httplib::DataSink& sink) {
     bool first = true;
     auto write = [&](const json& j) {
@@ -255,7 +303,7 @@ void Router::handle_generation(CompletionRequest::Kind kind, const httplib::Requ
       return sink.write(e.data(), e.size());
     };
     if (meta.kind == CompletionRequest::Kind::kChat) first = !write(stream_chunk(meta, "", true, std::nullopt, usage));
-    auto done = decode(*p, request, at, [&](const json& line) {
+    auto done = generate(*p, at, [&](const json& line) {
       const bool ok = write(stream_chunk(meta, line.at("text").get<std::string>(), first, std::nullopt, usage));
       first = false;
       return ok;
@@ -281,12 +329,7 @@ void Router::handle_health(httplib::Response& res) {
     bool any = false;
     json list = json::array();
     for (auto& w : *pool) {
-      httplib::Client cli(w->url);
-      cli.set_connection_timeout(1);
-      cli.set_read_timeout(1);
-      auto r = cli.Get("/health");
-      w->up.store(r && r->status == 200);
-      any = any || w->up.load();
+      any = reachable(*w) || any;
       list.push_back({{"url", w->url}, {"up", w->up.load()}});
     }
     report[pool == &prefill_ ? "prefill" : "decode"] = list;
