@@ -1,5 +1,5 @@
 // Batched decode of a hybrid model (Model::new_batch, engine/hybrid_batch.h): every
-// configuration (batch size x engine.tp x engine.kda.replay) runs once per round, the order
+// configuration (batch size x engine.tp x engine.ep x engine.kda.replay) runs once per round, the order
 // rotating between rounds, so load drifts hit every configuration alike.
 //
 // One run: a fresh batch of B sequences; one forward prefills all B prompts (--prompt tokens
@@ -9,7 +9,7 @@
 // configuration paired by round (both ran within seconds of each other, so a slow round from
 // other tenants' load cancels).
 //
-//   bench_hybrid_batch -m MODEL [--batch 1,8,32] [--tp 1,2] [--replay off,on] [--prompt 16]
+//   bench_hybrid_batch -m MODEL [--batch 1,8,32] [--tp 1,2] [--ep 1,2] [--replay off,on] [--prompt 16]
 //                      [--decode 16] [--runs 5] [--warmup 1] [--threads 2] [--set knob=value ...]
 // Warm-up rounds (every configuration once, not reported) fault the model's pages in first.
 #include <algorithm>
@@ -31,7 +31,7 @@ using recur::TokenId;
 
 struct HybridBenchConfig {
   int batch;
-  std::string tp, replay;
+  std::string tp, ep, replay;
   std::vector<double> decode_tok_s, prefill_tok_s;
 };
 
@@ -42,7 +42,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 // One run of `c`; false (after printing why) on an error.
 bool run_once(const recur::Model& model, recur::ThreadPool& pool, HybridBenchConfig& c, int prompt, int decode,
               recur::Config knobs) {
-  if (!knobs.set("engine.tp", c.tp) || !knobs.set("engine.kda.replay", c.replay)) return false;
+  if (!knobs.set("engine.tp", c.tp) || !knobs.set("engine.ep", c.ep) || !knobs.set("engine.kda.replay", c.replay))
+    return false;
   auto made = model.new_batch(pool, {.max_sequences = c.batch, .max_tokens = prompt + decode,
                                      .max_batch_tokens = std::max(c.batch * prompt, c.batch)}, knobs);
   if (!made) {
@@ -93,7 +94,7 @@ void print_stat(const char* what, std::vector<double> v) {
 int main(int argc, char** argv) {
   const char* prog = "bench_hybrid_batch";
   std::string model_path;
-  std::vector<std::string> batches = {"1", "8", "32"}, tps = {"1"}, replays = {"off"};
+  std::vector<std::string> batches = {"1", "8", "32"}, tps = {"1"}, eps = {"1"}, replays = {"off"};
   int prompt = 16, decode = 16, runs = 5, warmup = 1, threads = 2;
   recur::Config knobs;
   for (int i = 1; i < argc; ++i) {
@@ -101,6 +102,7 @@ int main(int argc, char** argv) {
     if (a == "-m") model_path = recur::bench::flag_value(argc, argv, i, prog);
     else if (a == "--batch") batches = recur::bench::split_list(recur::bench::flag_value(argc, argv, i, prog));
     else if (a == "--tp") tps = recur::bench::split_list(recur::bench::flag_value(argc, argv, i, prog));
+    else if (a == "--ep") eps = recur::bench::split_list(recur::bench::flag_value(argc, argv, i, prog));
     else if (a == "--replay") replays = recur::bench::split_list(recur::bench::flag_value(argc, argv, i, prog));
     else if (a == "--prompt") prompt = std::atoi(recur::bench::flag_value(argc, argv, i, prog));
     else if (a == "--decode") decode = std::atoi(recur::bench::flag_value(argc, argv, i, prog));
@@ -118,7 +120,7 @@ int main(int argc, char** argv) {
     }
   }
   if (model_path.empty() || prompt < 1 || decode < 1 || runs < 1) {
-    std::fprintf(stderr, "usage: %s -m MODEL [--batch 1,8,32] [--tp 1,2] [--replay off,on] [--prompt N] "
+    std::fprintf(stderr, "usage: %s -m MODEL [--batch 1,8,32] [--tp 1,2] [--ep 1,2] [--replay off,on] [--prompt N] "
                          "[--decode N] [--runs N] [--warmup N] [--threads N] [--set knob=value]\n", prog);
     return 2;
   }
@@ -132,7 +134,8 @@ int main(int argc, char** argv) {
   std::vector<HybridBenchConfig> configs;
   for (const auto& b : batches)
     for (const auto& tp : tps)
-      for (const auto& r : replays) configs.push_back({std::atoi(b.c_str()), tp, r, {}, {}});
+      for (const auto& ep : eps)
+        for (const auto& r : replays) configs.push_back({std::atoi(b.c_str()), tp, ep, r, {}, {}});
   for (int round = -warmup; round < runs; ++round)
     for (size_t k = 0; k < configs.size(); ++k) {
       HybridBenchConfig& c = configs[(k + size_t(round + warmup)) % configs.size()];
@@ -144,7 +147,7 @@ int main(int argc, char** argv) {
     }
   std::printf("%s: %d rounds, prompt %d, decode %d, %d threads\n", model_path.c_str(), runs, prompt, decode, threads);
   for (const auto& c : configs) {
-    std::printf("batch %3d  tp %s  replay %-3s", c.batch, c.tp.c_str(), c.replay.c_str());
+    std::printf("batch %3d  tp %s  ep %s  replay %-3s", c.batch, c.tp.c_str(), c.ep.c_str(), c.replay.c_str());
     print_stat("decode", c.decode_tok_s);
     print_stat("  prefill", c.prefill_tok_s);
     std::vector<double> ratio;

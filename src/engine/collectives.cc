@@ -18,6 +18,19 @@ void Collectives::all_to_all(int rank, const void* send, void* recv, int64_t blo
   all_to_all_v(rank, send, counts, recv, counts);
 }
 
+namespace {
+ProcessCollectivesFactory g_process_collectives_factory = nullptr;
+}  // namespace
+
+void set_process_collectives_factory(ProcessCollectivesFactory factory) { g_process_collectives_factory = factory; }
+
+Result<std::unique_ptr<Collectives>> make_process_collectives(int ranks, ReduceDtype dtype) {
+  if (g_process_collectives_factory == nullptr)
+    return unsupported("engine.collectives=mpi: this program was built without the mpi backend "
+                       "(recur_engine_mpi, use_mpi_collectives())");
+  return g_process_collectives_factory(ranks, dtype);
+}
+
 Result<CollectivesBackend> collectives_backend_from_config(const Config& config) {
   Result<std::string> v = config.get("engine.collectives");
   if (!v) return unexpected(v.error());

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string_view>
 
@@ -23,11 +24,17 @@ namespace recur {
 
 class Config;
 
+// Element type of the all-reduce (knob engine.tp.reduce_dtype, tensor_parallel.h).
+enum class ReduceDtype : uint8_t { kF32, kBf16 };
+
 class Collectives {
  public:
   virtual ~Collectives() = default;
   virtual int ranks() const = 0;
   virtual std::string_view backend() const = 0;
+  // One process per rank (mpi): this process's rank, the only one it runs; -1 when every rank
+  // is a thread of this process.
+  virtual int process_rank() const { return -1; }
 
   // out[n] = partial_0[n] + ... + partial_{P-1}[n], added in rank order; out may be partial.
   virtual void all_reduce_sum(int rank, const float* partial, float* out, int64_t n) = 0;
@@ -47,5 +54,13 @@ class Collectives {
 // launched by mpirun (the launcher's environment names this process's rank).
 enum class CollectivesBackend : uint8_t { kThreads, kMpi };
 Result<CollectivesBackend> collectives_backend_from_config(const Config& config);
+
+// The mpi backend lives in the optional library recur_engine_mpi, so recur_engine does not
+// link MPI: a program that links it calls use_mpi_collectives() (collectives_mpi.h) once, which
+// registers this factory; the engine then creates the group for engine.collectives=mpi.
+using ProcessCollectivesFactory = Result<std::unique_ptr<Collectives>> (*)(int ranks, ReduceDtype dtype);
+void set_process_collectives_factory(ProcessCollectivesFactory factory);
+// A one-process-per-rank group of `ranks` ranks; an error when no factory is registered.
+Result<std::unique_ptr<Collectives>> make_process_collectives(int ranks, ReduceDtype dtype);
 
 }  // namespace recur

@@ -17,6 +17,10 @@
 
 namespace recur {
 
+// Registers MpiCollectives as the engine's one-process-per-rank backend
+// (set_process_collectives_factory): call once in a program that runs the engine under mpirun.
+void use_mpi_collectives();
+
 class MpiCollectives final : public Collectives {
  public:
   // Initializes MPI (once per process; MPI_Finalize runs at exit) and checks that the job has
@@ -26,6 +30,7 @@ class MpiCollectives final : public Collectives {
   int ranks() const override { return ranks_; }
   int rank() const { return rank_; }  // this process's rank in MPI_COMM_WORLD
   std::string_view backend() const override { return "mpi"; }
+  int process_rank() const override { return rank_; }
   void all_reduce_sum(int rank, const float* partial, float* out, int64_t n) override;
   void all_gather(int rank, const void* send, std::span<const int64_t> bytes, void* out) override;
   void all_to_all_v(int rank, const void* send, std::span<const int64_t> send_bytes, void* recv,

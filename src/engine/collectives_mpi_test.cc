@@ -1,7 +1,10 @@
 // The mpi backend against the threads backend: run under `mpirun -np P` (ctest collectives_mpi,
 // tests/collectives_mpi_test.sh). Each process computes its rank's results with MpiCollectives
 // and, in-process, every rank's with RankGroup on P threads, and requires the same bytes for
-// all_reduce_sum (f32 and bf16), all_gather, all_to_all_v and all_to_all. Exit 0 when equal.
+// all_reduce_sum (f32 and bf16), all_gather, all_to_all_v and all_to_all. Then the engine: each
+// process loads the same tiny MoE hybrid and runs its rank of the forward with
+// engine.collectives=mpi at tp=P, ep=P and both, giving the threads backend's logits bit for bit
+// and tp=1's greedy tokens. Exit 0 when all equal.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -9,7 +12,13 @@
 #include <thread>
 #include <vector>
 
+#include "core/knobs.h"
+#include "core/thread_pool.h"
 #include "engine/collectives_mpi.h"
+#include "engine/model.h"
+#include "engine/sampler.h"
+#include "engine/synthetic.h"
+#include "engine/test_models.h"
 
 namespace recur {
 namespace {
@@ -64,7 +73,71 @@ void mpi_test_exercise(Collectives& c, Collectives& bf16, int rank, std::vector<
   c.barrier(rank);
 }
 
+// Logits of 10 greedy decode steps from token 5 at `knobs`; tokens appended to `tokens`.
+std::vector<float> mpi_test_decode(const Model& model, ThreadPool& pool, const Config& knobs,
+                                   std::vector<TokenId>& tokens, std::string& error) {
+  std::vector<float> all;
+  auto s = model.new_session(pool, 11, knobs);
+  if (!s) {
+    error = s.error().message();
+    return all;
+  }
+  TokenId t = 5;
+  for (int i = 0; i < 10; ++i) {
+    auto logits = (*s)->step(t);
+    if (!logits) {
+      error = logits.error().message();
+      return all;
+    }
+    all.insert(all.end(), logits->begin(), logits->end());
+    tokens.push_back(t = argmax(*logits));
+  }
+  return all;
+}
+
+// The engine under mpi against the engine on threads; 0 when every configuration agrees.
+int mpi_test_engine(int P, int rank) {
+  auto w = synthetic_model({testing::tiny_hybrid_config(4), gguf::TensorType::kF32, 7});
+  if (!w) return std::fprintf(stderr, "synthetic model: %s\n", w.error().message().c_str()), 1;
+  std::vector<std::byte> bytes = w->serialize();
+  auto model = model_from_file(std::move(*gguf::parse(bytes, "mpi-hybrid.gguf")));
+  if (!model) return std::fprintf(stderr, "model: %s\n", model.error().message().c_str()), 1;
+  auto pool = ThreadPool::create({.threads = 1, .pin = false});
+  std::string error;
+  std::vector<TokenId> want;
+  mpi_test_decode(**model, **pool, Config(), want, error);
+  const std::string p = std::to_string(P);
+  const std::vector<std::vector<std::pair<std::string, std::string>>> configs = {
+      {{"engine.tp", p}}, {{"engine.ep", p}}, {{"engine.ep", p}, {"engine.ep.dispatch_mode", "low_latency"}},
+      {{"engine.tp", p}, {"engine.ep", p}}};
+  for (const auto& config : configs) {
+    Config threads, mpi;
+    std::string name;
+    for (const auto& [k, v] : config) {
+      (void)threads.set(k, v);
+      (void)mpi.set(k, v);
+      name += k + "=" + v + " ";
+    }
+    if (auto set = mpi.set("engine.collectives", "mpi"); !set) error = set.error().message();
+    std::vector<TokenId> t_tokens, m_tokens;
+    const std::vector<float> t_logits = mpi_test_decode(**model, **pool, threads, t_tokens, error);
+    const std::vector<float> m_logits = mpi_test_decode(**model, **pool, mpi, m_tokens, error);
+    if (!error.empty()) return std::fprintf(stderr, "rank %d, %s: %s\n", rank, name.c_str(), error.c_str()), 1;
+    if (m_logits != t_logits || m_tokens != want) {
+      std::fprintf(stderr, "rank %d, %s: mpi logits %s the threads backend's, tokens %s tp=1's\n", rank,
+                   name.c_str(), m_logits == t_logits ? "equal" : "differ from",
+                   m_tokens == want ? "equal" : "differ from");
+      return 1;
+    }
+    std::printf("collectives_mpi_test rank %d of %d: engine %swith engine.collectives=mpi: %zu logits equal to "
+                "threads bit for bit, tokens equal to tp=1\n",
+                rank, P, name.c_str(), m_logits.size());
+  }
+  return 0;
+}
+
 int mpi_test_main() {
+  use_mpi_collectives();
   auto mpi = MpiCollectives::create();
   if (!mpi) {
     std::fprintf(stderr, "collectives_mpi_test: %s\n", mpi.error().message().c_str());
@@ -93,7 +166,7 @@ int mpi_test_main() {
   std::printf("collectives_mpi_test rank %d of %d: all_reduce_sum (f32, bf16), all_gather, all_to_all_v and "
               "all_to_all give the threads backend's %zu bytes\n",
               rank, P, got.size());
-  return 0;
+  return mpi_test_engine(P, rank);
 }
 
 }  // namespace

@@ -64,6 +64,7 @@ Result<HybridBatchOptions> hybrid_batch_options(const Config& knobs, const Model
   RECUR_ASSIGN_OR_RETURN(int64_t tp, knobs.get_int("engine.tp"));
   o.tp = int(tp);
   RECUR_ASSIGN_OR_RETURN(o.ep, moe::ep_options_from_config(knobs));
+  RECUR_ASSIGN_OR_RETURN(o.collectives, collectives_backend_from_config(knobs));
   RECUR_ASSIGN_OR_RETURN(o.reduce, reduce_dtype_from_config(knobs));
   RECUR_ASSIGN_OR_RETURN(o.precision, gemm::precision_from_config(knobs));
   RECUR_ASSIGN_OR_RETURN(o.q8, gemm::q8_activations_from_config(knobs));
@@ -137,7 +138,14 @@ Result<std::unique_ptr<HybridBatch>> HybridBatch::create(const HybridModel& m, T
   for (int l = 0, a = 0; l < c.n_layers; ++l) batch->attention_index_.push_back(c.is_kda_layer(l) ? -1 : a++);
   const int64_t kv_pages = o.kv_pages > 0 ? o.kv_pages : b.max_sequences * batch_kv_pages_for(b.max_tokens);
   const int64_t M = b.max_batch_tokens, K = c.kda_head_dim, hd = c.head_dim;
-  for (int index = 0; index < ranks; ++index) {
+  batch->group_ranks_ = ranks;
+  int first_rank = 0, end_rank = ranks;  // the ranks this process runs
+  if (o.collectives == CollectivesBackend::kMpi) {
+    RECUR_ASSIGN_OR_RETURN(batch->process_comm_, make_process_collectives(ranks, o.reduce));
+    first_rank = batch->process_comm_->process_rank();
+    end_rank = first_rank + 1;
+  }
+  for (int index = first_rank; index < end_rank; ++index) {
     auto r = std::make_unique<Rank>();
     RECUR_ASSIGN_OR_RETURN(r->w, hybrid::shard_rank(m, index, o.tp, ep, o.precision, o.q8));
     int64_t q_w = 0, k_w = 0, v_w = 0, hv = 0, kv_heads = 0;
@@ -179,7 +187,7 @@ Result<std::unique_ptr<HybridBatch>> HybridBatch::create(const HybridModel& m, T
     r->norm_w.resize(size_t(c.dim));
     batch->ranks_.push_back(std::move(r));
   }
-  if (ranks > 1) {
+  if (ranks > 1 && !batch->process_comm_) {
     RECUR_ASSIGN_OR_RETURN(batch->runner_, RankRunner::create(ranks, M * c.dim, o.reduce));
   }
   return batch;
@@ -239,8 +247,9 @@ KvUsage HybridBatch::kv_usage() const {
 
 Status HybridBatch::state_parts(SeqId seq, SequenceStateParts& out) {
   if (position(seq) < 0) return not_found("hybrid batch: state_parts: no live sequence {}", seq);
-  if (ranks_.size() != 1)
-    return unsupported("hybrid batch: sequence state export/import needs engine.tp=1 (got {})", ranks_.size());
+  if (group_ranks_ != 1)
+    return unsupported("hybrid batch: sequence state export/import needs one rank (engine.tp=1, engine.ep=1; got {})",
+                       group_ranks_);
   if (options_.kda.replay)
     return unsupported("hybrid batch: sequence state export/import needs engine.kda.replay=off (a ReplaySSM state "
                        "is a checkpoint plus a window)");
@@ -300,9 +309,9 @@ void HybridBatch::all_reduce(Rank& r, int l, int64_t rows, std::string_view op, 
   const int64_t n = rows * m_.config().dim;
   if (options_.tp > 1) {
     RECUR_ZONE("all_reduce");
-    zone.arg("ranks", int64_t(ranks_.size()));
+    zone.arg("ranks", int64_t(group_ranks_));
     zone.arg("floats", n);
-    runner_->group().all_reduce_sum(r.w.index, r.partial.data(), r.partial.data(), n);
+    comm().all_reduce_sum(r.w.index, r.partial.data(), r.partial.data(), n);
   }
   if (tap_rows_) record(r, l, op, "op:all_reduce", {input}, OpShard::kWhole, r.partial.data(), n);
 }
@@ -364,12 +373,17 @@ void HybridBatch::rank_forward(Rank& r, const Plan& p) {
   // Vocabulary-parallel LM head: this rank's slice of the shared logits (the all-gather).
   const Span vs = r.w.vocab;
   if (options_.tp == 1) {
-    if (r.w.index == 0) r.w.output.apply(r.h.data(), n, logits_.data(), intra);  // ranks > 1: replicated
+    // Replicated ranks: rank 0 writes the shared logits; under mpi every process has its own.
+    if (r.w.index == 0 || process_comm_) r.w.output.apply(r.h.data(), n, logits_.data(), intra);
   } else {
     r.logits.resize(size_t(n * vs.size()));
     r.w.output.apply(r.h.data(), n, r.logits.data(), intra);
-    for (int64_t j = 0; j < n; ++j)
-      std::copy_n(r.logits.data() + j * vs.size(), vs.size(), logits_.data() + j * c.vocab + vs.begin);
+    if (process_comm_) {
+      gather_logits(r, n);  // the other slices live in other processes
+    } else {
+      for (int64_t j = 0; j < n; ++j)
+        std::copy_n(r.logits.data() + j * vs.size(), vs.size(), logits_.data() + j * c.vocab + vs.begin);
+    }
   }
   if (tap_rows_) {
     const std::string last = fmt::format("layer.{}.residual", c.n_layers - 1);
@@ -550,7 +564,7 @@ void HybridBatch::mlp(Rank& r, int l, const Plan& p, ThreadPool* intra) {
 void HybridBatch::moe_expert_parallel(Rank& r, int l, const Plan& p, ThreadPool* intra) {
   const ModelConfig& c = m_.config();
   const hybrid::LayerShard& S = r.w.layers[size_t(l)];
-  const int ranks = int(ranks_.size());
+  const int ranks = group_ranks_;
   const int64_t M = p.rows(), dim = c.dim;
   const Span own = rank_span(M, ranks, r.w.index);
   auto ffn_rows = [&](const hybrid::FfnShard& f, const float* x, int64_t m, float* out) {
@@ -559,7 +573,7 @@ void HybridBatch::moe_expert_parallel(Rank& r, int l, const Plan& p, ThreadPool*
     swiglu(r.ff_a.data(), r.ff_b.data(), int(m * f.gate.rows()));
     f.down.apply(r.ff_a.data(), m, out, intra);
   };
-  const moe::EpLayer layer{.comm = &runner_->group(), .rank = r.w.index, .n_experts = c.n_experts,
+  const moe::EpLayer layer{.comm = &comm(), .rank = r.w.index, .n_experts = c.n_experts,
                            .top_k = c.n_experts_used, .dim = dim, .mode = options_.ep.mode,
                            .max_rows_per_rank = (M + ranks - 1) / ranks};
   float* y = r.partial.data() + own.begin * dim;
@@ -575,9 +589,25 @@ void HybridBatch::moe_expert_parallel(Rank& r, int l, const Plan& p, ThreadPool*
   zone.arg("floats", M * dim);
   std::vector<int64_t> bytes;
   for (int q = 0; q < ranks; ++q) bytes.push_back(rank_span(M, ranks, q).size() * dim * int64_t(sizeof(float)));
-  runner_->group().all_gather(r.w.index, y, bytes, r.xg.data());
+  comm().all_gather(r.w.index, y, bytes, r.xg.data());
   std::copy_n(r.xg.data(), M * dim, r.partial.data());
   if (tap_rows_) record(r, l, "ffn.moe", "kernel:gemm", {"ffn_norm", "ffn.router"}, OpShard::kWhole, r.partial.data(), dim);
+}
+
+// The vocabulary-parallel LM head across processes: every rank's [n, its vocabulary] slice,
+// gathered, then placed into this process's [n, vocab] logits.
+void HybridBatch::gather_logits(Rank& r, int64_t n) {
+  const int64_t vocab = m_.config().vocab;
+  std::vector<int64_t> bytes;
+  for (int q = 0; q < group_ranks_; ++q)
+    bytes.push_back(n * rank_span(vocab, group_ranks_, q).size() * int64_t(sizeof(float)));
+  std::vector<float> all(static_cast<size_t>(n * vocab));
+  comm().all_gather(r.w.index, r.logits.data(), bytes, all.data());
+  const float* from = all.data();
+  for (int q = 0; q < group_ranks_; ++q) {
+    const Span vs = rank_span(vocab, group_ranks_, q);
+    for (int64_t j = 0; j < n; ++j, from += vs.size()) std::copy_n(from, vs.size(), logits_.data() + j * vocab + vs.begin);
+  }
 }
 
 }  // namespace recur

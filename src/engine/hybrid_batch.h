@@ -20,6 +20,8 @@
 // dispatch / its experts / combine plus the shared expert for them, and an all_gather of the
 // owners' rows gives every rank the layer's output. With tp = 1 the ranks replicate the
 // attention and KDA mixers (each computes them whole; data-parallel attention is not built).
+// Collectives (engine.collectives): threads runs every rank here on pinned threads; mpi runs one
+// rank per process under mpirun (this process's rank only; every process returns all logits).
 //
 // Errors (unknown sequence, token outside the vocabulary, more than max_batch_tokens, a
 // sequence past max_tokens, the KV pages exhausted) are found before anything changes, so they
@@ -49,6 +51,7 @@ struct HybridBatchOptions {
   hybrid::KdaOptions kda;
   int tp = 1;
   moe::EpOptions ep;
+  CollectivesBackend collectives = CollectivesBackend::kThreads;
   ReduceDtype reduce = ReduceDtype::kF32;
   gemm::Precision precision = gemm::Precision::kF32;
   gemm::Q8Activations q8 = kDefaultQ8Activations;
@@ -56,7 +59,7 @@ struct HybridBatchOptions {
   std::vector<kernels::attention::KvDType> kv_dtypes;  // one per attention layer, in layer order
 };
 
-// Reads engine.tp, engine.tp.reduce_dtype, engine.ep, engine.ep.dispatch_mode,
+// Reads engine.tp, engine.tp.reduce_dtype, engine.ep, engine.ep.dispatch_mode, engine.collectives,
 // kernel.gemm.precision, kernel.gemm.q8_0_activations,
 // engine.kda.{decode_variant, prefill_variant, replay, replay_window}, engine.hybrid.kv_pages and
 // engine.kv_dtype.layer[N] for every attention layer N of `c`.
@@ -102,7 +105,12 @@ class HybridBatch final : public Batch {
   HybridBatchOptions options_;
   std::vector<BatchSlot> slots_;
   std::vector<std::unique_ptr<Rank>> ranks_;
-  std::unique_ptr<RankRunner> runner_;  // tp > 1 or ep > 1
+  Collectives& comm() { return process_comm_ ? *process_comm_ : runner_->group(); }
+  void gather_logits(Rank& r, int64_t n);
+
+  int group_ranks_ = 1;                           // max(tp, ep); ranks_ holds the local ones
+  std::unique_ptr<RankRunner> runner_;            // threads backend, group_ranks_ > 1
+  std::unique_ptr<Collectives> process_comm_;     // mpi backend: this process is one rank
   std::vector<int> attention_index_;    // layer -> its index among the attention layers (-1: KDA)
   std::vector<float> logits_;           // [rows with want_logits, vocab]; each rank writes its slice
   OpTap* op_tap_ = nullptr;

@@ -23,6 +23,9 @@ Result<LlamaBatchOptions> llama_batch_options(const Config& knobs, const ModelCo
   if (numerics != "native") return unsupported("engine.numerics={}: llama runs native only", numerics);
   RECUR_ASSIGN_OR_RETURN(int64_t tp, knobs.get_int("engine.tp"));
   o.tp = int(tp);
+  RECUR_ASSIGN_OR_RETURN(CollectivesBackend collectives, collectives_backend_from_config(knobs));
+  if (collectives != CollectivesBackend::kThreads)
+    return unsupported("engine.collectives=mpi: llama runs its ranks as threads only (the hybrid model runs under mpi)");
   RECUR_ASSIGN_OR_RETURN(o.reduce, reduce_dtype_from_config(knobs));
   for (int l = 0; l < c.n_layers; ++l) {
     RECUR_ASSIGN_OR_RETURN(std::string name, knobs.get(fmt::format("engine.kv_dtype.layer[{}]", l)));

@@ -53,8 +53,7 @@ Span rank_span(int64_t n, int ranks, int rank, int64_t granule = 1);
 // view (no copy) when there is one rank. The row-parallel shard of a weight.
 Result<std::unique_ptr<OwnedWeight>> row_parallel_shard(const Weight& w, Span cols, int ranks);
 
-// Element type of the all-reduce (knob engine.tp.reduce_dtype).
-enum class ReduceDtype : uint8_t { kF32, kBf16 };
+// Element type of the all-reduce (knob engine.tp.reduce_dtype; ReduceDtype is in collectives.h).
 Result<ReduceDtype> reduce_dtype_from_config(const Config& config);
 
 // Sums the rank-order partials slots[0..P)[i] into out[i], rounding to bf16 when dtype says so

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <thread>
 
 #include "core/convert.h"
@@ -365,6 +366,14 @@ TEST(ExpertParallel, RejectsSplitsThatDoNotFit) {
     EXPECT_NE(s.error().message().find(experts ? "does not divide the 4 experts" : "has no MoE experts"),
               std::string::npos)
         << s.error().message();
+  }
+  // engine.collectives=mpi outside mpirun is refused where the knob is read.
+  Config knobs;
+  ASSERT_TRUE(knobs.set("engine.collectives", "mpi").has_value());
+  auto backend = collectives_backend_from_config(knobs);
+  if (std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr && std::getenv("PMI_SIZE") == nullptr) {
+    ASSERT_FALSE(backend.has_value());
+    EXPECT_NE(backend.error().message().find("not launched by mpirun"), std::string::npos);
   }
 }
 
