@@ -132,7 +132,7 @@ expect_error(400, {"model": MODEL, "prompt": "word " * 20000}, param="prompt")
 expect_error(422, {"model": MODEL}, path="/v1/chat/completions", param="messages")
 err = expect_error(400, {"model": MODEL, "messages": [{"role": "user", "content": [
     {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]}]}, path="/v1/chat/completions")
-if "encode worker" not in err["message"]:
+if err["code"] != "invalid_image" or err["param"] != "messages[0].content[0]":  # not a PNG
     fail(f"image error: {err}")
 if request("GET", "/no/such/path")[0] != 404:
     fail("unknown path")

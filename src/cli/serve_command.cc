@@ -6,6 +6,10 @@
 
 #include "cli/cli.h"
 #include "engine/model_cache.h"
+#include "engine/gguf.h"
+#include "engine/model_config.h"
+#include "serve/encode_server.h"
+#include "serve/image_encoder.h"
 #include "serve/role_workers.h"
 #include "serve/serve.h"
 
@@ -18,12 +22,37 @@ struct ServeFlags {
   serve::RoleOptions roles;  // --role prefill|decode|router
   int queue_size = 64;
   std::string batching = "on";
+  std::string encode_url;    // --role all: images encoded by this encode worker instead of in process
+  std::string vision_model;  // --role all|encode: the vision encoder GGUF (empty: the embedded default)
 };
+
+// The hidden size of the model at `path` (what image embeddings must have); the default model's
+// without one.
+Result<int> serve_model_dim(const std::string& path) {
+  if (path.empty()) return 768;
+  RECUR_ASSIGN_OR_RETURN(gguf::File file, gguf::read(path));
+  RECUR_ASSIGN_OR_RETURN(ModelConfig c, ModelConfig::from_gguf(file));
+  return c.dim;
+}
+
+// --role all takes images: encoded in process, or by the encode worker at --encode.
+Status install_serve_image_encoder(const ServeFlags& f) {
+  RECUR_ASSIGN_OR_RETURN(int dim, serve_model_dim(f.options.model_path));
+  Result<std::unique_ptr<serve::ImageEncoder>> e = f.encode_url.empty()
+                                                       ? serve::local_image_encoder(f.vision_model, dim)
+                                                       : serve::remote_image_encoder(f.encode_url, f.options.api_key);
+  if (!e) return unexpected(e.error());
+  fmt::print(stderr, "images: {}\n", (*e)->describe());
+  serve::install_image_encoder(std::move(*e));
+  return ok_status();
+}
 
 int run_serve(ServeFlags f) {
   if (f.role == "encode") {
-    fmt::print(stderr, "recur serve: --role encode is not built yet (issue #9)\n");
-    return kExitUsage;
+    Result<int> dim = serve_model_dim(f.options.model_path);
+    if (!dim) return report_failure(dim.error());
+    if (auto s = serve::run_encode_worker(f.options, f.vision_model, *dim); !s) return report_failure(s.error());
+    return kExitOk;
   }
   if (f.options.model_path.empty()) {
     auto d = default_model_path();
@@ -35,7 +64,8 @@ int run_serve(ServeFlags f) {
   f.options.knobs = global_config();
   Status s = ok_status();
   if (f.role == "all") {
-    s = serve::run_server(f.options);
+    s = install_serve_image_encoder(f);
+    if (s) s = serve::run_server(f.options);
   } else {
     f.roles.serve = f.options;
     s = f.role == "prefill" ? serve::run_prefill_worker(f.roles)
@@ -52,9 +82,14 @@ void register_serve(CLI::App& app, Invocation& inv) {
   auto* cmd = app.add_subcommand("serve", "Serve a model over an OpenAI-compatible HTTP API (/v1/completions, "
                                           "/v1/chat/completions with SSE streaming, /v1/models, /health, /metrics) "
                                           "until SIGTERM or SIGINT. Without -m, the embedded default model.");
-  cmd->add_option("--role", f->role, "process role: all (one process), or the disaggregated prefill, decode and router "
-                                     "(docs/serve.md; encode is not built yet)")
+  cmd->add_option("--role", f->role, "process role: all (one process), the disaggregated prefill, decode and router, "
+                                     "or encode (the image encoder, POST /v1/encode; docs/serve.md)")
       ->check(CLI::IsMember({"all", "encode", "prefill", "decode", "router"}))->capture_default_str();
+  cmd->add_option("--encode", f->encode_url, "--role all: encode images through this encode worker (http://host:port) "
+                                             "instead of in process");
+  cmd->add_option("--vision-model", f->vision_model, "--role all|encode: the vision encoder GGUF (default: the embedded "
+                                                     "one projecting to -m's hidden size, written once into the "
+                                                     "model cache; --role encode reads only -m's metadata)");
   cmd->add_option("--prefill", f->roles.prefill_urls, "router: prefill workers' URLs (http://host:port), comma-separated")
       ->delimiter(',');
   cmd->add_option("--decode", f->roles.decode_urls, "router: decode workers' URLs, comma-separated")->delimiter(',');

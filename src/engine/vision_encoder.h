@@ -51,9 +51,10 @@ Status validate_vision_config(const VisionConfig& c);
 // Random seeded weights as a GGUF file in memory (F32), and written to a path.
 Result<gguf::Writer> synthetic_vision_encoder(const VisionConfig& config, uint64_t seed);
 
-// The embedded default: VisionConfig{} with out_dim of the default model (768), seed 1, written
-// once into the model cache next to the default language model (model_cache.h).
-Result<std::string> default_vision_encoder_path();
+// The embedded default: VisionConfig{} projecting to `out_dim` (the language model's hidden size;
+// 768 for the default model), seed 1, written once into the model cache next to the default
+// language model (model_cache.h).
+Result<std::string> default_vision_encoder_path(int out_dim = 768);
 
 class VisionEncoder {
  public:

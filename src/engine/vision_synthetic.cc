@@ -85,16 +85,20 @@ Result<gguf::Writer> synthetic_vision_encoder(const VisionConfig& c, uint64_t se
   return w;
 }
 
-Result<std::string> default_vision_encoder_path() {
+Result<std::string> default_vision_encoder_path(int out_dim) {
   namespace fs = std::filesystem;
+  VisionConfig c;
+  c.out_dim = out_dim;
+  RECUR_RETURN_IF_ERROR(validate_vision_config(c));
   const fs::path dir = model_cache_dir();
-  const fs::path path = dir / "default-vision-i64-p16-d256-l4-o768-f32-seed1.gguf";
+  const fs::path path = dir / fmt::format("default-vision-i{}-p{}-d{}-l{}-o{}-f32-seed1.gguf", c.image_size, c.patch,
+                                          c.dim, c.n_layers, c.out_dim);
   if (fs::exists(path)) return path.string();
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return io_error("{}: cannot create: {}", dir.string(), ec.message());
   LOG_INFO("writing the vision encoder {} (once)", path.string());
-  RECUR_ASSIGN_OR_RETURN(gguf::Writer w, synthetic_vision_encoder(VisionConfig{}, 1));
+  RECUR_ASSIGN_OR_RETURN(gguf::Writer w, synthetic_vision_encoder(c, 1));
   RECUR_RETURN_IF_ERROR(w.write(path.string()));
   return path.string();
 }

@@ -102,7 +102,8 @@ void BatchScheduler::forward_once() {
     const size_t n = std::min<size_t>(r->prompt.size() - r->fed, size_t(budget));
     for (size_t k = 0; k < n; ++k) {
       const bool last = r->fed + k + 1 == r->prompt.size();
-      tokens_.push_back({.seq = r->seq, .token = r->prompt[r->fed + k], .want_logits = last});
+      tokens_.push_back({.seq = r->seq, .token = r->prompt[r->fed + k], .want_logits = last,
+                         .embedding = r->job->request().prompt_embedding(r->fed + k)});
       if (last) row_owner_.push_back(r.get());
     }
     r->fed += n;

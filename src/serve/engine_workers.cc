@@ -48,6 +48,10 @@ void EngineWorkers::run(Job& job, ThreadPool& pool) {
   if (job.cancelled()) return JobOutput::finish_cancelled(job, metrics_);
   metrics_.running().fetch_add(1);
   JobOutput out(job, metrics_);
+  if (!req.embedding_row.empty()) {  // a session prefills token ids only
+    metrics_.running().fetch_sub(1);
+    return out.fail("images need the batching scheduler (--batching on, a model with a batched forward)");
+  }
   auto stats = generate_from_ids(model_, pool, req.prompt_ids, req.options,
                                  [&](std::string_view piece) { return out.emit(piece); }, knobs_);
   metrics_.running().fetch_sub(1);

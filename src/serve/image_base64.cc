@@ -42,3 +42,22 @@ Result<std::vector<uint8_t>> decode_base64(std::string_view text, std::string_vi
 }
 
 }  // namespace recur::serve
+
+namespace recur::serve {
+
+std::string encode_base64(std::span<const uint8_t> b) {
+  static constexpr char kDigits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string s;
+  s.reserve((b.size() + 2) / 3 * 4);
+  for (size_t i = 0; i < b.size(); i += 3) {
+    const uint32_t v = uint32_t(b[i]) << 16 | (i + 1 < b.size() ? uint32_t(b[i + 1]) << 8 : 0u) |
+                       (i + 2 < b.size() ? uint32_t(b[i + 2]) : 0u);
+    s += kDigits[v >> 18 & 63];
+    s += kDigits[v >> 12 & 63];
+    s += i + 1 < b.size() ? kDigits[v >> 6 & 63] : '=';
+    s += i + 2 < b.size() ? kDigits[v & 63] : '=';
+  }
+  return s;
+}
+
+}  // namespace recur::serve

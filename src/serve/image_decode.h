@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -25,6 +26,7 @@ inline constexpr int64_t kMaxImagePixels = int64_t(4096) * 4096;
 
 // Standard base64 (RFC 4648, '=' padding optional, no whitespace); errors give the byte offset.
 Result<std::vector<uint8_t>> decode_base64(std::string_view text, std::string_view what);
+std::string encode_base64(std::span<const uint8_t> bytes);
 
 Result<RgbImage> decode_png(std::span<const uint8_t> bytes, std::string_view what);
 Result<RgbImage> decode_ppm(std::span<const uint8_t> bytes, std::string_view what);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "serve/chat_template.h"
+#include "serve/image_prompt.h"
 
 namespace recur::serve {
 
@@ -15,7 +16,9 @@ expected<PreparedRequest, ApiError> prepare_request(const CompletionRequest& req
   const Tokenizer& tok = model.tokenizer();
   const int context = model.config().context;
   PreparedRequest p;
-  if (request.kind == CompletionRequest::Kind::kChat) {
+  if (request.kind == CompletionRequest::Kind::kChat && chat_has_images(request.messages)) {
+    if (auto spliced = splice_chat_images(request.messages, model, p); !spliced) return unexpected(spliced.error());
+  } else if (request.kind == CompletionRequest::Kind::kChat) {
     p.prompt_ids = tok.encode(render_chat_prompt(request.messages), tok.vocabulary().add_bos);
   } else if (request.prompt_ids_given) {
     for (size_t i = 0; i < request.prompt_ids.size(); ++i) {

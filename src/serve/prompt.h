@@ -21,6 +21,17 @@ inline constexpr int kDefaultChatTokens = 512;
 
 struct PreparedRequest {
   std::vector<TokenId> prompt_ids;
+  // Image patches spliced into a chat prompt (image_prompt.h): embedding_dim floats per row;
+  // embedding_row[position] is the row that prompt position takes, -1 for a token. Empty
+  // without images.
+  std::vector<float> embeddings;
+  std::vector<int32_t> embedding_row;
+  int embedding_dim = 0;
+  // The row prompt position `position` takes instead of its token's embedding, or null.
+  const float* prompt_embedding(size_t position) const {
+    if (position >= embedding_row.size() || embedding_row[position] < 0) return nullptr;
+    return embeddings.data() + size_t(embedding_row[position]) * size_t(embedding_dim);
+  }
   GenerateOptions options;
   std::vector<std::string> stop;
 };

@@ -162,7 +162,16 @@ expected<void, ApiError> parse_prompt(const json& doc, CompletionRequest& r) {
   return {};
 }
 
-expected<std::string, ApiError> message_content(const json& content, size_t index) {
+// An image part's URL: image_url as an object with a string url (chat API) or a string (Responses API).
+expected<std::string, ApiError> image_part_url(const json& part, const std::string& where) {
+  const json* v = field(part, "image_url");
+  if (v && v->is_object()) v = field(*v, "url");
+  if (!v || !v->is_string())
+    return unexpected(schema_error(where + ".image_url", "'{}.image_url.url' must be a string (a data: URI)", where));
+  return v->get<std::string>();
+}
+
+expected<std::string, ApiError> message_content(const json& content, size_t index, std::vector<ChatImage>& images) {
   const std::string param = fmt::format("messages[{}].content", index);
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array())
@@ -174,10 +183,14 @@ expected<std::string, ApiError> message_content(const json& content, size_t inde
     if (!part.is_object() || !part.contains("type") || !part["type"].is_string())
       return unexpected(schema_error(where, "'{}' must be an object with a string 'type'", where));
     std::string type = part["type"].get<std::string>();
-    if (type == "image_url" || type == "input_image" || type == "image")
-      return unexpected(bad_request(where, "unsupported", "'{}': images need the encode worker, not built yet", where));
+    if (type == "image_url" || type == "input_image") {
+      auto url = image_part_url(part, where);
+      if (!url) return unexpected(url.error());
+      images.push_back({.offset = text.size(), .url = std::move(*url), .param = where});
+      continue;
+    }
     if (type != "text")
-      return unexpected(bad_request(where, "unsupported", "'{}': part type '{}' is not supported (text is)", where, type));
+      return unexpected(bad_request(where, "unsupported", "'{}': part type '{}' is not supported (text and image_url are)", where, type));
     if (!part.contains("text") || !part["text"].is_string())
       return unexpected(schema_error(where + ".text", "'{}.text' must be a string", where));
     text += part["text"].get<std::string>();
@@ -205,7 +218,7 @@ expected<void, ApiError> parse_messages(const json& doc, CompletionRequest& r) {
     if (!content) {
       if (*role != "assistant") return unexpected(schema_error(where + ".content", "'{}.content' is required", where));
     } else {
-      auto text = message_content(*content, i);
+      auto text = message_content(*content, i, msg.images);
       if (!text) return unexpected(text.error());
       msg.content = std::move(*text);
     }

@@ -21,9 +21,18 @@ namespace recur::serve {
 inline constexpr size_t kMaxStopSequences = 4;
 inline constexpr size_t kMaxStopBytes = 256;
 
+// An image part of a chat message (OpenAI's {"type":"image_url","image_url":{"url":...}}):
+// decoded and encoded later (image_prompt.h), where the model is known.
+struct ChatImage {
+  size_t offset = 0;  // where in the message's content it sits (bytes of text before it)
+  std::string url;    // a data: URI
+  std::string param;  // "messages[0].content[1]", for errors
+};
+
 struct ChatMessage {
   std::string role;     // system, user, assistant (tool and developer are read as user/system)
   std::string content;  // the text parts joined
+  std::vector<ChatImage> images;
 };
 
 struct SamplingRequest {

@@ -130,11 +130,24 @@ TEST(RequestTest, ChatErrors) {
   EXPECT_EQ(chat_error(R"({"model":"m","messages":[{"role":"user"}]})").param, "messages[0].content");
   EXPECT_EQ(chat_error(R"({"model":"m","messages":[{"role":"king","content":"x"}]})").param, "messages[0].role");
   EXPECT_EQ(chat_error(R"({"model":"m","messages":[{"content":"x"}]})").http_status, 422);
-  ApiError image = chat_error(R"({"model":"m","messages":[{"role":"user","content":[
-    {"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]}]})");
-  EXPECT_EQ(image.http_status, 400);
-  EXPECT_EQ(image.param, "messages[0].content[0]");
-  EXPECT_NE(image.message.find("images need the encode worker, not built yet"), std::string::npos);
+  ApiError image = chat_error(R"({"model":"m","messages":[{"role":"user","content":[{"type":"image_url"}]}]})");
+  EXPECT_EQ(image.http_status, 422);
+  EXPECT_EQ(image.param, "messages[0].content[0].image_url");
+}
+
+TEST(RequestTest, ChatImagePartsAreKeptWhereTheySit) {
+  auto r = parse_chat_request(R"({"model":"m","messages":[{"role":"user","content":[
+    {"type":"text","text":"look: "},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}},
+    {"type":"text","text":" and "},{"type":"input_image","image_url":"data:image/ppm;base64,BB"}]}]})");
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  const ChatMessage& m = r->messages[0];
+  EXPECT_EQ(m.content, "look:  and ");
+  ASSERT_EQ(m.images.size(), 2u);
+  EXPECT_EQ(m.images[0].offset, 6u);
+  EXPECT_EQ(m.images[0].url, "data:image/png;base64,AAAA");
+  EXPECT_EQ(m.images[0].param, "messages[0].content[1]");
+  EXPECT_EQ(m.images[1].offset, 11u);
+  EXPECT_EQ(m.images[1].url, "data:image/ppm;base64,BB");
 }
 
 TEST(RequestTest, ErrorBodyIsOpenAIShape) {

@@ -1,0 +1,61 @@
+#include "serve/encode_server.h"
+
+#include <atomic>
+
+#include <httplib.h>
+
+#include "core/clock.h"
+#include "serve/encode_wire.h"
+#include "serve/image_decode.h"
+#include "serve/role_protocol.h"
+
+namespace recur::serve {
+
+Status run_encode_worker(const ServeOptions& options, const std::string& vision_model, int out_dim) {
+  role_block_stop_signals();
+  RECUR_ASSIGN_OR_RETURN(std::unique_ptr<ImageEncoder> encoder, local_image_encoder(vision_model, out_dim));
+  RECUR_RETURN_IF_ERROR(encoder->encode(RgbImage{1, 1, {0, 0, 0}}));  // load now: errors at startup
+  std::atomic<int64_t> images{0}, failed{0}, encode_ns{0};
+  httplib::Server svr;
+  const int http_threads = options.http_threads;
+  svr.new_task_queue = [http_threads] { return new httplib::ThreadPool(size_t(http_threads)); };
+  svr.set_payload_max_length(options.max_body_bytes);
+  const std::string bearer = "Bearer " + options.api_key;
+  svr.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
+    if (options.api_key.empty() || req.path == "/health" || req.get_header_value("Authorization") == bearer)
+      return httplib::Server::HandlerResponse::Unhandled;
+    role_send_error(res, {401, "missing or wrong API key", "invalid_request_error", "", "invalid_api_key"});
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  svr.Post("/v1/encode", [&](const httplib::Request& req, httplib::Response& res) {
+    auto uri = parse_encode_request(req.body);
+    if (!uri) return role_send_error(res, uri.error());
+    auto image = decode_image_data_uri(*uri, "image");
+    if (!image) {
+      failed.fetch_add(1);
+      return role_send_error(res, bad_request("image", "invalid_image", "{}", image.error().message()));
+    }
+    const int64_t t0 = now_ns();
+    auto e = encoder->encode(*image);
+    encode_ns.fetch_add(now_ns() - t0);
+    if (!e) {
+      failed.fetch_add(1);
+      return role_send_error(res, {500, e.error().to_string(), "server_error", "", "encode_failed"});
+    }
+    images.fetch_add(1);
+    res.set_content(encode_response_json(*e), "application/json");
+  });
+  role_add_worker_routes(svr, "encode", [&] {
+    return fmt::format(
+        "# HELP recur_encode_images_total images encoded\n# TYPE recur_encode_images_total counter\n"
+        "recur_encode_images_total {}\n"
+        "# HELP recur_encode_failures_total requests refused or failed\n# TYPE recur_encode_failures_total counter\n"
+        "recur_encode_failures_total {}\n"
+        "# HELP recur_encode_seconds_total time spent in the vision encoder\n"
+        "# TYPE recur_encode_seconds_total counter\nrecur_encode_seconds_total {}\n",
+        images.load(), failed.load(), double(encode_ns.load()) * 1e-9);
+  });
+  return role_serve_until_signal(svr, options, "encode worker, " + encoder->describe());
+}
+
+}  // namespace recur::serve
