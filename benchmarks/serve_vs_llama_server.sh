@@ -13,7 +13,7 @@
 # Prints medians [min..max] of aggregate output tok/s and TTFT p50 / p99 per server and the ratio
 # recur / llama-server. llama-server runs with OMP_WAIT_POLICY=passive unless the environment sets
 # it: an OpenMP build of llama.cpp spins at its barriers, and on cores shared with other processes
-# that cut its decode to 2-3 tok/s where it made 30 (recur does not use OpenMP).
+# that cut its decode to 2-3 tok/s per sequence in a first run here (recur does not use OpenMP).
 set -euo pipefail
 bin=${1:?usage: serve_vs_llama_server.sh LLAMA_CPP_BIN_DIR MODEL.gguf [ROUNDS] [CONCURRENCY]}
 model=${2:?usage: serve_vs_llama_server.sh LLAMA_CPP_BIN_DIR MODEL.gguf [ROUNDS] [CONCURRENCY]}
