@@ -7,9 +7,11 @@
 
 namespace recur {
 
+// Tagged with its own component only (not engine:tp): which backend runs the ranks is a launch
+// choice, not a tuning step for the agent.
 RECUR_KNOB(engine_collectives,
            {.name = "engine.collectives", .type = KnobType::kEnum, .choices = {"threads", "mpi"},
-            .default_value = "threads", .components = {"engine:collectives", "engine:tp", "engine:ep"},
+            .default_value = "threads", .components = {"engine:collectives"},
             .help = "how ranks exchange data: threads of one process (threads) or one process per rank under "
                     "mpirun, possibly on several hosts (mpi; docs/engine.md)"});
 

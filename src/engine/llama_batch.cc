@@ -26,6 +26,8 @@ Result<LlamaBatchOptions> llama_batch_options(const Config& knobs, const ModelCo
   RECUR_ASSIGN_OR_RETURN(CollectivesBackend collectives, collectives_backend_from_config(knobs));
   if (collectives != CollectivesBackend::kThreads)
     return unsupported("engine.collectives=mpi: llama runs its ranks as threads only (the hybrid model runs under mpi)");
+  RECUR_ASSIGN_OR_RETURN(int64_t ep, knobs.get_int("engine.ep"));
+  if (ep > 1) return invalid_argument("engine.ep={}: llama has no MoE experts", ep);
   RECUR_ASSIGN_OR_RETURN(o.reduce, reduce_dtype_from_config(knobs));
   for (int l = 0; l < c.n_layers; ++l) {
     RECUR_ASSIGN_OR_RETURN(std::string name, knobs.get(fmt::format("engine.kv_dtype.layer[{}]", l)));
