@@ -137,7 +137,7 @@ Result<json> PrefillWorker::prefill(const json& msg) {
     const size_t end = std::min(ids.size(), start + chunk);
     rows.clear();
     for (size_t i = start; i < end; ++i) rows.push_back({.seq = seq, .token = ids[i], .want_logits = i + 1 == ids.size()});
-    if (end == ids.size())
+    if (end == ids.size() && p != nullptr)  // off: the forward alone, the baseline
       e_.batch->set_layer_hook([&](int layer) {
         const int64_t h0 = now_ns();
         auto n = layer_state_bytes(*e_.batch, seq, layer);
