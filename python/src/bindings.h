@@ -2,8 +2,12 @@
 // exceptions at this edge (recur.Error, a RuntimeError), never inside recur's libraries.
 #pragma once
 
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <cstddef>
+#include <span>
+#include <string>
 #include <utility>
 
 #include "core/knobs.h"
@@ -23,6 +27,15 @@ template <typename T>
 T value_or_raise(Result<T> result) {
   if (!result) raise_error(result.error());
   return std::move(*result);
+}
+
+// The bytes of a C-contiguous numpy array (writable unless `read_only_ok`); `what` names the
+// argument in the ValueError.
+inline std::span<std::byte> array_bytes(const pb::array& a, const char* what, bool read_only_ok = false) {
+  if (!(a.flags() & pb::array::c_style)) throw pb::value_error(std::string(what) + ": expected a C-contiguous array");
+  if (!read_only_ok && !a.writeable()) throw pb::value_error(std::string(what) + ": expected a writable array");
+  auto* p = static_cast<std::byte*>(const_cast<void*>(a.data()));
+  return {p, size_t(a.nbytes())};
 }
 
 // The knobs set through recur.set_knob (and RECUR_KNOBS at import); recur.load starts from them.

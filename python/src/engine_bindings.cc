@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "batch_handle.h"
 #include "bindings.h"
 #include "core/thread_pool.h"
 #include "engine/generate.h"
@@ -20,22 +21,6 @@ namespace {
 
 using FloatArray = pb::array_t<float, pb::array::c_style>;
 using IdArray = pb::array_t<TokenId, pb::array::c_style | pb::array::forcecast>;
-
-struct PyModel {
-  std::unique_ptr<Model> model;
-  std::unique_ptr<ThreadPool> pool;
-  Config knobs;
-};
-
-// A session or batch keeps its model (and the pool it runs on) alive.
-struct PySession {
-  std::shared_ptr<PyModel> owner;
-  std::unique_ptr<Session> session;
-};
-struct PyBatch {
-  std::shared_ptr<PyModel> owner;
-  std::unique_ptr<Batch> batch;
-};
 
 FloatArray logits_array(std::span<const float> logits, size_t rows) {
   size_t vocab = rows > 0 ? logits.size() / rows : 0;
@@ -174,8 +159,8 @@ void bind_engine(pb::module_& m) {
            }, pb::arg("token"), "Appends one token; logits for the next")
       .def_property_readonly("position", [](const PySession& s) { return s.session->position(); });
 
-  pb::class_<PyBatch>(m, "Batch", "Sequences of different lengths in one forward; one thread at a time")
-      .def("add_sequence", [](PyBatch& b) { return value_or_raise(b.batch->add_sequence()); })
+  pb::class_<PyBatch> batch(m, "Batch", "Sequences of different lengths in one forward; one thread at a time");
+  batch.def("add_sequence", [](PyBatch& b) { return value_or_raise(b.batch->add_sequence()); })
       .def("free_sequence", [](PyBatch& b, SeqId seq) { check(b.batch->free_sequence(seq)); }, pb::arg("seq"))
       .def("position", [](const PyBatch& b, SeqId seq) { return b.batch->position(seq); }, pb::arg("seq"))
       .def("forward", &batch_forward, pb::arg("seqs"), pb::arg("tokens"), pb::arg("want_logits") = pb::none(),
@@ -188,6 +173,7 @@ void bind_engine(pb::module_& m) {
         d["bytes_total"] = u.bytes_total;
         return d;
       });
+  bind_state(m, batch);
 
   m.def("load", &load_for_python, pb::arg("path"), pb::arg("threads") = 0, pb::arg("knobs") = pb::dict(), pb::arg("pin") = false,
         "Loads a GGUF model; threads 0 = every CPU; knobs {name: value} on top of recur.set_knob's");

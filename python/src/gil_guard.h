@@ -1,6 +1,7 @@
 // How binding calls run C++ with respect to the GIL, and the GIL traced as a lock.
 //
-// Every long C++ call of the bindings goes through run_cpp(), inside a zone named after the call:
+// Every long C++ call of the bindings goes through run_cpp(), in a zone named after the call
+// (the GIL-free interval of a released call; the whole call when it holds the GIL):
 //   - compute calls (forward, prefill, decode, generate): with python.release_gil on they release
 //     the GIL while C++ runs; off, they hold it, and the hold is recorded as a `lock_held` zone of
 //     mutex "GIL" on the caller's track;
@@ -51,14 +52,18 @@ void record_gil_wait(uint64_t t0, uint64_t t1, uint32_t holder);
 template <typename F>
 auto run_cpp(const trace::SourceLocation* loc, GilPolicy policy, F&& f) {
   name_python_thread_once();
-  trace::Zone zone(loc);
   const uint32_t me = trace::current_thread_tid();
   std::atomic<uint32_t>& holder = detail::gil_holder();
   if (policy == GilPolicy::kWait || release_gil()) {
     uint32_t expected = me;
     holder.compare_exchange_strong(expected, 0, std::memory_order_relaxed);
     PyThreadState* state = PyEval_SaveThread();
-    auto result = f();
+    // The zone covers the GIL-free interval only, so a thread that holds the GIL is never
+    // "inside" a released call's zone.
+    auto result = [&] {
+      trace::Zone zone(loc);
+      return f();
+    }();
     uint32_t seen_holder = holder.load(std::memory_order_relaxed);
     uint64_t t0 = trace::lock_clock();
     PyEval_RestoreThread(state);
@@ -67,6 +72,7 @@ auto run_cpp(const trace::SourceLocation* loc, GilPolicy policy, F&& f) {
     detail::record_gil_wait(t0, t1, seen_holder);
     return result;
   }
+  trace::Zone zone(loc);
   holder.store(me, std::memory_order_relaxed);
   uint64_t t0 = trace::lock_clock();
   auto result = f();

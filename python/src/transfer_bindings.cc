@@ -39,14 +39,6 @@ struct PyTransferEngine {
   std::map<const void*, pb::object> registered;  // arrays kept alive while registered
 };
 
-// The bytes of a C-contiguous numpy array (writable unless `read_only_ok`).
-std::span<std::byte> array_bytes(const pb::array& a, const char* what, bool read_only_ok = false) {
-  if (!(a.flags() & pb::array::c_style)) throw pb::value_error(std::string(what) + ": expected a C-contiguous array");
-  if (!read_only_ok && !a.writeable()) throw pb::value_error(std::string(what) + ": expected a writable array");
-  auto* p = static_cast<std::byte*>(const_cast<void*>(a.data()));
-  return {p, size_t(a.nbytes())};
-}
-
 pb::dict region_dict(const RegionInfo& r) {
   pb::dict d;
   d["id"] = r.id;
