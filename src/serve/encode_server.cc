@@ -1,5 +1,6 @@
 #include "serve/encode_server.h"
 
+#include <algorithm>
 #include <atomic>
 
 #include <httplib.h>
@@ -19,7 +20,9 @@ Status run_encode_worker(const ServeOptions& options, const std::string& vision_
   httplib::Server svr;
   const int http_threads = options.http_threads;
   svr.new_task_queue = [http_threads] { return new httplib::ThreadPool(size_t(http_threads)); };
-  svr.set_payload_max_length(options.max_body_bytes);
+  // A front end sends the pixels it decoded as a PPM data: URI: room for the largest image it accepts.
+  const size_t largest_ppm_uri = (size_t(kMaxImagePixels) * 3 + 64) / 3 * 4 + 128;
+  svr.set_payload_max_length(std::max(options.max_body_bytes, largest_ppm_uri));
   const std::string bearer = "Bearer " + options.api_key;
   svr.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
     if (options.api_key.empty() || req.path == "/health" || req.get_header_value("Authorization") == bearer)
