@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/thread_pool.h"
+#include "trace/trace.h"
 
 namespace recur {
 namespace {
@@ -92,6 +93,30 @@ TEST(VisionEncoder, PreprocessCropsResizesAndScales) {
     }
   RgbImage broken{4, 4, std::vector<uint8_t>(5)};
   EXPECT_FALSE(e->encode(broken, nullptr).has_value());
+}
+
+TEST(VisionEncoder, EachLayerIsATraceZoneWithItsIndexAndShape) {
+  std::vector<std::byte> storage;
+  auto e = tiny_encoder(storage);
+  trace::reset();
+  trace::set_enabled(true);
+  ASSERT_TRUE(e->encode(test_picture(8, 8), nullptr).has_value());
+  trace::set_enabled(false);
+  const trace::EventTable t = trace::capture();
+  std::vector<int64_t> layers;
+  int encodes = 0;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t.name(i) == "vision_encode") ++encodes;
+    if (t.name(i) != "vision_layer") continue;
+    const trace::Arg* layer = t.find_arg(i, "layer");
+    const trace::Arg* patches = t.find_arg(i, "patches");
+    ASSERT_TRUE(layer != nullptr && patches != nullptr);
+    EXPECT_EQ(patches->i, 16);
+    layers.push_back(layer->i);
+  }
+  trace::reset();
+  EXPECT_EQ(encodes, 1);
+  EXPECT_EQ(layers, (std::vector<int64_t>{0, 1}));
 }
 
 TEST(VisionEncoder, RejectsAFileOfAnotherArchitecture) {
