@@ -3,9 +3,11 @@
 // agent must try the decoy, reject it at the microbenchmark, keep the fast one, pass the gate,
 // and a resumed run must replay every experiment instead of re-running it. Nothing here is
 // known to the agent's code: the kernel, its knob and the episode exist only in this test.
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -25,6 +27,11 @@ namespace fs = std::filesystem;
 using kernels::KernelCall;
 
 // y = 3 x, computed in `passes` partial sums of 3x/passes (exact: passes is a power of two).
+// Each call then sleeps 250 us per pass: the variants' times are set by the test (1 : 4 : 16),
+// not by how many other processes share the CPU. Computed times made the decisions load-
+// dependent: at load 5 on 2 cores the bench budget held fewer than the six rounds p < 0.05
+// needs, the decoy's bench came back inconclusive and the decoy reached the gate. Sleeping
+// also leaves the CPU to the tests ctest runs beside this one.
 kernels::KernelFn scaled(int passes) {
   return [passes](const KernelCall& c) {
     const float* x = c.inputs[0].ptr<float>();
@@ -34,6 +41,7 @@ kernels::KernelFn scaled(int passes) {
     for (int64_t i = 0; i < n; ++i) y[i] = x[i] * part;
     for (int p = 1; p < passes; ++p)
       for (int64_t i = 0; i < n; ++i) y[i] += x[i] * part;
+    std::this_thread::sleep_for(std::chrono::microseconds(250 * passes));
   };
 }
 
@@ -42,7 +50,7 @@ void register_toy_kernel() {
     kernels::KernelSpec k;
     k.name = "toy_scale";
     k.help = "y = 3x (loop test)";
-    k.shape_params = {{.name = "N", .default_value = 1 << 18, .max = 1 << 24, .help = "elements"}};
+    k.shape_params = {{.name = "N", .default_value = 1 << 10, .max = 1 << 24, .help = "elements"}};
     auto n = [](const kernels::Shape& s) { return std::vector<int64_t>{s["N"]}; };
     k.inputs = {{.name = "x", .dtype = DType::kF32, .dims = n, .coords = {"i"}, .tile = {1024}}};
     k.outputs = {{.name = "y", .dtype = DType::kF32, .dims = n, .coords = {"i"}, .tile = {1024}}};
@@ -78,7 +86,7 @@ class LoopTest : public ::testing::Test {
 conditions = ["check_pass(cand)", "speedup(cand vs base) >= 2.0"]
 [workload.kernel]
 name = "toy_scale"
-budget_s = 0.5
+budget_s = 1
 seeds = [1]
 [arms.base]
 "kernel.toy_scale.variant" = "plain"
@@ -121,18 +129,22 @@ TEST_F(LoopTest, RejectsTheDecoyKeepsTheFastVariantAndPasses) {
 
   // The decoy was tried (it is the first neighbour), passed check, and was reverted by bench.
   bool decoy_checked = false, decoy_reverted_by_bench = false, fast_kept_by_gate = false;
+  std::string decoy_bench;  // its Feedback, to show why when it did not revert
   for (const LoggedExperiment& e : r->experiments) {
     auto it = e.spec.config_diff.find("kernel.toy_scale.variant");
     if (it == e.spec.config_diff.end()) continue;
     if (it->second == "decoy" && e.spec.probe == "check.kernel") decoy_checked = e.decision == Decision::kNone;
-    if (it->second == "decoy" && e.spec.probe == "bench.kernel") decoy_reverted_by_bench = e.decision == Decision::kRevert;
+    if (it->second == "decoy" && e.spec.probe == "bench.kernel") {
+      decoy_reverted_by_bench = e.decision == Decision::kRevert;
+      decoy_bench = feedback_to_json(e.feedback).dump();
+    }
     if (it->second == "decoy") {
       EXPECT_NE(e.spec.probe, "gate") << "the decoy must not reach the gate";
     }
     if (it->second == "fast" && e.spec.probe == "gate") fast_kept_by_gate = e.decision == Decision::kKeep;
   }
   EXPECT_TRUE(decoy_checked);
-  EXPECT_TRUE(decoy_reverted_by_bench);
+  EXPECT_TRUE(decoy_reverted_by_bench) << decoy_bench;
   EXPECT_TRUE(fast_kept_by_gate);
   // Step 0 is the gate on the start; it failed.
   ASSERT_FALSE(r->experiments.empty());
