@@ -50,6 +50,12 @@ RECUR_KNOB(engine_hybrid_kv_pages,
             .help = "pages of 16 tokens in a hybrid batch's attention KV pool; 0: enough for every sequence at "
                     "max_tokens"});
 
+RECUR_KNOB(engine_layer_split,
+           {.name = "engine.layer_split", .type = KnobType::kEnum, .choices = {"off", "on"}, .default_value = "off",
+            .components = {"engine:kv_cache"},
+            .help = "with engine.tp > 1: each attention layer whole on one rank (round robin), holding that layer's "
+                    "KV cache alone, instead of its heads split and KV heads replicated across ranks; no-op at tp = 1"});
+
 namespace paged_attn = kernels::attention;
 
 namespace {
@@ -81,6 +87,8 @@ Result<HybridBatchOptions> hybrid_batch_options(const Config& knobs, const Model
   RECUR_ASSIGN_OR_RETURN(int64_t window, knobs.get_int("engine.kda.replay_window"));
   o.kda.replay_window = int(window);
   RECUR_ASSIGN_OR_RETURN(o.kv_pages, knobs.get_int("engine.hybrid.kv_pages"));
+  RECUR_ASSIGN_OR_RETURN(std::string layer_split, knobs.get("engine.layer_split"));
+  o.layer_split = layer_split == "on";
   for (int l = 0; l < c.n_layers; ++l) {
     if (c.is_kda_layer(l)) continue;
     RECUR_ASSIGN_OR_RETURN(std::string name, knobs.get(fmt::format("engine.kv_dtype.layer[{}]", l)));
@@ -93,6 +101,7 @@ Result<HybridBatchOptions> hybrid_batch_options(const Config& knobs, const Model
 struct HybridBatch::Rank {
   hybrid::RankWeights w;
   std::optional<paged_attn::PagedKvCache> kv;                     // attention layers, this rank's KV heads
+  std::vector<int> kv_layer;  // layer -> its layer in `kv` (-1: KDA, or another rank's under layer split)
   // [layer][slot], made when the slot is first used; empty for attention layers.
   std::vector<std::vector<std::optional<hybrid::KdaSequenceState>>> kda;
   std::vector<int> kv_seq;                                  // slot -> the cache's sequence id
@@ -124,7 +133,7 @@ Result<std::unique_ptr<HybridBatch>> HybridBatch::create(const HybridModel& m, T
     return invalid_argument("hybrid batch: {} KV dtypes for {} attention layers", o.kv_dtypes.size(), attention_layers);
   const HybridLayerWeights& first = m.layers[0];
   const Weight& down = c.n_experts == 0 ? first.w_down : first.exp_down[0];
-  RECUR_RETURN_IF_ERROR(hybrid::check_tp_split(c, o.tp, gguf::block_layout(down.type).elements));
+  RECUR_RETURN_IF_ERROR(hybrid::check_tp_split(c, o.tp, gguf::block_layout(down.type).elements, o.layer_split));
   const int ep = o.ep.ep, ranks = std::max(o.tp, ep);
   if (ep > 1 && c.n_experts == 0) return invalid_argument("engine.ep={}: the model has no MoE experts", ep);
   if (ep > 1 && c.n_experts % ep != 0)
@@ -133,6 +142,11 @@ Result<std::unique_ptr<HybridBatch>> HybridBatch::create(const HybridModel& m, T
   if (o.tp > 1 && ep > 1 && o.tp != ep)
     return invalid_argument("engine.tp={} and engine.ep={}: with both above 1 they must be equal (one group of ranks)",
                             o.tp, ep);
+  const bool layer_split = o.layer_split && o.tp > 1;
+  if (layer_split && o.collectives == CollectivesBackend::kMpi && attention_layers < o.tp)
+    return invalid_argument("engine.layer_split=on with engine.collectives=mpi: {} attention layers for engine.tp={} "
+                            "ranks; every process must own one (it checks KV admission on its own pages)",
+                            attention_layers, o.tp);
   std::unique_ptr<HybridBatch> batch(new HybridBatch(m, pool, o));
   batch->slots_.resize(size_t(b.max_sequences));
   for (int l = 0, a = 0; l < c.n_layers; ++l) batch->attention_index_.push_back(c.is_kda_layer(l) ? -1 : a++);
@@ -147,12 +161,17 @@ Result<std::unique_ptr<HybridBatch>> HybridBatch::create(const HybridModel& m, T
   }
   for (int index = first_rank; index < end_rank; ++index) {
     auto r = std::make_unique<Rank>();
-    RECUR_ASSIGN_OR_RETURN(r->w, hybrid::shard_rank(m, index, o.tp, ep, o.precision, o.q8));
+    RECUR_ASSIGN_OR_RETURN(r->w, hybrid::shard_rank(m, index, o.tp, ep, o.precision, o.q8, layer_split));
     int64_t q_w = 0, k_w = 0, v_w = 0, hv = 0, kv_heads = 0;
+    std::vector<paged_attn::KvDType> kv_dtypes;  // of the layers this rank holds KV for
     r->kda.resize(size_t(c.n_layers));
+    r->kv_layer.assign(size_t(c.n_layers), -1);
     for (int l = 0; l < c.n_layers; ++l) {
       const hybrid::LayerShard& S = r->w.layers[size_t(l)];
       if (!c.is_kda_layer(l)) {
+        if (!S.owns_attention) continue;
+        r->kv_layer[size_t(l)] = int(kv_dtypes.size());
+        kv_dtypes.push_back(o.kv_dtypes[size_t(batch->attention_index_[size_t(l)])]);
         kv_heads = S.kv_heads.size();
         q_w = std::max(q_w, S.heads.size() * hd);
         k_w = std::max(k_w, kv_heads * hd);
@@ -165,9 +184,10 @@ Result<std::unique_ptr<HybridBatch>> HybridBatch::create(const HybridModel& m, T
       v_w = std::max(v_w, hv * K);
       r->kda[size_t(l)].resize(size_t(b.max_sequences));  // states are made when a slot is first used
     }
-    if (attention_layers > 0) {
+    if (!kv_dtypes.empty()) {
+      // Every rank's pool has the same pages (a page is 16 positions of every layer it holds).
       paged_attn::KvCacheConfig kc{.kv_heads = int(kv_heads), .head_dim = int(hd), .page_size = kBatchKvPageSize,
-                             .num_pages = kv_pages, .layer_dtypes = o.kv_dtypes};
+                             .num_pages = kv_pages, .layer_dtypes = std::move(kv_dtypes)};
       RECUR_ASSIGN_OR_RETURN(paged_attn::PagedKvCache cache, paged_attn::PagedKvCache::create(kc));
       r->kv.emplace(std::move(cache));
     }
@@ -232,17 +252,33 @@ int HybridBatch::position(SeqId seq) const { return batch_slot_position(slots_, 
 
 KvUsage HybridBatch::kv_usage() const {
   KvUsage u;
-  for (const auto& r : ranks_) {
-    if (!r->kv) continue;
-    const paged_attn::KvCacheConfig& c = r->kv->config();
-    if (r->w.index == 0) {
-      u.pages_total = c.num_pages;
-      u.pages_used = c.num_pages - r->kv->free_pages();
-    }
-    for (int l = 0; l < r->kv->layers(); ++l)
-      u.bytes_total += int64_t(r->kv->token_bytes(l)) * c.page_size * c.num_pages;
+  const std::vector<int64_t> bytes = kv_bytes_per_rank();
+  for (int64_t b : bytes) u.bytes_total += b;
+  // Pages are per rank and every rank's pool is alike (same pages, same sequences): one counts.
+  if (const paged_attn::PagedKvCache* kv = admission_kv()) {
+    u.pages_total = kv->config().num_pages;
+    u.pages_used = u.pages_total - kv->free_pages();
   }
   return u;
+}
+
+std::vector<int64_t> HybridBatch::kv_bytes_per_rank() const {
+  std::vector<int64_t> bytes;
+  for (const auto& r : ranks_) {
+    int64_t b = 0;
+    if (r->kv) {
+      const paged_attn::KvCacheConfig& c = r->kv->config();
+      for (int l = 0; l < r->kv->layers(); ++l) b += int64_t(r->kv->token_bytes(l)) * c.page_size * c.num_pages;
+    }
+    bytes.push_back(b);
+  }
+  return bytes;
+}
+
+const kernels::attention::PagedKvCache* HybridBatch::admission_kv() const {
+  for (const auto& r : ranks_)
+    if (r->kv) return &*r->kv;
+  return nullptr;
 }
 
 Status HybridBatch::state_parts(SeqId seq, SequenceStateParts& out) {
@@ -262,8 +298,7 @@ Status HybridBatch::state_parts(SeqId seq, SequenceStateParts& out) {
 }
 
 Result<HybridBatch::Plan> HybridBatch::plan(std::span<const BatchToken> tokens) const {
-  const Rank& r0 = *ranks_[0];
-  return plan_batch("hybrid batch", tokens, slots_, options_.batch, m_.config().vocab, r0.kv ? &*r0.kv : nullptr);
+  return plan_batch("hybrid batch", tokens, slots_, options_.batch, m_.config().vocab, admission_kv());
 }
 
 Result<std::span<const float>> HybridBatch::forward(std::span<const BatchToken> tokens) {
@@ -454,6 +489,12 @@ void HybridBatch::attention_mixer(Rank& r, int l, const Plan& p, ThreadPool* int
   const ModelConfig& c = m_.config();
   const hybrid::LayerShard& S = r.w.layers[size_t(l)];
   const int64_t M = p.rows(), hd = c.head_dim;
+  if (!S.owns_attention) {
+    // Layer split: the owner computes the layer whole; this rank adds zeros to the all-reduce.
+    std::fill_n(r.partial.begin(), M * c.dim, 0.0f);
+    if (tap_rows_) record(r, l, "attn.o_proj", "kernel:gemm", {"attn.core"}, OpShard::kPartial, r.partial.data(), c.dim);
+    return;
+  }
   const int heads = int(S.heads.size()), kv_heads = int(S.kv_heads.size());
   const int64_t q_local = heads * hd, kv_local = kv_heads * hd;
   const float* h = r.h.data();
@@ -471,7 +512,7 @@ void HybridBatch::attention_mixer(Rank& r, int l, const Plan& p, ThreadPool* int
     rope_interleaved(r.q.data() + i * q_local, heads, int(hd), p.positions[size_t(i)], c.rope_theta);
     rope_interleaved(r.k.data() + i * kv_local, kv_heads, int(hd), p.positions[size_t(i)], c.rope_theta);
   }
-  const int layer = attention_index_[size_t(l)];
+  const int layer = r.kv_layer[size_t(l)];
   std::vector<int> seqs;
   std::vector<int64_t> counts;
   for (const Plan::Run& run : p.runs) {

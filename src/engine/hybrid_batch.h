@@ -15,6 +15,11 @@
 // Tensor parallelism (engine.tp): every rank runs the same forward on its shards
 // (hybrid_shard.h) with its own KV cache of its KV heads and its KDA states of its value heads;
 // all-reduces carry all rows at once.
+// Layer split (engine.layer_split=on, tp > 1): each attention layer is whole on one owner rank
+// (the i-th attention layer on rank i mod tp), which alone holds its KV (all KV heads) and
+// computes it; the other ranks contribute zeros to the layer's all-reduce (rank order, so the
+// sum is the owner's output exactly). KDA layers and the FFN stay split. A rank's pages cover
+// only its own layers.
 // Expert parallelism (engine.ep, moe_ep.h): max(tp, ep) ranks; each MoE layer's experts are
 // split whole across them, rank r owns the batch's rows rank_span(rows, ranks, r) and runs
 // dispatch / its experts / combine plus the shared expert for them, and an all_gather of the
@@ -56,10 +61,11 @@ struct HybridBatchOptions {
   gemm::Precision precision = gemm::Precision::kF32;
   gemm::Q8Activations q8 = kDefaultQ8Activations;
   int64_t kv_pages = 0;  // 0: max_sequences * ceil(max_tokens / page size)
+  bool layer_split = false;  // engine.layer_split; takes effect with tp > 1
   std::vector<kernels::attention::KvDType> kv_dtypes;  // one per attention layer, in layer order
 };
 
-// Reads engine.tp, engine.tp.reduce_dtype, engine.ep, engine.ep.dispatch_mode, engine.collectives,
+// Reads engine.tp, engine.tp.reduce_dtype, engine.layer_split, engine.ep, engine.ep.dispatch_mode, engine.collectives,
 // kernel.gemm.precision, kernel.gemm.q8_0_activations,
 // engine.kda.{decode_variant, prefill_variant, replay, replay_window}, engine.hybrid.kv_pages and
 // engine.kv_dtype.layer[N] for every attention layer N of `c`.
@@ -76,6 +82,9 @@ class HybridBatch final : public Batch {
   int position(SeqId seq) const override;  // -1 for a sequence that is not live
   Result<std::span<const float>> forward(std::span<const BatchToken> tokens) override;
   KvUsage kv_usage() const override;
+  // Bytes of each local rank's KV pool, in rank order (0 for a rank that holds no attention
+  // layer under layer split).
+  std::vector<int64_t> kv_bytes_per_rank() const;
   Status state_parts(SeqId seq, SequenceStateParts& out) override;  // sequence_state.h; tp = 1 only
 
   const BatchOptions& options() const { return options_.batch; }
@@ -90,6 +99,9 @@ class HybridBatch final : public Batch {
  private:
   HybridBatch(const HybridModel& m, ThreadPool& pool, const HybridBatchOptions& options);
   Result<Plan> plan(std::span<const BatchToken> tokens) const;
+  // The pool that KV admission is checked against (every rank's has the same pages); null
+  // without attention layers.
+  const kernels::attention::PagedKvCache* admission_kv() const;
   void rank_forward(Rank& r, const Plan& p);
   void kda_mixer(Rank& r, int l, const Plan& p, ThreadPool* intra);
   void attention_mixer(Rank& r, int l, const Plan& p, ThreadPool* intra);

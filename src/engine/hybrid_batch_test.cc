@@ -27,10 +27,11 @@ struct TinyModel {
   std::unique_ptr<Model> model;
 };
 
-TinyModel tiny_model(int experts, int context = 64) {
+TinyModel tiny_model(int experts, int context = 64, const char* layer_pattern = nullptr) {
   TinyModel t;
   ModelConfig c = testing::tiny_hybrid_config(experts);
   c.context = context;
+  if (layer_pattern != nullptr) c.layer_pattern = layer_pattern;
   auto w = synthetic_model({c, gguf::TensorType::kF32, 5});
   EXPECT_TRUE(w.has_value());
   t.storage = w->serialize();
@@ -193,6 +194,57 @@ TEST(HybridBatch, TensorParallelBatchesEqualTp1) {
       ScenarioLog got = run_scenario(*t.model, **pool, knobs_of({{"engine.tp", tp}}));
       EXPECT_LT(worst_between(got, base), 1e-5) << "tp " << tp << " experts " << experts;
     }
+  }
+}
+
+// Layer split: each attention layer whole on one rank. "kaka" puts the two attention layers on
+// ranks 0 and 1, so at TP=4 ranks 2 and 3 hold no KV at all; "kkka" at TP=2 leaves rank 1 none.
+TEST(HybridBatch, LayerSplitBatchesEqualTp1) {
+  auto pool = ThreadPool::create({.threads = 2, .pin = false});
+  for (auto [experts, pattern] : {std::pair{0, "kaka"}, std::pair{4, "kkka"}}) {
+    TinyModel t = tiny_model(experts, 64, pattern);
+    ScenarioLog base = run_scenario(*t.model, **pool, Config());
+    for (const char* tp : {"2", "4"}) {
+      ScenarioLog got = run_scenario(*t.model, **pool, knobs_of({{"engine.tp", tp}, {"engine.layer_split", "on"}}));
+      EXPECT_LT(worst_between(got, base), 1e-5) << "tp " << tp << " pattern " << pattern;
+    }
+  }
+}
+
+// The KV pools: with layer split the ranks hold each attention layer once (no replicated KV
+// heads), a rank its own layers only; pages count alike in both layouts; at TP=1 it is a no-op.
+TEST(HybridBatch, LayerSplitPartitionsTheKvByLayer) {
+  auto pool = ThreadPool::create({.threads = 1, .pin = false});
+  TinyModel t = tiny_model(0, 64, "aaaa");  // 4 attention layers of 2 KV heads
+  const BatchOptions small{.max_sequences = 2, .max_tokens = 40, .max_batch_tokens = 40};
+  auto pools_of = [&](const char* tp, const char* split, int64_t* pages_used) {
+    auto made = t.model->new_batch(**pool, small, knobs_of({{"engine.tp", tp}, {"engine.layer_split", split}}));
+    EXPECT_TRUE(made.has_value()) << (made ? "" : made.error().message());
+    auto* batch = dynamic_cast<HybridBatch*>(made->get());
+    EXPECT_NE(batch, nullptr);
+    const SeqId s = *batch->add_sequence();
+    std::vector<BatchToken> rows;
+    for (TokenId tok : prompt(20, 1)) rows.push_back({.seq = s, .token = tok});
+    EXPECT_TRUE(batch->forward(rows).has_value());
+    *pages_used = batch->kv_usage().pages_used;
+    EXPECT_EQ(batch->kv_usage().pages_total, 2 * batch_kv_pages_for(40));
+    return batch->kv_bytes_per_rank();
+  };
+  int64_t used_base = 0, used = 0;
+  const std::vector<int64_t> base = pools_of("1", "off", &used_base);
+  ASSERT_EQ(base.size(), 1u);
+  EXPECT_EQ(used_base, 2) << "20 tokens: 2 pages";
+  EXPECT_EQ(pools_of("1", "on", &used), base) << "a no-op at TP=1";
+  for (int tp : {2, 4}) {
+    const std::string tps = std::to_string(tp);
+    const std::vector<int64_t> split = pools_of(tps.c_str(), "on", &used);
+    EXPECT_EQ(used, used_base) << "tp " << tp;
+    ASSERT_EQ(split.size(), size_t(tp));
+    for (int64_t b : split) EXPECT_EQ(b * tp, base[0]) << "tp " << tp << ": a rank holds its 4/tp layers whole";
+    const std::vector<int64_t> heads = pools_of(tps.c_str(), "off", &used);
+    // Head split: a rank holds every layer's min(tp, 2)-th share of the KV heads; past 2 ranks
+    // the KV heads are replicated, so layer split halves a rank's pool at TP=4.
+    for (int64_t b : heads) EXPECT_EQ(b * std::min(tp, 2), base[0]) << "tp " << tp;
   }
 }
 

@@ -24,9 +24,10 @@ std::vector<float> hybrid_widened_rows(const Weight& w, int64_t r0, int64_t r1) 
 
 }  // namespace
 
-Status check_tp_split(const ModelConfig& c, int tp, int64_t block) {
+Status check_tp_split(const ModelConfig& c, int tp, int64_t block, bool layer_split) {
   bool any_kda = false, any_attention = false;
   for (int l = 0; l < c.n_layers; ++l) (c.is_kda_layer(l) ? any_kda : any_attention) = true;
+  if (layer_split && tp > 1) any_attention = false;  // whole on one rank: nothing to split
   if (any_attention && c.n_heads % tp != 0)
     return invalid_argument("engine.tp={} does not divide the {} attention heads", tp, c.n_heads);
   if (any_attention && ((c.n_heads / tp) * c.head_dim) % block != 0)
@@ -64,8 +65,9 @@ Status check_tp_split(const ModelConfig& c, int tp, int64_t block) {
 }
 
 Result<RankWeights> shard_rank(const HybridModel& m, int rank, int tp, int ep, gemm::Precision p,
-                               gemm::Q8Activations q8) {
+                               gemm::Q8Activations q8, bool layer_split) {
   const ModelConfig& c = m.config();
+  int attention_index = 0;
   const int64_t K = c.kda_head_dim, hd = c.head_dim;
   const int index = tp > 1 ? rank : 0;  // the tensor-parallel index (ranks replicate when tp = 1)
   RankWeights r;
@@ -96,6 +98,18 @@ Result<RankWeights> shard_rank(const HybridModel& m, int rank, int tp, int ep, g
       S.a_log.assign(a_log.begin() + S.v_heads.begin, a_log.begin() + S.v_heads.end);
       S.dt_bias.assign(dt_bias.begin() + vc.begin, dt_bias.begin() + vc.end);
       S.out_norm = hybrid_widened_rows(L.out_norm, 0, 1);
+    } else if (layer_split && tp > 1) {
+      // The owner holds the layer whole (wo as a view, as with tp = 1); the others nothing.
+      S.owns_attention = layer_split_owner(attention_index++, tp) == index;
+      if (S.owns_attention) {
+        S.heads = {0, c.n_heads};
+        S.kv_heads = {0, c.n_kv_heads};
+        RECUR_ASSIGN_OR_RETURN(S.wq, Projection::create(weight_rows(L.wq, 0, L.wq.rows), p, q8));
+        RECUR_ASSIGN_OR_RETURN(S.wk, Projection::create(weight_rows(L.wk, 0, L.wk.rows), p, q8));
+        RECUR_ASSIGN_OR_RETURN(S.wv, Projection::create(weight_rows(L.wv, 0, L.wv.rows), p, q8));
+        RECUR_ASSIGN_OR_RETURN(auto wo, row_parallel_shard(L.wo, {0, L.wo.cols}, 1));
+        RECUR_ASSIGN_OR_RETURN(S.wo, Projection::create(std::move(wo), p, q8));
+      }
     } else {
       const int64_t group = c.n_heads / c.n_kv_heads;
       S.heads = rank_span(c.n_heads, tp, index);

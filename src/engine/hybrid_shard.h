@@ -21,7 +21,10 @@ struct FfnShard {
 struct LayerShard {
   // KDA: value heads, and the key heads they read (ranks may share a key head, as GQA ranks
   // share a KV head). Attention: heads and KV heads. wo is row-parallel in both.
+  // With layer split an attention layer is whole on its owner rank and empty (no heads, no
+  // projections, owns_attention false) on the others.
   Span v_heads, k_heads, heads, kv_heads;
+  bool owns_attention = true;
   Projection wq, wk, wv, wf, wb, out_gate, wo;
   std::vector<float> conv_q, conv_k, conv_v;  // [channels, conv_size], widened once
   std::vector<float> a_log, dt_bias, out_norm;
@@ -37,13 +40,19 @@ struct RankWeights {
   Projection output;  // this rank's vocabulary rows of the LM head
 };
 
-// Checks that `tp` splits every sharded dimension of `c` evenly and into whole storage blocks.
-Status check_tp_split(const ModelConfig& c, int tp, int64_t block);
+// Checks that `tp` splits every sharded dimension of `c` evenly and into whole storage blocks
+// (with layer_split, attention layers are not head-split, so their heads are not checked).
+Status check_tp_split(const ModelConfig& c, int tp, int64_t block, bool layer_split = false);
+
+// Layer split (knob engine.layer_split, docs/engine.md): the rank that owns the attention layer
+// with index `attention_index` among the attention layers (round robin over the tp ranks).
+inline int layer_split_owner(int attention_index, int tp) { return attention_index % tp; }
 
 // Rank `index`'s shards of every layer, in a group of max(tp, ep) ranks where tp and ep are
 // each 1 or the group size: tensor-parallel shards when tp > 1 (whole weights otherwise), and
-// its whole experts when ep > 1.
+// its whole experts when ep > 1. With layer_split (and tp > 1) each attention layer is whole on
+// its owner (layer_split_owner) and empty elsewhere.
 Result<RankWeights> shard_rank(const HybridModel& m, int index, int tp, int ep, gemm::Precision precision,
-                               gemm::Q8Activations q8);
+                               gemm::Q8Activations q8, bool layer_split = false);
 
 }  // namespace recur::hybrid

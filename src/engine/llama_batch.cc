@@ -28,6 +28,11 @@ Result<LlamaBatchOptions> llama_batch_options(const Config& knobs, const ModelCo
     return unsupported("engine.collectives=mpi: llama runs its ranks as threads only (the hybrid model runs under mpi)");
   RECUR_ASSIGN_OR_RETURN(int64_t ep, knobs.get_int("engine.ep"));
   if (ep > 1) return invalid_argument("engine.ep={}: llama has no MoE experts", ep);
+  RECUR_ASSIGN_OR_RETURN(std::string layer_split, knobs.get("engine.layer_split"));
+  if (layer_split == "on" && tp > 1)
+    return unsupported("engine.layer_split=on with engine.tp={}: llama splits attention by heads only (layer split "
+                       "is built for the hybrid model)",
+                       tp);
   RECUR_ASSIGN_OR_RETURN(o.reduce, reduce_dtype_from_config(knobs));
   for (int l = 0; l < c.n_layers; ++l) {
     RECUR_ASSIGN_OR_RETURN(std::string name, knobs.get(fmt::format("engine.kv_dtype.layer[{}]", l)));

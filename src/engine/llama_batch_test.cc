@@ -189,6 +189,19 @@ TEST(LlamaBatch, TensorParallelEqualsOneRank) {
   }
 }
 
+// Layer split is built for the hybrid model: llama refuses it under TP, and ignores it at TP=1.
+TEST(LlamaBatch, LayerSplitIsRefusedUnderTensorParallelism) {
+  LlamaTiny t = llama_tiny();
+  auto pool = ThreadPool::create({.threads = 1, .pin = false});
+  ASSERT_TRUE(pool.has_value());
+  const BatchOptions small{.max_sequences = 1, .max_tokens = 16, .max_batch_tokens = 16};
+  auto b = t.model->new_batch(**pool, small, llama_knobs({{"engine.tp", "2"}, {"engine.layer_split", "on"}}));
+  ASSERT_FALSE(b.has_value());
+  EXPECT_EQ(b.error().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(b.error().message().find("engine.layer_split=on"), std::string::npos) << b.error().message();
+  EXPECT_TRUE(t.model->new_batch(**pool, small, llama_knobs({{"engine.layer_split", "on"}})).has_value());
+}
+
 TEST(LlamaBatch, KvDtypesStayNearF32) {
   LlamaTiny t = llama_tiny();
   auto pool = ThreadPool::create({.threads = 2, .pin = false});
