@@ -1,5 +1,6 @@
 #include "engine/tokenizer_bpe.h"
 
+#include <algorithm>
 #include <array>
 #include <limits>
 
@@ -84,11 +85,44 @@ class BpeTokenizer final : public Tokenizer {
       byte_token_[b] = it == id_of_.end() ? -1 : it->second;
       unicode_to_byte_.emplace(table[b], uint8_t(b));
     }
+    // User-defined tokens hold raw text (e.g. runs of spaces in MPT's and GPT-NeoX's vocabularies).
+    for (size_t id = 0; id < vocab_.tokens.size(); ++id)
+      if (vocab_.kinds[id] == TokenKind::kUserDefined && !vocab_.tokens[id].empty())
+        user_defined_by_first_byte_[uint8_t(vocab_.tokens[id][0])].push_back(TokenId(id));
+    for (auto& ids : user_defined_by_first_byte_)
+      std::stable_sort(ids.begin(), ids.end(),
+                       [&](TokenId a, TokenId b) { return vocab_.tokens[a].size() > vocab_.tokens[b].size(); });
   }
 
+  // As llama.cpp does, user-defined tokens match in the raw text first (the longest one at each
+  // position, left to right); the text between them goes through pre-tokenization and merges.
   std::vector<TokenId> encode(std::string_view text, bool add_bos) const override {
     std::vector<TokenId> out;
     if (add_bos && vocab_.bos >= 0) out.push_back(vocab_.bos);
+    size_t start = 0;
+    for (size_t k = 0; k < text.size();) {
+      TokenId hit = user_defined_token_at(text, k);
+      if (hit < 0) {
+        ++k;
+        continue;
+      }
+      encode_between_user_tokens(text.substr(start, k - start), out);
+      out.push_back(hit);
+      k += vocab_.tokens[hit].size();
+      start = k;
+    }
+    encode_between_user_tokens(text.substr(start), out);
+    return out;
+  }
+
+ private:
+  TokenId user_defined_token_at(std::string_view text, size_t k) const {
+    for (TokenId id : user_defined_by_first_byte_[uint8_t(text[k])])
+      if (text.substr(k).starts_with(vocab_.tokens[id])) return id;
+    return -1;
+  }
+
+  void encode_between_user_tokens(std::string_view text, std::vector<TokenId>& out) const {
     const auto& table = byte_table();
     for (std::string_view word : pre_tokenize(text)) {
       std::vector<std::string> parts;
@@ -120,9 +154,9 @@ class BpeTokenizer final : public Tokenizer {
         }
       }
     }
-    return out;
   }
 
+ public:
   std::string piece(TokenId id) const override {
     if (id < 0 || size_t(id) >= vocab_.tokens.size()) return {};
     if (vocab_.kinds[id] == TokenKind::kControl || vocab_.kinds[id] == TokenKind::kUnused) return {};
@@ -142,6 +176,7 @@ class BpeTokenizer final : public Tokenizer {
   std::unordered_map<std::string, int> rank_;
   std::unordered_map<std::string, uint8_t> unicode_to_byte_;
   TokenId byte_token_[256];
+  std::vector<TokenId> user_defined_by_first_byte_[256];  // longest first
 };
 
 }  // namespace

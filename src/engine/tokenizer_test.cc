@@ -127,6 +127,24 @@ TEST(BpeTokenizer, MergesByRankAndRoundTrips) {
   }
 }
 
+// llama.cpp matches user-defined tokens (raw text, e.g. MPT's runs of spaces) before
+// pre-tokenizing; its reference tokenizations of MPT's vocabulary depend on it.
+TEST(BpeTokenizer, UserDefinedTokensMatchFirstLongestAtEachPosition) {
+  Vocabulary v = bpe_vocab();
+  for (const char* t : {"  ", "   ", "<|x|>"}) {
+    v.tokens.push_back(t);
+    v.kinds.push_back(TokenKind::kUserDefined);
+  }
+  auto tok = make(std::move(v));
+  const auto& vocab = tok->vocabulary();
+  auto id = [&](const std::string& s) { return TokenId(std::find(vocab.tokens.begin(), vocab.tokens.end(), s) - vocab.tokens.begin()); };
+  EXPECT_EQ(tok->encode("hello   world", false), (std::vector<TokenId>{id("hello"), id("   "), id("w"), id("o"), id("rld")}));
+  EXPECT_EQ(tok->encode("<|x|>hello  <|x|>", false), (std::vector<TokenId>{id("<|x|>"), id("hello"), id("  "), id("<|x|>")}));
+  EXPECT_EQ(tok->encode("hello world", false), (std::vector<TokenId>{id("hello"), id("\xC4\xA0world")})) << "one space stays BPE";
+  for (const char* text : {"hello   world", "<|x|>hello  <|x|>", " <|x", "    "})
+    EXPECT_EQ(tok->decode(tok->encode(text, false)), text);
+}
+
 TEST(Vocabulary, RoundTripsThroughGgufAndRejectsBadKeys) {
   Vocabulary v = spm_vocab();
   gguf::Writer w;
