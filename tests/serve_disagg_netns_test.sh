@@ -17,7 +17,12 @@ T="$(mktemp -d)"
 export RECUR_CACHE_DIR="$T"
 PIDS=""
 cleanup() {
-  for p in $PIDS; do kill -9 "$p" 2>/dev/null; done
+  for p in $PIDS; do kill "$p" 2>/dev/null; done
+  sleep 0.2
+  for p in $PIDS; do
+    kill -9 "$p" 2>/dev/null
+    rm -f /dev/shm/recur-kv.recur-*-"$p" /dev/shm/recur-kv.recur-*-"$p".*
+  done
   ip link del "${V}a" 2>/dev/null
   ip netns del "$NS" 2>/dev/null
   rm -rf "$T"

@@ -12,22 +12,36 @@ RECUR="$1"
 T="$(mktemp -d)"
 export RECUR_CACHE_DIR="$T"
 PIDS=""
-cleanup() { for p in $PIDS; do kill -9 "$p" 2>/dev/null; done; rm -rf "$T"; }
+# SIGTERM lets a worker's transfer engine unlink its shared memory; a worker that died (the fault
+# cases) or ignores it leaves /dev/shm/recur-kv.recur-<role>-PID*, removed here.
+cleanup() {
+  for p in $PIDS; do kill "$p" 2>/dev/null; done
+  sleep 0.2
+  for p in $PIDS; do
+    kill -9 "$p" 2>/dev/null
+    rm -f /dev/shm/recur-kv.recur-*-"$p" /dev/shm/recur-kv.recur-*-"$p".*
+  done
+  rm -rf "$T"
+}
 trap cleanup EXIT
 fail() {
   echo "FAIL: $*" >&2
   for f in "$T"/*.err; do echo "--- $f:" >&2; tail -5 "$f" >&2; done
   exit 1
 }
-# start NAME ARGS...: runs `recur ARGS` in the background, logs to $T/NAME.err, sets PORT.
-start() {
+# launch NAME ARGS...: runs ARGS in the background, logging to $T/NAME.err; url_of NAME waits until
+# it listens and prints its URL. Processes launch together, so their start-ups overlap.
+launch() {
   name="$1"
   shift
   "$@" 2> "$T/$name.err" &
   PIDS="$PIDS $!"
-  LAST_PID=$!
-  PORT=$(serve_port "$T/$name.err")
-  [ -n "$PORT" ] || fail "$name did not come up"
+  eval "PID_$name=$!"
+}
+url_of() {
+  port=$(serve_port "$T/$1.err")
+  [ -n "$port" ] || fail "$1 did not come up"
+  echo "http://127.0.0.1:$port"
 }
 post() {  # post URL BODY OUTFILE: prints the HTTP status
   curl -s -o "$3" -w '%{http_code}' "$1/v1/completions" -H 'Content-Type: application/json' -d "$2"
@@ -38,18 +52,32 @@ text_of() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[
   --context 256 --pattern ka 2>/dev/null || fail "model new"
 M="$T/tiny.gguf"
 
-start all "$RECUR" serve -m "$M" --port 0 --threads 1
-ALL="http://127.0.0.1:$PORT"
-start decode1 "$RECUR" serve --role decode -m "$M" --port 0 --threads 1
-D1="http://127.0.0.1:$PORT"
-start prefill_shm "$RECUR" serve --role prefill -m "$M" --port 0 --threads 1
-P_SHM="http://127.0.0.1:$PORT"
-start prefill_tcp "$RECUR" --set serve.kv_transfer=tcp serve --role prefill -m "$M" --port 0 --threads 1
-P_TCP="http://127.0.0.1:$PORT"
-start router_shm "$RECUR" serve --role router -m "$M" --port 0 --prefill "$P_SHM" --decode "$D1"
-R_SHM="http://127.0.0.1:$PORT"
-start router_tcp "$RECUR" serve --role router -m "$M" --port 0 --prefill "$P_TCP" --decode "$D1"
-R_TCP="http://127.0.0.1:$PORT"
+# Workers first (all at once), then the routers over them.
+launch all "$RECUR" serve -m "$M" --port 0 --threads 1
+launch decode1 "$RECUR" serve --role decode -m "$M" --port 0 --threads 1
+launch prefill_shm "$RECUR" serve --role prefill -m "$M" --port 0 --threads 1
+launch prefill_tcp "$RECUR" --set serve.kv_transfer=tcp serve --role prefill -m "$M" --port 0 --threads 1
+launch prefill_bad env RECUR_FAULT_CORRUPT_KV=1 "$RECUR" serve --role prefill -m "$M" --port 0 --threads 1
+launch decode_dies env RECUR_FAULT_DECODE_EXIT=1 "$RECUR" serve --role decode -m "$M" --port 0 --threads 1
+launch decode_dies2 env RECUR_FAULT_DECODE_EXIT=1 "$RECUR" serve --role decode -m "$M" --port 0 --threads 1
+ALL=$(url_of all) || exit 1
+D1=$(url_of decode1) || exit 1
+P_SHM=$(url_of prefill_shm) || exit 1
+P_TCP=$(url_of prefill_tcp) || exit 1
+P_BAD=$(url_of prefill_bad) || exit 1
+D2=$(url_of decode_dies) || exit 1
+D3=$(url_of decode_dies2) || exit 1
+router() { launch "$1" "$RECUR" serve --role router -m "$M" --port 0 --prefill "$2" --decode "$3"; }
+router router_shm "$P_SHM" "$D1"
+router router_tcp "$P_TCP" "$D1"
+router router_bad "$P_BAD" "$D1"
+router router_one "$P_SHM" "$D2"
+router router_two "$P_SHM" "$D3,$D1"
+R_SHM=$(url_of router_shm) || exit 1
+R_TCP=$(url_of router_tcp) || exit 1
+R_BAD=$(url_of router_bad) || exit 1
+R1=$(url_of router_one) || exit 1
+R2=$(url_of router_two) || exit 1
 
 # Same greedy text as --role all, over shm and TCP (prompts of 4..40 tokens: 1..3 KV pages).
 i=0
@@ -76,9 +104,7 @@ curl -sf "$R_SHM/metrics" | grep -Eq '^recur_kv_transfer_bytes_total [1-9]' || f
 curl -sf "$P_TCP/metrics" | grep -Eq '^recur_kv_transfer_seconds_count [1-9]' || fail "prefill transfer seconds metric"
 
 # A corrupted transfer: the decode worker's checksum catches it; the request fails, no text.
-start prefill_bad env RECUR_FAULT_CORRUPT_KV=1 "$RECUR" serve --role prefill -m "$M" --port 0 --threads 1
-start router_bad "$RECUR" serve --role router -m "$M" --port 0 --prefill "http://127.0.0.1:$PORT" --decode "$D1"
-code=$(post "http://127.0.0.1:$PORT" '{"model":"tiny","prompt":"Once upon a time","max_tokens":4,"temperature":0}' "$T/bad.json")
+code=$(post "$R_BAD" '{"model":"tiny","prompt":"Once upon a time","max_tokens":4,"temperature":0}' "$T/bad.json")
 [ "$code" = 502 ] || fail "corrupt transfer: HTTP $code $(cat "$T/bad.json")"
 grep -q 'checksum' "$T/bad.json" && ! grep -q '"choices"' "$T/bad.json" || fail "corrupt transfer body: $(cat "$T/bad.json")"
 # The decode worker still serves.
@@ -88,21 +114,11 @@ grep -q 'checksum' "$T/bad.json" && ! grep -q '"choices"' "$T/bad.json" || fail 
 # A decode worker that dies mid-request (after receiving the state): with one decode worker the
 # request fails with a 502 error JSON; with two, the router retries it on the other one. Either
 # way the router reports the dead worker and the prefill worker keeps serving.
-start decode_dies env RECUR_FAULT_DECODE_EXIT=1 "$RECUR" serve --role decode -m "$M" --port 0 --threads 1
-D2="http://127.0.0.1:$PORT"
-DIES=$LAST_PID
-start router_one "$RECUR" serve --role router -m "$M" --port 0 --prefill "$P_SHM" --decode "$D2"
-R1="http://127.0.0.1:$PORT"
 body='{"model":"tiny","prompt":"Once upon a time","max_tokens":10,"temperature":0,"ignore_eos":true}'
 code=$(post "$R1" "$body" "$T/dead.json")
 [ "$code" = 502 ] && grep -q '"code":"decode_worker_lost"' "$T/dead.json" || fail "dead decode: HTTP $code $(cat "$T/dead.json")"
 code=$(curl -s -o "$T/health1.json" -w '%{http_code}' "$R1/health")
 [ "$code" = 503 ] && grep -q '"status":"unavailable"' "$T/health1.json" || fail "health, no decode worker: HTTP $code $(cat "$T/health1.json")"
-wait "$DIES" 2>/dev/null
-start decode_dies2 env RECUR_FAULT_DECODE_EXIT=1 "$RECUR" serve --role decode -m "$M" --port 0 --threads 1
-D3="http://127.0.0.1:$PORT"
-start router_two "$RECUR" serve --role router -m "$M" --port 0 --prefill "$P_SHM" --decode "$D3,$D1"
-R2="http://127.0.0.1:$PORT"
 [ "$(post "$R2" "$body" "$T/retried.json")" = 200 ] && [ "$(text_of "$T/retried.json")" = "$(text_of "$T/all1.json")" ] \
   || fail "retry on the other decode worker: $(cat "$T/retried.json")"
 code=$(curl -s -o "$T/health.json" -w '%{http_code}' "$R2/health")
