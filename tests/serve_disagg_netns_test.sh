@@ -15,24 +15,14 @@ A=10.79.$(($$ % 200 + 1))
 ip netns add "$NS" 2>/dev/null || { echo "skipped: ip netns add failed"; exit 77; }
 T="$(mktemp -d)"
 export RECUR_CACHE_DIR="$T"
-PIDS=""
+. "$(dirname "$0")/serve_disagg_lib.sh"
 cleanup() {
-  for p in $PIDS; do kill "$p" 2>/dev/null; done
-  sleep 0.2
-  for p in $PIDS; do
-    kill -9 "$p" 2>/dev/null
-    rm -f /dev/shm/recur-kv.recur-*-"$p" /dev/shm/recur-kv.recur-*-"$p".*
-  done
+  stop_workers
   ip link del "${V}a" 2>/dev/null
   ip netns del "$NS" 2>/dev/null
   rm -rf "$T"
 }
 trap cleanup EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  for f in "$T"/*.err; do echo "--- $f:" >&2; tail -5 "$f" >&2; done
-  exit 1
-}
 ip link add "${V}a" type veth peer name "${V}b" && ip link set "${V}b" netns "$NS" &&
   ip addr add "$A.1/24" dev "${V}a" && ip link set "${V}a" up &&
   ip netns exec "$NS" ip addr add "$A.2/24" dev "${V}b" && ip netns exec "$NS" ip link set "${V}b" up &&

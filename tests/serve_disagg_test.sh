@@ -11,24 +11,12 @@ RECUR="$1"
 . "$(dirname "$0")/serve_port.sh"
 T="$(mktemp -d)"
 export RECUR_CACHE_DIR="$T"
-PIDS=""
-# SIGTERM lets a worker's transfer engine unlink its shared memory; a worker that died (the fault
-# cases) or ignores it leaves /dev/shm/recur-kv.recur-<role>-PID*, removed here.
+. "$(dirname "$0")/serve_disagg_lib.sh"
 cleanup() {
-  for p in $PIDS; do kill "$p" 2>/dev/null; done
-  sleep 0.2
-  for p in $PIDS; do
-    kill -9 "$p" 2>/dev/null
-    rm -f /dev/shm/recur-kv.recur-*-"$p" /dev/shm/recur-kv.recur-*-"$p".*
-  done
+  stop_workers
   rm -rf "$T"
 }
 trap cleanup EXIT
-fail() {
-  echo "FAIL: $*" >&2
-  for f in "$T"/*.err; do echo "--- $f:" >&2; tail -5 "$f" >&2; done
-  exit 1
-}
 # launch NAME ARGS...: runs ARGS in the background, logging to $T/NAME.err; url_of NAME waits until
 # it listens and prints its URL. Processes launch together, so their start-ups overlap.
 launch() {
