@@ -16,6 +16,8 @@
 # two picks' logits in llama.cpp (its top-5 log-probabilities) shows whether it was a near tie.
 # Prints one row per file and prompt; exits 1 if any tokenization differs or a file fails to load
 # in either engine (greedy tokens may part at near ties: Q8_0 activations are quantized differently).
+# Then, with llama.cpp's source tree's models/ (LLAMA_CPP_VOCAB_DIR, default BIN_DIR/../../models),
+# recur's tokenizer on llama.cpp's vocabulary files against their reference tokenizations.
 set -euo pipefail
 bin=${1:?usage: gguf_interop_llamacpp.sh LLAMA_CPP_BIN_DIR [N_TOKENS]}
 ntok=${2:-16}
@@ -94,7 +96,8 @@ PY
   wait "$server" 2>/dev/null || true
 done
 
-/usr/bin/python3 - "$results" "$ntok" <<'PY'
+status=0
+/usr/bin/python3 - "$results" "$ntok" <<'PY' || status=$?
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 ntok = int(sys.argv[2])
@@ -119,3 +122,71 @@ for r in rows:
 print(f"{len(rows)} cases, {bad} failed to load or tokenized differently")
 sys.exit(1 if bad else 0)
 PY
+
+# llama.cpp's vocabularies against its own reference tokenizations: each models/ggml-vocab-*.gguf
+# of the llama.cpp source tree (SPM "llama" or BPE "gpt2") has its tokenizer.* keys grafted onto a
+# tiny recur model with as many tokens; recur's prompt ids (BOS dropped) for each test text of its
+# .inp file are compared with the .out file (llama.cpp's tests/test-tokenizer-0, add_special off).
+vocab_dir=${LLAMA_CPP_VOCAB_DIR:-$bin/../../models}
+echo
+echo "llama.cpp vocabularies ($vocab_dir): recur's ids against llama.cpp's reference tokenizations"
+for out in "$vocab_dir"/ggml-vocab-*.gguf.out; do
+  vocab=${out%.out}
+  [ -f "$vocab" ] && [ -f "$vocab.inp" ] || continue
+  name=$(basename "$vocab" .gguf)
+  read -r kind size bos < <("$recur" model inspect --json "$vocab" | /usr/bin/python3 -c "
+import json, sys; m = json.load(sys.stdin)['metadata']
+print(m.get('tokenizer.ggml.model'), m['tokenizer.ggml.tokens']['count'], m.get('tokenizer.ggml.bos_token_id', -1))")
+  if [ "$kind" != llama ] && [ "$kind" != gpt2 ]; then echo "$name: tokenizer '$kind' (recur reads llama and gpt2)"; continue; fi
+  "$recur" model new "$work/vocab-base-$size.gguf" --dim 64 --layers 1 --heads 2 --vocab "$size" --seed 1 2>/dev/null
+  /usr/bin/python3 - "$work/vocab-base-$size.gguf" "$vocab" "$work/$name.gguf" <<'PY'
+# Copy the model's metadata entries but tokenizer.*, then the vocabulary file's tokenizer.* entries,
+# byte for byte; tensor infos and data stay as they are (their offsets are relative to the data).
+import struct, sys
+def parse(b):
+    fixed = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+    def skip(t, o):
+        if t == 8: return o + 8 + struct.unpack_from('<Q', b, o)[0]
+        if t == 9:
+            it, n = struct.unpack_from('<IQ', b, o); o += 12
+            if it in fixed: return o + fixed[it] * n
+            for _ in range(n): o = skip(it, o)
+            return o
+        return o + fixed[t]
+    version, n_tensors, n_kv = struct.unpack_from('<IQQ', b, 4); o = 24
+    kvs = []
+    for _ in range(n_kv):
+        start = o; n = struct.unpack_from('<Q', b, o)[0]; key = b[o + 8:o + 8 + n].decode(); o += 8 + n
+        o = skip(struct.unpack_from('<I', b, o)[0], o + 4); kvs.append((key, b[start:o]))
+    return version, n_tensors, kvs, o
+model, vocab = open(sys.argv[1], 'rb').read(), open(sys.argv[2], 'rb').read()
+version, n_tensors, model_kvs, o = parse(model)
+tokenizer_kvs = [e for k, e in parse(vocab)[2] if k.startswith('tokenizer.')]
+infos_start = o
+for _ in range(n_tensors):
+    o += 8 + struct.unpack_from('<Q', model, o)[0]
+    o += 4 + 8 * struct.unpack_from('<I', model, o)[0] + 12
+kvs = [e for k, e in model_kvs if not k.startswith('tokenizer.')] + tokenizer_kvs
+head = b'GGUF' + struct.pack('<IQQ', version, n_tensors, len(kvs)) + b''.join(kvs) + model[infos_start:o]
+head += b'\0' * (-len(head) % 32)  # recur writes general.alignment 32
+open(sys.argv[3], 'wb').write(head + model[(o + 31) // 32 * 32:])
+PY
+  /usr/bin/python3 - "$recur" "$work/$name.gguf" "$vocab.inp" "$out" "$bos" "$name" <<'PY'
+import json, subprocess, sys
+recur, model, inp, out, bos, name = sys.argv[1:]
+bos = int(bos)
+tests = open(inp, encoding='utf-8').read().split('\n__ggml_vocab_test__\n')
+if tests and tests[-1] == '': tests.pop()
+want_all = [[int(t) for t in line.split()] for line in open(out, encoding='utf-8').read().split('\n')]
+same, first = 0, None
+for text, want in zip(tests, want_all):
+    r = subprocess.run([recur, 'generate', '-m', model, '-p', text, '-n', '0', '--threads', '1', '--json'],
+                       capture_output=True, text=True)
+    ids = json.loads(r.stdout)['prompt_ids'] if r.returncode == 0 else None
+    if ids and ids[0] == bos and (not want or want[0] != bos): ids = ids[1:]
+    if ids == want: same += 1
+    elif first is None: first = f"{text[:24]!r}: recur {ids[:8] if ids else r.stderr.strip()[:80]} llama.cpp {want[:8]}"
+print(f"{name:32} {same:3}/{len(tests)} equal" + (f"  first difference {first}" if first else ""))
+PY
+done
+exit $status
