@@ -10,6 +10,7 @@ RECUR="$1"
 SRC="$2"
 export RECUR_CACHE_DIR="$(mktemp -d)"
 T="$RECUR_CACHE_DIR"
+. "$(dirname "$0")/sysinfo_seed.sh"
 trap 'rm -rf "$T"' EXIT
 mkdir -p "$T/gates"
 sed 's/^budget_s = 2$/budget_s = 0.5/' "$SRC/episodes/gates/rmsnorm-speed.toml" > "$T/gates/rmsnorm-speed.toml"

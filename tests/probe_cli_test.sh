@@ -5,6 +5,7 @@
 set -u
 RECUR="$1"
 export RECUR_CACHE_DIR="$(mktemp -d)"
+. "$(dirname "$0")/sysinfo_seed.sh"
 trap 'rm -rf "$RECUR_CACHE_DIR"' EXIT
 failures=0
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
