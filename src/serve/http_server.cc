@@ -1,5 +1,7 @@
 // The one translation unit of the server that includes httplib.h: routes, authentication,
 // errors, streaming and the process lifetime (run_server).
+#include <sys/socket.h>
+
 #include <csignal>
 #include <ctime>
 #include <filesystem>
@@ -30,6 +32,8 @@ struct ServerState {
   std::atomic<uint64_t> next_id{1};
   std::atomic<bool> stopping{false};
 };
+
+constexpr int kServeListenBacklog = 1024;
 
 const ApiError kShuttingDown{503, "the server is shutting down", "server_error", "", "shutting_down"};
 
@@ -216,6 +220,14 @@ Status run_server(const ServeOptions& options) {
   svr.set_keep_alive_timeout(2);
   svr.set_read_timeout(30);
   install_routes(svr, s);
+  // httplib listens with a backlog of 5 (compiled into Debian's libcpp-httplib): 16 clients
+  // connecting at once to a busy server overflow it, the kernel falls back to SYN cookies and
+  // some connections get no response. listen() again on the bound socket raises it.
+  int listen_fd = -1;
+  svr.set_socket_options([&listen_fd](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listen_fd = sock;
+  });
   int port = options.port;
   if (port == 0) {
     port = svr.bind_to_any_port(options.host);
@@ -223,6 +235,7 @@ Status run_server(const ServeOptions& options) {
     port = -1;
   }
   if (port < 0) return io_error("cannot listen on {}:{} (in use, or not an address of this host)", options.host, options.port);
+  if (listen_fd >= 0) ::listen(listen_fd, kServeListenBacklog);
   const std::string batching = workers->batching() ? fmt::format("batching up to {} sequences, {} tokens per forward",
                                                                  options.max_seqs, options.max_batch_tokens)
                                                    : std::string("one sequence per worker");
