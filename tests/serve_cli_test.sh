@@ -1,7 +1,7 @@
 #!/bin/sh
 # End-to-end test of `recur serve` and `recur loadgen` on a tiny synthetic model: health, auth,
 # completions, a streamed chat equal to `recur generate` (greedy), bad requests, body limit, 429
-# under overload, a client that disconnects mid-stream, a loadgen run, and SIGTERM.
+# under overload, a client that disconnects mid-stream, loadgen runs (by count and by duration), and SIGTERM.
 # Usage: serve_cli_test.sh /path/to/recur SOURCE_DIR
 set -u
 RECUR="$1"
@@ -57,6 +57,18 @@ for key in ("ttft_ms", "latency_ms"):
     assert p["count"] == r["succeeded"] and 0 <= p["p50"] <= p["p90"] <= p["p99"], key
 assert r["request_throughput"] > 0 and r["output_throughput"] > 0
 PY
+# loadgen --duration-s: clients keep sending until the time is up (a request under way finishes),
+# so more requests than clients; the JSON reports what was sent and the limit.
+"$RECUR" loadgen --url "$URL" --api-key sekrit --concurrency 2 --duration-s 0.3 --input-len 4 --output-len 2 --json \
+  > "$T/loadgen_timed.json"
+/usr/bin/python3 - "$T/loadgen_timed.json" <<'PY' || fail "loadgen --duration-s JSON: $(cat "$T/loadgen_timed.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["duration_limit_s"] == 0.3 and r["duration_s"] >= 0.3
+assert r["requests"] > 2 and sum(r["statuses"].values()) == r["requests"] and r["succeeded"] >= 1
+assert set(r["statuses"]) <= {"200", "429"}
+PY
+"$RECUR" loadgen --url "$URL" --duration-s -1 > /dev/null 2>&1 && fail "loadgen --duration-s -1 accepted"
 
 # SIGTERM: a clean exit with status 0.
 kill -TERM "$SERVER"

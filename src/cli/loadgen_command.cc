@@ -34,6 +34,8 @@ void register_loadgen(CLI::App& app, Invocation& inv) {
   cmd->add_option("--url", o.url, "server base URL, http://HOST:PORT")->capture_default_str();
   cmd->add_option("--concurrency", o.concurrency, "concurrent clients")->check(CLI::Range(1, 4096))->capture_default_str();
   cmd->add_option("--requests", o.requests, "requests in total")->check(CLI::Range(1, 1 << 24))->capture_default_str();
+  cmd->add_option("--duration-s", o.duration_s, "send for this many seconds instead of --requests (0 = off)")
+      ->check(CLI::Range(0.0, 1e7))->capture_default_str();
   cmd->add_option("--input-len", o.input_len, "prompt tokens (random ids)")->check(CLI::Range(1, 1 << 20))->capture_default_str();
   cmd->add_option("--output-len", o.output_len, "tokens generated per request (ignore_eos)")->check(CLI::Range(1, 1 << 20))->capture_default_str();
   cmd->add_option("--model", o.model, "model id (default: the first of /v1/models)");

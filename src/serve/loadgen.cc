@@ -29,6 +29,7 @@ std::string request_body(const LoadgenOptions& o, const std::string& model, uint
 
 Status check(const LoadgenOptions& o) {
   if (o.concurrency < 1) return invalid_argument("--concurrency is {}; expected at least 1", o.concurrency);
+  if (!(o.duration_s >= 0)) return invalid_argument("--duration-s is {}; expected 0 (off) or more seconds", o.duration_s);
   if (o.requests < 1) return invalid_argument("--requests is {}; expected at least 1", o.requests);
   if (o.input_len < 1 || o.output_len < 1)
     return invalid_argument("--input-len {} and --output-len {}: expected at least 1 each", o.input_len, o.output_len);
@@ -62,22 +63,32 @@ Result<LoadgenReport> run_loadgen(const LoadgenOptions& o) {
   if (model.empty()) {
     RECUR_ASSIGN_OR_RETURN(model, probe->first_model());
   }
-  std::vector<RequestSample> samples(size_t(o.requests));
+  // Duration mode keeps every client busy until the deadline; otherwise they share `requests`.
+  const bool timed = o.duration_s > 0;
+  const int client_count = timed ? o.concurrency : std::min(o.concurrency, o.requests);
   std::atomic<int> next{0};
   std::vector<std::unique_ptr<LoadgenClient>> clients;
-  for (int i = 0; i < std::min(o.concurrency, o.requests); ++i) {
+  for (int i = 0; i < client_count; ++i) {
     RECUR_ASSIGN_OR_RETURN(auto c, LoadgenClient::connect(o.url, o.api_key));
     clients.push_back(std::move(c));
   }
   const auto t0 = std::chrono::steady_clock::now();
+  const auto deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                 std::chrono::duration<double>(o.duration_s));
+  auto another = [&](int i) { return timed ? std::chrono::steady_clock::now() < deadline : i < o.requests; };
+  std::vector<std::vector<RequestSample>> client_samples(clients.size());
   std::vector<std::thread> threads;
-  for (auto& client : clients)
-    threads.emplace_back([&, c = client.get()] {
-      for (int i; (i = next.fetch_add(1)) < o.requests;) samples[size_t(i)] = c->complete(request_body(o, model, uint64_t(i)), o.stream);
+  for (size_t k = 0; k < clients.size(); ++k)
+    threads.emplace_back([&, k] {
+      for (int i; another(i = next.fetch_add(1));)
+        client_samples[k].push_back(clients[k]->complete(request_body(o, model, uint64_t(i)), o.stream));
     });
   for (auto& t : threads) t.join();
+  std::vector<RequestSample> samples;
+  for (auto& cs : client_samples) samples.insert(samples.end(), cs.begin(), cs.end());
   LoadgenReport r;
   r.options = o;
+  r.options.requests = int(samples.size());  // what was sent, in duration mode too
   r.model = model;
   r.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::vector<double> ttft, itl, latency;

@@ -2,7 +2,8 @@
 // vLLM), in the spirit of `vllm bench serve`. `concurrency` clients send `requests` completions
 // in total, each with `input_len` random prompt token ids and max_tokens = `output_len` with
 // ignore_eos, and time them: throughput, TTFT and inter-token latency (streamed requests only;
-// a chunk counts as one token arrival), end-to-end latency.
+// a chunk counts as one token arrival), end-to-end latency. With `duration_s` > 0 the clients
+// instead keep sending until that many seconds have passed (a soak test; `requests` is ignored).
 #pragma once
 
 #include <map>
@@ -19,6 +20,7 @@ struct LoadgenOptions {
   std::string url = "http://127.0.0.1:8000";
   int concurrency = 1;
   int requests = 16;
+  double duration_s = 0;  // > 0: send for this long instead of `requests` in total
   int input_len = 32;
   int output_len = 32;
   bool stream = false;

@@ -23,6 +23,7 @@ nlohmann::json report_json(const LoadgenReport& r) {
   for (const auto& [status, n] : r.statuses) statuses[std::to_string(status)] = n;
   const LoadgenOptions& o = r.options;
   return {{"url", o.url}, {"model", r.model}, {"concurrency", o.concurrency}, {"requests", o.requests},
+          {"duration_limit_s", o.duration_s > 0 ? nlohmann::json(o.duration_s) : nlohmann::json(nullptr)},
           {"input_len", o.input_len}, {"output_len", o.output_len}, {"stream", o.stream},
           {"succeeded", r.succeeded}, {"failed", r.failed}, {"statuses", statuses},
           {"duration_s", r.duration_s}, {"request_throughput", r.request_throughput},
