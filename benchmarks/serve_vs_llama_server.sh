@@ -25,12 +25,13 @@ threads=${THREADS:-$(nproc)}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=${RECUR_BENCH_DIR:-/tmp/recur-bench}
 [ -x "$bin/llama-server" ] || { echo "no llama-server in $bin" >&2; exit 2; }
-[ -x "$root/build/recur" ] || { echo "build recur first (make build)" >&2; exit 2; }
+recur_bin=${RECUR_BIN:-$root/build/recur}  # RECUR_BIN: another recur build to measure
+[ -x "$recur_bin" ] || { echo "build recur first (make build)" >&2; exit 2; }
 [ -f "$model" ] || { echo "no model file $model" >&2; exit 2; }
 mkdir -p "$work"
 # A private copy of recur: other engineers' builds may relink build/recur during the run.
 recur=$work/recur.$$
-cp "$root/build/recur" "$recur"
+cp "$recur_bin" "$recur"
 results=$work/serve_results.jsonl
 : > "$results"
 
