@@ -34,9 +34,11 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <sys/mman.h>
 
 #include "bench_args.h"
 #include "bench_peaks.h"
+#include "core/aligned_buffer.h"
 #include "core/clock.h"
 #include "core/convert.h"
 #include "core/cpu_features.h"
@@ -283,15 +285,24 @@ void bench_gemv(const Opts& o, ThreadPool* pool, const Roofline& roof) {
   // Copies of each weight encoding until the set spans o.mb MiB; call i uses copy i % copies.
   auto copies_for = [&](double bytes) { return std::max(1, int(std::ceil(o.mb * 1048576.0 / bytes))); };
   std::vector<Variant> vs;
-  auto stored = [&](WeightFormat f, bool naive, Q8Activations q8 = Q8Activations::kF32) {
+  // huge: the copies in 2 MiB-aligned buffers madvised for transparent huge pages (as a model
+  // file's weights would be if loaded into such memory instead of mapped in 4 KiB pages).
+  auto stored = [&](WeightFormat f, bool naive, Q8Activations q8 = Q8Activations::kF32, bool huge = false) {
     auto one = encode(f, w, n, k);
     const int copies = copies_for(double(one.size()));
-    auto set = std::make_shared<std::vector<std::vector<std::byte>>>(size_t(copies), one);
+    auto set = std::make_shared<std::vector<AlignedBuffer>>();
+    for (int c = 0; c < copies; ++c) {
+      constexpr size_t kHuge = size_t(2) << 20;
+      set->emplace_back(one.size(), /*zeroed=*/false, huge ? kHuge : 64);
+      if (huge) madvise(set->back().data(), (one.size() + kHuge - 1) / kHuge * kHuge, MADV_HUGEPAGE);
+      std::memcpy(set->back().data(), one.data(), one.size());
+    }
     auto next = std::make_shared<int>(0);
     Variant v;
     v.name = naive ? fmt::format("naive {}", weight_format_name(f))
-                   : fmt::format("stored {}{}", weight_format_name(f),
-                                 f == WeightFormat::kQ8_0 ? fmt::format(" act {}", q8_activations_name(q8)) : "");
+                   : fmt::format("stored {}{}{}", weight_format_name(f),
+                                 f == WeightFormat::kQ8_0 ? fmt::format(" act {}", q8_activations_name(q8)) : "",
+                                 huge ? " (huge pages)" : "");
     auto ws = std::make_shared<Workspace>();
     v.cost = stored_cost(f, m, n, k);
     v.peak_flops = 0;  // fp32: the FMA peak in use
@@ -320,6 +331,7 @@ void bench_gemv(const Opts& o, ThreadPool* pool, const Roofline& roof) {
   stored(WeightFormat::kQ8_0, true);
   stored(WeightFormat::kQ8_0, false);
   stored(WeightFormat::kQ8_0, false, Q8Activations::kQ8_0);
+  stored(WeightFormat::kF16, false, Q8Activations::kF32, true);
   Variant read_peak_row;
   for (Precision p : {Precision::kF32, Precision::kBf16, Precision::kW8A8}) {
     auto one = PackedWeights::pack(w, n, k, p);

@@ -44,19 +44,36 @@ inline __m512i load_i8x64(const int8_t* p, int len) {
   return len == 64 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(mask64(len), p);
 }
 
-// Loads of 16 weights widened to fp32 (T and load(p, len)), for the dot and GEMV kernels.
+// Loads of 16 weights widened to fp32 (T and load(p, len)), for the dot and GEMV kernels, and
+// of 32 (load32: lanes 0-15 and 16-31). load32 reads 16-bit weights as one 64-byte load split
+// in registers: the one-row F16 GEMV streamed 1.33x faster than with two 32-byte loads
+// (docs/performance.md, "F16 decode").
 struct WidenF32 {
   using T = float;
   static __m512 load(const float* p, int len) { return load_f32(p, len); }
+  static void load32(const float* p, __m512& lo, __m512& hi) {
+    lo = _mm512_loadu_ps(p);
+    hi = _mm512_loadu_ps(p + 16);
+  }
 };
 struct WidenF16 {
   using T = uint16_t;
   static __m512 load(const uint16_t* p, int len) { return _mm512_cvtph_ps(load_u16x16(p, len)); }
+  static void load32(const uint16_t* p, __m512& lo, __m512& hi) {
+    const __m512i h = _mm512_loadu_si512(p);
+    lo = _mm512_cvtph_ps(_mm512_castsi512_si256(h));
+    hi = _mm512_cvtph_ps(_mm512_extracti64x4_epi64(h, 1));
+  }
 };
 struct WidenBf16 {
   using T = uint16_t;
   static __m512 load(const uint16_t* p, int len) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(load_u16x16(p, len)), 16));
+  }
+  static void load32(const uint16_t* p, __m512& lo, __m512& hi) {
+    const __m512i h = _mm512_loadu_si512(p);
+    lo = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(h)), 16));
+    hi = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(h, 1)), 16));
   }
 };
 
