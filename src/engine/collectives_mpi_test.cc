@@ -97,7 +97,10 @@ std::vector<float> mpi_test_decode(const Model& model, ThreadPool& pool, const C
 
 // The engine under mpi against the engine on threads; 0 when every configuration agrees.
 int mpi_test_engine(int P, int rank) {
-  auto w = synthetic_model({testing::tiny_hybrid_config(4), gguf::TensorType::kF32, 7});
+  // Two attention layers ("kaka"), so that under layer split each of the 2 processes owns one.
+  ModelConfig config = testing::tiny_hybrid_config(4);
+  config.layer_pattern = "kaka";
+  auto w = synthetic_model({config, gguf::TensorType::kF32, 7});
   if (!w) return std::fprintf(stderr, "synthetic model: %s\n", w.error().message().c_str()), 1;
   std::vector<std::byte> bytes = w->serialize();
   auto model = model_from_file(std::move(*gguf::parse(bytes, "mpi-hybrid.gguf")));
@@ -109,7 +112,7 @@ int mpi_test_engine(int P, int rank) {
   const std::string p = std::to_string(P);
   const std::vector<std::vector<std::pair<std::string, std::string>>> configs = {
       {{"engine.tp", p}}, {{"engine.ep", p}}, {{"engine.ep", p}, {"engine.ep.dispatch_mode", "low_latency"}},
-      {{"engine.tp", p}, {"engine.ep", p}}};
+      {{"engine.tp", p}, {"engine.ep", p}}, {{"engine.tp", p}, {"engine.layer_split", "on"}}};
   for (const auto& config : configs) {
     Config threads, mpi;
     std::string name;
