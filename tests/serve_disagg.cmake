@@ -8,3 +8,8 @@ if(RECUR_BUILD_TESTS)
   add_test(NAME serve_disagg_netns_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/serve_disagg_netns_test.sh $<TARGET_FILE:recur>)
   set_tests_properties(serve_disagg_netns_test PROPERTIES LABELS "e2e" TIMEOUT 60 SKIP_RETURN_CODE 77)
 endif()
+# Workers SIGKILLed mid-transfer: prefill (retried or 503, then back), decode (502 or retried).
+if(RECUR_BUILD_TESTS)
+  add_test(NAME serve_disagg_faults_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/serve_disagg_faults_test.sh $<TARGET_FILE:recur>)
+  set_tests_properties(serve_disagg_faults_test PROPERTIES LABELS "e2e" TIMEOUT 60)
+endif()

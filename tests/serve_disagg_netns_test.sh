@@ -13,8 +13,6 @@ NS="rdis$$"
 V="rd$$"
 A=10.79.$(($$ % 200 + 1))
 ip netns add "$NS" 2>/dev/null || { echo "skipped: ip netns add failed"; exit 77; }
-T="$(mktemp -d)"
-export RECUR_CACHE_DIR="$T"
 . "$(dirname "$0")/serve_disagg_lib.sh"
 cleanup() {
   stop_workers
@@ -27,9 +25,7 @@ ip link add "${V}a" type veth peer name "${V}b" && ip link set "${V}b" netns "$N
   ip addr add "$A.1/24" dev "${V}a" && ip link set "${V}a" up &&
   ip netns exec "$NS" ip addr add "$A.2/24" dev "${V}b" && ip netns exec "$NS" ip link set "${V}b" up &&
   ip netns exec "$NS" ip link set lo up || fail "veth setup"
-"$RECUR" model new "$T/tiny.gguf" --arch hybrid --dim 64 --layers 2 --heads 4 --kda-head-dim 16 --vocab 400 \
-  --context 256 --pattern ka 2>/dev/null || fail "model new"
-M="$T/tiny.gguf"
+tiny_model
 "$RECUR" serve -m "$M" --port 0 --threads 1 2> "$T/all.err" &
 PIDS="$PIDS $!"
 ALL="http://127.0.0.1:$(serve_port "$T/all.err")"

@@ -8,37 +8,18 @@
 # Usage: serve_disagg_test.sh /path/to/recur
 set -u
 RECUR="$1"
-. "$(dirname "$0")/serve_port.sh"
-T="$(mktemp -d)"
-export RECUR_CACHE_DIR="$T"
 . "$(dirname "$0")/serve_disagg_lib.sh"
-cleanup() {
-  stop_workers
-  rm -rf "$T"
-}
-trap cleanup EXIT
-# launch NAME ARGS...: runs ARGS in the background, logging to $T/NAME.err; url_of NAME waits until
-# it listens and prints its URL. Processes launch together, so their start-ups overlap.
-launch() {
-  name="$1"
-  shift
-  "$@" 2> "$T/$name.err" &
-  PIDS="$PIDS $!"
-  eval "PID_$name=$!"
-}
+# url_of NAME waits until a launched process listens and prints its URL. Processes launch
+# together, so their start-ups overlap.
 url_of() {
-  port=$(serve_port "$T/$1.err")
-  [ -n "$port" ] || fail "$1 did not come up"
+  port=$(port_of "$1") || return 1
   echo "http://127.0.0.1:$port"
 }
 post() {  # post URL BODY OUTFILE: prints the HTTP status
   curl -s -o "$3" -w '%{http_code}' "$1/v1/completions" -H 'Content-Type: application/json' -d "$2"
 }
-text_of() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["choices"][0]["text"])' "$1"; }
 
-"$RECUR" model new "$T/tiny.gguf" --arch hybrid --dim 64 --layers 2 --heads 4 --kda-head-dim 16 --vocab 400 \
-  --context 256 --pattern ka 2>/dev/null || fail "model new"
-M="$T/tiny.gguf"
+tiny_model
 
 # Workers first (all at once), then the routers over them.
 launch all "$RECUR" serve -m "$M" --port 0 --threads 1

@@ -2,7 +2,8 @@
 // Per request: reserve a receive slot on a decode worker, have a prefill worker send the
 // prompt's state into it, then relay the decode worker's pieces (whole or as SSE). A worker that
 // refuses connections is marked down (reported by /health and /metrics) and skipped by the
-// round-robin until a probe or a later request finds it up. A request whose decode worker dies
+// round-robin until a probe or a later request finds it up. A request whose prefill worker dies
+// is retried on the next prefill worker (503 when none is left); one whose decode worker dies
 // before any text was relayed is retried once on each other decode worker; otherwise it fails
 // with a 502 error JSON (an error event when streaming).
 #include <atomic>
@@ -38,12 +39,28 @@ struct WorkerReply {
   json body;
 };
 
-std::optional<WorkerReply> router_post(const RouterWorker& w, const std::string& path, const json& body) {
+// Why a worker could not be reached, in words (httplib's names are terse).
+std::string router_unreachable_text(httplib::Error e) {
+  switch (e) {
+    case httplib::Error::Connection: return "refused the connection";
+    case httplib::Error::ConnectionTimeout: return "did not accept the connection in time";
+    case httplib::Error::Read: return "closed the connection before answering (died mid-request?)";
+    case httplib::Error::Write: return "closed the connection while the request was sent";
+    default: return httplib::to_string(e);
+  }
+}
+
+// `failure`, when given, receives why the worker could not be reached (refused, reset mid-answer).
+std::optional<WorkerReply> router_post(const RouterWorker& w, const std::string& path, const json& body,
+                                       std::string* failure = nullptr) {
   httplib::Client cli(w.url);
   cli.set_connection_timeout(2);
   cli.set_read_timeout(60);
   auto r = cli.Post(path, json_text(body), "application/json");
-  if (!r) return std::nullopt;
+  if (!r) {
+    if (failure != nullptr) *failure = router_unreachable_text(r.error());
+    return std::nullopt;
+  }
   WorkerReply reply{r->status, json::parse(r->body, nullptr, false)};
   if (reply.body.is_discarded()) reply.body = json::object();
   return reply;
@@ -145,10 +162,20 @@ expected<json, ApiError> Router::prefill(const PreparedRequest& p, int64_t reque
   json msg = at.reservation;
   msg["request"] = request;
   msg["prompt_ids"] = p.prompt_ids;
+  // A prefill worker that refuses the connection or dies mid-prefill (nothing was relayed yet;
+  // the next one rewrites the whole slot) is marked down and the next one is tried.
+  std::string lost;
+  bool first = true;
   for (RouterWorker* w : order(prefill_, next_prefill_)) {
-    auto r = router_post(*w, "/prefill", msg);
+    if (!first) count("prefill_retried");
+    first = false;
+    std::string failure;
+    auto r = router_post(*w, "/prefill", msg, &failure);
     w->up.store(r.has_value());
-    if (!r) continue;
+    if (!r) {
+      lost += fmt::format("{}prefill worker {}: {}", lost.empty() ? "" : "; ", w->url, failure);
+      continue;
+    }
     if (r->status != 200) return unexpected(worker_error(*r, "prefill worker " + w->url));
     if (r->body.value("transport", std::string()) == "off")
       return unexpected(ApiError{503, "prefill worker " + w->url + " has serve.kv_transfer=off: nothing reaches "
@@ -156,7 +183,8 @@ expected<json, ApiError> Router::prefill(const PreparedRequest& p, int64_t reque
     kv_metrics_.observe(r->body.value("bytes", uint64_t(0)), r->body.value("transfer_seconds", 0.0));
     return r->body;
   }
-  return unexpected(ApiError{503, "no prefill worker is reachable", "server_error", "", "no_prefill_worker"});
+  return unexpected(ApiError{503, "no prefill worker is reachable (" + lost + ")", "server_error", "",
+                             "no_prefill_worker"});
 }
 
 expected<json, ApiError> Router::decode(const PreparedRequest& p, int64_t request, const Placement& at,
@@ -203,7 +231,7 @@ expected<json, ApiError> Router::decode(const PreparedRequest& p, int64_t reques
   if (!result || status == 0) {
     at.decode->up.store(false);
     return unexpected(ApiError{502, fmt::format("decode worker {} failed during the request: {}", at.decode->url,
-                                                httplib::to_string(result.error())),
+                                                router_unreachable_text(result.error())),
                                "server_error", "", "decode_worker_lost"});
   }
   if (status != 200) {
@@ -236,6 +264,10 @@ expected<json, ApiError> Router::attempt(const PreparedRequest& p, const Placeme
   if (!pre) {
     lost = !reachable(*at.decode);
     if (!lost) router_post(*at.decode, "/kv/release", {{"slot", at.reservation.at("slot")}});
+    if (lost)  // the transfer failed because its target went away: say so
+      return unexpected(ApiError{502, fmt::format("decode worker {} was lost during the transfer ({})",
+                                                  at.decode->url, pre.error().message),
+                                 "server_error", "", "decode_worker_lost"});
     return unexpected(pre.error());
   }
   auto done = decode(p, request, at, on_line);

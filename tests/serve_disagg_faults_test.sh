@@ -1,0 +1,113 @@
+#!/bin/sh
+# Fault cases of disaggregated serving (docs/serve.md, "Roles"), each with a real SIGKILL at a
+# deterministic point: a prefill worker started with RECUR_FAULT_PREFILL_PAUSE=ARM pauses after
+# handing layer 0 to the transfer engine while the file ARM exists (it writes ARM.paused), so the
+# test kills a worker mid-transfer and then removes ARM.
+#   1. two prefill workers, one killed mid-transfer: the request is retried on the other (200,
+#      same text), the router reports the dead one (/health degraded, recur_router_worker_up 0);
+#   2. one prefill worker killed mid-transfer: that request gets 503 no_prefill_worker, /health
+#      503, new requests 503 error JSON; a prefill worker restarted on the same port is found by
+#      the next request and serves again;
+#   3. a decode worker killed mid-transfer: 502 decode_worker_lost with one decode worker, retried
+#      on the other with two; the prefill worker keeps serving.
+# The surviving decode worker has one receive slot, so a slot leaked by any case fails the next
+# request with 429. Every curl has a bounded --max-time: nothing may hang.
+# Usage: serve_disagg_faults_test.sh /path/to/recur
+set -u
+RECUR="$1"
+. "$(dirname "$0")/serve_disagg_lib.sh"
+post() {  # post URL OUTFILE: prints the HTTP status
+  curl -s --max-time 30 -o "$2" -w '%{http_code}' "$1/v1/completions" -H 'Content-Type: application/json' -d "$BODY"
+}
+wait_paused() {  # wait_paused ARM: until the prefill worker armed by ARM is mid-transfer
+  for _ in $(seq 1 100); do
+    [ -f "$1.paused" ] && return 0
+    sleep 0.05
+  done
+  fail "no prefill paused mid-transfer at $1"
+}
+# in_flight ROUTER ARM VICTIM_PID OUT: posts through ROUTER, SIGKILLs the victim while the armed
+# prefill worker is mid-transfer, lets the prefill go on; prints the request's HTTP status.
+in_flight() {
+  touch "$2"
+  post "$1" "$4" > "$4.code" &
+  client=$!
+  wait_paused "$2"
+  kill -9 "$3"
+  rm -f "$2"
+  wait "$client"
+  cat "$4.code"
+}
+health() {  # health ROUTER OUT: prints the HTTP status
+  curl -s --max-time 10 -o "$2" -w '%{http_code}' "$1/health"
+}
+
+tiny_model
+BODY='{"model":"tiny","prompt":"Once upon a time","max_tokens":8,"temperature":0,"ignore_eos":true}'
+prefill() { launch "$1" env RECUR_FAULT_PREFILL_PAUSE="$T/$1.arm" "$RECUR" serve --role prefill -m "$M" --port "${2:-0}" --threads 1; }
+decode() { launch "$1" "$RECUR" serve --role decode -m "$M" --port 0 --threads 1 --kv-slots 1; }
+launch all "$RECUR" serve -m "$M" --port 0 --threads 1
+decode d
+decode d_killed
+decode d_killed2
+prefill p_killed
+prefill p_other
+prefill p_single
+prefill p
+ALL=http://127.0.0.1:$(port_of all) || exit 1
+D=http://127.0.0.1:$(port_of d) || exit 1
+DK=http://127.0.0.1:$(port_of d_killed) || exit 1
+DK2=http://127.0.0.1:$(port_of d_killed2) || exit 1
+PK=http://127.0.0.1:$(port_of p_killed) || exit 1
+PO=http://127.0.0.1:$(port_of p_other) || exit 1
+PS_PORT=$(port_of p_single) || exit 1
+PS=http://127.0.0.1:$PS_PORT
+P=http://127.0.0.1:$(port_of p) || exit 1
+router() { launch "$1" "$RECUR" serve --role router -m "$M" --port 0 --prefill "$2" --decode "$3"; }
+router r_two_prefill "$PK,$PO" "$D"
+router r_one_prefill "$PS" "$D"
+router r_one_decode "$P" "$DK"
+router r_two_decode "$P" "$DK2,$D"
+R_TWO_P=http://127.0.0.1:$(port_of r_two_prefill) || exit 1
+R_ONE_P=http://127.0.0.1:$(port_of r_one_prefill) || exit 1
+R_ONE_D=http://127.0.0.1:$(port_of r_one_decode) || exit 1
+R_TWO_D=http://127.0.0.1:$(port_of r_two_decode) || exit 1
+[ "$(post "$ALL" "$T/ref.json")" = 200 ] || fail "role all: $(cat "$T/ref.json")"
+REF=$(text_of "$T/ref.json")
+ok_text() {  # ok_text CODE OUT WHAT
+  [ "$1" = 200 ] && [ "$(text_of "$2")" = "$REF" ] || fail "$3: HTTP $1 $(cat "$2")"
+}
+
+# 1. Two prefill workers; the first (round-robin) is killed mid-transfer: retried on the other.
+code=$(in_flight "$R_TWO_P" "$T/p_killed.arm" "$PID_p_killed" "$T/1.json")
+ok_text "$code" "$T/1.json" "prefill killed, retried on the other"
+code=$(health "$R_TWO_P" "$T/1h.json")
+[ "$code" = 200 ] && grep -q '"status":"degraded"' "$T/1h.json" && grep -q "\"up\":false,\"url\":\"$PK\"" "$T/1h.json" \
+  || fail "health after a killed prefill worker: HTTP $code $(cat "$T/1h.json")"
+curl -sf --max-time 10 "$R_TWO_P/metrics" > "$T/1m.txt"
+grep -q "recur_router_worker_up{role=\"prefill\",url=\"$PK\"} 0" "$T/1m.txt" && grep -q 'outcome="prefill_retried"} 1' "$T/1m.txt" \
+  || fail "router metrics: $(grep recur_router "$T/1m.txt")"
+for i in 1 2; do ok_text "$(post "$R_TWO_P" "$T/1n$i.json")" "$T/1n$i.json" "request $i after the prefill kill"; done
+
+# 2. The only prefill worker killed mid-transfer: errors, 503s; back on the same port: serves.
+code=$(in_flight "$R_ONE_P" "$T/p_single.arm" "$PID_p_single" "$T/2.json")
+[ "$code" = 503 ] && grep -q '"code":"no_prefill_worker"' "$T/2.json" || fail "in flight on the only prefill: HTTP $code $(cat "$T/2.json")"
+code=$(health "$R_ONE_P" "$T/2h.json")
+[ "$code" = 503 ] && grep -q '"status":"unavailable"' "$T/2h.json" || fail "health, no prefill worker: HTTP $code $(cat "$T/2h.json")"
+code=$(post "$R_ONE_P" "$T/2n.json")
+[ "$code" = 503 ] && grep -q '"code":"no_prefill_worker"' "$T/2n.json" || fail "new request, no prefill: HTTP $code $(cat "$T/2n.json")"
+curl -sf --max-time 10 "$R_ONE_P/metrics" | grep -q "recur_router_worker_up{role=\"prefill\",url=\"$PS\"} 0" || fail "worker_up after the kill"
+prefill p_back "$PS_PORT"
+[ "$(port_of p_back)" = "$PS_PORT" ] || fail "prefill worker did not come back on port $PS_PORT"
+ok_text "$(post "$R_ONE_P" "$T/2b.json")" "$T/2b.json" "after the prefill worker came back"
+code=$(health "$R_ONE_P" "$T/2bh.json")
+[ "$code" = 200 ] && grep -q '"status":"ok"' "$T/2bh.json" || fail "health after the prefill came back: HTTP $code $(cat "$T/2bh.json")"
+
+# 3. Decode workers killed mid-transfer: one decode worker, the request fails; two, it is retried.
+code=$(in_flight "$R_ONE_D" "$T/p.arm" "$PID_d_killed" "$T/3.json")
+[ "$code" = 502 ] && grep -q '"code":"decode_worker_lost"' "$T/3.json" || fail "decode killed mid-transfer: HTTP $code $(cat "$T/3.json")"
+code=$(in_flight "$R_TWO_D" "$T/p.arm" "$PID_d_killed2" "$T/3r.json")
+ok_text "$code" "$T/3r.json" "decode killed mid-transfer, retried on the other"
+curl -sf --max-time 10 "$R_TWO_D/metrics" | grep -q 'outcome="retried"} 1' || fail "retried metric"
+for i in 1 2; do ok_text "$(post "$R_TWO_D" "$T/3n$i.json")" "$T/3n$i.json" "request $i after the decode kill"; done
+echo "serve_disagg_faults_test: ok"
