@@ -8,8 +8,9 @@
 #   2. one prefill worker killed mid-transfer: that request gets 503 no_prefill_worker, /health
 #      503, new requests 503 error JSON; a prefill worker restarted on the same port is found by
 #      the next request and serves again;
-#   3. a decode worker killed mid-transfer: 502 decode_worker_lost with one decode worker, retried
-#      on the other with two; the prefill worker keeps serving.
+#   3. a decode worker killed mid-transfer: 502 decode_worker_lost with one decode worker (over
+#      shm, and over TCP where the prefill's next layer finds the peer gone), retried on the other
+#      with two; the prefill worker keeps serving.
 # The surviving decode worker has one receive slot, so a slot leaked by any case fails the next
 # request with 429. Every curl has a bounded --max-time: nothing may hang.
 # Usage: serve_disagg_faults_test.sh /path/to/recur
@@ -54,6 +55,9 @@ prefill p_killed
 prefill p_other
 prefill p_single
 prefill p
+launch p_tcp env RECUR_FAULT_PREFILL_PAUSE="$T/p_tcp.arm" "$RECUR" --set serve.kv_transfer=tcp serve --role prefill \
+  -m "$M" --port 0 --threads 1
+decode d_killed_tcp
 ALL=http://127.0.0.1:$(port_of all) || exit 1
 D=http://127.0.0.1:$(port_of d) || exit 1
 DK=http://127.0.0.1:$(port_of d_killed) || exit 1
@@ -63,15 +67,19 @@ PO=http://127.0.0.1:$(port_of p_other) || exit 1
 PS_PORT=$(port_of p_single) || exit 1
 PS=http://127.0.0.1:$PS_PORT
 P=http://127.0.0.1:$(port_of p) || exit 1
+P_TCP=http://127.0.0.1:$(port_of p_tcp) || exit 1
+DK_TCP=http://127.0.0.1:$(port_of d_killed_tcp) || exit 1
 router() { launch "$1" "$RECUR" serve --role router -m "$M" --port 0 --prefill "$2" --decode "$3"; }
 router r_two_prefill "$PK,$PO" "$D"
 router r_one_prefill "$PS" "$D"
 router r_one_decode "$P" "$DK"
 router r_two_decode "$P" "$DK2,$D"
+router r_tcp "$P_TCP" "$DK_TCP"
 R_TWO_P=http://127.0.0.1:$(port_of r_two_prefill) || exit 1
 R_ONE_P=http://127.0.0.1:$(port_of r_one_prefill) || exit 1
 R_ONE_D=http://127.0.0.1:$(port_of r_one_decode) || exit 1
 R_TWO_D=http://127.0.0.1:$(port_of r_two_decode) || exit 1
+R_TCP=http://127.0.0.1:$(port_of r_tcp) || exit 1
 [ "$(post "$ALL" "$T/ref.json")" = 200 ] || fail "role all: $(cat "$T/ref.json")"
 REF=$(text_of "$T/ref.json")
 ok_text() {  # ok_text CODE OUT WHAT
@@ -110,4 +118,10 @@ code=$(in_flight "$R_TWO_D" "$T/p.arm" "$PID_d_killed2" "$T/3r.json")
 ok_text "$code" "$T/3r.json" "decode killed mid-transfer, retried on the other"
 curl -sf --max-time 10 "$R_TWO_D/metrics" | grep -q 'outcome="retried"} 1' || fail "retried metric"
 for i in 1 2; do ok_text "$(post "$R_TWO_D" "$T/3n$i.json")" "$T/3n$i.json" "request $i after the decode kill"; done
+# Over TCP the prefill worker's next layer finds the peer gone: the transfer fails, and the router
+# reports the lost decode worker.
+code=$(in_flight "$R_TCP" "$T/p_tcp.arm" "$PID_d_killed_tcp" "$T/3t.json")
+[ "$code" = 502 ] && grep -q '"code":"decode_worker_lost"' "$T/3t.json" && grep -q 'peer gone' "$T/3t.json" \
+  || fail "decode killed mid-transfer over TCP: HTTP $code $(cat "$T/3t.json")"
+curl -sf --max-time 10 "$P_TCP/metrics" | grep -q '^recur_kv_transfer_failures_total 1' || fail "prefill transfer failure metric"
 echo "serve_disagg_faults_test: ok"
