@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <utility>
 
@@ -55,6 +56,24 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     path_ = std::move(other.path_);
   }
   return *this;
+}
+
+bool MappedFile::contains(const void* p, size_t n) const {
+  const auto a = reinterpret_cast<uintptr_t>(p), base = reinterpret_cast<uintptr_t>(data_);
+  return data_ != nullptr && a >= base && n <= size_ && a - base <= size_ - n;
+}
+
+Result<size_t> MappedFile::release_pages(const void* p, size_t n) const {
+  if (!contains(p, n))
+    return invalid_argument("{}: release_pages: {} bytes at {} are not inside the {}-byte mapping", path_, n, p,
+                            size_);
+  const auto page = uintptr_t(sysconf(_SC_PAGESIZE));
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t first = (a + page - 1) / page * page, last = (a + n) / page * page;
+  if (last <= first) return size_t(0);
+  if (madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED) != 0)
+    return io_error("{}: madvise(DONTNEED) of {} bytes: {}", path_, last - first, std::strerror(errno));
+  return size_t(last - first);
 }
 
 void MappedFile::release() {

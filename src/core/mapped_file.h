@@ -28,6 +28,14 @@ class MappedFile {
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
 
+  // Whether [p, p + n) lies inside this mapping.
+  bool contains(const void* p, size_t n) const;
+  // Drops this process's resident pages of the page-aligned interior of [p, p + n)
+  // (madvise MADV_DONTNEED): the mapping is a private read-only file map, so a later read
+  // refaults them from the file and sees the same bytes. Returns the bytes released; refuses a
+  // range outside the mapping (on anonymous memory DONTNEED would zero the data).
+  Result<size_t> release_pages(const void* p, size_t n) const;
+
  private:
   void release();
   const std::byte* data_ = nullptr;

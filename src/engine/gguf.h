@@ -105,6 +105,9 @@ class File {
   Result<std::string> get_string(std::string_view key) const;
 
   const std::string& source() const { return source_; }
+  // The file's mapping (empty when parsed from caller-owned bytes): tensors whose bytes lie in
+  // it may have their resident pages released once copied (MappedFile::release_pages).
+  const MappedFile& mapping() const { return mapping_; }
 
  private:
   friend Result<File> parse(std::span<const std::byte>, std::string_view);

@@ -80,6 +80,15 @@ Result<LlamaLayerShard> shard_llama_layer(const LlamaLayerWeights& L, Span heads
   return s;
 }
 
+Result<size_t> release_llama_row_parallel_sources(const LlamaModel& m) {
+  std::vector<const Weight*> sources;
+  for (const LlamaLayerWeights& L : m.layers) {
+    sources.push_back(&L.wo);
+    sources.push_back(&L.w_down);
+  }
+  return release_copied_sources(m.file().mapping(), sources);
+}
+
 // A rank's shard: head, KV-head, FFN and vocabulary ranges, its weights and its buffers.
 struct LlamaSession::Rank {
   using Layer = LlamaLayerShard;
@@ -142,6 +151,7 @@ Result<std::unique_ptr<LlamaSession>> LlamaSession::create(const LlamaModel& mod
   s->logits_.resize(size_t(c.vocab));
   if (tp > 1) {
     RECUR_ASSIGN_OR_RETURN(s->runner_, RankRunner::create(tp, c.dim, reduce));
+    RECUR_ASSIGN_OR_RETURN(s->released_source_bytes_, release_llama_row_parallel_sources(model));
   }
   return s;
 }

@@ -38,6 +38,10 @@ struct LlamaLayerShard {
 };
 Result<LlamaLayerShard> shard_llama_layer(const LlamaLayerWeights& L, Span heads, Span kv_heads, Span ffn,
                                           int head_dim, int ranks);
+class LlamaModel;
+// After all ranks' shards are built (tp > 1): releases the resident file pages of every layer's
+// o and down projections, which the ranks now hold as copies (release_copied_sources).
+Result<size_t> release_llama_row_parallel_sources(const LlamaModel& m);
 
 class LlamaModel final : public Model {
  public:
@@ -77,6 +81,8 @@ class LlamaSession final : public Session {
   Result<std::span<const float>> step(TokenId token) override;
   int position() const override { return pos_; }
   int tp() const;
+  // Bytes of file pages released after sharding (0 with one rank or weights not from a file).
+  size_t released_source_bytes() const { return released_source_bytes_; }
 
  private:
   struct Rank;
@@ -88,6 +94,7 @@ class LlamaSession final : public Session {
   ThreadPool& pool_;
   int max_tokens_;
   int pos_ = 0;
+  size_t released_source_bytes_ = 0;
   std::vector<std::unique_ptr<Rank>> ranks_;
   std::unique_ptr<RankRunner> runner_;  // tp > 1
   std::vector<float> logits_;  // all-gathered: each rank writes its vocabulary slice

@@ -117,6 +117,7 @@ Result<std::unique_ptr<LlamaBatch>> LlamaBatch::create(const LlamaModel& m, Thre
   }
   if (tp > 1) {
     RECUR_ASSIGN_OR_RETURN(batch->runner_, RankRunner::create(tp, M * c.dim, o.reduce));
+    RECUR_ASSIGN_OR_RETURN(batch->released_source_bytes_, release_llama_row_parallel_sources(m));
   }
   return batch;
 }

@@ -53,6 +53,8 @@ class LlamaBatch final : public Batch {
   const BatchOptions& options() const { return options_.batch; }
   // Called after every layer of a one-row forward with the residual (Session's observer).
   void set_layer_observer(const std::function<void(int, std::span<const float>)>* f) { observer_ = f; }
+  // Bytes of file pages released after sharding (0 with one rank or weights not from a file).
+  size_t released_source_bytes() const { return released_source_bytes_; }
 
  private:
   struct Rank;
@@ -69,6 +71,7 @@ class LlamaBatch final : public Batch {
   std::vector<BatchSlot> slots_;
   std::vector<std::unique_ptr<Rank>> ranks_;
   std::unique_ptr<RankRunner> runner_;  // tp > 1
+  size_t released_source_bytes_ = 0;
   std::vector<float> logits_;
   const std::function<void(int, std::span<const float>)>* observer_ = nullptr;
 };

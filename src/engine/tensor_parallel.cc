@@ -50,6 +50,17 @@ Result<std::unique_ptr<OwnedWeight>> weight_cols(const Weight& w, int64_t c0, in
   return out;
 }
 
+Result<size_t> release_copied_sources(const MappedFile& mapping, std::span<const Weight* const> sources) {
+  size_t released = 0;
+  for (const Weight* w : sources) {
+    const size_t bytes = w->row_bytes() * size_t(w->rows);
+    if (w->data == nullptr || !mapping.contains(w->data, bytes)) continue;
+    RECUR_ASSIGN_OR_RETURN(size_t n, mapping.release_pages(w->data, bytes));
+    released += n;
+  }
+  return released;
+}
+
 Span rank_span(int64_t n, int ranks, int rank, int64_t granule) {
   int64_t units = n / granule;
   int64_t base = units / ranks, extra = units % ranks;

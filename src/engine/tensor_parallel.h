@@ -26,6 +26,7 @@
 
 #include "core/aligned_buffer.h"
 #include "core/barrier.h"
+#include "core/mapped_file.h"
 #include "core/status.h"
 #include "engine/collectives.h"
 #include "engine/weights.h"
@@ -52,6 +53,13 @@ Span rank_span(int64_t n, int ranks, int rank, int64_t granule = 1);
 // Columns `cols` of w for one of `ranks` ranks: a copy when ranks > 1, the whole matrix as a
 // view (no copy) when there is one rank. The row-parallel shard of a weight.
 Result<std::unique_ptr<OwnedWeight>> row_parallel_shard(const Weight& w, Span cols, int ranks);
+
+// Once every rank's row-parallel shards are copied out of `sources`: releases this process's
+// resident pages of each source whose bytes lie in `mapping` (a read-only file map: they refault
+// from the file if read again), so TP>1 does not keep both the file pages and the copies.
+// Sources elsewhere (synthetic, converted or W8A8 weights: anonymous memory) are left alone.
+// Returns the bytes released.
+Result<size_t> release_copied_sources(const MappedFile& mapping, std::span<const Weight* const> sources);
 
 // Element type of the all-reduce (knob engine.tp.reduce_dtype; ReduceDtype is in collectives.h).
 Result<ReduceDtype> reduce_dtype_from_config(const Config& config);

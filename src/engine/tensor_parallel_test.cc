@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <thread>
 
 #include "core/convert.h"
@@ -94,17 +96,29 @@ TEST(TensorParallel, ColumnShardsCopyWholeBlocks) {
   EXPECT_FALSE(weight_cols(q8, 16, 48).has_value()) << "Q8_0 shards must be whole 32-value blocks";
 }
 
+std::string write_tp_model_file(const std::vector<std::byte>& bytes, gguf::TensorType dtype) {
+  const std::string path = ::testing::TempDir() + "tp_model_" + std::to_string(int(dtype)) + ".gguf";
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+  return path;
+}
+
 void expect_tp_matches_tp1(gguf::TensorType dtype) {
   auto w = synthetic_model({tp_config(), dtype, 11});
   ASSERT_TRUE(w.has_value());
-  std::vector<std::byte> bytes = w->serialize();
-  auto file = gguf::parse(bytes, "tp.gguf");
+  // From a file on disk, so TP>1 releases the mapped pages of wo/w_down after copying them and
+  // later sessions (and tp=1's views) refault them from the file.
+  const std::string path = write_tp_model_file(w->serialize(), dtype);
+  auto file = gguf::read(path);
+  ASSERT_TRUE(file.has_value()) << file.error().message();
   auto model = LlamaModel::from_file(std::move(*file));
   ASSERT_TRUE(model.has_value()) << model.error().message();
   auto pool = ThreadPool::create({.threads = 2, .pin = false});
   auto run = [&](int tp, std::vector<std::vector<float>>* logits_out) {
     auto s = LlamaSession::create(**model, **pool, 24, tp);
     EXPECT_TRUE(s.has_value()) << (s ? "" : s.error().message());
+    if (tp > 1) {
+      EXPECT_GT((*s)->released_source_bytes(), 0u) << "tp=" << tp;
+    }
     std::vector<TokenId> tokens;
     TokenId t = 5;
     for (int i = 0; i < 20; ++i) {
@@ -129,10 +143,39 @@ void expect_tp_matches_tp1(gguf::TensorType dtype) {
       }
     EXPECT_LT(max_diff, 1e-4 * scale) << "tp=" << tp;
   }
+  std::remove(path.c_str());
 }
 
 TEST(TensorParallel, LlamaF32GreedyTokensMatchTp1) { expect_tp_matches_tp1(gguf::TensorType::kF32); }
 TEST(TensorParallel, LlamaQ8GreedyTokensMatchTp1) { expect_tp_matches_tp1(gguf::TensorType::kQ8_0); }
+
+// Releasing pages is only safe on the read-only file map: anonymous memory would read back zeros.
+TEST(TensorParallel, ReleaseRefusesMemoryOutsideTheFileMapping) {
+  const std::string path = write_tp_model_file(std::vector<std::byte>(3 * 4096 + 100, std::byte{7}),
+                                               gguf::TensorType::kI8);
+  auto mapping = MappedFile::open(path);
+  ASSERT_TRUE(mapping.has_value()) << mapping.error().message();
+  std::vector<std::byte> anonymous(3 * 4096 + 100, std::byte{7});
+  EXPECT_FALSE(mapping->contains(anonymous.data(), anonymous.size()));
+  EXPECT_FALSE(mapping->release_pages(anonymous.data(), anonymous.size()).has_value());
+  EXPECT_FALSE(mapping->release_pages(mapping->bytes().data() + 1, mapping->size()).has_value());  // runs past the end
+  Weight outside;
+  outside.type = gguf::TensorType::kF32;
+  outside.rows = 1;
+  outside.cols = int64_t(anonymous.size() / 4);
+  outside.data = anonymous.data();
+  const Weight* sources[] = {&outside};
+  auto released = release_copied_sources(*mapping, sources);
+  ASSERT_TRUE(released.has_value());
+  EXPECT_EQ(*released, 0u);
+  EXPECT_EQ(anonymous[4096 + 5], std::byte{7});
+  // Inside: the page-aligned interior goes, and reading it again refaults the file's bytes.
+  auto inside = mapping->release_pages(mapping->bytes().data(), mapping->size());
+  ASSERT_TRUE(inside.has_value()) << inside.error().message();
+  EXPECT_GT(*inside, 0u);
+  EXPECT_EQ(mapping->bytes()[4096 + 5], std::byte{7});
+  std::remove(path.c_str());
+}
 
 // Hybrid (testing::tiny_hybrid_config): KDA value heads (2 per key head), attention heads, FFN
 // columns or every expert's columns, and the vocabulary split across ranks; TP=4 puts two ranks
