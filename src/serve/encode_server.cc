@@ -13,7 +13,7 @@
 namespace recur::serve {
 
 Status run_encode_worker(const ServeOptions& options, const std::string& vision_model, int out_dim) {
-  role_block_stop_signals();
+  block_stop_signals();
   RECUR_ASSIGN_OR_RETURN(std::unique_ptr<ImageEncoder> encoder, local_image_encoder(vision_model, out_dim));
   RECUR_RETURN_IF_ERROR(encoder->encode(RgbImage{1, 1, {0, 0, 0}}));  // load now: errors at startup
   std::atomic<int64_t> images{0}, failed{0}, encode_ns{0};
@@ -58,7 +58,7 @@ Status run_encode_worker(const ServeOptions& options, const std::string& vision_
         "# TYPE recur_encode_seconds_total counter\nrecur_encode_seconds_total {}\n",
         images.load(), failed.load(), double(encode_ns.load()) * 1e-9);
   });
-  return role_serve_until_signal(svr, options, "encode worker, " + encoder->describe());
+  return serve_until_signal(svr, options, "encode worker, " + encoder->describe());
 }
 
 }  // namespace recur::serve

@@ -16,6 +16,7 @@
 #include "serve/live_jobs.h"
 #include "serve/openai_json.h"
 #include "serve/serve.h"
+#include "serve/serve_loop.h"
 
 namespace recur::serve {
 namespace {
@@ -198,10 +199,47 @@ sigset_t stop_signals() {
 
 }  // namespace
 
-Status run_server(const ServeOptions& options) {
+void block_stop_signals() {
   sigset_t signals = stop_signals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);  // a client that left must not kill the server
+}
+
+Status serve_until_signal(httplib::Server& server, const ServeOptions& options, std::string_view what,
+                          const std::function<void()>& on_stop) {
+  sigset_t signals = stop_signals();
+  server.set_tcp_nodelay(true);  // SSE chunks are small: Nagle would hold each one for an ACK
+  server.set_keep_alive_timeout(2);
+  // httplib listens with a backlog of 5 (compiled into Debian's libcpp-httplib): 16 clients
+  // connecting at once to a busy server overflow it, the kernel falls back to SYN cookies and
+  // some connections get no response. listen() again on the bound socket raises it.
+  int listen_fd = -1;
+  server.set_socket_options([&listen_fd](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listen_fd = sock;
+  });
+  int port = options.port;
+  if (port == 0) {
+    port = server.bind_to_any_port(options.host);
+  } else if (!server.bind_to_port(options.host, port)) {
+    port = -1;
+  }
+  if (port < 0)
+    return io_error("cannot listen on {}:{} (in use, or not an address of this host)", options.host, options.port);
+  if (listen_fd >= 0) ::listen(listen_fd, kServeListenBacklog);
+  fmt::print(stderr, "listening on http://{}:{} ({})\n", options.host, port, what);
+  std::thread listener([&server] { server.listen_after_bind(); });
+  int received = 0;
+  sigwait(&signals, &received);
+  fmt::print(stderr, "recur serve: {} received, shutting down\n", received == SIGTERM ? "SIGTERM" : "SIGINT");
+  if (on_stop) on_stop();
+  server.stop();
+  listener.join();
+  return ok_status();
+}
+
+Status run_server(const ServeOptions& options) {
+  block_stop_signals();
   if (options.queue_size < 1) return invalid_argument("--queue-size is {}; expected at least 1", options.queue_size);
   if (options.http_threads < 1) return invalid_argument("--http-threads is {}; expected at least 1", options.http_threads);
   RECUR_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, load_model(options.model_path));
@@ -216,40 +254,18 @@ Status run_server(const ServeOptions& options) {
   const int http_threads = options.http_threads;
   svr.new_task_queue = [http_threads] { return new httplib::ThreadPool(size_t(http_threads)); };
   svr.set_payload_max_length(options.max_body_bytes);
-  svr.set_tcp_nodelay(true);  // SSE chunks are small: Nagle would hold each one for an ACK
-  svr.set_keep_alive_timeout(2);
   svr.set_read_timeout(30);
   install_routes(svr, s);
-  // httplib listens with a backlog of 5 (compiled into Debian's libcpp-httplib): 16 clients
-  // connecting at once to a busy server overflow it, the kernel falls back to SYN cookies and
-  // some connections get no response. listen() again on the bound socket raises it.
-  int listen_fd = -1;
-  svr.set_socket_options([&listen_fd](socket_t sock) {
-    httplib::default_socket_options(sock);
-    listen_fd = sock;
-  });
-  int port = options.port;
-  if (port == 0) {
-    port = svr.bind_to_any_port(options.host);
-  } else if (!svr.bind_to_port(options.host, port)) {
-    port = -1;
-  }
-  if (port < 0) return io_error("cannot listen on {}:{} (in use, or not an address of this host)", options.host, options.port);
-  if (listen_fd >= 0) ::listen(listen_fd, kServeListenBacklog);
   const std::string batching = workers->batching() ? fmt::format("batching up to {} sequences, {} tokens per forward",
                                                                  options.max_seqs, options.max_batch_tokens)
                                                    : std::string("one sequence per worker");
-  fmt::print(stderr, "listening on http://{}:{} (model {}, {} worker{}, {}, queue {})\n", options.host, port, id,
-             options.workers, options.workers == 1 ? "" : "s", batching, options.queue_size);
-  std::thread listener([&svr] { svr.listen_after_bind(); });
-  int received = 0;
-  sigwait(&signals, &received);
-  fmt::print(stderr, "recur serve: {} received, shutting down\n", received == SIGTERM ? "SIGTERM" : "SIGINT");
-  s.stopping.store(true);
-  s.live.cancel_all();
-  s.queue.close();
-  svr.stop();
-  listener.join();
+  const std::string what = fmt::format("model {}, {} worker{}, {}, queue {}", id, options.workers,
+                                       options.workers == 1 ? "" : "s", batching, options.queue_size);
+  RECUR_RETURN_IF_ERROR(serve_until_signal(svr, options, what, [&s] {
+    s.stopping.store(true);
+    s.live.cancel_all();
+    s.queue.close();
+  }));
   workers.reset();
   return ok_status();
 }

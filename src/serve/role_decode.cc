@@ -238,14 +238,14 @@ void DecodeWorker::handle_decode(const httplib::Request& req, httplib::Response&
 }  // namespace
 
 Status run_decode_worker(const RoleOptions& options) {
-  role_block_stop_signals();
+  block_stop_signals();
   RECUR_ASSIGN_OR_RETURN(std::unique_ptr<DecodeWorker> w, DecodeWorker::create(options));
   httplib::Server svr;
   role_add_worker_routes(svr, "decode", [&w] { return w->metrics(); });
   svr.Post("/kv/reserve", [&w](const httplib::Request&, httplib::Response& res) { w->handle_reserve(res); });
   svr.Post("/kv/release", [&w](const httplib::Request& req, httplib::Response& res) { w->handle_release(req, res); });
   svr.Post("/decode", [&w](const httplib::Request& req, httplib::Response& res) { w->handle_decode(req, res); });
-  return role_serve_until_signal(svr, options.serve, "decode worker");
+  return serve_until_signal(svr, options.serve, "decode worker");
 }
 
 }  // namespace recur::serve

@@ -215,12 +215,12 @@ void PrefillWorker::handle_prefill(const httplib::Request& req, httplib::Respons
 }  // namespace
 
 Status run_prefill_worker(const RoleOptions& options) {
-  role_block_stop_signals();
+  block_stop_signals();
   RECUR_ASSIGN_OR_RETURN(std::unique_ptr<PrefillWorker> w, PrefillWorker::create(options));
   httplib::Server svr;
   role_add_worker_routes(svr, "prefill", [&w] { return w->metrics(); });
   svr.Post("/prefill", [&w](const httplib::Request& req, httplib::Response& res) { w->handle_prefill(req, res); });
-  return role_serve_until_signal(svr, options.serve, "prefill worker");
+  return serve_until_signal(svr, options.serve, "prefill worker");
 }
 
 }  // namespace recur::serve

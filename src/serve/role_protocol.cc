@@ -1,7 +1,6 @@
 #include "serve/role_protocol.h"
 
 #include <algorithm>
-#include <csignal>
 #include <thread>
 
 #include <fmt/format.h>
@@ -80,46 +79,6 @@ void role_send_json(httplib::Response& res, const nlohmann::json& body) {
   res.set_content(json_text(body), "application/json");
 }
 
-namespace {
-sigset_t role_stop_signals() {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  return signals;
-}
-}  // namespace
-
-void role_block_stop_signals() {
-  sigset_t signals = role_stop_signals();
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
-}
-
 std::string json_text_line(const nlohmann::json& j) { return json_text(j) + "\n"; }
-
-Status role_serve_until_signal(httplib::Server& server, const ServeOptions& options, std::string_view what,
-                               const std::function<void()>& on_stop) {
-  sigset_t signals = role_stop_signals();
-  server.set_tcp_nodelay(true);
-  server.set_keep_alive_timeout(2);
-  int port = options.port;
-  if (port == 0) {
-    port = server.bind_to_any_port(options.host);
-  } else if (!server.bind_to_port(options.host, port)) {
-    port = -1;
-  }
-  if (port < 0)
-    return io_error("cannot listen on {}:{} (in use, or not an address of this host)", options.host, options.port);
-  fmt::print(stderr, "listening on http://{}:{} ({})\n", options.host, port, what);
-  std::thread listener([&server] { server.listen_after_bind(); });
-  int received = 0;
-  sigwait(&signals, &received);
-  fmt::print(stderr, "recur serve: {} received, shutting down\n", received == SIGTERM ? "SIGTERM" : "SIGINT");
-  if (on_stop) on_stop();
-  server.stop();
-  listener.join();
-  return ok_status();
-}
 
 }  // namespace recur::serve

@@ -28,6 +28,7 @@
 
 #include "core/status.h"
 #include "core/thread_pool.h"
+#include "serve/serve_loop.h"
 #include "engine/model.h"
 #include "serve/api_error.h"
 #include "serve/serve.h"
@@ -61,14 +62,7 @@ void role_send_json(httplib::Response& res, const nlohmann::json& body);
 // One line of a newline-delimited JSON stream.
 std::string json_text_line(const nlohmann::json& j);
 
-// Blocks SIGTERM/SIGINT (taken by role_serve_until_signal) in this thread and the threads it
-// starts later, and ignores SIGPIPE; first thing of every role.
-void role_block_stop_signals();
 // GET /health ({"status":"ok","role":ROLE}) and GET /metrics (what `metrics` renders).
 void role_add_worker_routes(httplib::Server& server, std::string_view role, std::function<std::string()> metrics);
-// Binds `options.host:port`, prints "listening on http://HOST:PORT (<what>)" on stderr, serves
-// until SIGTERM/SIGINT, then runs `on_stop` and stops.
-Status role_serve_until_signal(httplib::Server& server, const ServeOptions& options, std::string_view what,
-                               const std::function<void()>& on_stop = nullptr);
 
 }  // namespace recur::serve

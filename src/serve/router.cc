@@ -393,7 +393,7 @@ std::string Router::metrics() const {
 }  // namespace
 
 Status run_router(const RoleOptions& options) {
-  role_block_stop_signals();
+  block_stop_signals();
   if (options.prefill_urls.empty() || options.decode_urls.empty())
     return invalid_argument("--role router needs --prefill URL[,URL...] and --decode URL[,URL...]");
   RECUR_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, load_model(options.serve.model_path));
@@ -425,7 +425,7 @@ Status run_router(const RoleOptions& options) {
   svr.Post("/v1/chat/completions", [&router](const httplib::Request& req, httplib::Response& res) {
     router.handle_generation(CompletionRequest::Kind::kChat, req, res);
   });
-  return role_serve_until_signal(svr, options.serve,
+  return serve_until_signal(svr, options.serve,
                                  fmt::format("router over {} prefill and {} decode workers",
                                              options.prefill_urls.size(), options.decode_urls.size()));
 }
