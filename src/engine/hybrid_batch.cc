@@ -283,17 +283,26 @@ const kernels::attention::PagedKvCache* HybridBatch::admission_kv() const {
 
 Status HybridBatch::state_parts(SeqId seq, SequenceStateParts& out) {
   if (position(seq) < 0) return not_found("hybrid batch: state_parts: no live sequence {}", seq);
-  if (group_ranks_ != 1)
-    return unsupported("hybrid batch: sequence state export/import needs one rank (engine.tp=1, engine.ep=1; got {})",
-                       group_ranks_);
+  if (options_.tp > 1)
+    return unsupported("hybrid batch: sequence state export/import is refused for engine.tp>1 (each rank holds a "
+                       "shard of the KV heads and KDA states; got engine.tp={}); engine.ep>1 with engine.tp=1 works",
+                       options_.tp);
   if (options_.kda.replay)
     return unsupported("hybrid batch: sequence state export/import needs engine.kda.replay=off (a ReplaySSM state "
                        "is a checkpoint plus a window)");
-  Rank& r = *ranks_[0];
-  out = SequenceStateParts{.kv = r.kv ? &*r.kv : nullptr, .kv_seq = r.kv_seq[size_t(seq)],
-                           .kv_layer = attention_index_, .kda = {}, .position = &slots_[size_t(seq)].position};
-  for (int l = 0; l < m_.config().n_layers; ++l)
-    out.kda.push_back(m_.config().is_kda_layer(l) ? &*r.kda[size_t(l)][size_t(seq)] : nullptr);
+  // With tp = 1 every rank computes the attention and KDA mixers whole (hybrid_shard.cc: ranks
+  // replicate), so each local rank holds the same state: rank 0's is the one exported, the
+  // others are replicas that import writes too. Under mpi this process has only its own rank
+  // (no replicas here): every process would import the same blocks (untested).
+  auto rank_parts = [&](Rank& r) {
+    SequenceStateParts p{.kv = r.kv ? &*r.kv : nullptr, .kv_seq = r.kv_seq[size_t(seq)], .kv_layer = r.kv_layer,
+                         .kda = {}, .position = &slots_[size_t(seq)].position, .replicas = {}};
+    for (int l = 0; l < m_.config().n_layers; ++l)
+      p.kda.push_back(m_.config().is_kda_layer(l) ? &*r.kda[size_t(l)][size_t(seq)] : nullptr);
+    return p;
+  };
+  out = rank_parts(*ranks_[0]);
+  for (size_t i = 1; i < ranks_.size(); ++i) out.replicas.push_back(rank_parts(*ranks_[i]));
   return ok_status();
 }
 

@@ -85,7 +85,8 @@ class HybridBatch final : public Batch {
   // Bytes of each local rank's KV pool, in rank order (0 for a rank that holds no attention
   // layer under layer split).
   std::vector<int64_t> kv_bytes_per_rank() const;
-  Status state_parts(SeqId seq, SequenceStateParts& out) override;  // sequence_state.h; tp = 1 only
+  // sequence_state.h; tp = 1 only (any ep: the ranks' replicated copies are the parts' replicas)
+  Status state_parts(SeqId seq, SequenceStateParts& out) override;
 
   const BatchOptions& options() const { return options_.batch; }
   // Observers of single-row forwards (model.h's Session::set_op_tap / set_layer_observer).

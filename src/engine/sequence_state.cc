@@ -33,6 +33,13 @@ Result<SequenceStateParts> seq_state_parts(Batch& batch, SeqId seq, int layer) {
   return parts;
 }
 
+// The copies import writes and set_sequence_position checks: the parts, then their replicas.
+std::vector<SequenceStateParts*> seq_state_copies(SequenceStateParts& parts) {
+  std::vector<SequenceStateParts*> copies{&parts};
+  for (SequenceStateParts& r : parts.replicas) copies.push_back(&r);
+  return copies;
+}
+
 // Floats of one token of one attention layer: K and V, [kv_heads, head_dim] each.
 size_t seq_state_token_floats(const kernels::attention::PagedKvCache& kv) {
   return 2 * size_t(kv.config().kv_heads) * size_t(kv.config().head_dim);
@@ -94,32 +101,47 @@ Status import_layer_state(Batch& batch, SeqId seq, int layer, std::span<const st
                        kSeqStateMagic);
   const std::byte* payload = in.data() + kSequenceStateHeaderBytes;
   const size_t payload_bytes = in.size() - kSequenceStateHeaderBytes;
+  const std::vector<SequenceStateParts*> copies = seq_state_copies(parts);
   if (hybrid::KdaSequenceState* kda = parts.kda[size_t(layer)]) {
     const size_t floats = kda->conv_window().size() + kda->plain_state().size();
     if (h.kind != kSeqStateKda || h.count != int64_t(floats) || payload_bytes != floats * sizeof(float))
       return parse_error("import layer {} (KDA, {} floats): block of kind {} with {} floats in {} bytes", layer,
                          floats, h.kind, h.count, payload_bytes);
-    std::memcpy(kda->conv_window().data(), payload, kda->conv_window().size_bytes());
-    std::memcpy(kda->plain_state().data(), payload + kda->conv_window().size_bytes(), kda->plain_state().size_bytes());
+    for (SequenceStateParts* copy : copies) {
+      hybrid::KdaSequenceState* to = copy->kda[size_t(layer)];
+      if (to->conv_window().size() != kda->conv_window().size() || to->plain_state().size() != kda->plain_state().size())
+        return internal_error("import layer {} of sequence {}: a replica's KDA state differs in size", layer, seq);
+    }
+    for (SequenceStateParts* copy : copies) {
+      hybrid::KdaSequenceState* to = copy->kda[size_t(layer)];
+      std::memcpy(to->conv_window().data(), payload, to->conv_window().size_bytes());
+      std::memcpy(to->plain_state().data(), payload + to->conv_window().size_bytes(), to->plain_state().size_bytes());
+    }
     return ok_status();
   }
-  const int kv_layer = parts.kv_layer[size_t(layer)];
   const size_t token_floats = seq_state_token_floats(*parts.kv);
   if (h.kind != kSeqStateAttention || h.count < 0 || payload_bytes != size_t(h.count) * token_floats * sizeof(float))
     return parse_error("import layer {} (attention, {} floats a token): block of kind {} with {} tokens in {} bytes",
                        layer, token_floats, h.kind, h.count, payload_bytes);
-  RECUR_ASSIGN_OR_RETURN(int64_t held, parts.kv->length(parts.kv_seq, kv_layer));
-  if (held != 0)
-    return make_error(ErrorCode::kFailedPrecondition,
-                      "import layer {} of sequence {}: it already holds {} tokens; import needs a fresh sequence",
-                      layer, seq, held);
+  // Every copy must be fresh before any is written, so a refusal changes nothing.
+  for (SequenceStateParts* copy : copies) {
+    if (seq_state_token_floats(*copy->kv) != token_floats)
+      return internal_error("import layer {} of sequence {}: a replica's KV cache differs in shape", layer, seq);
+    RECUR_ASSIGN_OR_RETURN(int64_t held, copy->kv->length(copy->kv_seq, copy->kv_layer[size_t(layer)]));
+    if (held != 0)
+      return make_error(ErrorCode::kFailedPrecondition,
+                        "import layer {} of sequence {}: it already holds {} tokens; import needs a fresh sequence",
+                        layer, seq, held);
+  }
   const size_t half = token_floats / 2;
   std::vector<float> k(half), v(half);  // a copy: the block may be unaligned
   for (int64_t t = 0; t < h.count; ++t) {
     const std::byte* at = payload + size_t(t) * token_floats * sizeof(float);
     std::memcpy(k.data(), at, half * sizeof(float));
     std::memcpy(v.data(), at + half * sizeof(float), half * sizeof(float));
-    RECUR_RETURN_IF_ERROR(parts.kv->append(parts.kv_seq, kv_layer, k, v));
+    for (SequenceStateParts* copy : copies) {
+      RECUR_RETURN_IF_ERROR(copy->kv->append(copy->kv_seq, copy->kv_layer[size_t(layer)], k, v));
+    }
   }
   return ok_status();
 }
@@ -127,12 +149,17 @@ Status import_layer_state(Batch& batch, SeqId seq, int layer, std::span<const st
 Status set_sequence_position(Batch& batch, SeqId seq, int position) {
   RECUR_ASSIGN_OR_RETURN(SequenceStateParts parts, seq_state_parts(batch, seq, 0));
   if (position < 0) return invalid_argument("sequence {}: position {} is negative", seq, position);
-  for (size_t l = 0; l < parts.kv_layer.size(); ++l) {
-    if (parts.kv_layer[l] < 0) continue;
-    RECUR_ASSIGN_OR_RETURN(int64_t held, parts.kv->length(parts.kv_seq, parts.kv_layer[l]));
-    if (held != position)
-      return make_error(ErrorCode::kFailedPrecondition, "sequence {}: layer {} holds {} tokens, not the position {}",
-                        seq, l, held, position);
+  const std::vector<SequenceStateParts*> copies = seq_state_copies(parts);
+  for (size_t c = 0; c < copies.size(); ++c) {
+    const SequenceStateParts& copy = *copies[c];
+    for (size_t l = 0; l < copy.kv_layer.size(); ++l) {
+      if (copy.kv_layer[l] < 0) continue;
+      RECUR_ASSIGN_OR_RETURN(int64_t held, copy.kv->length(copy.kv_seq, copy.kv_layer[l]));
+      if (held != position)
+        return make_error(ErrorCode::kFailedPrecondition,
+                          "sequence {}: layer {} holds {} tokens (copy {}: 0 is rank 0's), not the position {}", seq, l,
+                          held, c, position);
+    }
   }
   *parts.position = position;
   return ok_status();

@@ -12,6 +12,9 @@
 // after this forward's layer, before the later layers run. Import needs a fresh sequence of a
 // batch of the same model and configuration; set_sequence_position then makes its position the
 // prompt length. TP > 1 and ReplaySSM states are refused (Batch::state_parts).
+// Expert parallelism with TP = 1 (engine.ep > 1) is supported: every rank computes the attention
+// and KDA layers whole, so each holds an identical copy of the state. Export reads rank 0's copy;
+// import and set_sequence_position write and check every copy (SequenceStateParts::replicas).
 #pragma once
 
 #include <cstddef>
@@ -37,6 +40,9 @@ struct SequenceStateParts {
   std::vector<int> kv_layer;                       // per model layer: its layer in kv, -1 for KDA
   std::vector<hybrid::KdaSequenceState*> kda;      // per model layer: null for attention
   int* position = nullptr;                         // the batch slot's token count
+  // Other ranks' copies of the same state (engine.ep > 1, engine.tp = 1): import writes them
+  // too; their own `replicas` are empty and their `position` is the same slot's.
+  std::vector<SequenceStateParts> replicas;
 };
 
 inline constexpr size_t kSequenceStateHeaderBytes = 16;
