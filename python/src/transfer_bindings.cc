@@ -8,6 +8,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -114,12 +115,21 @@ struct PyKvReceiver {
 void bind_transfer(pb::module_& m) {
   pb::class_<PyTransferEngine, std::shared_ptr<PyTransferEngine>>(m, "TransferEngine",
                                                                   "Batches of reads and writes to peers' registered memory (shm or TCP)")
-      .def(pb::init([](const std::string& segment_name, const std::string& listen, int timeout_ms) {
+      .def(pb::init([](const std::string& segment_name, const std::string& listen, int timeout_ms,
+                       std::optional<double> link_mbps) {
+             // The emulated link: the keyword, else the knob transfer.link_mbps (recur.set_knob, RECUR_KNOBS).
+             if (link_mbps && !(*link_mbps >= 0))
+               throw pb::value_error("TransferEngine: link_mbps " + std::to_string(*link_mbps) +
+                                     ", expected >= 0 (MB/s; 0 = unlimited)");
+             double link = link_mbps ? *link_mbps * 1e6 : value_or_raise(transfer::link_bytes_per_s(global_knobs()));
              auto e = std::make_shared<PyTransferEngine>();
-             e->engine = value_or_raise(TransferEngine::create(
-                 {.segment_name = segment_name, .listen = listen, .timeout = milliseconds(timeout_ms)}));
+             e->engine = value_or_raise(TransferEngine::create({.segment_name = segment_name, .listen = listen,
+                                                                .timeout = milliseconds(timeout_ms),
+                                                                .link_bytes_per_s = link}));
              return e;
-           }), pb::arg("segment_name"), pb::arg("listen") = "", pb::arg("timeout_ms") = 5000)
+           }), pb::arg("segment_name"), pb::arg("listen") = "", pb::arg("timeout_ms") = 5000,
+           pb::arg("link_mbps") = pb::none(),
+           "link_mbps: emulated link bandwidth in MB/s (10^6 bytes; 0 = unlimited); default: the knob transfer.link_mbps")
       .def_property_readonly("segment_name", [](const PyTransferEngine& e) { return e.engine->segment_name(); })
       .def_property_readonly("port", [](const PyTransferEngine& e) { return e.engine->port(); })
       .def("allocate_shared", [](const std::shared_ptr<PyTransferEngine>& e, size_t bytes) {

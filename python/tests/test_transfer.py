@@ -1,7 +1,8 @@
 # The transfer engine through the bindings: a numpy page's round trip through shared memory
-# (raw batch, and KvSender/KvReceiver layer by layer with checksums).
+# (raw batch, and KvSender/KvReceiver layer by layer with checksums), and the emulated link's pacing.
 import itertools
 import os
+import time
 
 import numpy as np
 import pytest
@@ -66,3 +67,48 @@ def test_kv_layers_round_trip_with_checksum(engines):
     area[layout.slot_offset(2, 1) + 100] ^= 0xFF
     with pytest.raises(recur.Error, match="checksum"):
         receiver.receive_layer(1, 1, 0, 2, [np.zeros(1024, np.uint8), np.zeros(1024, np.uint8)], timeout_ms=1000)
+
+
+def _paced_write_seconds(prefill, decode, nbytes):
+    """Writes nbytes from prefill to decode in 16 requests; returns the seconds from submit to done."""
+    area = decode.allocate_shared(nbytes)
+    region = decode.register_memory(area)
+    src = prefill.allocate_shared(nbytes)
+    prefill.register_memory(src)
+    src[:] = np.random.default_rng(5).integers(0, 256, nbytes, dtype=np.uint8)
+    peer = prefill.open_segment(decode.segment_name)
+    piece = nbytes // 16
+    batch = prefill.allocate_batch(16)
+    start = time.monotonic()
+    prefill.submit(batch, [{"op": "write", "source": src, "source_offset": i * piece, "target": peer,
+                            "target_offset": region["segment_offset"] + i * piece, "length": piece}
+                           for i in range(16)])
+    prefill.wait_batch(batch, timeout_ms=5000)
+    took = time.monotonic() - start
+    prefill.free_batch(batch)
+    assert np.array_equal(area, src)
+    return took
+
+
+def test_link_mbps_paces_transfers():
+    # 1 MiB over an emulated 100 MB/s link takes at least 10.5 ms (a lower bound only: pacing
+    # guarantees it; how much longer depends on the machine's load).
+    tag = f"{os.getpid()}-{next(_names)}"
+    decode = recur.TransferEngine(f"pyt-ldec-{tag}")
+    prefill = recur.TransferEngine(f"pyt-lpre-{tag}", link_mbps=100)
+    assert _paced_write_seconds(prefill, decode, 1 << 20) >= (1 << 20) / 100e6
+    with pytest.raises(ValueError, match="link_mbps"):
+        recur.TransferEngine(f"pyt-lbad-{tag}", link_mbps=-1)
+
+
+def test_link_mbps_defaults_to_the_knob():
+    tag = f"{os.getpid()}-{next(_names)}"
+    recur.set_knob("transfer.link_mbps", "200")
+    try:
+        prefill = recur.TransferEngine(f"pyt-kpre-{tag}")
+        unlimited = recur.TransferEngine(f"pyt-kfree-{tag}", link_mbps=0)  # the keyword wins
+    finally:
+        recur.set_knob("transfer.link_mbps", "0")
+    decode = recur.TransferEngine(f"pyt-kdec-{tag}")
+    assert _paced_write_seconds(prefill, decode, 1 << 20) >= (1 << 20) / 200e6
+    _paced_write_seconds(unlimited, decode, 1 << 16)

@@ -78,7 +78,9 @@ Result<std::unique_ptr<DecodeWorker>> DecodeWorker::create(const RoleOptions& o)
   RECUR_ASSIGN_OR_RETURN(w->e_, role_open_engine(o.serve));
   w->layout_ = w->e_.layout;
   const std::string segment = fmt::format("recur-decode-{}", getpid());
-  RECUR_ASSIGN_OR_RETURN(w->engine_, transfer::TransferEngine::create({.segment_name = segment, .listen = o.kv_listen}));
+  RECUR_ASSIGN_OR_RETURN(double link, transfer::link_bytes_per_s(o.serve.knobs));
+  RECUR_ASSIGN_OR_RETURN(w->engine_, transfer::TransferEngine::create(
+                                         {.segment_name = segment, .listen = o.kv_listen, .link_bytes_per_s = link}));
   const size_t bytes = size_t(o.kv_slots) * w->layout_.sequence_bytes();
   RECUR_ASSIGN_OR_RETURN(w->area_, w->engine_->allocate_shared(bytes));
   RECUR_ASSIGN_OR_RETURN(w->region_, w->engine_->register_memory(w->area_, bytes, "cpu:0"));

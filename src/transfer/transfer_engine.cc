@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -9,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "core/knobs.h"
 #include "trace/trace.h"
 #include "transfer/batch.h"
 #include "transfer/checksum.h"
@@ -19,8 +21,21 @@
 
 namespace recur::transfer {
 
+RECUR_KNOB(transfer_link_mbps,
+           {.name = "transfer.link_mbps", .type = KnobType::kInt, .min = 0, .max = 1000000, .default_value = "0",
+            .components = {"transfer:link"},
+            .help = "emulated bandwidth (MB/s, 10^6 bytes) of the KV transfer engine's link: each request waits "
+                    "(sleeping) until a link of this rate would have delivered it, which emulates the network to a "
+                    "remote decode host on one machine; 0 = no emulation"});
+
+Result<double> link_bytes_per_s(const Config& knobs) {
+  RECUR_ASSIGN_OR_RETURN(int64_t mbps, knobs.get_int("transfer.link_mbps"));
+  return double(mbps) * 1e6;
+}
+
 class TransferEngine::Impl {
  public:
+  using LinkClock = std::chrono::steady_clock;
   struct Segment {
     std::string name;
     std::unique_ptr<ShmPeer> shm;  // exactly one of shm, tcp
@@ -40,7 +55,9 @@ class TransferEngine::Impl {
   void run_transfers();
   void execute(Work& w);
   void execute_traced(trace::Zone& zone, Segment& seg, Work& w, uint32_t region, uint64_t offset);
-  void execute_shm(Segment& seg, Work& w, uint32_t region, uint64_t offset);
+  void execute_shm(Segment& seg, Work& w, uint32_t region, uint64_t offset, LinkClock::time_point started);
+  bool wait_on_link(LinkClock::time_point started, uint64_t bytes);
+  void fail_link_shutdown(Work& w);
   Result<Segment*> segment(SegmentHandle h) const;
   Result<std::shared_ptr<Batch>> batch(BatchId id) const;
 
@@ -61,6 +78,8 @@ class TransferEngine::Impl {
   std::deque<Work> queue;
   bool stopping = false;
   std::thread worker;
+  // When the emulated link (options.link_bytes_per_s) is next free; the transfer thread's alone.
+  LinkClock::time_point link_free_at{};
 };
 
 namespace {
@@ -149,22 +168,40 @@ void TransferEngine::Impl::execute(Work& w) {
   execute_traced(zone, seg, w, region, offset);
 }
 
+// Emulated link: the request occupies it from max(started, link_free_at) for bytes / rate seconds;
+// sleeps (a condition-variable wait, woken early only by shutdown) until then. False on shutdown.
+bool TransferEngine::Impl::wait_on_link(LinkClock::time_point started, uint64_t bytes) {
+  if (options.link_bytes_per_s <= 0) return true;
+  // Rounded up: the emulated delivery is never earlier than bytes / rate.
+  const auto wire = std::chrono::ceil<LinkClock::duration>(
+      std::chrono::duration<double>(double(bytes) / options.link_bytes_per_s));
+  link_free_at = std::max(started, link_free_at) + wire;
+  std::unique_lock lock(queue_mu);
+  return !queue_cv.wait_until(lock, link_free_at, [&] { return stopping; });
+}
+
 void TransferEngine::Impl::execute_traced(trace::Zone& zone, Segment& seg, Work& w, uint32_t region, uint64_t offset) {
   const TransferRequest& r = w.request;
+  const LinkClock::time_point started = LinkClock::now();
   zone.arg("bytes", r.length);
   if (r.trace.seq >= 0) zone.arg("seq", r.trace.seq);
   if (r.trace.layer >= 0) zone.arg("layer", r.trace.layer);
+  if (options.link_bytes_per_s > 0) zone.arg("link_mbps", options.link_bytes_per_s / 1e6);
   if (r.trace.flow != 0) RECUR_FLOW_STEP("kv_block", r.trace.flow);
-  if (seg.shm) return execute_shm(seg, w, region, offset);
+  if (seg.shm) return execute_shm(seg, w, region, offset, started);
   if (r.checksum_out != nullptr)
     *r.checksum_out = checksum64({static_cast<const std::byte*>(r.source), r.length}, r.checksum_seed);
+  // TCP completes on the receiver thread when the peer replies: send once the emulated link has
+  // delivered, so neither the peer nor the completion sees the data earlier.
+  if (!wait_on_link(started, r.length)) return fail_link_shutdown(w);
   FrameOp op = r.opcode == TransferOpcode::kRead    ? FrameOp::kRead
                : r.opcode == TransferOpcode::kWrite ? FrameOp::kWrite
                                                     : FrameOp::kStoreFlag;
   seg.tcp->send({w.batch, w.index, r.target}, op, region, offset, static_cast<std::byte*>(r.source), r.length);
 }
 
-void TransferEngine::Impl::execute_shm(Segment& seg, Work& w, uint32_t region, uint64_t offset) {
+void TransferEngine::Impl::execute_shm(Segment& seg, Work& w, uint32_t region, uint64_t offset,
+                                       LinkClock::time_point started) {
   const TransferRequest& r = w.request;
   if (auto alive = seg.shm->check_alive(); !alive) return engine_fail(w.batch, w.index, r.target, alive.error());
   auto target = seg.shm->resolve(region, offset, r.length);
@@ -195,7 +232,16 @@ void TransferEngine::Impl::execute_shm(Segment& seg, Work& w, uint32_t region, u
       break;
     }
   }
+  // Shared memory: the copy is part of the emulated wire time; complete when the link delivers.
+  if (!wait_on_link(started, r.length)) return fail_link_shutdown(w);
   w.batch->complete(w.index, r.length);
+}
+
+void TransferEngine::Impl::fail_link_shutdown(Work& w) {
+  engine_fail(w.batch, w.index, w.request.target,
+              Error(ErrorCode::kFailedPrecondition,
+                    fmt::format("segment {}: engine shut down while the request was on the emulated link",
+                                options.segment_name)));
 }
 
 Result<TransferEngine::Impl::Segment*> TransferEngine::Impl::segment(SegmentHandle h) const {
@@ -221,6 +267,10 @@ Result<std::unique_ptr<TransferEngine>> TransferEngine::create(const EngineOptio
   RECUR_RETURN_IF_ERROR(check_segment_name(options.segment_name));
   if (options.timeout.count() <= 0)
     return invalid_argument("segment {}: timeout {} ms, expected > 0", options.segment_name, options.timeout.count());
+  // At least 1 byte/s keeps a request's wire time within the clock's range.
+  if (!(options.link_bytes_per_s == 0 || (options.link_bytes_per_s >= 1 && std::isfinite(options.link_bytes_per_s))))
+    return invalid_argument("segment {}: link_bytes_per_s {}, expected 0 (unlimited) or a finite rate >= 1",
+                            options.segment_name, options.link_bytes_per_s);
   auto impl = std::make_unique<Impl>(options);
   RECUR_ASSIGN_OR_RETURN(impl->shm, ShmOwner::create(options.segment_name));
   if (!options.listen.empty()) {

@@ -21,6 +21,11 @@
 // of one batch to one segment are applied in order, and once one of them fails the later ones to
 // that segment fail too (so a ready flag is never stored after a failed data write).
 //
+// Emulated link (EngineOptions::link_bytes_per_s, knob transfer.link_mbps): each request occupies
+// one serial link of this engine for length / rate seconds; the transfer thread sleeps until the
+// link would have delivered it, so completions (and later requests, e.g. a ready flag) are never
+// earlier than on a real link of that bandwidth. It lets one host show a network's transfer time.
+//
 // Thread-safety: every method may be called from any thread. Memory must stay registered (and
 // allocated) while requests that touch it are pending.
 #pragma once
@@ -35,6 +40,10 @@
 #include <vector>
 
 #include "core/status.h"
+
+namespace recur {
+class Config;
+}
 
 namespace recur::transfer {
 
@@ -94,7 +103,12 @@ struct EngineOptions {
   std::string segment_name;  // 1..64 of [A-Za-z0-9._-], unique among the engines of a host
   std::string listen;        // "host:port" to serve TCP peers (port 0 = any free); empty = none
   std::chrono::milliseconds timeout{5000};  // per TCP request and connect; a peer silent longer fails them
+  // Emulated link bandwidth in bytes/s, 0 = unlimited (no emulation); else at least 1. See above.
+  double link_bytes_per_s = 0;
 };
+
+// The knob transfer.link_mbps of `knobs` in bytes/s (MB = 10^6 bytes; 0 = unlimited).
+Result<double> link_bytes_per_s(const Config& knobs);
 
 class TransferEngine {
  public:

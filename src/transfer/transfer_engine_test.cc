@@ -5,11 +5,14 @@
 #include <sys/socket.h>
 
 #include <atomic>
+#include <cmath>
 #include <csignal>
 #include <cstring>
+#include <limits>
 #include <thread>
 
 #include "core/aligned_buffer.h"
+#include "core/knobs.h"
 #include "transfer/checksum.h"
 #include "transfer/frame.h"
 #include "transfer/socket_io.h"
@@ -387,6 +390,132 @@ TEST(TransferEngine, ServerAnswersMalformedFramesWithAnErrorAndCloses) {
   ASSERT_EQ(*recv_all(fd->get(), message.data(), message.size(), "test"), message.size());
   EXPECT_TRUE(contains(message, "byte 0: magic")) << message;
   EXPECT_EQ(*recv_all(fd->get(), raw.data(), 1, "test"), 0u) << "then the connection closes";
+}
+
+// ---- the emulated link (EngineOptions::link_bytes_per_s, knob transfer.link_mbps) ----
+// Only lower bounds on time: pacing guarantees them; an upper bound would depend on the load.
+
+using LinkSeconds = std::chrono::duration<double>;
+LinkSeconds link_wire_time(uint64_t bytes, double rate) { return LinkSeconds(double(bytes) / rate); }
+
+std::unique_ptr<TransferEngine> make_linked_engine(const std::string& name, double rate) {
+  auto e = TransferEngine::create({.segment_name = name, .link_bytes_per_s = rate});
+  EXPECT_TRUE(e) << e.error().message();
+  return e ? std::move(*e) : nullptr;
+}
+
+TEST(TransferEngineLink, PacesABatchOverSharedMemoryAndDeliversItIntact) {
+  constexpr double kRate = 200e6;  // 200 MB/s: 2 MiB take >= 10.5 ms
+  constexpr size_t kBytes = 2 << 20, kPiece = 64 << 10;
+  auto a = make_linked_engine(unique_segment("link-a"), kRate);
+  auto b = make_engine(unique_segment("link-b"));
+  ASSERT_TRUE(a && b);
+  void* target = *b->allocate_shared(kBytes + 8);
+  RegionInfo region = *b->register_memory(target, kBytes + 8, "cpu:0");
+  AlignedBuffer local(kBytes + 8, true);
+  ASSERT_TRUE(a->register_memory(local.data(), local.size(), "cpu:0"));
+  SegmentHandle peer = *a->open_segment(b->segment_name());
+  fill_pattern(local.data(), kBytes, 21);
+  std::vector<uint64_t> sums(kBytes / kPiece);
+  std::vector<TransferRequest> writes;
+  for (size_t i = 0; i < kBytes / kPiece; ++i) {
+    TransferRequest w{TransferOpcode::kWrite, local.data() + i * kPiece, peer, region.segment_offset + i * kPiece, kPiece};
+    w.checksum_out = &sums[i];
+    w.checksum_seed = i;
+    writes.push_back(w);
+  }
+  std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(local.data() + kBytes)).store(5);
+  writes.push_back({TransferOpcode::kStoreFlag, local.data() + kBytes, peer, region.segment_offset + kBytes, 8});
+
+  const auto submitted = std::chrono::steady_clock::now();
+  BatchId batch = testing::run_batch(*a, writes);
+  const LinkSeconds took = std::chrono::steady_clock::now() - submitted;
+  auto ok = a->wait_batch(batch, 0ms);
+  ASSERT_TRUE(ok) << ok.error().message();
+  EXPECT_GE(took, link_wire_time(kBytes + 8, kRate)) << "the batch finished before the link could carry it";
+  EXPECT_TRUE(has_pattern(target, kBytes, 21));
+  EXPECT_EQ(std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(static_cast<std::byte*>(target) + kBytes)).load(), 5u);
+  for (size_t i = 0; i < sums.size(); ++i)
+    EXPECT_EQ(sums[i], checksum64({local.data() + i * kPiece, kPiece}, i)) << "piece " << i;
+  EXPECT_EQ(a->status(batch, 0)->bytes, kPiece);
+}
+
+TEST(TransferEngineLink, RequestsQueueBehindEachOtherOverTcp) {
+  constexpr double kRate = 100e6;  // two 1 MiB requests: the second completes >= 21 ms after submit
+  constexpr size_t kBytes = 1 << 20;
+  auto a = make_linked_engine(unique_segment("link-tcp-a"), kRate);
+  auto b = make_engine(unique_segment("link-tcp-b"), "127.0.0.1:0");
+  ASSERT_TRUE(a && b);
+  AlignedBuffer target(2 * kBytes, true);
+  RegionInfo region = *b->register_memory(target.data(), target.size(), "cpu:0");
+  AlignedBuffer local(2 * kBytes, true);
+  ASSERT_TRUE(a->register_memory(local.data(), local.size(), "cpu:0"));
+  auto peer = a->open_segment(fmt::format("127.0.0.1:{}/{}", b->port(), b->segment_name()));
+  ASSERT_TRUE(peer) << peer.error().message();
+  fill_pattern(local.data(), local.size(), 22);
+  BatchId first = *a->allocate_batch(1), second = *a->allocate_batch(1);
+  const auto submitted = std::chrono::steady_clock::now();
+  ASSERT_TRUE(a->submit(first, std::vector<TransferRequest>{{TransferOpcode::kWrite, local.data(), *peer,
+                                                             region.segment_offset, kBytes}}));
+  ASSERT_TRUE(a->submit(second, std::vector<TransferRequest>{{TransferOpcode::kWrite, local.data() + kBytes, *peer,
+                                                              region.segment_offset + kBytes, kBytes}}));
+  auto ok = a->wait_batch(second, 20s);
+  const LinkSeconds took = std::chrono::steady_clock::now() - submitted;
+  ASSERT_TRUE(ok) << ok.error().message();
+  EXPECT_GE(took, 2 * link_wire_time(kBytes, kRate)) << "the second request did not wait for the first on the link";
+  EXPECT_TRUE(a->wait_batch(first, 20s));
+  EXPECT_TRUE(has_pattern(target.data(), target.size(), 22));
+}
+
+TEST(TransferEngineLink, ZeroIsUnlimitedAndBadRatesAreRefused) {
+  EXPECT_EQ(EngineOptions{}.link_bytes_per_s, 0.0) << "no emulation unless asked";
+  for (double bad : {-1.0, 0.5, std::numeric_limits<double>::infinity(), std::nan("")}) {
+    auto e = TransferEngine::create({.segment_name = unique_segment("link-bad"), .link_bytes_per_s = bad});
+    ASSERT_FALSE(e) << bad;
+    EXPECT_TRUE(contains(e.error().message(), "link_bytes_per_s")) << e.error().message();
+  }
+  // Unlimited: a write completes (with its data) as it always did.
+  auto a = make_linked_engine(unique_segment("link-zero"), 0);
+  ASSERT_TRUE(a);
+  void* target = *a->allocate_shared(4096);
+  RegionInfo region = *a->register_memory(target, 4096, "cpu:0");
+  AlignedBuffer local(4096, true);
+  ASSERT_TRUE(a->register_memory(local.data(), local.size(), "cpu:0"));
+  fill_pattern(local.data(), 4096, 23);
+  BatchId batch = testing::run_batch(
+      *a, {{TransferOpcode::kWrite, local.data(), *a->open_segment(a->segment_name()), region.segment_offset, 4096}});
+  EXPECT_TRUE(a->wait_batch(batch, 0ms));
+  EXPECT_TRUE(has_pattern(target, 4096, 23));
+}
+
+TEST(TransferEngineLink, ShutdownWakesARequestWaitingOnTheLink) {
+  // 4 MiB at 1 MB/s would wait 4 s: destroying the engine must not (the test would be slow).
+  auto a = make_linked_engine(unique_segment("link-stop"), 1e6);
+  ASSERT_TRUE(a);
+  void* target = *a->allocate_shared(4 << 20);
+  RegionInfo region = *a->register_memory(target, 4 << 20, "cpu:0");
+  AlignedBuffer local(4 << 20, true);
+  ASSERT_TRUE(a->register_memory(local.data(), local.size(), "cpu:0"));
+  BatchId batch = *a->allocate_batch(1);
+  ASSERT_TRUE(a->submit(batch, std::vector<TransferRequest>{{TransferOpcode::kWrite, local.data(),
+                                                             *a->open_segment(a->segment_name()),
+                                                             region.segment_offset, 4 << 20}}));
+  EXPECT_EQ(a->wait_batch(batch, 1ms).error().code(), ErrorCode::kTimeout) << "still on the link";
+  a.reset();
+}
+
+TEST(TransferEngineLink, KnobIsRegisteredWithItsDefault) {
+  const KnobSpec* spec = KnobRegistry::global().find("transfer.link_mbps");
+  ASSERT_NE(spec, nullptr);
+  EXPECT_EQ(spec->type, KnobType::kInt);
+  EXPECT_EQ(spec->default_value, "0");
+  EXPECT_EQ(spec->max, 1000000);
+  EXPECT_EQ(spec->components, std::vector<std::string>{"transfer:link"});
+  Config knobs;
+  EXPECT_EQ(*link_bytes_per_s(knobs), 0.0);
+  ASSERT_TRUE(knobs.set("transfer.link_mbps", "250"));
+  EXPECT_EQ(*link_bytes_per_s(knobs), 250e6) << "MB = 10^6 bytes";
+  EXPECT_FALSE(knobs.set("transfer.link_mbps", "-1"));
 }
 
 }  // namespace
