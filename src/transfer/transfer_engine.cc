@@ -47,6 +47,8 @@ class TransferEngine::Impl {
     size_t index = 0;
     TransferRequest request;
     bool close = false;  // close request.target after what was queued before
+    // When submit queued it: the earliest the emulated link may start sending it.
+    std::chrono::steady_clock::time_point queued{};
   };
 
   explicit Impl(const EngineOptions& options) : options(options), registry(options.segment_name) {}
@@ -55,8 +57,8 @@ class TransferEngine::Impl {
   void run_transfers();
   void execute(Work& w);
   void execute_traced(trace::Zone& zone, Segment& seg, Work& w, uint32_t region, uint64_t offset);
-  void execute_shm(Segment& seg, Work& w, uint32_t region, uint64_t offset, LinkClock::time_point started);
-  bool wait_on_link(LinkClock::time_point started, uint64_t bytes);
+  void execute_shm(Segment& seg, Work& w, uint32_t region, uint64_t offset);
+  bool wait_on_link(LinkClock::time_point queued, uint64_t bytes);
   void fail_link_shutdown(Work& w);
   Result<Segment*> segment(SegmentHandle h) const;
   Result<std::shared_ptr<Batch>> batch(BatchId id) const;
@@ -168,40 +170,40 @@ void TransferEngine::Impl::execute(Work& w) {
   execute_traced(zone, seg, w, region, offset);
 }
 
-// Emulated link: the request occupies it from max(started, link_free_at) for bytes / rate seconds;
+// Emulated link: the request occupies it from max(queued, link_free_at) for bytes / rate seconds;
 // sleeps (a condition-variable wait, woken early only by shutdown) until then. False on shutdown.
-bool TransferEngine::Impl::wait_on_link(LinkClock::time_point started, uint64_t bytes) {
+// The schedule starts from when the request was queued, not from when this thread got to it, so
+// the thread's late wake-ups (timer slack, ~50-100 us) do not add up into a slower link.
+bool TransferEngine::Impl::wait_on_link(LinkClock::time_point queued, uint64_t bytes) {
   if (options.link_bytes_per_s <= 0) return true;
   // Rounded up: the emulated delivery is never earlier than bytes / rate.
   const auto wire = std::chrono::ceil<LinkClock::duration>(
       std::chrono::duration<double>(double(bytes) / options.link_bytes_per_s));
-  link_free_at = std::max(started, link_free_at) + wire;
+  link_free_at = std::max(queued, link_free_at) + wire;
   std::unique_lock lock(queue_mu);
   return !queue_cv.wait_until(lock, link_free_at, [&] { return stopping; });
 }
 
 void TransferEngine::Impl::execute_traced(trace::Zone& zone, Segment& seg, Work& w, uint32_t region, uint64_t offset) {
   const TransferRequest& r = w.request;
-  const LinkClock::time_point started = LinkClock::now();
   zone.arg("bytes", r.length);
   if (r.trace.seq >= 0) zone.arg("seq", r.trace.seq);
   if (r.trace.layer >= 0) zone.arg("layer", r.trace.layer);
   if (options.link_bytes_per_s > 0) zone.arg("link_mbps", options.link_bytes_per_s / 1e6);
   if (r.trace.flow != 0) RECUR_FLOW_STEP("kv_block", r.trace.flow);
-  if (seg.shm) return execute_shm(seg, w, region, offset, started);
+  if (seg.shm) return execute_shm(seg, w, region, offset);
   if (r.checksum_out != nullptr)
     *r.checksum_out = checksum64({static_cast<const std::byte*>(r.source), r.length}, r.checksum_seed);
   // TCP completes on the receiver thread when the peer replies: send once the emulated link has
   // delivered, so neither the peer nor the completion sees the data earlier.
-  if (!wait_on_link(started, r.length)) return fail_link_shutdown(w);
+  if (!wait_on_link(w.queued, r.length)) return fail_link_shutdown(w);
   FrameOp op = r.opcode == TransferOpcode::kRead    ? FrameOp::kRead
                : r.opcode == TransferOpcode::kWrite ? FrameOp::kWrite
                                                     : FrameOp::kStoreFlag;
   seg.tcp->send({w.batch, w.index, r.target}, op, region, offset, static_cast<std::byte*>(r.source), r.length);
 }
 
-void TransferEngine::Impl::execute_shm(Segment& seg, Work& w, uint32_t region, uint64_t offset,
-                                       LinkClock::time_point started) {
+void TransferEngine::Impl::execute_shm(Segment& seg, Work& w, uint32_t region, uint64_t offset) {
   const TransferRequest& r = w.request;
   if (auto alive = seg.shm->check_alive(); !alive) return engine_fail(w.batch, w.index, r.target, alive.error());
   auto target = seg.shm->resolve(region, offset, r.length);
@@ -233,7 +235,7 @@ void TransferEngine::Impl::execute_shm(Segment& seg, Work& w, uint32_t region, u
     }
   }
   // Shared memory: the copy is part of the emulated wire time; complete when the link delivers.
-  if (!wait_on_link(started, r.length)) return fail_link_shutdown(w);
+  if (!wait_on_link(w.queued, r.length)) return fail_link_shutdown(w);
   w.batch->complete(w.index, r.length);
 }
 
@@ -393,7 +395,8 @@ Status TransferEngine::submit(BatchId batch_id, std::span<const TransferRequest>
   RECUR_ASSIGN_OR_RETURN(size_t first, batch->reserve(requests.size()));
   {
     std::lock_guard lock(impl_->queue_mu);
-    for (size_t i = 0; i < requests.size(); ++i) impl_->queue.push_back({batch, first + i, requests[i], false});
+    const auto queued = Impl::LinkClock::now();
+    for (size_t i = 0; i < requests.size(); ++i) impl_->queue.push_back({batch, first + i, requests[i], false, queued});
   }
   impl_->queue_cv.notify_one();
   return ok_status();
