@@ -64,24 +64,29 @@ class PrefillRequest:
 
 
 class PrefillServer:
+    """With decode_segment=None (knob serve.kv_transfer=off) it only prefills: the baseline."""
+
     def __init__(self, model, engine, decode_segment, layout, max_sequences=4, max_batch_tokens=512):
         self.model = model
         self.layout = layout
         self.max_batch_tokens = max_batch_tokens
         self.batch = model.new_batch(max_sequences=max_sequences, max_batch_tokens=max_batch_tokens)
+        self.transfer = decode_segment is not None
         self.exporter = self.batch.layer_exporter()
         self.slot_bytes = layout.layers * layout.max_block_bytes
-        self.staging = engine.allocate_shared(max_sequences * self.slot_bytes)
-        engine.register_memory(self.staging)
-        self.sender = recur.KvSender(engine, engine.open_segment(decode_segment), layout)
+        if self.transfer:
+            self.staging = engine.allocate_shared(max_sequences * self.slot_bytes)
+            engine.register_memory(self.staging)
+            self.sender = recur.KvSender(engine, engine.open_segment(decode_segment), layout)
         self._queue = queue.Queue()
         self._rids = itertools.count(1)
         self._free_slots = list(range(max_sequences))
         self._inflight = {}  # seq -> (request, slot)
         self._sent = queue.Queue()  # seqs whose layers are all sent: the scheduler frees them
         self._stop = threading.Event()
-        self._threads = [threading.Thread(target=self._schedule_loop, name="scheduler", daemon=True),
-                         threading.Thread(target=self._transfer_loop, name="kv_transfer", daemon=True)]
+        self._threads = [threading.Thread(target=self._schedule_loop, name="scheduler", daemon=True)]
+        if self.transfer:
+            self._threads.append(threading.Thread(target=self._transfer_loop, name="kv_transfer", daemon=True))
 
     def start(self):
         for t in self._threads:
@@ -123,19 +128,25 @@ class PrefillServer:
             seq = self.batch.add_sequence()
             slot = self._free_slots.pop()
             self._inflight[seq] = (req, slot)
-            staging = self.staging[slot * self.slot_bytes:(slot + 1) * self.slot_bytes]
-            self.exporter.watch(seq, staging, self.layout.max_block_bytes)
+            if self.transfer:
+                staging = self.staging[slot * self.slot_bytes:(slot + 1) * self.slot_bytes]
+                self.exporter.watch(seq, staging, self.layout.max_block_bytes)
             want = np.zeros(n, dtype=bool)
             want[-1] = True
             try:
                 logits = self.batch.forward(np.full(n, seq, dtype=np.int32), req.ids, want)
             except Exception:
-                self.exporter.unwatch(seq)
+                if self.transfer:
+                    self.exporter.unwatch(seq)
                 self._free(seq)
                 raise
-            self.exporter.unwatch(seq)
             req.logits = logits[0]
             req.first_token = int(np.argmax(req.logits))
+            if self.transfer:
+                self.exporter.unwatch(seq)
+            else:  # nothing to send: done, and the sequence is free at once
+                req._finish()
+                self._free(seq)
 
     def _free_sent(self):
         while True:

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "agent/search_space.h"
+#include "agent/timeline_evidence.h"
 #include "core/thread_pool.h"
 #include "engine/model.h"
 #include "gate/kernel_probe.h"
@@ -263,6 +264,13 @@ Result<Evidence> attribute_gap(const Episode& episode, const std::map<std::strin
     if (!ev.components.empty()) return ev;
   }
   if (calls.empty()) return make_error(ErrorCode::kFailedPrecondition, "attribute: condition `{}` measures nothing", c->text);
+  const bool throughput = std::any_of(calls.begin(), calls.end(), [&](const gate::MetricRequest& r) {
+    return r.def->source == gate::MetricSource::kEngineThroughput && touches_candidate(r);
+  });
+  if (throughput && spec.program && !spec.program->background.empty()) {
+    RECUR_ASSIGN_OR_RETURN(ev, timeline_evidence(spec, episode.candidate, log, options.trace_dir, std::move(ev)));
+    if (!ev.components.empty()) return ev;
+  }
   return config_diff_evidence(spec, calls, log, std::move(ev));
 }
 

@@ -36,6 +36,7 @@ struct Evidence {
 struct AttributeOptions {
   bool instruction_counts = true;  // bench.callgrind (needs valgrind and this process to be `recur`)
   std::string callgrind_dir;       // where bench.callgrind keeps its dumps ("" = removed)
+  std::string trace_dir;           // where timeline probes keep their traces ("" = a temporary folder)
 };
 
 // Runs the attribution probes for the gate's deciding condition on the candidate configuration.

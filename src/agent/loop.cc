@@ -105,7 +105,10 @@ class Loop {
       const std::string callgrind_dir = (fs::path(o_.journal).parent_path() / run_.name / "callgrind").string();
       RECUR_ASSIGN_OR_RETURN(Evidence ev, attribute_gap(ep_, config, state, log_,
                                                         {.instruction_counts = o_.instruction_counts,
-                                                         .callgrind_dir = callgrind_dir}));
+                                                         .callgrind_dir = callgrind_dir,
+                                                         .trace_dir = (fs::path(o_.journal).parent_path() /
+                                                                       run_.name / "traces")
+                                                                          .string()}));
       AgentState as{.episode = &ep_, .config = config, .gate = state, .evidence = ev, .tried = {},
                     .visited = visited, .iteration = ++iteration, .allow_patches = o_.allow_patches};
       bool kept = false;

@@ -21,6 +21,7 @@ std::string synthetic_name(const SyntheticModel& m) {
   std::string name = fmt::format("gate-{}-d{}-l{}-h{}-kv{}-f{}-v{}-c{}-{}-s{}", m.arch, m.dim, m.layers, m.heads,
                                  m.kv_heads, m.ffn, m.vocab, m.context, m.dtype, m.seed);
   if (m.arch == "hybrid") name += fmt::format("-p{}-k{}", m.pattern, m.kda_head_dim);
+  if (m.experts > 0) name += fmt::format("-e{}x{}{}", m.experts, m.experts_used, m.shared_expert ? "s" : "");
   return name;
 }
 
@@ -42,6 +43,9 @@ Result<SyntheticModelOptions> synthetic_options(const SyntheticModel& m) {
     c.kda_heads = std::max(1, m.dim / m.kda_head_dim);
     c.kda_key_heads = c.kda_heads;
     c.conv_size = 4;
+    c.n_experts = m.experts;
+    c.n_experts_used = m.experts > 0 ? m.experts_used : 0;
+    c.shared_expert = m.experts > 0 && m.shared_expert;
   }
   o.seed = m.seed;
   RECUR_ASSIGN_OR_RETURN(o.dtype, parse_storage_type(m.dtype));
@@ -64,6 +68,26 @@ void add_metric_value(Feedback& f, std::string name, const MetricValue& v) {
 }
 
 }  // namespace
+
+void summarize_throughput(ThroughputResult& t, std::string probe, double cost_s, std::string subject,
+                          std::string note) {
+  Feedback& f = t.feedback;
+  f.probe = std::move(probe);
+  f.tier = 3;
+  f.cost_s = cost_s;
+  f.subject = std::move(subject);
+  f.hypothesis = fmt::format("throughput of arm {}", t.arm);
+  f.verdict = Verdict::kConfirmed;
+  if (!t.prefill_tok_s.empty()) {
+    t.prefill = median_with_ci(t.prefill_tok_s, "tok/s");
+    add_metric_value(f, "prefill_tok_s", t.prefill);
+  }
+  if (!t.decode_tok_s.empty()) {
+    t.decode = median_with_ci(t.decode_tok_s, "tok/s");
+    add_metric_value(f, "decode_tok_s", t.decode);
+  }
+  f.notes.push_back(std::move(note));
+}
 
 std::string config_text(const Config& c) {
   std::string s;
@@ -116,25 +140,14 @@ Result<std::vector<ThroughputResult>> measure_throughput(const Model& model, std
   }
   const double cost_s = double(now_ns() - t0) / 1e9;
   for (size_t a = 0; a < arms.size(); ++a) {
-    ThroughputResult& t = out[a];
-    t.arm = arms[a].name;
-    t.prefill = median_with_ci(t.prefill_tok_s, "tok/s");
-    t.decode = median_with_ci(t.decode_tok_s, "tok/s");
-    Feedback& f = t.feedback;
-    f.probe = "bench.engine";
-    f.tier = 3;
-    f.cost_s = cost_s / double(arms.size());
-    f.subject = fmt::format("engine:{} model={} arm={} ({}) threads={}", arch_name(model.config().arch), model_path,
-                            t.arm, config_text(arms[a].config), pool.size());
-    f.hypothesis = fmt::format("throughput of arm {}", t.arm);
-    f.verdict = Verdict::kConfirmed;
-    add_metric_value(f, "prefill_tok_s", t.prefill);
-    add_metric_value(f, "decode_tok_s", t.decode);
-    f.notes.push_back(fmt::format("{} samples, each the fastest of {} back-to-back runs, after {} warm-up run(s), "
-                                  "interleaved with {} other arm(s); prefill {} tokens, decode {} tokens; median "
-                                  "with bootstrap 95% CI",
-                                  w.runs, w.best_of, w.warmup_runs, arms.size() - 1, w.prefill_tokens,
-                                  w.decode_tokens));
+    out[a].arm = arms[a].name;
+    summarize_throughput(
+        out[a], "bench.engine", cost_s / double(arms.size()),
+        fmt::format("engine:{} model={} arm={} ({}) threads={}", arch_name(model.config().arch), model_path,
+                    arms[a].name, config_text(arms[a].config), pool.size()),
+        fmt::format("{} samples, each the fastest of {} back-to-back runs, after {} warm-up run(s), interleaved with "
+                    "{} other arm(s); prefill {} tokens, decode {} tokens; median with bootstrap 95% CI",
+                    w.runs, w.best_of, w.warmup_runs, arms.size() - 1, w.prefill_tokens, w.decode_tokens));
   }
   return out;
 }

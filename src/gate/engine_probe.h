@@ -58,6 +58,10 @@ struct ThroughputResult {
   Feedback feedback;                                 // probe "bench.engine", tier 3
 };
 
+// Fills t.prefill / t.decode (median and bootstrap CI of the samples it has) and t.feedback.
+void summarize_throughput(ThroughputResult& t, std::string probe, double cost_s, std::string subject,
+                          std::string note);
+
 Result<std::vector<ThroughputResult>> measure_throughput(const Model& model, std::string_view model_path,
                                                          ThreadPool& pool, const EngineWorkload& w,
                                                          const std::vector<NamedConfig>& arms,

@@ -14,6 +14,7 @@
 #include "gate/engine_probe.h"
 #include "gate/kernel_probe.h"
 #include "gate/op_errors.h"
+#include "gate/program_probe.h"
 #include "gate/zone_probe.h"
 
 namespace recur::gate {
@@ -113,7 +114,8 @@ class Runner {
     }
     if (stop()) return finish();
     // Tier 3: the engine; agreement (one pass per pair) before throughput (many runs).
-    if (!plan.agreements.empty() || !plan.op_pairs.empty() || !plan.throughput.empty() || !plan.zones.empty()) {
+    const bool engine_throughput = !plan.throughput.empty() && spec_.engine;
+    if (!plan.agreements.empty() || !plan.op_pairs.empty() || engine_throughput || !plan.zones.empty()) {
       RECUR_RETURN_IF_ERROR(load_engine());
       for (const auto& [a, b] : plan.agreements) {
         say(fmt::format("check.engine {} vs {}", a, b));
@@ -127,27 +129,10 @@ class Runner {
       }
       for (const auto& [a, b] : plan.op_pairs) RECUR_RETURN_IF_ERROR(measure_ops(a, b));
       if (stop()) return finish();
-      if (!plan.throughput.empty()) {
-        std::vector<NamedConfig> arms;
-        for (const std::string& a : plan.throughput) arms.push_back({a, configs_.at(a)});
-        auto m = measure_throughput(*model_, model_path_, *pool_, *spec_.engine, arms,
-                                    [this](std::string_view s) { say(s); });
-        if (!m) return unexpected(m.error().with_context(spec_.path.empty() ? "gate" : spec_.path));
-        auto result_of = [&](const std::string& arm) -> const ThroughputResult& {
-          return *std::find_if(m->begin(), m->end(), [&](const ThroughputResult& t) { return t.arm == arm; });
-        };
-        for (const auto& [a, b] : plan.throughput_pairs) {
-          values_[call_key("prefill_ratio", a, b)] = paired_ratio(result_of(a), result_of(b), false);
-          values_[call_key("decode_ratio", a, b)] = paired_ratio(result_of(a), result_of(b), true);
-        }
-        for (ThroughputResult& t : *m) {
-          values_[call_key("prefill_tok_s", t.arm)] = t.prefill;
-          values_[call_key("decode_tok_s", t.arm)] = t.decode;
-          probes_.push_back(std::move(t.feedback));
-        }
-      }
+      if (engine_throughput) RECUR_RETURN_IF_ERROR(measure_throughput_of(plan));
       for (const auto& [a, sel] : plan.zones) RECUR_RETURN_IF_ERROR(measure_zone(a, sel));
     }
+    if (!plan.throughput.empty() && spec_.program) RECUR_RETURN_IF_ERROR(measure_throughput_of(plan));
     return finish();
   }
 
@@ -169,6 +154,37 @@ class Runner {
       }
     }
     return false;
+  }
+
+  // prefill/decode tok/s and paired ratios of the throughput arms, from the engine or the program.
+  Status measure_throughput_of(const Plan& plan) {
+    std::vector<NamedConfig> arms;
+    for (const std::string& a : plan.throughput) arms.push_back({a, configs_.at(a)});
+    auto say_it = [this](std::string_view s) { say(s); };
+    auto m = spec_.program ? measure_program_throughput(spec_, arms, say_it)
+                           : measure_throughput(*model_, model_path_, *pool_, *spec_.engine, arms, say_it);
+    if (!m) return unexpected(m.error().with_context(spec_.path.empty() ? "gate" : spec_.path));
+    auto result_of = [&](const std::string& arm) -> const ThroughputResult& {
+      return *std::find_if(m->begin(), m->end(), [&](const ThroughputResult& t) { return t.arm == arm; });
+    };
+    for (const auto& [a, b] : plan.throughput_pairs) {
+      const ThroughputResult &ra = result_of(a), &rb = result_of(b);
+      if (!ra.prefill_tok_s.empty() && !rb.prefill_tok_s.empty())
+        values_[call_key("prefill_ratio", a, b)] = paired_ratio(ra, rb, false);
+      if (!ra.decode_tok_s.empty() && !rb.decode_tok_s.empty())
+        values_[call_key("decode_ratio", a, b)] = paired_ratio(ra, rb, true);
+    }
+    for (ThroughputResult& t : *m) {
+      if (!t.prefill_tok_s.empty()) values_[call_key("prefill_tok_s", t.arm)] = t.prefill;
+      if (!t.decode_tok_s.empty()) values_[call_key("decode_tok_s", t.arm)] = t.decode;
+      probes_.push_back(std::move(t.feedback));
+    }
+    for (const MetricRequest& r : spec_.requests)
+      if (r.def->source == MetricSource::kEngineThroughput && !values_.contains(r.key()))
+        return invalid_argument("{}: {} asks for what [workload.program] did not print ({} of arm {})",
+                                spec_.path.empty() ? "gate" : spec_.path, r.key(),
+                                r.def->name.find("decode") == 0 ? "decode_tok_s" : "prefill_tok_s", r.arm);
+    return ok_status();
   }
 
   // op_max_rel_err of every op the conditions name, from one op-by-op pass of a against b.

@@ -102,11 +102,20 @@ struct Checker {
     }
     if (n == 2 && arms[0]->text == arms[1]->text)
       return fail(arms[1]->offset, fmt::format("{} compares two different arms, got '{}' twice", e.name, arms[0]->text));
-    const bool engine =
-        def->source == S::kEngineThroughput || def->source == S::kEnginePair || def->source == S::kEngineOps;
-    if (engine && !ctx.has_engine)
-      return fail(e.offset, fmt::format("{} measures the engine, but the spec has no [workload.engine] table", e.name));
-    if (!engine && def->source != S::kTraceZone && !ctx.has_kernel)
+    const bool engine = def->source == S::kEngineThroughput || def->source == S::kEnginePair ||
+                        def->source == S::kEngineOps || def->source == S::kTraceZone;
+    if (def->source == S::kEngineThroughput && ctx.has_engine && ctx.has_program)
+      return fail(e.offset, fmt::format("{} is ambiguous: the spec has both [workload.engine] and [workload.program]; "
+                                        "keep one of them",
+                                        e.name));
+    if (def->source == S::kEngineThroughput && !ctx.has_engine && !ctx.has_program)
+      return fail(e.offset, fmt::format("{} measures throughput, but the spec has neither [workload.engine] nor "
+                                        "[workload.program]",
+                                        e.name));
+    if (engine && def->source != S::kEngineThroughput && !ctx.has_engine)
+      return fail(e.offset, fmt::format("{} measures the engine, but the spec has no [workload.engine] table{}", e.name,
+                                        ctx.has_program ? " (a program workload gives throughput metrics only)" : ""));
+    if (!engine && !ctx.has_kernel)
       return fail(e.offset, fmt::format("{} measures a kernel, but the spec has no [workload.kernel] table", e.name));
     MetricRequest r = request_for_call(e);
     if (std::find(requests.begin(), requests.end(), r) == requests.end()) requests.push_back(std::move(r));

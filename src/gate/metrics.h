@@ -60,6 +60,7 @@ struct ConditionContext {
   std::vector<std::string> arms;
   bool has_engine = false;
   bool has_kernel = false;
+  bool has_program = false;  // [workload.program]: throughput metrics come from the program
 };
 
 // Checks names, arity and types of a parsed condition (which must be a truth value) and appends

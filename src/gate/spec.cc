@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "analyze/selector.h"
 #include "gate/toml_reader.h"
 #include "kernels/registry.h"
 
@@ -38,6 +39,12 @@ Result<SyntheticModel> read_synthetic(TomlTable t) {
   RECUR_RETURN_IF_ERROR(read_int("vocab", m.vocab, 354, 1 << 20));
   RECUR_RETURN_IF_ERROR(read_int("context", m.context, 16, 1 << 22));
   RECUR_RETURN_IF_ERROR(read_int("kda_head_dim", m.kda_head_dim, 2, 1024));
+  RECUR_RETURN_IF_ERROR(read_int("experts", m.experts, 0, 1024));
+  RECUR_RETURN_IF_ERROR(read_int("experts_used", m.experts_used, 1, 1024));
+  if (const toml::node* n = t.find("shared_expert")) {
+    if (!n->is_boolean()) return unexpected(t.error_at(*n, "shared_expert", "expected true or false"));
+    m.shared_expert = n->as_boolean()->get();
+  }
   RECUR_ASSIGN_OR_RETURN(auto seed, t.integer("seed", 0, INT64_MAX));
   if (seed) m.seed = uint64_t(*seed);
   RECUR_ASSIGN_OR_RETURN(auto dtype, t.string("dtype"));
@@ -53,29 +60,37 @@ Result<SyntheticModel> read_synthetic(TomlTable t) {
   return m;
 }
 
-Result<EngineWorkload> read_engine(TomlTable t, const std::string& spec_path) {
-  EngineWorkload w;
-  RECUR_ASSIGN_OR_RETURN(auto model, t.string("model"));
-  if (model) w.model = *model;
-  RECUR_ASSIGN_OR_RETURN(auto synthetic, t.subtable("synthetic"));
-  if (synthetic) {
-    RECUR_ASSIGN_OR_RETURN(w.synthetic, read_synthetic(*synthetic));
-    if (!model) w.model = "synthetic";
+// `model` and `[<table>.synthetic]`: "default", "synthetic" (with its table) or a file (relative
+// to the spec's folder). `model` keeps its value when the table names none.
+Status read_model_choice(TomlTable& t, const std::string& spec_path, std::string& model,
+                         std::optional<SyntheticModel>& synthetic) {
+  RECUR_ASSIGN_OR_RETURN(auto name, t.string("model"));
+  if (name) model = *name;
+  RECUR_ASSIGN_OR_RETURN(auto table, t.subtable("synthetic"));
+  if (table) {
+    RECUR_ASSIGN_OR_RETURN(synthetic, read_synthetic(*table));
+    if (!name) model = "synthetic";
   }
-  if (w.model == "synthetic" && !w.synthetic) w.synthetic = SyntheticModel{};
-  if (w.model != "synthetic" && w.synthetic)
+  if (model == "synthetic" && !synthetic) synthetic = SyntheticModel{};
+  if (model != "synthetic" && synthetic)
     return unexpected(t.error_at(*t.find("synthetic"), "synthetic",
-                                 fmt::format("a synthetic model table needs model = \"synthetic\", got \"{}\"", w.model)));
-  if (w.model != "default" && w.model != "synthetic") {
-    fs::path p(w.model);
+                                 fmt::format("a synthetic model table needs model = \"synthetic\", got \"{}\"", model)));
+  if (!model.empty() && model != "default" && model != "synthetic") {
+    fs::path p(model);
     if (p.is_relative() && !spec_path.empty()) p = fs::path(spec_path).parent_path() / p;
     if (!fs::exists(p))
       return unexpected(t.error_at(*t.find("model"), "model",
                                    fmt::format("no such file: {} (relative paths are relative to the spec's folder; "
                                                "or use \"default\" or \"synthetic\")",
                                                p.string())));
-    w.model = p.string();
+    model = p.string();
   }
+  return ok_status();
+}
+
+Result<EngineWorkload> read_engine(TomlTable t, const std::string& spec_path) {
+  EngineWorkload w;
+  RECUR_RETURN_IF_ERROR(read_model_choice(t, spec_path, w.model, w.synthetic));
   RECUR_ASSIGN_OR_RETURN(auto prompts, t.strings("prompts"));
   if (prompts) {
     if (prompts->empty()) return unexpected(t.error_at(*t.find("prompts"), "prompts", "expected at least one prompt"));
@@ -131,6 +146,48 @@ Result<KernelWorkload> read_kernel(TomlTable t) {
       return unexpected(t.error_at(*t.find("partitions"), "partitions",
                                    fmt::format("kernel {} has no partitioning", w.kernel)));
     w.partitions.assign(parts->begin(), parts->end());
+  }
+  RECUR_RETURN_IF_ERROR(t.finish());
+  return w;
+}
+
+Result<ProgramWorkload> read_program(TomlTable t, const std::string& spec_path) {
+  ProgramWorkload w;
+  RECUR_ASSIGN_OR_RETURN(auto command, t.strings("command"));
+  if (!command || command->empty())
+    return unexpected(Error(ErrorCode::kParse,
+                            fmt::format("{}: {}: missing 'command', a non-empty array of strings (argv; no shell), e.g. "
+                                        "[\"{{python}}\", \"{{spec_dir}}/bench.py\", \"--json\"]",
+                                        node_position(t.file(), t.table()), t.name())));
+  w.command = *command;
+  RECUR_RETURN_IF_ERROR(read_model_choice(t, spec_path, w.model, w.synthetic));
+  bool names_model = false;
+  for (const std::string& a : w.command) names_model = names_model || a.find("{model}") != std::string::npos;
+  if (names_model && w.model.empty())
+    return unexpected(t.error_at(*t.find("command"), "command", "uses {model}, but the table names no model = ..."));
+  RECUR_ASSIGN_OR_RETURN(auto runs, t.integer("runs", 1, 1000));
+  if (runs) w.runs = int(*runs);
+  RECUR_ASSIGN_OR_RETURN(auto warmup, t.integer("warmup_runs", 0, 100));
+  if (warmup) w.warmup_runs = int(*warmup);
+  RECUR_ASSIGN_OR_RETURN(auto best_of, t.integer("best_of", 1, 100));
+  if (best_of) w.best_of = int(*best_of);
+  RECUR_ASSIGN_OR_RETURN(auto timeout, t.number("timeout_s", 0.1, 86400));
+  if (timeout) w.timeout_s = *timeout;
+  RECUR_ASSIGN_OR_RETURN(auto timeline, t.subtable("timeline"));
+  if (timeline) {
+    RECUR_ASSIGN_OR_RETURN(auto flag, timeline->string("trace_flag"));
+    if (flag) w.trace_flag = *flag;
+    for (auto [key, out] : {std::pair{"background", &w.background}, std::pair{"foreground", &w.foreground}}) {
+      RECUR_ASSIGN_OR_RETURN(auto sel, timeline->string(key));
+      if (!sel) continue;
+      if (auto parsed = analyze::Selector::parse(*sel); !parsed)
+        return unexpected(timeline->error_at(*timeline->find(key), key, parsed.error().message()));
+      *out = *sel;
+    }
+    if (w.background.empty() != w.foreground.empty())
+      return unexpected(timeline->error_at(timeline->table(), "background",
+                                           "give both background and foreground (the overlap analysis compares them)"));
+    RECUR_RETURN_IF_ERROR(timeline->finish());
   }
   RECUR_RETURN_IF_ERROR(t.finish());
   return w;
@@ -361,7 +418,8 @@ Result<GateSpec> parse_gate_spec(std::string_view toml_text, std::string_view pa
   spec.description = title.description;
 
   RECUR_ASSIGN_OR_RETURN(auto workload, top.subtable("workload"));
-  if (!workload) return parse_error("{}: missing [workload] (a [workload.engine] and/or [workload.kernel] table)", file);
+  if (!workload)
+    return parse_error("{}: missing [workload] (a [workload.engine], [workload.kernel] or [workload.program] table)", file);
   RECUR_ASSIGN_OR_RETURN(auto threads, workload->integer("threads", 0, 1024));
   if (threads) spec.threads = int(*threads);
   RECUR_ASSIGN_OR_RETURN(auto engine, workload->subtable("engine"));
@@ -372,9 +430,13 @@ Result<GateSpec> parse_gate_spec(std::string_view toml_text, std::string_view pa
   if (kernel) {
     RECUR_ASSIGN_OR_RETURN(spec.kernel, read_kernel(*kernel));
   }
+  RECUR_ASSIGN_OR_RETURN(auto program, workload->subtable("program"));
+  if (program) {
+    RECUR_ASSIGN_OR_RETURN(spec.program, read_program(*program, spec.path));
+  }
   RECUR_RETURN_IF_ERROR(workload->finish());
-  if (!spec.engine && !spec.kernel)
-    return parse_error("{}: [workload] declares neither [workload.engine] nor [workload.kernel]", file);
+  if (!spec.engine && !spec.kernel && !spec.program)
+    return parse_error("{}: [workload] declares none of [workload.engine], [workload.kernel], [workload.program]", file);
 
   RECUR_ASSIGN_OR_RETURN(auto arms, top.subtable("arms"));
   if (!arms) return parse_error("{}: missing [arms]; expected e.g. [arms.baseline] and [arms.candidate]", file);
@@ -392,6 +454,7 @@ Result<GateSpec> parse_gate_spec(std::string_view toml_text, std::string_view pa
   for (const Arm& a : spec.arms) ctx.arms.push_back(a.name);
   ctx.has_engine = spec.engine.has_value();
   ctx.has_kernel = spec.kernel.has_value();
+  ctx.has_program = spec.program.has_value();
   const std::vector<std::string> lines = split_lines(toml_text);
   for (const toml::node& item : *conds->as_array()) {
     const size_t i = spec.conditions.size();
@@ -407,9 +470,11 @@ Result<GateSpec> parse_gate_spec(std::string_view toml_text, std::string_view pa
     spec.conditions.push_back(std::move(c));
   }
   for (const MetricRequest& r : spec.requests) {
-    if (r.def->source == MetricSource::kEngineThroughput && spec.engine->runs < 3)
-      return parse_error("{}: [workload.engine] runs = {}: {} needs at least 3 runs for a confidence interval", file,
-                         spec.engine->runs, r.key());
+    if (r.def->source != MetricSource::kEngineThroughput) continue;
+    const int runs = spec.engine ? spec.engine->runs : spec.program->runs;
+    if (runs < 3)
+      return parse_error("{}: [workload.{}] runs = {}: {} needs at least 3 runs for a confidence interval", file,
+                         spec.engine ? "engine" : "program", runs, r.key());
   }
   return spec;
 }

@@ -41,6 +41,8 @@ struct SyntheticModel {
   uint64_t seed = 1;
   std::string pattern = "kkka";  // hybrid
   int kda_head_dim = 32;         // hybrid
+  int experts = 0, experts_used = 2;  // hybrid: MoE (0 experts = dense SwiGLU), top-k
+  bool shared_expert = false;         // hybrid MoE
 };
 
 struct EngineWorkload {
@@ -61,6 +63,28 @@ struct KernelWorkload {
   double budget_s = 2;              // per bench.kernel measurement
   std::vector<uint64_t> seeds = {1, 2};  // check seeds
   std::vector<int> partitions;      // check: also compare against the variant split into P shards
+};
+
+// A program the gate runs once per sample (argv, never a shell), with the arm's knobs in its
+// environment as RECUR_KNOBS="k=v k2=v2" (what `import recur` and `recur --set` read). It prints
+// one JSON object on stdout (its last line that is one) with what it measured: prefill_tok_s
+// and/or decode_tok_s. This is how a gate measures a path that is not the C++ engine alone, such
+// as the Python prefill server (docs/agent.md, "Program workloads").
+struct ProgramWorkload {
+  // argv; placeholders: {python} (RECUR_PYTHON, else /usr/bin/python3: the Python recur's
+  // bindings are built for), {spec_dir} (the spec's folder), {model} (the model below).
+  std::vector<std::string> command;
+  std::string model;  // "" (none), "default", "synthetic" or a path: what {model} becomes
+  std::optional<SyntheticModel> synthetic;
+  int runs = 5;          // timed samples per arm, interleaved across arms
+  int warmup_runs = 0;   // untimed runs of each arm first
+  int best_of = 1;       // a sample is the best of this many runs
+  double timeout_s = 300;  // per run; a run over it is killed and the gate errors
+  // The timeline, for attribution (agent/evidence.h): the program writes a trace when run with
+  // `<trace_flag> PATH`; `background` is the work that should hide behind `foreground` (two
+  // selectors, analyze/selector.h) and the overlap analysis measures whether it does.
+  std::string trace_flag = "--trace";
+  std::string background, foreground;
 };
 
 struct Arm {
@@ -85,6 +109,7 @@ struct GateSpec {
   int threads = 0;   // [workload] threads: the engine's pool (0 = every CPU)
   std::optional<EngineWorkload> engine;
   std::optional<KernelWorkload> kernel;
+  std::optional<ProgramWorkload> program;
   std::vector<Arm> arms;  // by name
   std::vector<Condition> conditions;  // in spec order
   std::vector<MetricRequest> requests;  // every metric the conditions call, deduplicated

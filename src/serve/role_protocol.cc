@@ -12,13 +12,6 @@
 
 namespace recur::serve {
 
-RECUR_KNOB(serve_kv_transfer,
-           {.name = "serve.kv_transfer", .type = KnobType::kEnum, .choices = {"shm", "tcp", "off"},
-            .default_value = "shm", .components = {"thread:kv_transfer", "serve:prefill"},
-            .help = "how a prefill worker sends a prompt's KV/KDA state to its decode worker: shared memory (one "
-                    "host), TCP (any host), or off (prefill only: a baseline for the transfer's cost; such a "
-                    "request fails at the router)"});
-
 namespace {
 
 // The layout for `model` in `batch` (a live, empty sequence `seq` sizes the KDA states).

@@ -4,9 +4,19 @@
 #include <cstring>
 #include <thread>
 
+#include "core/knobs.h"
 #include "trace/trace.h"
 
 namespace recur::transfer {
+
+// Registered here, where the serve roles and the Python bindings both link it, so a Python
+// prefill server reads the same knob as `recur serve --role prefill`.
+RECUR_KNOB(serve_kv_transfer,
+           {.name = "serve.kv_transfer", .type = KnobType::kEnum, .choices = {"shm", "tcp", "off"},
+            .default_value = "shm", .components = {"thread:kv_transfer", "serve:prefill"},
+            .help = "how a prefill worker sends a prompt's KV/KDA state to its decode worker: shared memory (one "
+                    "host), TCP (any host), or off (prefill only: a baseline for the transfer's cost; such a "
+                    "request fails at the router)"});
 
 Status KvLayout::check() const {
   if (layers <= 0 || blocks_per_layer <= 0 || max_block_bytes == 0)

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "agent/loop.h"
-#include "mcp/child_process.h"
+#include "core/child_process.h"
 #include "mcp/path_guard.h"
 
 namespace recur::mcp {

@@ -1,4 +1,4 @@
-#include "mcp/child_process.h"
+#include "core/child_process.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -13,7 +13,7 @@
 
 extern char** environ;
 
-namespace recur::mcp {
+namespace recur {
 
 namespace {
 
@@ -41,6 +41,20 @@ bool drain(int fd, std::string& into, size_t keep_max, bool keep_tail, bool& ove
   return true;
 }
 
+// The parent's environment with `overrides` ("NAME=value") replacing entries of the same name.
+std::vector<std::string> child_environment(const std::vector<std::string>& overrides) {
+  std::vector<std::string> out;
+  auto name_of = [](std::string_view e) { return e.substr(0, e.find('=')); };
+  for (char** e = environ; e && *e; ++e) {
+    const std::string_view entry(*e);
+    bool replaced = false;
+    for (const std::string& o : overrides) replaced = replaced || name_of(o) == name_of(entry);
+    if (!replaced) out.emplace_back(entry);
+  }
+  out.insert(out.end(), overrides.begin(), overrides.end());
+  return out;
+}
+
 }  // namespace
 
 Result<ChildResult> run_child(const std::vector<std::string>& argv, const ChildLimits& limits) {
@@ -62,7 +76,16 @@ Result<ChildResult> run_child(const std::vector<std::string>& argv, const ChildL
   posix_spawnattr_setpgroup(&attr, 0);
   pid_t pid = 0;
   const auto start = Clock::now();
-  int rc = posix_spawn(&pid, args[0], &fa, &attr, args.data(), environ);
+  std::vector<std::string> env_entries;
+  std::vector<char*> env_ptrs;
+  char** child_env = environ;
+  if (!limits.env.empty()) {
+    env_entries = child_environment(limits.env);
+    for (std::string& e : env_entries) env_ptrs.push_back(e.data());
+    env_ptrs.push_back(nullptr);
+    child_env = env_ptrs.data();
+  }
+  int rc = posix_spawn(&pid, args[0], &fa, &attr, args.data(), child_env);
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) return io_error("cannot run '{}': {}", argv[0], std::strerror(rc));
@@ -108,4 +131,4 @@ Result<ChildResult> run_child(const std::vector<std::string>& argv, const ChildL
   return r;
 }
 
-}  // namespace recur::mcp
+}  // namespace recur

@@ -1,7 +1,8 @@
 // Runs a program (argv, never a shell) with a wall-time limit and a cap on the stdout it may
-// produce: the tools' probes run as child `recur` processes, so a call that runs over its budget
-// is killed (its process group, SIGKILL) without taking the server down, and a probe that crashes
-// is a tool error. Thread-compatible (one call per thread; uses fork/exec and waitpid on its own
+// produce: the MCP tools' probes run as child `recur` processes and a gate's program workload
+// runs the user's program (gate/program_probe.h), so a call that runs over its budget is killed
+// (its process group, SIGKILL) without taking the caller down, and a program that crashes is an
+// error the caller reports. Thread-compatible (one call per thread; uses fork/exec and waitpid on its own
 // child only).
 #pragma once
 
@@ -10,12 +11,14 @@
 
 #include "core/status.h"
 
-namespace recur::mcp {
+namespace recur {
 
 struct ChildLimits {
   double timeout_s = 600;
   size_t max_stdout_bytes = size_t{4} << 20;
   size_t stderr_tail_bytes = 4096;  // the end of stderr is kept for error messages
+  // "NAME=value" entries that replace (or add to) the parent's environment for the child.
+  std::vector<std::string> env;
 };
 
 struct ChildResult {
@@ -31,4 +34,4 @@ struct ChildResult {
 // out or overflows is a ChildResult that says so.
 Result<ChildResult> run_child(const std::vector<std::string>& argv, const ChildLimits& limits);
 
-}  // namespace recur::mcp
+}  // namespace recur

@@ -1,0 +1,28 @@
+// Attribution from a timeline (evidence.h's probe ladder, for a gate whose workload is a program
+// with a [workload.program.timeline]): one traced run of the candidate, then two analyses of
+// that trace, each a journal experiment:
+//   analyze.overlap  does the background work (e.g. the KV transfer's intervals) hide behind
+//                    the foreground (e.g. MoE dispatch/combine)? share of its busy time that
+//                    overlaps, and how many of its zones never do;
+//   analyze.locks    who waited on which lock while which thread held it, in which zone (the
+//                    GIL is traced as a lock by the Python bindings).
+// Components: `lock:<mutex, lower case>` for each lock waited on (share of the wait time, the
+// waiters, the holders and where they held it), then `thread:<the background's thread>` when the
+// background rarely overlaps the foreground. Nothing here knows an episode.
+// Not thread-safe (the run times things).
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "agent/evidence.h"
+#include "gate/spec.h"
+
+namespace recur::agent {
+
+// Appends the timeline's components and findings to `ev`; `trace_dir` keeps the trace ("" = a
+// temporary folder).
+Result<Evidence> timeline_evidence(const gate::GateSpec& spec, const std::string& candidate, ExperimentLog& log,
+                                   const std::string& trace_dir, Evidence ev);
+
+}  // namespace recur::agent
