@@ -472,9 +472,12 @@ Result<GateSpec> parse_gate_spec(std::string_view toml_text, std::string_view pa
   for (const MetricRequest& r : spec.requests) {
     if (r.def->source != MetricSource::kEngineThroughput) continue;
     const int runs = spec.engine ? spec.engine->runs : spec.program->runs;
+    const std::string table = spec.engine ? "engine" : "program";
+    // runs < 3 was written in the table (the defaults are 5): point at it.
+    const toml::node* at = root.at_path(fmt::format("workload.{}.runs", table)).node();
     if (runs < 3)
-      return parse_error("{}: [workload.{}] runs = {}: {} needs at least 3 runs for a confidence interval", file,
-                         spec.engine ? "engine" : "program", runs, r.key());
+      return parse_error("{}: [workload.{}] runs = {}: {} needs at least 3 runs for a confidence interval",
+                         at != nullptr ? node_position(file, *at) : file, table, runs, r.key());
   }
   return spec;
 }

@@ -69,14 +69,17 @@ std::string error_of(std::string_view text) {
   return s ? "" : s.error().message();
 }
 
-// kFull with one substring replaced.
-std::string edit(std::string_view from, std::string_view to) {
-  std::string s(kFull);
+// `text` with one substring replaced.
+std::string edit_text(std::string_view text, std::string_view from, std::string_view to) {
+  std::string s(text);
   size_t at = s.find(from);
   EXPECT_NE(at, std::string::npos) << from;
   if (at != std::string::npos) s.replace(at, from.size(), to);
   return s;
 }
+
+// kFull with one substring replaced.
+std::string edit(std::string_view from, std::string_view to) { return edit_text(kFull, from, to); }
 
 TEST(GateSpec, AFullSpecParsesIntoWhatItSays) {
   auto s = parse(kFull);
@@ -274,6 +277,158 @@ TEST(GateSpec, TableErrorsNameTheKeyAndWhatWasExpected) {
   EXPECT_TRUE(std::regex_search(m, std::regex("^spec\\.toml:[0-9]+:[0-9]+: "))) << m;  // TOML syntax, positioned
   m = error_of("conditions = [\"decode_tok_s(a) > 0\"]\n[workload.engine]\nmodel = \"no/such/model.gguf\"\n[arms.a]\n");
   EXPECT_NE(m.find("no such file: no/such/model.gguf"), std::string::npos) << m;
+}
+
+// A program workload with every key set (line numbers matter to the error tests below).
+constexpr std::string_view kProgram = R"toml(name = "prog"
+conditions = ["prefill_ratio(cand vs base) >= 0.95", "prefill_tok_s(cand) > 0"]
+
+[workload.program]
+command = ["/bin/sh", "{spec_dir}/bench.sh", "--model", "{model}"]
+runs = 4
+warmup_runs = 2
+best_of = 3
+timeout_s = 7.5
+model = "synthetic"
+
+[workload.program.synthetic]
+arch = "hybrid"
+dim = 64
+experts = 4
+experts_used = 2
+shared_expert = true
+
+[workload.program.timeline]
+trace_flag = "--trace-out"
+background = "name=kv_transfer.send"
+foreground = 'name~^moe\.(dispatch|combine)$'
+
+[arms.base]
+"engine.tp" = "1"
+[arms.cand]
+"engine.tp" = "2"
+)toml";
+
+std::string program_error(std::string_view from, std::string_view to) { return error_of(edit_text(kProgram, from, to)); }
+
+TEST(GateSpec, AProgramSpecParsesIntoWhatItSays) {
+  auto s = parse(kProgram);
+  ASSERT_TRUE(s.has_value()) << s.error().message();
+  EXPECT_FALSE(s->engine.has_value());
+  EXPECT_FALSE(s->kernel.has_value());
+  ASSERT_TRUE(s->program.has_value());
+  const ProgramWorkload& w = *s->program;
+  EXPECT_EQ(w.command, (std::vector<std::string>{"/bin/sh", "{spec_dir}/bench.sh", "--model", "{model}"}));
+  EXPECT_EQ(w.runs, 4);
+  EXPECT_EQ(w.warmup_runs, 2);
+  EXPECT_EQ(w.best_of, 3);
+  EXPECT_DOUBLE_EQ(w.timeout_s, 7.5);
+  EXPECT_EQ(w.model, "synthetic");
+  ASSERT_TRUE(w.synthetic.has_value());
+  EXPECT_EQ(w.synthetic->arch, "hybrid");
+  EXPECT_EQ(w.synthetic->dim, 64);
+  EXPECT_EQ(w.synthetic->experts, 4);
+  EXPECT_EQ(w.synthetic->experts_used, 2);
+  EXPECT_TRUE(w.synthetic->shared_expert);
+  EXPECT_EQ(w.trace_flag, "--trace-out");
+  EXPECT_EQ(w.background, "name=kv_transfer.send");
+  EXPECT_EQ(w.foreground, "name~^moe\\.(dispatch|combine)$");
+  std::vector<std::string> keys;
+  for (const MetricRequest& r : s->requests) keys.push_back(r.key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"prefill_ratio(cand vs base)", "prefill_tok_s(cand)"}));
+
+  // The defaults: no model, no timeline, one run per sample, no warm-up.
+  auto d = parse("conditions = [\"decode_tok_s(a) > 0\"]\n[workload.program]\ncommand = [\"/bin/true\"]\n[arms.a]\n");
+  ASSERT_TRUE(d.has_value()) << d.error().message();
+  EXPECT_EQ(d->program->model, "");
+  EXPECT_FALSE(d->program->synthetic.has_value());
+  EXPECT_EQ(d->program->runs, 5);
+  EXPECT_EQ(d->program->warmup_runs, 0);
+  EXPECT_EQ(d->program->best_of, 1);
+  EXPECT_DOUBLE_EQ(d->program->timeout_s, 300);
+  EXPECT_EQ(d->program->trace_flag, "--trace");
+  EXPECT_TRUE(d->program->background.empty() && d->program->foreground.empty());
+}
+
+TEST(GateSpec, ProgramErrorsNameThePositionAndWhatWasExpected) {
+  const std::string command = "command = [\"/bin/sh\", \"{spec_dir}/bench.sh\", \"--model\", \"{model}\"]\n";
+  std::string m = program_error(command, "");
+  EXPECT_NE(m.find("spec.toml:4:1: [workload.program]: missing 'command', a non-empty array of strings (argv; no "
+                   "shell)"),
+            std::string::npos)
+      << m;
+  m = program_error(command, "command = []\n");
+  EXPECT_NE(m.find("spec.toml:4:1: [workload.program]: missing 'command'"), std::string::npos) << m;
+  m = program_error(command, "command = \"/bin/sh bench.sh\"\n");
+  EXPECT_NE(m.find("spec.toml:5:11: [workload.program] command: expected an array of strings, got a string"),
+            std::string::npos)
+      << m;
+  // {model} with neither model = ... nor a synthetic table.
+  std::string no_model = edit_text(kProgram, "model = \"synthetic\"\n", "");
+  no_model = edit_text(no_model, "[workload.program.synthetic]\narch = \"hybrid\"\ndim = 64\nexperts = 4\n"
+                                 "experts_used = 2\nshared_expert = true\n", "");
+  m = error_of(no_model);
+  EXPECT_NE(m.find("spec.toml:5:11: [workload.program] command: uses {model}, but the table names no model = ..."),
+            std::string::npos)
+      << m;
+  m = program_error("best_of = 3", "best_off = 3");
+  EXPECT_NE(m.find("spec.toml:8:12: [workload.program]: unknown key 'best_off'; expected one of: best_of, command, model, runs, synthetic, timeline, "
+                   "timeout_s, warmup_runs"),
+            std::string::npos)
+      << m;
+  m = program_error("trace_flag = \"--trace-out\"", "trace_flags = \"--trace-out\"");
+  EXPECT_NE(m.find("spec.toml:20:15: [workload.program.timeline]: unknown key 'trace_flags'; expected one of: "
+                   "background, foreground, trace_flag"),
+            std::string::npos)
+      << m;
+  m = program_error("foreground = 'name~^moe\\.(dispatch|combine)$'\n", "");
+  EXPECT_NE(m.find("spec.toml:19:1: [workload.program.timeline] background: give both background and foreground"),
+            std::string::npos)
+      << m;
+  m = program_error("background = \"name=kv_transfer.send\"\n", "");
+  EXPECT_NE(m.find("give both background and foreground"), std::string::npos) << m;
+  m = program_error("background = \"name=kv_transfer.send\"", "background = \"nam=kv_transfer.send\"");
+  EXPECT_NE(m.find("spec.toml:21:14: [workload.program.timeline] background: selector 'nam=kv_transfer.send': "
+                   "column 1: unknown key 'nam'"),
+            std::string::npos)
+      << m;
+  m = program_error("timeout_s = 7.5", "timeout_s = 0");
+  EXPECT_NE(m.find("spec.toml:9:13: [workload.program] timeout_s: expected a number in [0.1, 86400]"),
+            std::string::npos)
+      << m;
+}
+
+TEST(GateSpec, ProgramWorkloadsGiveThroughputMetricsOnly) {
+  std::string m = program_error("runs = 4", "runs = 2");
+  EXPECT_NE(m.find("spec.toml:6:8: [workload.program] runs = 2: prefill_ratio(cand vs base) needs at least 3 runs "
+                   "for a confidence interval"),
+            std::string::npos)
+      << m;
+  m = error_of(edit("runs = 3", "runs = 2"));  // the engine's, likewise
+  EXPECT_NE(m.find("spec.toml:18:8: [workload.engine] runs = 2: decode_tok_s(tp2) needs at least 3 runs"),
+            std::string::npos)
+      << m;
+  m = program_error("\"prefill_ratio(cand vs base) >= 0.95\"", "\"tokens_equal(cand vs base)\"");
+  EXPECT_NE(m.find("spec.toml:2:16: condition 1: tokens_equal measures the engine, but the spec has no "
+                   "[workload.engine] table (a program workload gives throughput metrics only)"),
+            std::string::npos)
+      << m;
+  m = program_error("\"prefill_ratio(cand vs base) >= 0.95\"", "\"logits_max_rel_err(cand vs base) <= 1e-4\"");
+  EXPECT_NE(m.find("logits_max_rel_err measures the engine, but the spec has no [workload.engine] table (a program "
+                   "workload gives throughput metrics only)"),
+            std::string::npos)
+      << m;
+  m = program_error("\"prefill_tok_s(cand) > 0\"", "'zone_time_us(cand, \"step\") > 0'");
+  EXPECT_NE(m.find("spec.toml:2:55: condition 2: zone_time_us measures the engine, but the spec has no "
+                   "[workload.engine] table (a program workload gives throughput metrics only)"),
+            std::string::npos)
+      << m;
+  // With an engine workload as well, a throughput metric could mean either.
+  m = program_error("[arms.base]", "[workload.engine]\nmodel = \"default\"\n\n[arms.base]");
+  EXPECT_NE(m.find("spec.toml:2:16: condition 1: prefill_ratio is ambiguous: the spec has both [workload.engine] and "
+                   "[workload.program]; keep one of them"),
+            std::string::npos)
+      << m;
 }
 
 }  // namespace
