@@ -32,8 +32,9 @@ Result<Vocabulary> synthetic_vocabulary(int size);
 Result<gguf::Writer> synthetic_model(const SyntheticModelOptions& options);
 Status write_synthetic_model(const SyntheticModelOptions& options, const std::string& path);
 
-// Quantizes n floats (a multiple of 32) to Q8_0 blocks: per 32 values an fp16 scale
-// d = max|x| / 127 and round(x / d) as int8.
+// Quantizes n floats (a multiple of 32) to Q8_0 blocks exactly as ggml's reference quantizer
+// (what llama-quantize writes): per 32 values d = max|x| / 127, stored as fp16 (nearest even),
+// and roundf(x * (1 / d)) (ties away from zero, d unrounded) as int8; an all-zero block is 0s.
 std::vector<std::byte> quantize_q8_0(const float* x, int64_t n);
 
 }  // namespace recur
