@@ -12,10 +12,10 @@ build: setup
 	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
-# The main job: the agent solves both episodes (episodes/*.toml) on the embedded default,
+# The main job: the agent solves the three episodes (episodes/*.toml) from their starting configurations,
 # printing for each the gate's verdict, the experiments, the root cause and the report's path.
 # The journal and the reports go to runs/.
-EPISODES ?= episodes/kda-replayssm.toml episodes/partition-numerics.toml
+EPISODES ?= episodes/kda-replayssm.toml episodes/partition-numerics.toml episodes/kv-transfer-overlap.toml
 run: build
 	@status=0; for e in $(EPISODES); do \
 	  $(BUILD)/recur agent run --episode $$e || status=1; echo; \

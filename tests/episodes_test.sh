@@ -1,7 +1,7 @@
 #!/bin/sh
-# Both shipped episodes, run by the agent from their starting configurations with a reduced
+# The shipped episodes, run by the agent from their starting configurations with a reduced
 # budget, must pass their gates, and the root cause must name the components the attribution
-# pointed at (kernel:kda_replay_decode; kernel:gemm and op:all_reduce). The budgets are below
+# pointed at (kernel:kda_replay_decode; kernel:gemm and op:all_reduce; lock:gil). The budgets are below
 # the episodes' own (240 s, 300 s) so a regression that makes the agent wander fails here; they
 # still leave room for a loaded machine (partition-numerics took 171 s of probes at load 5).
 # Usage: episodes_test.sh /path/to/recur SOURCE_DIR
@@ -34,5 +34,14 @@ run_episode kda-replayssm 120 \
 # Partition numerics: TP=4 stays; the fixes are the all-reduce dtype and the projection precision.
 run_episode partition-numerics 240 \
   'j["final_config"]["engine.tp"] == "4" and j["final_config"]["engine.tp.reduce_dtype"] == "f32" and j["final_config"]["kernel.gemm.precision"] != "bf16" and {f["component"] for f in kept} <= {"kernel:gemm", "op:all_reduce"}'
+
+# KV transfer overlap: the Python prefill path (needs the bindings built beside recur); the fix is
+# releasing the GIL, found from the lock analysis, with the overlap analysis's finding recorded.
+if [ -f "$(dirname "$RECUR")/python/recur/__init__.py" ]; then
+  run_episode kv-transfer-overlap 150 \
+    'j["final_config"]["python.release_gil"] in ("true", "on") and [f["component"] for f in kept] == ["lock:gil"] and any("never overlap" in e for f in kept for e in f["evidence"]) and j["final_config"]["serve.kv_transfer"] == "shm"'
+else
+  echo "kv-transfer-overlap: skipped (no Python bindings beside $RECUR)"
+fi
 
 finish episodes_test

@@ -12,7 +12,10 @@ Result<std::optional<Proposal>> BuiltinProposer::propose(const AgentState& state
   for (const Attribution& x : state.evidence.components)
     if (x.component == c.component) a = &x;
   std::string findings;
-  for (const std::string& f : state.evidence.findings) findings += (findings.empty() ? "" : "; ") + f;
+  for (const std::string& f : state.evidence.findings) {
+    if (a != nullptr && !a->evidence.empty() && f.find(a->evidence) != std::string::npos) continue;  // said above
+    findings += (findings.empty() ? "" : "; ") + f;
+  }
   Proposal p;
   p.hypothesis = fmt::format("{} explains {:.0f}% of `{}` ({}){}; {} {} -> {} ({}) should close the gap", c.component,
                              a ? 100 * a->share : 0.0, state.evidence.condition, a ? a->evidence : "",

@@ -1,8 +1,8 @@
-#include "mcp/child_process.h"
+#include "core/child_process.h"
 
 #include <gtest/gtest.h>
 
-namespace recur::mcp {
+namespace recur {
 namespace {
 
 TEST(ChildProcess, CapturesStdoutStderrAndExitCode) {
@@ -30,6 +30,15 @@ TEST(ChildProcess, StopsAtTheOutputLimit) {
   EXPECT_EQ(r->out.size(), 1000u);
 }
 
+TEST(ChildProcess, EnvironmentOverridesReplaceAndAdd) {
+  setenv("RECUR_CHILD_TEST_A", "parent", 1);
+  auto r = run_child({"/bin/sh", "-c", "echo \"$RECUR_CHILD_TEST_A $RECUR_CHILD_TEST_B\"; env | grep -c RECUR_CHILD_TEST_A="},
+                     {.env = {"RECUR_CHILD_TEST_A=child", "RECUR_CHILD_TEST_B=new"}});
+  ASSERT_TRUE(r) << r.error().to_string();
+  EXPECT_EQ(r->out, "child new\n1\n");  // replaced once, not appended twice
+  unsetenv("RECUR_CHILD_TEST_A");
+}
+
 TEST(ChildProcess, MissingProgramIsAnError) {
   auto r = run_child({"/nonexistent/program"}, {});
   ASSERT_FALSE(r);
@@ -37,4 +46,4 @@ TEST(ChildProcess, MissingProgramIsAnError) {
 }
 
 }  // namespace
-}  // namespace recur::mcp
+}  // namespace recur

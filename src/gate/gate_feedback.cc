@@ -78,8 +78,9 @@ GateResult evaluate_gate(const GateSpec& spec, MetricValues values, std::vector<
                                   c.details.empty() ? "" : ": ", fmt::join(c.details, "; ")));
   }
   if (out.verdict.outcome == Outcome::kInconclusive)
-    f.next.push_back("rerun with more engine runs ([workload.engine] runs) or a longer kernel budget_s to narrow the "
-                     "CIs");
+    f.next.push_back(fmt::format("rerun with more runs ([workload.{}] runs) or a longer kernel budget_s to narrow the "
+                                 "CIs",
+                                 spec.program ? "program" : "engine"));
   for (const Feedback& p : out.probes) {
     if (p.verdict == Verdict::kFailed) f.notes.push_back(fmt::format("probe {} failed: {}", p.probe, p.subject));
   }
