@@ -6,7 +6,11 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
+
+#include "gate/program_probe.h"
 
 #include <gtest/gtest.h>
 
@@ -278,6 +282,189 @@ TEST_F(GateRun, AnInconclusiveGateSaysWhichConditionAndWhatToDo) {
   ASSERT_TRUE(m->ci95.has_value());
   EXPECT_EQ(m->ci95->second, 120);
   EXPECT_EQ(r.feedback.find_metric("conditions_inconclusive")->value, 1);
+}
+
+// Program workloads: a /bin/sh script written into the test's folder stands in for the program
+// (the real one is Python: episodes/gates/kv-transfer-overlap.toml). It appends RECUR_KNOBS to
+// `calls` beside itself on every run, so the tests see how often and with what it ran.
+class ProgramGate : public GateRun {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::path(*cache_dir_) / ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::create_directories(dir_);
+  }
+
+  // A gate over `script` (bench.sh); `workload` adds keys to [workload.program] (runs = 3 is set).
+  Result<GateSpec> gate(std::string_view script, std::string_view conditions, std::string_view workload = "",
+                        std::string_view arms = "[arms.base]\n[arms.cand]\n\"python.release_gil\" = \"off\"\n") {
+    std::ofstream(dir_ / "bench.sh") << "echo \"$RECUR_KNOBS\" >> \"$(dirname \"$0\")/calls\"\n" << script;
+    std::string text = fmt::format(
+        "name = \"prog\"\nconditions = [{}]\n[workload.program]\ncommand = [\"/bin/sh\", \"{{spec_dir}}/bench.sh\"]\n"
+        "runs = 3\n{}\n{}",
+        conditions, workload, arms);
+    return parse_gate_spec(text, (dir_ / "gate.toml").string());
+  }
+
+  // RECUR_KNOBS of every run so far, in run order.
+  std::vector<std::string> calls() const {
+    std::vector<std::string> out;
+    std::ifstream in(dir_ / "calls");
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+  }
+
+  std::filesystem::path dir_;
+};
+
+// 80 tok/s while the GIL is held across the work, 100 otherwise; noise before the JSON line.
+constexpr std::string_view kGilScript = R"sh(echo "loading model"
+case " $RECUR_KNOBS " in
+  *" python.release_gil=off "*) echo '{"prefill_tok_s": 80, "note": "gil held"}' ;;
+  *) echo '{"prefill_tok_s": 100}' ;;
+esac
+)sh";
+
+TEST_F(ProgramGate, TheArmsRatioDecidesAndChangingTheArmFlipsTheVerdict) {
+  auto spec = gate(kGilScript, "\"prefill_ratio(cand vs base) >= 0.95\"");
+  ASSERT_TRUE(spec.has_value()) << spec.error().message();
+  auto r = run_gate(*spec, GateRunOptions());
+  ASSERT_TRUE(r.has_value()) << r.error().message();
+  EXPECT_EQ(r->verdict.outcome, Outcome::kFail) << r->verdict.reason;
+  // Every round's ratio is 80/100, so the median and both ends of its CI are exactly 0.8.
+  const Interval& ratio = r->values.at("prefill_ratio(cand vs base)").value;
+  EXPECT_EQ(ratio.value, 0.8);
+  EXPECT_EQ(ratio.lo, 0.8);
+  EXPECT_EQ(ratio.hi, 0.8);
+  EXPECT_EQ(r->values.at("prefill_tok_s(cand)").value.value, 80);
+  EXPECT_EQ(r->values.at("prefill_tok_s(base)").value.value, 100);
+  EXPECT_EQ(r->values.count("decode_tok_s(cand)"), 0u);  // never printed
+  ASSERT_EQ(r->probes.size(), 2u);
+  for (const Feedback& p : r->probes) {
+    EXPECT_EQ(p.probe, "bench.program");
+    EXPECT_EQ(p.tier, 3);
+    EXPECT_TRUE(validate_feedback(p).has_value()) << p.subject;
+    EXPECT_NE(p.subject.find("bench.sh"), std::string::npos) << p.subject;
+  }
+  // One process per sample, interleaved A B, B A, A B.
+  const std::vector<std::string> runs = calls();
+  ASSERT_EQ(runs.size(), 6u);
+  EXPECT_NE(runs[0], runs[1]);
+  EXPECT_EQ(runs[1], runs[2]);
+  EXPECT_EQ(runs[3], runs[4]);
+  EXPECT_EQ(runs[0], runs[3]);
+  EXPECT_EQ(runs[5], runs[1]);
+
+  spec->arms[1].knobs = {{"python.release_gil", "on"}};  // what the agent would change
+  ASSERT_EQ(spec->arms[1].name, "cand");
+  r = run_gate(*spec, GateRunOptions());
+  ASSERT_TRUE(r.has_value()) << r.error().message();
+  EXPECT_EQ(r->verdict.outcome, Outcome::kPass) << r->verdict.reason;
+  EXPECT_EQ(r->values.at("prefill_ratio(cand vs base)").value.value, 1);
+}
+
+TEST_F(ProgramGate, TheProgramSeesExactlyTheArmsKnobsOverTheBase) {
+  auto spec = gate("echo '{\"decode_tok_s\": 5}'\n", "\"decode_tok_s(cand) > 0 and decode_tok_s(base) > 0\"", "",
+                   "[arms.base]\n[arms.cand]\n\"python.release_gil\" = \"on\"\n");
+  ASSERT_TRUE(spec.has_value()) << spec.error().message();
+  GateRunOptions o;
+  ASSERT_TRUE(o.base.set("engine.tp", "2").has_value());
+  ASSERT_TRUE(o.base.set("python.release_gil", "off").has_value());
+  setenv("RECUR_KNOBS", "engine.tp=8", 1);  // this process's own knobs do not leak into the program's
+  auto r = run_gate(*spec, o);
+  unsetenv("RECUR_KNOBS");
+  ASSERT_TRUE(r.has_value()) << r.error().message();
+  EXPECT_EQ(r->verdict.outcome, Outcome::kPass) << r->verdict.reason;
+  std::vector<std::string> runs = calls();
+  std::sort(runs.begin(), runs.end());
+  EXPECT_EQ(runs, (std::vector<std::string>{"engine.tp=2 python.release_gil=off", "engine.tp=2 python.release_gil=off",
+                                            "engine.tp=2 python.release_gil=off", "engine.tp=2 python.release_gil=on",
+                                            "engine.tp=2 python.release_gil=on", "engine.tp=2 python.release_gil=on"}));
+}
+
+TEST_F(ProgramGate, BestOfTakesTheFastestRunAndWarmUpRunsComeFirst) {
+  // Run n prints 50, 60 or 70 (n mod 3): any three runs in a row hold a 70.
+  auto spec = gate("n=$(wc -l < \"$(dirname \"$0\")/calls\")\nprintf '{\"decode_tok_s\": %d}\\n' $((50 + 10 * (n % 3)))\n",
+                   "\"decode_ratio(cand vs base) >= 1\"", "warmup_runs = 2\nbest_of = 3\n");
+  ASSERT_TRUE(spec.has_value()) << spec.error().message();
+  std::vector<std::string> progress;
+  GateRunOptions o;
+  o.progress = [&](std::string_view s) { progress.emplace_back(s); };
+  auto r = run_gate(*spec, o);
+  ASSERT_TRUE(r.has_value()) << r.error().message();
+  EXPECT_EQ(r->verdict.outcome, Outcome::kPass) << r->verdict.reason;
+  for (const char* arm : {"decode_tok_s(cand)", "decode_tok_s(base)"}) {
+    const Interval& v = r->values.at(arm).value;
+    EXPECT_EQ(v.value, 70) << arm;
+    EXPECT_EQ(v.lo, 70) << arm;
+  }
+  EXPECT_EQ(r->values.at("decode_ratio(cand vs base)").value.value, 1);
+  EXPECT_EQ(calls().size(), 2u * 2 + 3u * 2 * 3);  // warm-up: 2 per arm; then 3 samples x 2 arms x best of 3
+  ASSERT_FALSE(progress.empty());
+  EXPECT_NE(progress.front().find("bench.program warm-up 1/2 arm"), std::string::npos) << progress.front();
+}
+
+// A program that fails: the gate errors, naming the program, the arm and why.
+TEST_F(ProgramGate, AFailingProgramIsAnErrorThatSaysWhy) {
+  struct Case {
+    std::string script, workload, condition, expected;
+  };
+  const std::vector<Case> cases = {
+      {"echo 'no such model: x.gguf' >&2\nexit 3\n", "", "prefill_tok_s(cand) > 0",
+       "(arm cand): exit code 3: no such model: x.gguf"},
+      {"echo 'hello'\n", "", "prefill_tok_s(cand) > 0",
+       "(arm cand): printed no JSON object on stdout (expected a line like {\"prefill_tok_s\": 1234.5})"},
+      {"true\n", "", "prefill_tok_s(cand) > 0", "(arm cand): printed no JSON object on stdout"},
+      {"echo '{\"prefill_tok_s\": 0}'\n", "", "prefill_tok_s(cand) > 0",
+       "(arm cand): printed prefill_tok_s = 0, expected a positive number"},
+      {"echo '{\"prefill_tok_s\": \"fast\"}'\n", "", "prefill_tok_s(cand) > 0",
+       "(arm cand): printed prefill_tok_s = \"fast\", expected a positive number"},
+      {"echo '{\"tokens\": 12}'\n", "", "prefill_tok_s(cand) > 0",
+       "(arm cand): printed neither prefill_tok_s nor decode_tok_s: {\"tokens\":12}"},
+      {"echo '{\"prefill_tok_s\": 10}'\n", "", "decode_ratio(cand vs base) >= 1",
+       "decode_ratio(cand vs base) asks for what [workload.program] did not print (decode_tok_s of arm cand)"},
+      {"sleep 5\n", "timeout_s = 0.2\n", "prefill_tok_s(cand) > 0",
+       "(arm cand): ran over timeout_s = 0.2 and was stopped"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.script);
+    auto spec = gate(c.script, "\"" + c.condition + "\"", c.workload);
+    ASSERT_TRUE(spec.has_value()) << spec.error().message();
+    auto r = run_gate(*spec, GateRunOptions());
+    ASSERT_FALSE(r.has_value());
+    const std::string m = r.error().message();
+    EXPECT_NE(m.find(c.expected), std::string::npos) << m;
+    EXPECT_NE(m.find((dir_ / "gate.toml").string()), std::string::npos) << m;  // the spec
+    if (c.condition.find("ratio") == std::string::npos) {
+      EXPECT_NE(m.find("[workload.program] `/bin/sh {spec_dir}/bench.sh` (arm cand)"), std::string::npos) << m;
+    }
+  }
+}
+
+TEST_F(ProgramGate, PlaceholdersBecomeThePythonTheSpecsFolderAndTheModel) {
+  std::ofstream(dir_ / "m.gguf") << "not read";
+  const std::string text = "conditions = [\"prefill_tok_s(base) > 0\"]\n[workload.program]\nmodel = \"m.gguf\"\n"
+                           "command = [\"{python}\", \"{spec_dir}/run.py\", \"--model={model}\", \"{spec_dir}\"]\n"
+                           "[arms.base]\n";
+  const std::string dir = dir_.string();
+  auto s = parse_gate_spec(text, dir + "/gate.toml");
+  ASSERT_TRUE(s.has_value()) << s.error().message();
+  setenv("RECUR_PYTHON", "/opt/py/bin/python3", 1);
+  auto argv = program_argv(*s, {"--trace", "t.json"});
+  unsetenv("RECUR_PYTHON");
+  ASSERT_TRUE(argv.has_value()) << argv.error().message();
+  EXPECT_EQ(*argv, (std::vector<std::string>{"/opt/py/bin/python3", dir + "/run.py", "--model=" + dir + "/m.gguf", dir,
+                                             "--trace", "t.json"}));
+  argv = program_argv(*s);
+  ASSERT_TRUE(argv.has_value());
+  EXPECT_EQ(argv->front(), "/usr/bin/python3");  // the Python recur's bindings are built for
+  // A spec read from text, or from a file in the current folder: {spec_dir} is ".".
+  for (const char* path : {"", "gate.toml"}) {
+    auto t = parse_gate_spec("conditions = [\"prefill_tok_s(a) > 0\"]\n[workload.program]\n"
+                             "command = [\"{spec_dir}/x.sh\"]\n[arms.a]\n",
+                             path);
+    ASSERT_TRUE(t.has_value()) << t.error().message();
+    EXPECT_EQ(program_argv(*t)->front(), "./x.sh") << path;
+  }
 }
 
 }  // namespace

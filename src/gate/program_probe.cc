@@ -9,6 +9,7 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/child_process.h"
 #include "core/clock.h"
@@ -53,6 +54,12 @@ std::optional<nlohmann::json> last_json_object(const std::string& out) {
     end = begin;
   }
   return std::nullopt;
+}
+
+// How messages name the program: its command as the spec writes it (argv[0] alone is often just
+// the interpreter, /bin/sh or python3; placeholders stay unexpanded, so the line stays short).
+std::string program_label(const ProgramWorkload& w) {
+  return fmt::format("[workload.program] `{}`", fmt::join(w.command, " "));
 }
 
 std::string trimmed(std::string s) {
@@ -103,7 +110,7 @@ std::vector<std::string> program_environment(const Config& config) {
 
 Result<ProgramRun> run_program(const GateSpec& spec, const NamedConfig& arm, const std::vector<std::string>& extra) {
   RECUR_ASSIGN_OR_RETURN(std::vector<std::string> argv, program_argv(spec, extra));
-  const std::string program = fmt::format("[workload.program] {} (arm {})", argv.front(), arm.name);
+  const std::string program = fmt::format("{} (arm {})", program_label(*spec.program), arm.name);
   RECUR_ASSIGN_OR_RETURN(ChildResult r, run_child(argv, {.timeout_s = spec.program->timeout_s,
                                                          .max_stdout_bytes = size_t{1} << 20,
                                                          .env = program_environment(arm.config)}));
@@ -123,7 +130,6 @@ Result<std::vector<ThroughputResult>> measure_program_throughput(const GateSpec&
                                                                  const std::vector<NamedConfig>& arms,
                                                                  const Progress& progress) {
   const ProgramWorkload& w = *spec.program;
-  const std::string program = fmt::format("[workload.program] {}", w.command.front());
   std::vector<ThroughputResult> out(arms.size());
   const int64_t t0 = now_ns();
   for (int r = 0; r < w.warmup_runs; ++r)
@@ -135,14 +141,14 @@ Result<std::vector<ThroughputResult>> measure_program_throughput(const GateSpec&
     for (size_t i = 0; i < arms.size(); ++i) {
       const size_t a = r % 2 == 0 ? i : arms.size() - 1 - i;  // A B, B A, ...
       if (progress) progress(fmt::format("bench.program sample {}/{} arm {}", r + 1, w.runs, arms[a].name));
+      const std::string program = fmt::format("{} (arm {})", program_label(w), arms[a].name);
       std::optional<double> prefill, decode;  // the best of best_of runs: preemption only ever adds time
       for (int k = 0; k < w.best_of; ++k) {
         RECUR_ASSIGN_OR_RETURN(ProgramRun run, run_program(spec, arms[a]));
         RECUR_ASSIGN_OR_RETURN(std::optional<double> p, printed_metric(run, "prefill_tok_s", program));
         RECUR_ASSIGN_OR_RETURN(std::optional<double> d, printed_metric(run, "decode_tok_s", program));
         if (!p && !d)
-          return invalid_argument("{} (arm {}): printed neither prefill_tok_s nor decode_tok_s: {}", program,
-                                  arms[a].name, run.output.dump());
+          return invalid_argument("{}: printed neither prefill_tok_s nor decode_tok_s: {}", program, run.output.dump());
         if (p) prefill = std::max(prefill.value_or(0), *p);
         if (d) decode = std::max(decode.value_or(0), *d);
       }
@@ -170,8 +176,8 @@ Result<ProgramRun> run_program_traced(const GateSpec& spec, const NamedConfig& a
   fs::remove(trace_path, ec);
   RECUR_ASSIGN_OR_RETURN(ProgramRun run, run_program(spec, arm, {spec.program->trace_flag, trace_path}));
   if (!fs::exists(trace_path, ec))
-    return not_found("[workload.program] {} (arm {}): run with {} {} but wrote no trace there",
-                     spec.program->command.front(), arm.name, spec.program->trace_flag, trace_path);
+    return not_found("{} (arm {}): run with {} {} but wrote no trace there", program_label(*spec.program), arm.name,
+                     spec.program->trace_flag, trace_path);
   return run;
 }
 
