@@ -210,6 +210,10 @@ Result<std::unique_ptr<HybridBatch>> HybridBatch::create(const HybridModel& m, T
   if (ranks > 1 && !batch->process_comm_) {
     RECUR_ASSIGN_OR_RETURN(batch->runner_, RankRunner::create(ranks, M * c.dim, o.reduce));
   }
+  // Every local rank holds its copies now: drop the file pages they were copied from, so TP > 1
+  // does not keep both (the ranks copy the same sources; under MPI this process's rank only).
+  RECUR_ASSIGN_OR_RETURN(batch->released_source_bytes_,
+                         release_copied_sources(m.file().mapping(), batch->ranks_[0]->w.copied_sources));
   return batch;
 }
 

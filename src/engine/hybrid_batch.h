@@ -89,6 +89,9 @@ class HybridBatch final : public Batch {
   Status state_parts(SeqId seq, SequenceStateParts& out) override;
 
   const BatchOptions& options() const { return options_.batch; }
+  // Bytes of file pages released after sharding: the row-parallel sources every local rank
+  // copied (tp > 1; 0 otherwise or for weights not in a file map). docs/engine.md, TP memory.
+  size_t released_source_bytes() const { return released_source_bytes_; }
   // Observers of single-row forwards (model.h's Session::set_op_tap / set_layer_observer).
   void set_op_tap(OpTap* tap) { op_tap_ = tap; }
   using LayerObserver = std::function<void(int layer, std::span<const float> residual)>;
@@ -126,6 +129,7 @@ class HybridBatch final : public Batch {
   std::unique_ptr<Collectives> process_comm_;     // mpi backend: this process is one rank
   std::vector<int> attention_index_;    // layer -> its index among the attention layers (-1: KDA)
   std::vector<float> logits_;           // [rows with want_logits, vocab]; each rank writes its slice
+  size_t released_source_bytes_ = 0;
   OpTap* op_tap_ = nullptr;
   bool tap_rows_ = false;               // this forward records (op tap set, one row)
   const LayerObserver* observer_ = nullptr;

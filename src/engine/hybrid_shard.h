@@ -38,6 +38,10 @@ struct RankWeights {
   Span experts;      // the experts held whole (ep > 1), else empty
   std::vector<LayerShard> layers;
   Projection output;  // this rank's vocabulary rows of the LM head
+  // The weights whose columns this rank copied (row-parallel shards at tp > 1: KDA and
+  // attention wo, dense/expert/shared down); once every rank holds its copies their file pages
+  // can be released (release_copied_sources). Views (tp = 1, layer split, ep) are not listed.
+  std::vector<const Weight*> copied_sources;
 };
 
 // Checks that `tp` splits every sharded dimension of `c` evenly and into whole storage blocks

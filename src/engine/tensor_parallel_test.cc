@@ -13,6 +13,7 @@
 #include "core/convert.h"
 #include "core/thread_pool.h"
 #include "engine/hybrid.h"
+#include "engine/hybrid_batch.h"
 #include "engine/llama.h"
 #include "engine/layers.h"
 #include "engine/moe_ep.h"
@@ -96,8 +97,10 @@ TEST(TensorParallel, ColumnShardsCopyWholeBlocks) {
   EXPECT_FALSE(weight_cols(q8, 16, 48).has_value()) << "Q8_0 shards must be whole 32-value blocks";
 }
 
-std::string write_tp_model_file(const std::vector<std::byte>& bytes, gguf::TensorType dtype) {
-  const std::string path = ::testing::TempDir() + "tp_model_" + std::to_string(int(dtype)) + ".gguf";
+// `tag` keeps files of tests that ctest may run at once apart.
+std::string write_tp_model_file(const std::vector<std::byte>& bytes, gguf::TensorType dtype,
+                                const std::string& tag = "llama") {
+  const std::string path = ::testing::TempDir() + "tp_model_" + tag + std::to_string(int(dtype)) + ".gguf";
   std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
   return path;
 }
@@ -198,16 +201,36 @@ std::vector<std::vector<float>> hybrid_run(const Model& model, ThreadPool& pool,
   return out;
 }
 
+// Sharding the hybrid at `tp` from its file releases the pages of the copied row-parallel
+// sources (KDA/attention wo, dense or expert and shared down projections).
+size_t hybrid_released_bytes(const Model& model, ThreadPool& pool, int tp) {
+  const auto& hybrid = dynamic_cast<const HybridModel&>(model);
+  Config knobs;
+  EXPECT_TRUE(knobs.set("engine.tp", std::to_string(tp)).has_value());
+  auto options = hybrid_batch_options(knobs, hybrid.config(), BatchOptions{.max_tokens = 16, .max_batch_tokens = 16});
+  EXPECT_TRUE(options.has_value()) << (options ? "" : options.error().message());
+  auto batch = HybridBatch::create(hybrid, pool, *options);
+  EXPECT_TRUE(batch.has_value()) << (batch ? "" : batch.error().message());
+  return batch ? (*batch)->released_source_bytes() : 0;
+}
+
 TEST(TensorParallel, HybridGreedyTokensAndLogitsMatchTp1) {
   for (int experts : {0, 4}) {
     auto w = synthetic_model({testing::tiny_hybrid_config(experts), gguf::TensorType::kF32, 7});
     ASSERT_TRUE(w.has_value()) << w.error().message();
-    std::vector<std::byte> bytes = w->serialize();
-    auto model = model_from_file(std::move(*gguf::parse(bytes, "hybrid-tp.gguf")));
+    // From a file on disk, so TP>1 releases the copied sources' pages and every later session
+    // (tp = 1's views included) reads them refaulted from the file.
+    const std::string path =
+        write_tp_model_file(w->serialize(), gguf::TensorType::kF32, "hybrid" + std::to_string(experts));
+    auto file = gguf::read(path);
+    ASSERT_TRUE(file.has_value()) << file.error().message();
+    auto model = model_from_file(std::move(*file));
     ASSERT_TRUE(model.has_value()) << model.error().message();
     auto pool = ThreadPool::create({.threads = 2, .pin = false});
     std::vector<TokenId> want;
     auto base = hybrid_run(**model, **pool, 1, 16, &want);
+    EXPECT_EQ(hybrid_released_bytes(**model, **pool, 1), 0u) << "tp=1 holds views, nothing to release";
+    EXPECT_GT(hybrid_released_bytes(**model, **pool, 2), 0u) << "experts=" << experts;
     for (int tp : {2, 4}) {
       std::vector<TokenId> got;
       auto logits = hybrid_run(**model, **pool, tp, 16, &got);
@@ -220,6 +243,9 @@ TEST(TensorParallel, HybridGreedyTokensAndLogitsMatchTp1) {
         }
       EXPECT_LT(max_diff, 1e-5 * scale) << "tp=" << tp << " experts=" << experts;
     }
+    std::vector<TokenId> again;
+    EXPECT_EQ(hybrid_run(**model, **pool, 1, 16, &again), base) << "tp=1 after the release, experts=" << experts;
+    std::remove(path.c_str());
   }
 }
 
