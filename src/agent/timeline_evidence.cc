@@ -87,7 +87,9 @@ Result<Evidence> timeline_evidence(const gate::GateSpec& spec, const std::string
   const fs::path dir = trace_dir.empty() ? fs::temp_directory_path() / fmt::format("recur-timeline-{}", getpid()) : fs::path(trace_dir);
   fs::create_directories(dir, ec);
   if (ec) return io_error("timeline evidence: cannot create {}: {}", dir.string(), ec.message());
-  const std::string trace_path = (dir / fmt::format("{}-{}-step{}.json.gz", spec.name, candidate, log.new_experiments() + 1)).string();
+  // Named by the journal step of the overlap experiment: unique in the run, also after a resume
+  // (whose log counts its new experiments from 0 again).
+  const std::string trace_path = (dir / fmt::format("{}-{}-step{}.json.gz", spec.name, candidate, log.steps())).string();
 
   // 1. One traced run, and the overlap of background by foreground.
   std::string used_trace;

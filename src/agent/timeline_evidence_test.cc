@@ -183,7 +183,7 @@ TEST_F(TimelineEvidence, AGilWaitAndASerializedTransferAreAttributedToTheLockThe
   EXPECT_EQ(e[0].feedback->verdict, Verdict::kInconclusive);  // analyses measure; they do not judge
   ASSERT_EQ(e[0].feedback->artifacts.count("trace"), 1u);
   const std::string trace = e[0].feedback->artifacts.at("trace");
-  EXPECT_EQ(fs::path(trace).parent_path(), fs::path(trace_dir()));
+  EXPECT_EQ(fs::path(trace), fs::path(trace_dir()) / "overlap-cand-step0.json.gz");  // the experiment's step
   EXPECT_TRUE(fs::exists(trace)) << trace;  // kept for the report
   EXPECT_EQ(e[1].spec.probe, "analyze.locks");
   ASSERT_TRUE(e[1].feedback.has_value());
@@ -255,6 +255,34 @@ TEST_F(TimelineEvidence, AProgramThatWritesNoTraceFailsItsExperimentsNotTheAttri
   EXPECT_EQ(e[2].spec.probe, "analyze.config_diff");
   ASSERT_FALSE(ev->components.empty());
   EXPECT_EQ(ev->components[0].component, "lock:gil");
+}
+
+// A resumed run replays the timeline's experiments from the journal, and a new traced run then
+// keeps its own trace: the one a replayed experiment names is not overwritten.
+TEST_F(TimelineEvidence, AResumedRunReplaysTheTimelineAndKeepsEarlierTraces) {
+  const gate::GateSpec serialized = spec();
+  auto first = timeline_evidence(serialized, "cand", *log_, trace_dir(), Evidence{});
+  ASSERT_TRUE(first.has_value()) << first.error().message();
+  const std::string first_trace = experiments()[0].feedback->artifacts.at("trace");
+
+  ExperimentLog resumed(*journal_, run_id_);  // what resume_run builds
+  auto again = timeline_evidence(serialized, "cand", resumed, trace_dir(), Evidence{});
+  ASSERT_TRUE(again.has_value()) << again.error().message();
+  EXPECT_EQ(resumed.replayed(), 2);
+  EXPECT_EQ(resumed.new_experiments(), 0);
+  ASSERT_EQ(again->components.size(), first->components.size());
+  EXPECT_EQ(again->components[0].evidence, first->components[0].evidence);
+
+  gate::GateSpec overlapped = serialized;
+  overlapped.arms[1].knobs = {{"python.release_gil", "on"}};
+  auto next = timeline_evidence(overlapped, "cand", resumed, trace_dir(), Evidence{});
+  ASSERT_TRUE(next.has_value()) << next.error().message();
+  const std::vector<ExperimentRecord> e = experiments();
+  ASSERT_EQ(e.size(), 4u);
+  EXPECT_NE(e[2].feedback->artifacts.at("trace"), first_trace);
+  std::ifstream in(first_trace);
+  const std::string kept((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(kept == kSerializedTrace) << first_trace << " was overwritten";
 }
 
 }  // namespace
