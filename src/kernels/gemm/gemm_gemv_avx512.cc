@@ -12,6 +12,8 @@
 // move onto w by a masked negation and |x| is the unsigned operand), then each lane's exact
 // int32 sum times d_w d_x of its block into two accumulators (alternating pairs). The integer
 // dots are the same as the dot kernels'; only the order of the fp32 sum differs.
+#include <type_traits>
+
 #include "kernels/gemm/gemm.h"
 #include "kernels/gemm/gemm_internal.h"
 #include "kernels/gemm/gemm_simd_avx512.h"
@@ -19,15 +21,25 @@
 namespace recur::gemm {
 namespace {
 
+// How far ahead of the loads the long-row F16 GEMV prefetches its row into L2: 8 KiB measured
+// 0.77-0.88 of the read peak at K = 5632 against 0.65 without (16 KiB the same, 1-4 KiB worse;
+// into L1 or with the NTA hint 0.46; docs/performance.md, "F16 decode, long rows").
+constexpr int kGemvPrefetchBytes = 8192;
+
 // One row: chunk c (16 lanes) into accumulator c % 4 while 64-element groups last, then the
 // 16-lane chunks into acc0 and the masked tail into acc1. kWide reads 16-bit weights as 64-byte
 // loads split in registers (L::load32) instead of two 32-byte loads: the same arithmetic, so the
-// same bits.
-template <class L, bool kWide>
+// same bits. kPrefetch asks for the row's lines kGemvPrefetchBytes ahead (a prefetch never
+// faults, so running past the matrix is harmless).
+template <class L, bool kWide, bool kPrefetch = false>
 inline float gemv_widen_row(const typename L::T* w, const float* x, int64_t k) {
   __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
   int64_t c = 0;
   for (; c + 64 <= k; c += 64) {
+    if (kPrefetch) {
+      const char* ahead = reinterpret_cast<const char*>(w + c) + kGemvPrefetchBytes;
+      for (size_t line = 0; line < sizeof(typename L::T); ++line) _mm_prefetch(ahead + 64 * line, _MM_HINT_T1);
+    }
     __m512 w0, w1, w2, w3;
     if (kWide) {
       L::load32(w + c, w0, w1);
@@ -48,17 +60,21 @@ inline float gemv_widen_row(const typename L::T* w, const float* x, int64_t k) {
   return hsum(_mm512_add_ps(_mm512_add_ps(acc0, acc1), _mm512_add_ps(acc2, acc3)));
 }
 
-// 64-byte loads up to this K: measured 1.17-1.21x faster for F16 at K = 2048 and 0.88-0.93x at
-// K = 5632 (docs/performance.md, "F16 decode"); why the long rows lose is not established.
+// Rows longer than this K: 64-byte loads alone measured 0.88-0.93x of 32-byte loads at K = 5632
+// (F16; x's 22 KiB and the row's lines then overflow L1), 1.17-1.21x at K = 2048. F16 long rows
+// take 64-byte loads plus the prefetch above (1.2-1.35x the 32-byte loads); f32 / bf16 long rows
+// keep the 32-byte-load kernel (the prefetch was measured on F16 only).
 constexpr int64_t kGemvWideMaxK = 4096;
 
 template <class L>
 void gemv_widen_rows(const GemvArgs& a, int64_t r0, int64_t r1) {
   using T = typename L::T;
-  const bool wide = a.k <= kGemvWideMaxK;
+  const bool wide = a.k <= kGemvWideMaxK, long_f16 = !wide && std::is_same_v<L, WidenF16>;
   for (int64_t r = r0; r < r1; ++r) {
     const T* w = static_cast<const T*>(a.w) + r * a.k;
-    a.y[r] = wide ? gemv_widen_row<L, true>(w, a.x, a.k) : gemv_widen_row<L, false>(w, a.x, a.k);
+    a.y[r] = wide       ? gemv_widen_row<L, true>(w, a.x, a.k)
+             : long_f16 ? gemv_widen_row<L, true, true>(w, a.x, a.k)
+                        : gemv_widen_row<L, false>(w, a.x, a.k);
   }
 }
 

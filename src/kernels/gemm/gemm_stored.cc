@@ -1,5 +1,6 @@
 // gemm_stored(): fp32 activations against F32 / F16 / BF16 / Q8_0 weights read in place.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include "core/cpu_features.h"
@@ -87,13 +88,26 @@ void prepare_q8_gemv8_x(const float* x, int64_t k, Workspace& s, GemvArgs& a) {
   a.x_d = d;
 }
 
-// Rows in blocks of 16 (one cache line of y) split statically over the pool.
+// Rows in chunks of whole 16-row blocks (a block is one cache line of y, so threads never share
+// a line), about 8 chunks per thread, claimed from a counter rather than split statically. Each
+// output is one thread's whole dot, so the bits do not depend on who takes a chunk; a thread
+// that wakes late or loses its core to another process leaves its chunks to the others instead
+// of holding up the call (decode runs ~113 GEMVs a token).
 void run_gemv(GemvFn fn, const GemvArgs& a, int64_t n, ThreadPool* pool) {
+  if (pool == nullptr || pool->size() == 1) {
+    fn(a, 0, n);
+    return;
+  }
   constexpr int64_t kRows = 16;
-  auto body = [&](int64_t b0, int64_t b1, int) { fn(a, b0 * kRows, std::min(n, b1 * kRows)); };
   const int64_t blocks = (n + kRows - 1) / kRows;
-  if (pool != nullptr) pool->parallel_for(blocks, body);
-  else body(0, blocks, 0);
+  const int64_t per_chunk = std::max<int64_t>(1, blocks / (8 * int64_t(pool->size())));
+  const int64_t chunks = (blocks + per_chunk - 1) / per_chunk;
+  alignas(64) std::atomic<int64_t> next_chunk{0};
+  pool->parallel_for(pool->size(), [&](int64_t, int64_t, int) {
+    for (int64_t c = next_chunk.fetch_add(1, std::memory_order_relaxed); c < chunks;
+         c = next_chunk.fetch_add(1, std::memory_order_relaxed))
+      fn(a, c * per_chunk * kRows, std::min(n, (c + 1) * per_chunk * kRows));
+  });
 }
 
 // pack over [0, n1), then rows over [0, n2): on the pool, or here without one.
