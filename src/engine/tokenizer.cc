@@ -43,6 +43,9 @@ Result<Vocabulary> Vocabulary::from_gguf(const gguf::File& f) {
   RECUR_ASSIGN_OR_RETURN(const gguf::Value* merges, array_key(f, "tokenizer.ggml.merges", gguf::ValueType::kString, false));
   if (merges)
     for (const auto& m : merges->items) v.merges.push_back(m.str);
+  if (f.find("tokenizer.ggml.pre")) {
+    RECUR_ASSIGN_OR_RETURN(v.pre, f.get_string("tokenizer.ggml.pre"));
+  }
   auto id = [&](const char* key, TokenId& out) -> Status {
     if (!f.find(key)) return ok_status();
     RECUR_ASSIGN_OR_RETURN(int64_t x, f.get_int(key));
@@ -76,6 +79,7 @@ void Vocabulary::to_gguf(gguf::Writer& w) const {
   for (TokenKind x : kinds) k.push_back(int32_t(x));
   w.set("tokenizer.ggml.token_type", Value::of_i32s(k));
   if (!merges.empty()) w.set("tokenizer.ggml.merges", Value::of_strings(merges));
+  if (!pre.empty()) w.set("tokenizer.ggml.pre", Value::of_string(pre));
   if (bos >= 0) w.set("tokenizer.ggml.bos_token_id", Value::of_u32(uint32_t(bos)));
   if (eos >= 0) w.set("tokenizer.ggml.eos_token_id", Value::of_u32(uint32_t(eos)));
   if (unknown >= 0) w.set("tokenizer.ggml.unknown_token_id", Value::of_u32(uint32_t(unknown)));

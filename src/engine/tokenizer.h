@@ -29,6 +29,7 @@ struct Vocabulary {
   std::vector<float> scores;         // SPM merge priorities; empty for BPE
   std::vector<TokenKind> kinds;
   std::vector<std::string> merges;   // BPE: "left right", highest priority first
+  std::string pre;                   // BPE: tokenizer.ggml.pre ("llama3", "qwen2", ...); empty if absent
   TokenId bos = -1, eos = -1, unknown = -1;
   bool add_bos = true;
   bool add_space_prefix = true;      // SPM: prepend "▁" to the text

@@ -4,6 +4,8 @@
 #include <array>
 #include <limits>
 
+#include "core/log.h"
+#include "engine/tokenizer_pre.h"
 #include "engine/utf8.h"
 
 namespace recur {
@@ -22,62 +24,9 @@ const std::array<std::string, 256>& byte_table() {
   return table;
 }
 
-enum class CharClass { kLetter, kDigit, kSpace, kOther };
-
-// ASCII classes exactly; every non-ASCII character counts as a letter (no Unicode tables),
-// which keeps words in other scripts together, as GPT-2's \p{L} would for most of them.
-CharClass classify(std::string_view s, size_t i) {
-  unsigned char c = s[i];
-  if (c >= 0x80) return CharClass::kLetter;
-  if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z') return CharClass::kLetter;
-  if (c >= '0' && c <= '9') return CharClass::kDigit;
-  if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f') return CharClass::kSpace;
-  return CharClass::kOther;
-}
-
-// GPT-2's pre-tokenizer: 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-std::vector<std::string_view> pre_tokenize(std::string_view s) {
-  std::vector<std::string_view> out;
-  size_t i = 0;
-  auto run = [&](size_t from, CharClass cls) {
-    size_t j = from;
-    while (j < s.size() && classify(s, j) == cls) j += utf8::char_length(s, j);
-    return j;
-  };
-  while (i < s.size()) {
-    if (s[i] == '\'') {
-      bool matched = false;
-      for (std::string_view c : {"'s", "'t", "'re", "'ve", "'m", "'ll", "'d"}) {
-        if (s.substr(i, c.size()) == c) {
-          out.push_back(s.substr(i, c.size()));
-          i += c.size();
-          matched = true;
-          break;
-        }
-      }
-      if (matched) continue;
-    }
-    size_t start = i;
-    size_t body = (s[i] == ' ' && i + 1 < s.size() && classify(s, i + 1) != CharClass::kSpace) ? i + 1 : i;
-    CharClass cls = classify(s, body);
-    if (cls != CharClass::kSpace) {
-      size_t end = run(body, cls);
-      out.push_back(s.substr(start, end - start));
-      i = end;
-      continue;
-    }
-    // A whitespace run; if non-space follows, leave its last character for the next token.
-    size_t end = run(i, CharClass::kSpace);
-    if (end < s.size() && end - i > 1) end -= 1;
-    out.push_back(s.substr(i, end - i));
-    i = end;
-  }
-  return out;
-}
-
 class BpeTokenizer final : public Tokenizer {
  public:
-  explicit BpeTokenizer(Vocabulary v) : Tokenizer(std::move(v)) {
+  BpeTokenizer(Vocabulary v, PreTokenizer pre) : Tokenizer(std::move(v)), pre_(pre) {
     for (size_t r = 0; r < vocab_.merges.size(); ++r) rank_.emplace(vocab_.merges[r], int(r));
     const auto& table = byte_table();
     for (int b = 0; b < 256; ++b) {
@@ -124,9 +73,18 @@ class BpeTokenizer final : public Tokenizer {
 
   void encode_between_user_tokens(std::string_view text, std::vector<TokenId>& out) const {
     const auto& table = byte_table();
-    for (std::string_view word : pre_tokenize(text)) {
+    for (std::string_view word : pre_tokenize(pre_, text)) {
       std::vector<std::string> parts;
       for (unsigned char b : word) parts.push_back(table[b]);
+      if (pre_ == PreTokenizer::kLlama3 && parts.size() > 1) {
+        // llama3's ignore_merges: a word the vocabulary holds whole is that token, merges or not.
+        std::string whole;
+        for (const std::string& p : parts) whole += p;
+        if (auto it = id_of_.find(whole); it != id_of_.end()) {
+          out.push_back(it->second);
+          continue;
+        }
+      }
       // Merge the lowest-ranked adjacent pair until no pair has a rank.
       for (;;) {
         int best = std::numeric_limits<int>::max();
@@ -173,6 +131,7 @@ class BpeTokenizer final : public Tokenizer {
   }
 
  private:
+  PreTokenizer pre_;
   std::unordered_map<std::string, int> rank_;
   std::unordered_map<std::string, uint8_t> unicode_to_byte_;
   TokenId byte_token_[256];
@@ -183,13 +142,20 @@ class BpeTokenizer final : public Tokenizer {
 
 const std::string& byte_to_unicode(uint8_t b) { return byte_table()[b]; }
 
-std::vector<std::string_view> bpe_pre_tokenize(std::string_view text) { return pre_tokenize(text); }
+std::vector<std::string_view> bpe_pre_tokenize(std::string_view text) {
+  return pre_tokenize(PreTokenizer::kGpt2, text);
+}
 
 Result<std::unique_ptr<Tokenizer>> make_bpe_tokenizer(Vocabulary vocab) {
   for (size_t r = 0; r < vocab.merges.size(); ++r)
     if (vocab.merges[r].find(' ') == std::string::npos)
       return invalid_argument("BPE merge #{} '{}' has no space between its two parts", r, vocab.merges[r]);
-  return std::unique_ptr<Tokenizer>(new BpeTokenizer(std::move(vocab)));
+  const PreTokenizerChoice pre = pre_tokenizer_named(vocab.pre);
+  if (!pre.known)
+    LOG_WARN("BPE pre-tokenizer '{}' (tokenizer.ggml.pre) is not implemented: splitting text as gpt-2 does, so "
+             "tokens may differ from llama.cpp's",
+             vocab.pre);
+  return std::unique_ptr<Tokenizer>(new BpeTokenizer(std::move(vocab), pre.kind));
 }
 
 }  // namespace recur

@@ -1,5 +1,6 @@
-// Byte-level BPE tokenizer (GGUF "gpt2"): GPT-2 pre-tokenization, bytes mapped to printable
-// code points, merges applied by rank.
+// Byte-level BPE tokenizer (GGUF "gpt2"): the pre-tokenizer tokenizer.ggml.pre names
+// (tokenizer_pre.h; gpt-2's when absent or unknown, with a warning for unknown names), bytes
+// mapped to printable code points, merges applied by rank.
 #pragma once
 
 #include <memory>

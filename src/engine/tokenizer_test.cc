@@ -147,6 +147,7 @@ TEST(BpeTokenizer, UserDefinedTokensMatchFirstLongestAtEachPosition) {
 
 TEST(Vocabulary, RoundTripsThroughGgufAndRejectsBadKeys) {
   Vocabulary v = spm_vocab();
+  v.pre = "llama3";  // tokenizer.ggml.pre is stored whatever the model (BPE reads it)
   gguf::Writer w;
   v.to_gguf(w);
   std::vector<std::byte> bytes = w.serialize();
@@ -158,6 +159,7 @@ TEST(Vocabulary, RoundTripsThroughGgufAndRejectsBadKeys) {
   EXPECT_EQ(back->scores, v.scores);
   EXPECT_EQ(back->bos, 1);
   EXPECT_EQ(back->kinds[5], TokenKind::kByte);
+  EXPECT_EQ(back->pre, "llama3");
 
   gguf::Writer bad;
   bad.set("tokenizer.ggml.model", gguf::Value::of_string("llama"));
