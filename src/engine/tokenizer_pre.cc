@@ -123,17 +123,15 @@ void pre_split_llama3(std::string_view s, size_t max_digits, PreOut& out) {
   }
 }
 
-// One regex that matches runs of chars `take` accepts: exactly `count` of them (\p{N},
-// [0-9][0-9][0-9]), or as many as follow when count is 0 ([\p{P}...]+). The matches and the
-// text between them become pieces.
-template <typename Take>
-void pre_split_runs(std::string_view s, Take take, size_t count, PreOut& out) {
+// One regex applied to a piece: its matches, leftmost first, and the text between them become
+// pieces. match(chars, i) returns the end of the match starting at char i (i itself: none).
+template <typename Match>
+void pre_split_matches(std::string_view s, Match match, PreOut& out) {
   const PreChars c(s);
   size_t gap = 0;
   for (size_t i = 0; i < c.size();) {
-    size_t end = i;
-    while (end < c.size() && take(c, end) && (count == 0 || end - i < count)) ++end;
-    if (end == i || (count > 0 && end - i < count)) {
+    const size_t end = match(c, i);
+    if (end == i) {
       ++i;
       continue;
     }
@@ -144,10 +142,34 @@ void pre_split_runs(std::string_view s, Take take, size_t count, PreOut& out) {
   if (gap < c.size()) out.push_back(c.piece(gap, c.size()));
 }
 
+// Runs of chars `take` accepts: exactly `count` of them (\p{N}, [0-9][0-9][0-9]), or as many
+// as follow when count is 0 ([\p{P}...]+). With space_prefix, one \s may lead (\s?X+).
+template <typename Take>
+void pre_split_runs(std::string_view s, Take take, size_t count, PreOut& out, bool space_prefix = false) {
+  pre_split_matches(
+      s,
+      [&](const PreChars& c, size_t i) {
+        const size_t body = space_prefix && c.is_space(i) && i + 1 < c.size() && take(c, i + 1) ? i + 1 : i;
+        size_t end = body;
+        while (end < c.size() && take(c, end) && (count == 0 || end - body < count)) ++end;
+        return end == body || (count > 0 && end - body < count) ? i : end;
+      },
+      out);
+}
+
 bool pre_falcon_punct(const PreChars& c, size_t i) {
   if (c.is(i, CharClass::kPunctuation)) return true;
   const uint32_t x = c.cp[i];
   return x == '$' || x == '+' || x == '<' || x == '=' || x == '>' || x == '^' || x == '~' || x == '|' || x == '`';
+}
+
+// deepseek-coder's [一-龥ࠀ-一가-퟿]: CJK ideographs, U+0800..U+4E00 and Hangul syllables on. The
+// White_Space characters in those ranges (U+1680, U+2000..U+200A, U+3000, ...) never match in
+// llama.cpp (its std::wregex path; probed over the whole range), so they do not here either.
+bool pre_deepseek_cjk(const PreChars& c, size_t i) {
+  const uint32_t x = c.cp[i];
+  if (c.is_space(i)) return false;
+  return (x >= 0x4E00 && x <= 0x9FA5) || (x >= 0x0800 && x <= 0x4E00) || (x >= 0xAC00 && x <= 0xD7FF);
 }
 
 // Applies `split` to every piece of `in`.
@@ -178,6 +200,7 @@ PreTokenizerChoice pre_tokenizer_named(std::string_view name) {
       {"command-r", PreTokenizer::kDigitsThenGpt2}, {"smollm", PreTokenizer::kDigitsThenGpt2},
       {"codeshell", PreTokenizer::kDigitsThenGpt2}, {"exaone", PreTokenizer::kDigitsThenGpt2},
       {"minerva-7b", PreTokenizer::kDigitsThenGpt2}, {"falcon", PreTokenizer::kFalcon},
+      {"deepseek-coder", PreTokenizer::kDeepseekCoder},
   };
   for (const auto& [n, kind] : kNames)
     if (n == name) return {kind, true};
@@ -207,6 +230,17 @@ std::vector<std::string_view> pre_tokenize(PreTokenizer kind, std::string_view t
       out = pre_each(out, gpt2);
       const auto ascii_digit = [](const PreChars& c, size_t i) { return c.cp[i] >= '0' && c.cp[i] <= '9'; };
       out = pre_each(out, [&](std::string_view s, PreOut& o) { pre_split_runs(s, ascii_digit, 3, o); });
+      break;
+    }
+    case PreTokenizer::kDeepseekCoder: {
+      const auto newline = [](const PreChars& c, size_t i) { return c.is_newline(i); };
+      const auto letter = [](const PreChars& c, size_t i) { return c.is_letter(i); };
+      const auto punct = [](const PreChars& c, size_t i) { return c.is(i, CharClass::kPunctuation); };
+      pre_split_runs(text, newline, 1, out);
+      out = pre_each(out, [&](std::string_view s, PreOut& o) { pre_split_runs(s, letter, 0, o, true); });
+      out = pre_each(out, [&](std::string_view s, PreOut& o) { pre_split_runs(s, punct, 0, o, true); });
+      out = pre_each(out, [&](std::string_view s, PreOut& o) { pre_split_runs(s, pre_deepseek_cjk, 0, o); });
+      out = pre_each(out, [&](std::string_view s, PreOut& o) { pre_split_runs(s, digit, 1, o); });
       break;
     }
   }

@@ -24,6 +24,8 @@ enum class PreTokenizer {
   kDigitsThenGpt2,
   // falcon: [\p{P}\$\+<=>\^~\|`]+, then gpt-2's, then [0-9][0-9][0-9].
   kFalcon,
+  // deepseek-coder: [\r\n], \s?\p{L}+, \s?\p{P}+, [一-龥ࠀ-一가-퟿]+, \p{N} in turn (no gpt-2 stage).
+  kDeepseekCoder,
 };
 
 struct PreTokenizerChoice {

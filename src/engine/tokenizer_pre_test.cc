@@ -63,10 +63,21 @@ TEST(PreTokenizer, StagedRegexesSplitThePreviousPieces) {
   EXPECT_EQ(pretest_split(PreTokenizer::kFalcon, "x, 1234!"), (Pieces{"x", ",", " ", "123", "4", "!"}));
 }
 
+TEST(PreTokenizer, DeepseekCoderAppliesFiveRegexesWithoutGpt2) {
+  // \s?\p{L}+ takes "ied" and " months" and leaves " 4 ½" between them, which \p{N} splits.
+  EXPECT_EQ(pretest_split(PreTokenizer::kDeepseekCoder, "ied 4 ½ months"),
+            (Pieces{"ied", " ", "4", " ", "½", " months"}));
+  // [\r\n] first; letters run across scripts until the CJK/Hangul regex cuts them apart.
+  EXPECT_EQ(pretest_split(PreTokenizer::kDeepseekCoder, "hello世界, 안녕\nx"),
+            (Pieces{"hello", "世界", ",", " ", "안녕", "\n", "x"}));
+  // An ideographic space leads a word (\s?) and is not part of the CJK class.
+  EXPECT_EQ(pretest_split(PreTokenizer::kDeepseekCoder, "ab\u3000cd"), (Pieces{"ab", "\u3000cd"}));
+}
+
 TEST(PreTokenizer, PiecesCoverTheTextForEveryKind) {
   const std::string text = "It's 2024:\n\n  naïve  日本 ½\r\n\t\xFF\xC3(end)   ";
   for (PreTokenizer kind : {PreTokenizer::kGpt2, PreTokenizer::kLlama3, PreTokenizer::kQwen2,
-                            PreTokenizer::kDigitsThenGpt2, PreTokenizer::kFalcon}) {
+                            PreTokenizer::kDigitsThenGpt2, PreTokenizer::kFalcon, PreTokenizer::kDeepseekCoder}) {
     std::string joined;
     for (std::string_view p : pre_tokenize(kind, text)) {
       EXPECT_FALSE(p.empty());
@@ -81,7 +92,8 @@ TEST(PreTokenizer, NamesMapAsLlamaCppAndUnknownFallsBackWithAWarning) {
   EXPECT_EQ(pre_tokenizer_named("qwen2").kind, PreTokenizer::kQwen2);
   EXPECT_EQ(pre_tokenizer_named("starcoder").kind, PreTokenizer::kDigitsThenGpt2);
   EXPECT_TRUE(pre_tokenizer_named("").known) << "no key: gpt-2, as before the key was read";
-  const PreTokenizerChoice unknown = pre_tokenizer_named("deepseek-coder");
+  EXPECT_EQ(pre_tokenizer_named("deepseek-coder").kind, PreTokenizer::kDeepseekCoder);
+  const PreTokenizerChoice unknown = pre_tokenizer_named("deepseek-llm");
   EXPECT_FALSE(unknown.known);
   EXPECT_EQ(unknown.kind, PreTokenizer::kGpt2);
 
@@ -91,12 +103,12 @@ TEST(PreTokenizer, NamesMapAsLlamaCppAndUnknownFallsBackWithAWarning) {
   for (int b = 0; b < 256; ++b) v.tokens.push_back(byte_to_unicode(uint8_t(b)));
   v.tokens.push_back("xyz");  // a whole word without merges that build it
   v.kinds.assign(v.tokens.size(), TokenKind::kNormal);
-  v.pre = "deepseek-coder";
+  v.pre = "deepseek-llm";
   ::testing::internal::CaptureStderr();
   auto fallback = Tokenizer::create(v);
   const std::string warning = ::testing::internal::GetCapturedStderr();
   ASSERT_TRUE(fallback.has_value());
-  EXPECT_NE(warning.find("'deepseek-coder'"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("'deepseek-llm'"), std::string::npos) << warning;
   const TokenId xyz = TokenId(v.tokens.size() - 1);
   EXPECT_EQ((*fallback)->encode("xyz", false).size(), 3u) << "gpt-2 merges: none, so three bytes";
   // llama3's ignore_merges: the word is a token, so it is taken whole.
