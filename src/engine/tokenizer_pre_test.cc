@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
 
 #include "engine/tokenizer.h"
 #include "engine/tokenizer_bpe.h"
@@ -84,6 +85,21 @@ TEST(PreTokenizer, PiecesCoverTheTextForEveryKind) {
       joined += p;
     }
     EXPECT_EQ(joined, text) << "kind " << int(kind);
+  }
+  // Arbitrary bytes (invalid UTF-8 included) split into non-empty pieces that cover them too.
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 100; ++trial) {
+    std::string bytes(size_t(rng() % 48), '\0');
+    for (char& b : bytes) b = char(rng() % 256);
+    for (PreTokenizer kind : {PreTokenizer::kGpt2, PreTokenizer::kLlama3, PreTokenizer::kFalcon,
+                              PreTokenizer::kDeepseekCoder}) {
+      std::string joined;
+      for (std::string_view p : pre_tokenize(kind, bytes)) {
+        EXPECT_FALSE(p.empty());
+        joined += p;
+      }
+      EXPECT_EQ(joined, bytes) << "kind " << int(kind) << " trial " << trial;
+    }
   }
 }
 
