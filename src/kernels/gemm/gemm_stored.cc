@@ -88,64 +88,66 @@ void prepare_q8_gemv8_x(const float* x, int64_t k, Workspace& s, GemvArgs& a) {
   a.x_d = d;
 }
 
-// Rows in chunks of whole 16-row blocks (a block is one cache line of y, so threads never share
-// a line), about 8 chunks per thread, claimed from a counter rather than split statically. Each
-// output is one thread's whole dot, so the bits do not depend on who takes a chunk; a thread
-// that wakes late or loses its core to another process leaves its chunks to the others instead
-// of holding up the call (decode runs ~113 GEMVs a token).
-void run_gemv(GemvFn fn, const GemvArgs& a, int64_t n, ThreadPool* pool) {
+// fn(i0, i1) over [0, items) in about 8 chunks per pool thread, claimed from a counter rather
+// than split statically. Every kernel run this way computes each output on one thread from
+// start to end, so the bits do not depend on who takes a chunk; a thread that wakes late or
+// loses its vCPU to another process leaves its chunks to the others instead of holding up the
+// call (decode runs ~113 GEMVs a token, prefill ~7 GEMMs a layer).
+template <class Fn>
+void run_claimed_chunks(ThreadPool* pool, int64_t items, const Fn& fn) {
   if (pool == nullptr || pool->size() == 1) {
-    fn(a, 0, n);
+    fn(int64_t{0}, items);
     return;
   }
-  constexpr int64_t kRows = 16;
-  const int64_t blocks = (n + kRows - 1) / kRows;
-  const int64_t per_chunk = std::max<int64_t>(1, blocks / (8 * int64_t(pool->size())));
-  const int64_t chunks = (blocks + per_chunk - 1) / per_chunk;
+  const int64_t per_chunk = std::max<int64_t>(1, items / (8 * int64_t(pool->size())));
+  const int64_t chunks = (items + per_chunk - 1) / per_chunk;
   alignas(64) std::atomic<int64_t> next_chunk{0};
   pool->parallel_for(pool->size(), [&](int64_t, int64_t, int) {
     for (int64_t c = next_chunk.fetch_add(1, std::memory_order_relaxed); c < chunks;
          c = next_chunk.fetch_add(1, std::memory_order_relaxed))
-      fn(a, c * per_chunk * kRows, std::min(n, (c + 1) * per_chunk * kRows));
+      fn(c * per_chunk, std::min(items, (c + 1) * per_chunk));
   });
 }
 
-// pack over [0, n1), then rows over [0, n2): on the pool, or here without one.
+// Rows in chunks of whole 16-row blocks: a block is one cache line of y, so no two threads
+// write one line.
+void run_gemv(GemvFn fn, const GemvArgs& a, int64_t n, ThreadPool* pool) {
+  constexpr int64_t kRows = 16;
+  run_claimed_chunks(pool, (n + kRows - 1) / kRows,
+                     [&](int64_t b0, int64_t b1) { fn(a, b0 * kRows, std::min(n, b1 * kRows)); });
+}
+
+// pack over [0, n1), then rows over [0, n2), each in claimed chunks.
 template <class Pack, class Rows>
 void run_pack_then_rows(ThreadPool* pool, int64_t n1, const Pack& pack, int64_t n2, const Rows& rows) {
-  if (pool != nullptr) {
-    pool->parallel_for(n1, pack);
-    pool->parallel_for(n2, rows);
-  } else {
-    pack(0, n1, 0);
-    rows(0, n2, 0);
-  }
+  run_claimed_chunks(pool, n1, pack);
+  run_claimed_chunks(pool, n2, rows);
 }
 
 // The prefill GEMM (gemm_internal.h, PrefillArgs) of one ISA: X^T packed in parallel over K,
-// then W rows in blocks of 6 split statically over the pool.
+// then W rows in blocks of 6 in claimed chunks.
 void run_prefill(const PrefillKernels& kern, const WeightView& w, const float* x, int64_t m, float* y, bool q8,
                  Workspace& s, ThreadPool* pool) {
   const int64_t panels = (m + kern.tokens - 1) / kern.tokens;
   auto* xt = reinterpret_cast<float*>(s.bytes(0, size_t(panels * w.k * kern.tokens) * sizeof(float)));
   const int64_t kchunks = (w.k + 63) / 64;
-  auto pack = [&](int64_t c0, int64_t c1, int) { kern.pack_x(x, m, w.k, q8, xt, c0 * 64, std::min(w.k, c1 * 64)); };
+  auto pack = [&](int64_t c0, int64_t c1) { kern.pack_x(x, m, w.k, q8, xt, c0 * 64, std::min(w.k, c1 * 64)); };
   const PrefillArgs a{.format = w.format, .w = w.data, .w_row_bytes = row_bytes(w.format, w.k), .n = w.n, .k = w.k,
                       .m = m, .xt = xt, .y = y};
-  auto rows = [&](int64_t b0, int64_t b1, int) { kern.rows(a, b0 * kPrefillRows, std::min(w.n, b1 * kPrefillRows)); };
+  auto rows = [&](int64_t b0, int64_t b1) { kern.rows(a, b0 * kPrefillRows, std::min(w.n, b1 * kPrefillRows)); };
   run_pack_then_rows(pool, kchunks, pack, (w.n + kPrefillRows - 1) / kPrefillRows, rows);
 }
 
 // The Q8_0 x Q8_0 prefill GEMM (gemm_internal.h, PrefillQ8Args): x quantized and packed in
-// parallel over tokens, then W rows in blocks of 6 split statically over the pool.
+// parallel over tokens, then W rows in blocks of 6 in claimed chunks.
 void run_prefill_q8(const WeightView& w, const float* x, int64_t m, float* y, Workspace& s, ThreadPool* pool) {
   const int64_t panels = (m + kPrefillQ8Tokens - 1) / kPrefillQ8Tokens, tokens = panels * kPrefillQ8Tokens;
   auto* xq = reinterpret_cast<uint8_t*>(s.bytes(0, size_t(tokens * w.k)));
   auto* dx = reinterpret_cast<float*>(s.bytes(1, size_t(tokens * (w.k / kQ8Block)) * sizeof(float)));
-  auto pack = [&](int64_t t0, int64_t t1, int) { kAvx512PrefillQ8.pack_x(x, m, w.k, xq, dx, t0, t1); };
+  auto pack = [&](int64_t t0, int64_t t1) { kAvx512PrefillQ8.pack_x(x, m, w.k, xq, dx, t0, t1); };
   const PrefillQ8Args a{.w = w.data, .w_row_bytes = row_bytes(w.format, w.k), .n = w.n, .k = w.k, .m = m, .xq = xq,
                         .dx = dx, .y = y};
-  auto rows = [&](int64_t b0, int64_t b1, int) { kAvx512PrefillQ8.rows(a, b0 * 6, std::min(w.n, b1 * 6)); };
+  auto rows = [&](int64_t b0, int64_t b1) { kAvx512PrefillQ8.rows(a, b0 * 6, std::min(w.n, b1 * 6)); };
   run_pack_then_rows(pool, tokens, pack, (w.n + 5) / 6, rows);
 }
 

@@ -219,33 +219,31 @@ TEST(GemmStored, GemvOverLargeWeightsGivesTheBitsOfSmallWeights) {
   }
 }
 
-// The GEMV hands out row chunks from a counter (whichever thread is free takes the next), and
-// rows longer than 4096 take the prefetching kernel: the bits must not depend on the pool's
-// size or on which thread ran a row, on short and long rows of every format.
-TEST(GemmStored, GemvBitsDoNotDependOnThePool) {
+// The GEMV and the prefill GEMM hand out row chunks from a counter (whichever thread is free
+// takes the next), and GEMV rows longer than 4096 take the prefetching kernel: the bits must not
+// depend on the pool's size or on which thread ran a row, in every format and on every ISA.
+TEST(GemmStored, BitsDoNotDependOnThePool) {
   auto pool2 = ThreadPool::create({.threads = 2, .pin = false});
   auto pool3 = ThreadPool::create({.threads = 3, .pin = false});
   ASSERT_TRUE(pool2.has_value() && pool3.has_value());
-  const int64_t n = 1001;
-  for (int64_t k : {1037, 4160}) {
-    const auto x = random_values(size_t(k), uint64_t(k), 1);
+  for (auto [m, n, k] : {std::array<int64_t, 3>{1, 1001, 1056}, {1, 1001, 4160}, {37, 67, 1056}, {37, 67, 2112}}) {
+    const auto x = random_values(size_t(m * k), uint64_t(k + m), 1);
     const auto wf = random_values(size_t(n * k), uint64_t(k) + 3, 0);
     for (WeightFormat f : {WeightFormat::kF32, WeightFormat::kF16, WeightFormat::kBf16, WeightFormat::kQ8_0}) {
-      if (f == WeightFormat::kQ8_0 && k % kQ8Block != 0) continue;
       const auto bytes = encode(f, wf, n, k);
       const WeightView view{.format = f, .n = n, .k = k, .data = bytes.data()};
       for (Isa isa : runnable_isas()) {
         ScopedIsaCap cap(isa);
         const Q8Activations q8 = f == WeightFormat::kQ8_0 ? Q8Activations::kQ8_0 : Q8Activations::kF32;
-        std::vector<float> alone(static_cast<size_t>(n)), two(alone.size()), three(alone.size());
-        ASSERT_TRUE(gemm_stored(view, x.data(), 1, alone.data(), nullptr, nullptr, q8).has_value());
-        ASSERT_TRUE(gemm_stored(view, x.data(), 1, two.data(), pool2->get(), nullptr, q8).has_value());
-        ASSERT_TRUE(gemm_stored(view, x.data(), 1, three.data(), pool3->get(), nullptr, q8).has_value());
-        for (int64_t r = 0; r < n; ++r) {
-          ASSERT_EQ(alone[size_t(r)], two[size_t(r)]) << weight_format_name(f) << " " << isa_name(isa) << " K" << k
-                                                      << " row " << r;
-          ASSERT_EQ(alone[size_t(r)], three[size_t(r)]) << weight_format_name(f) << " " << isa_name(isa) << " K" << k
-                                                        << " row " << r;
+        std::vector<float> alone(static_cast<size_t>(m * n)), two(alone.size()), three(alone.size());
+        ASSERT_TRUE(gemm_stored(view, x.data(), m, alone.data(), nullptr, nullptr, q8).has_value());
+        ASSERT_TRUE(gemm_stored(view, x.data(), m, two.data(), pool2->get(), nullptr, q8).has_value());
+        ASSERT_TRUE(gemm_stored(view, x.data(), m, three.data(), pool3->get(), nullptr, q8).has_value());
+        for (size_t i = 0; i < alone.size(); ++i) {
+          ASSERT_EQ(alone[i], two[i]) << weight_format_name(f) << " " << isa_name(isa) << " M" << m << " K" << k
+                                      << " at " << i;
+          ASSERT_EQ(alone[i], three[i]) << weight_format_name(f) << " " << isa_name(isa) << " M" << m << " K" << k
+                                        << " at " << i;
         }
       }
     }
