@@ -38,6 +38,15 @@ using std::chrono::milliseconds;
 struct PyTransferEngine {
   std::unique_ptr<TransferEngine> engine;
   std::map<const void*, pb::object> registered;  // arrays kept alive while registered
+  // allocate_shared's memory [begin, end): it lives as long as the engine, so registering it keeps
+  // no reference (its array's base is the engine: a reference back would be a cycle Python cannot
+  // collect, and the engine, its shared-memory objects included, would never be destroyed).
+  std::vector<std::pair<const std::byte*, const std::byte*>> own;
+  bool owns(const std::byte* p) const {
+    for (const auto& [b, e] : own)
+      if (p >= b && p < e) return true;
+    return false;
+  }
 };
 
 pb::dict region_dict(const RegionInfo& r) {
@@ -134,13 +143,14 @@ void bind_transfer(pb::module_& m) {
       .def_property_readonly("port", [](const PyTransferEngine& e) { return e.engine->port(); })
       .def("allocate_shared", [](const std::shared_ptr<PyTransferEngine>& e, size_t bytes) {
              void* p = value_or_raise(e->engine->allocate_shared(bytes));
+             e->own.emplace_back(static_cast<const std::byte*>(p), static_cast<const std::byte*>(p) + bytes);
              // The array's base is the engine: the memory lives as long as both.
              return pb::array(pb::dtype::of<uint8_t>(), {bytes}, {size_t(1)}, p, pb::cast(e));
            }, pb::arg("bytes"), "Zeroed shared memory as a uint8 array (peers on this host can map it once registered)")
       .def("register_memory", [](PyTransferEngine& e, const pb::array& a, const std::string& location) {
              std::span<std::byte> b = array_bytes(a, "register_memory");
              RegionInfo r = value_or_raise(e.engine->register_memory(b.data(), b.size(), location));
-             e.registered[b.data()] = a;
+             if (!e.owns(b.data())) e.registered[b.data()] = a;
              return region_dict(r);
            }, pb::arg("array"), pb::arg("location") = "cpu:0", "Makes the array's memory a region of this segment")
       .def("unregister_memory", [](PyTransferEngine& e, const pb::array& a) {

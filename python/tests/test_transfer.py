@@ -112,3 +112,18 @@ def test_link_mbps_defaults_to_the_knob():
     decode = recur.TransferEngine(f"pyt-kdec-{tag}")
     assert _paced_write_seconds(prefill, decode, 1 << 20) >= (1 << 20) / 200e6
     _paced_write_seconds(unlimited, decode, 1 << 16)
+
+
+def test_engine_with_registered_own_memory_is_freed_with_its_shared_memory():
+    # allocate_shared's array keeps the engine alive; registering it must not keep the array
+    # alive in turn (a cycle Python cannot collect would leak the engine and its /dev/shm objects).
+    import gc
+    name = f"pyt-free-{os.getpid()}"
+    e = recur.TransferEngine(name)
+    area = e.allocate_shared(1 << 16)
+    e.register_memory(area)
+    files = [f for f in os.listdir("/dev/shm") if f.startswith(f"recur-kv.{name}")]
+    assert len(files) == 2  # the segment's directory and the allocation
+    del e, area
+    gc.collect()
+    assert [f for f in os.listdir("/dev/shm") if f.startswith(f"recur-kv.{name}")] == []

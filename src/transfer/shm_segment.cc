@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -74,6 +75,45 @@ void shm_unlink_allocations_of(const std::string& segment, int pid) {
   }
 }
 
+}  // namespace
+
+// Engines that never ran their destructor (kill -9, a Python interpreter that exits without
+// collecting them) must not fill /dev/shm over time.
+void sweep_dead_shm_objects() {
+  auto digits = [](std::string_view v) {
+    return !v.empty() && v.size() < 10 && v.find_first_not_of("0123456789") == std::string_view::npos;
+  };
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", ec)) {
+    const std::string file = entry.path().filename().string();
+    if (file.rfind("recur-kv.", 0) != 0) continue;
+    // A directory (recur-kv.<segment>) holds its owner's pid behind its magic.
+    int owner = 0;
+    bool directory = false;
+    if (const int fd = ::shm_open(("/" + file).c_str(), O_RDONLY, 0); fd >= 0) {
+      struct stat st{};
+      if (::fstat(fd, &st) == 0 && size_t(st.st_size) >= sizeof(ShmDirectory)) {
+        void* p = ::mmap(nullptr, sizeof(ShmDirectory), PROT_READ, MAP_SHARED, fd, 0);
+        if (p != MAP_FAILED) {
+          const auto* d = static_cast<const ShmDirectory*>(p);
+          directory = d->magic == kShmDirectoryMagic;
+          if (directory) owner = d->owner_pid;
+          ::munmap(p, sizeof(ShmDirectory));
+        }
+      }
+      ::close(fd);
+    }
+    // An allocation (recur-kv.<segment>.<pid>.<index>) names its owner's pid.
+    const size_t last = file.rfind('.'), prev = file.rfind('.', last - 1);
+    if (!directory && prev != std::string::npos && prev > 8 && digits(std::string_view(file).substr(prev + 1, last - prev - 1)) &&
+        digits(std::string_view(file).substr(last + 1)))
+      owner = std::stoi(file.substr(prev + 1, last - prev - 1));
+    if (owner > 0 && !shm_process_alive(owner)) ::shm_unlink(("/" + file).c_str());
+  }
+}
+
+namespace {
+
 size_t shm_round_to_pages(size_t bytes) {
   size_t page = size_t(::sysconf(_SC_PAGESIZE));
   return (bytes + page - 1) / page * page;
@@ -87,6 +127,8 @@ ShmOwner::ShmOwner(std::string segment_name, ShmDirectory* dir, std::string dir_
     : segment_name_(std::move(segment_name)), dir_(dir), dir_name_(std::move(dir_name)) {}
 
 Result<std::unique_ptr<ShmOwner>> ShmOwner::create(const std::string& segment_name) {
+  static std::once_flag swept;
+  std::call_once(swept, sweep_dead_shm_objects);
   std::string name = shm_directory_name(segment_name);
   if (int fd = ::shm_open(name.c_str(), O_RDONLY, 0); fd >= 0) {
     // An existing directory: refuse a live owner's, replace a dead one's.

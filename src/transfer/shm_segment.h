@@ -26,6 +26,12 @@ namespace recur::transfer {
 struct ShmDirectory;
 
 // The owner's side: shared allocations and the directory that lists registered shared regions.
+// Unlinks the /dev/shm objects of recur engines whose owning process is gone: allocations
+// (recur-kv.<segment>.<pid>.<n>) of a dead pid and directories (recur-kv.<segment>) whose owner
+// is dead. ShmOwner::create runs it once per process; objects of live processes and anything not
+// named recur-kv.* are never touched.
+void sweep_dead_shm_objects();
+
 class ShmOwner {
  public:
   // Fails if a live process owns a directory of that name; a dead owner's is replaced.

@@ -1,5 +1,13 @@
 #include "transfer/transfer_engine.h"
 
+#include <sys/wait.h>
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "transfer/shm_segment.h"
+
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -516,6 +524,38 @@ TEST(TransferEngineLink, KnobIsRegisteredWithItsDefault) {
   ASSERT_TRUE(knobs.set("transfer.link_mbps", "250"));
   EXPECT_EQ(*link_bytes_per_s(knobs), 250e6) << "MB = 10^6 bytes";
   EXPECT_FALSE(knobs.set("transfer.link_mbps", "-1"));
+}
+
+std::vector<std::string> shm_objects_with_prefix(const std::string& prefix) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm", ec))
+    if (e.path().filename().string().rfind(prefix, 0) == 0) out.push_back(e.path().filename().string());
+  return out;
+}
+
+// An engine whose process died without its destructor (kill -9) leaves its directory and
+// allocations in /dev/shm; the sweep removes exactly those, and nothing of a live process.
+TEST(ShmSweep, RemovesADeadProcessesObjectsAndKeepsLiveOnes) {
+  const std::string dead_name = fmt::format("sweep-dead-{}", getpid());
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto e = TransferEngine::create({.segment_name = dead_name});
+    if (!e || !(*e)->allocate_shared(4096)) _exit(1);
+    _exit(0);  // no destructors: what kill -9 leaves
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ASSERT_EQ(shm_objects_with_prefix("recur-kv." + dead_name).size(), 2u);  // directory + allocation
+  const std::string live_name = fmt::format("sweep-live-{}", getpid());
+  auto live = TransferEngine::create({.segment_name = live_name});
+  ASSERT_TRUE(live);
+  ASSERT_TRUE((*live)->allocate_shared(4096));
+  sweep_dead_shm_objects();
+  EXPECT_TRUE(shm_objects_with_prefix("recur-kv." + dead_name).empty());
+  EXPECT_EQ(shm_objects_with_prefix("recur-kv." + live_name).size(), 2u);
 }
 
 }  // namespace
