@@ -366,6 +366,27 @@ TEST_F(ProgramGate, TheArmsRatioDecidesAndChangingTheArmFlipsTheVerdict) {
   EXPECT_EQ(r->values.at("prefill_ratio(cand vs base)").value.value, 1);
 }
 
+// Under `recur mcp` the server lists the programs its children may run (RECUR_PROGRAM_ALLOW):
+// anything else is refused before it starts, naming the program and the flag that allows it.
+TEST_F(ProgramGate, AnAllowListRefusesOtherProgramsBeforeTheyRun) {
+  auto spec = gate(kGilScript, "\"prefill_ratio(cand vs base) >= 0.95\"");
+  ASSERT_TRUE(spec.has_value()) << spec.error().message();
+  for (const char* list : {"", "/usr/bin/python3,/bin/bash"}) {
+    setenv(kProgramAllowEnv, list, 1);
+    auto r = run_gate(*spec, GateRunOptions());
+    ASSERT_FALSE(r.has_value()) << list;
+    EXPECT_NE(r.error().message().find("runs /bin/sh, which is not among the programs"), std::string::npos)
+        << r.error().message();
+    EXPECT_NE(r.error().message().find("--allow-exec /bin/sh"), std::string::npos) << r.error().message();
+  }
+  EXPECT_TRUE(calls().empty());  // nothing ran
+  setenv(kProgramAllowEnv, "/usr/bin/python3,/bin/sh", 1);
+  auto r = run_gate(*spec, GateRunOptions());
+  unsetenv(kProgramAllowEnv);
+  ASSERT_TRUE(r.has_value()) << r.error().message();
+  EXPECT_EQ(r->verdict.outcome, Outcome::kFail);
+}
+
 TEST_F(ProgramGate, TheProgramSeesExactlyTheArmsKnobsOverTheBase) {
   auto spec = gate("echo '{\"decode_tok_s\": 5}'\n", "\"decode_tok_s(cand) > 0 and decode_tok_s(base) > 0\"", "",
                    "[arms.base]\n[arms.cand]\n\"python.release_gil\" = \"on\"\n");

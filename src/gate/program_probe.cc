@@ -108,8 +108,24 @@ std::vector<std::string> program_environment(const Config& config) {
   return env;
 }
 
+Status check_program_allowed(const std::string& program) {
+  const char* allow = std::getenv(kProgramAllowEnv);
+  if (allow == nullptr) return ok_status();
+  std::string_view list(allow);
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    if (list.substr(0, comma) == program) return ok_status();
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+  }
+  return make_error(ErrorCode::kFailedPrecondition,
+                    "[workload.program] runs {}, which is not among the programs this process may run ({}=\"{}\"; "
+                    "under `recur mcp`, start the server with --allow-exec {})",
+                    program, kProgramAllowEnv, allow, program);
+}
+
 Result<ProgramRun> run_program(const GateSpec& spec, const NamedConfig& arm, const std::vector<std::string>& extra) {
   RECUR_ASSIGN_OR_RETURN(std::vector<std::string> argv, program_argv(spec, extra));
+  RECUR_RETURN_IF_ERROR(check_program_allowed(argv.front()));
   const std::string program = fmt::format("{} (arm {})", program_label(*spec.program), arm.name);
   RECUR_ASSIGN_OR_RETURN(ChildResult r, run_child(argv, {.timeout_s = spec.program->timeout_s,
                                                          .max_stdout_bytes = size_t{1} << 20,

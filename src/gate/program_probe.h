@@ -39,6 +39,12 @@ Result<std::vector<std::string>> program_argv(const GateSpec& spec, const std::v
 // The environment entries a run of `config` gets: RECUR_KNOBS=... and, when found, PYTHONPATH=...
 std::vector<std::string> program_environment(const Config& config);
 
+// Where a caller that must not run arbitrary programs (the MCP server, for its child `recur`
+// processes) lists the ones it allows: "prog1,prog2" compared with argv[0] after placeholders.
+// Unset: any program (a spec is its author's choice, like a shell script). Set but empty: none.
+inline constexpr const char* kProgramAllowEnv = "RECUR_PROGRAM_ALLOW";
+Status check_program_allowed(const std::string& program);
+
 // One run of the program for an arm; errors name the program, the arm, and say why (exit code
 // with the end of stderr, time limit, no JSON object on stdout).
 Result<ProgramRun> run_program(const GateSpec& spec, const NamedConfig& arm, const std::vector<std::string>& extra = {});

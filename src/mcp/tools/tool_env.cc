@@ -1,9 +1,11 @@
 #include "mcp/tools/tool_env.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "agent/loop.h"
 #include "core/child_process.h"
+#include "gate/program_probe.h"
 #include "mcp/path_guard.h"
 
 namespace recur::mcp {
@@ -13,8 +15,12 @@ using nlohmann::json;
 Result<json> run_recur_json(const ToolEnv& env, const std::vector<std::string>& args, const CallBudget& budget) {
   std::vector<std::string> argv = {env.recur_exe};
   argv.insert(argv.end(), args.begin(), args.end());
-  RECUR_ASSIGN_OR_RETURN(ChildResult r, run_child(argv, {.timeout_s = budget.timeout_s,
-                                                         .max_stdout_bytes = budget.max_output_bytes}));
+  // A gate's or episode's [workload.program] may run only what bench_cmd may (gate/program_probe.h).
+  RECUR_ASSIGN_OR_RETURN(ChildResult r,
+                         run_child(argv, {.timeout_s = budget.timeout_s,
+                                          .max_stdout_bytes = budget.max_output_bytes,
+                                          .env = {fmt::format("{}={}", gate::kProgramAllowEnv,
+                                                              fmt::join(env.allow_exec, ","))}}));
   std::string err = r.err_tail;
   while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
   if (r.timed_out)
