@@ -60,8 +60,9 @@ void add_lock_components(const analyze::LocksResult& locks, Evidence& ev) {
       if (std::find(holders.begin(), holders.end(), r.holder) == holders.end()) holders.push_back(r.holder);
     }
     const std::string where = common_zone_prefix(holder_zones);
-    std::string text = fmt::format("{} waited {} in {} waits on {} (max {}), held by {}{}", fmt::join(waiters, ", "),
-                                   analyze::format_ns(m.wait_ns), m.waits, m.mutex, analyze::format_ns(m.wait_max_ns),
+    std::string text = fmt::format("{} waited {} in {} wait{} on {} (max {}), held by {}{}", fmt::join(waiters, ", "),
+                                   analyze::format_ns(m.wait_ns), m.waits, m.waits == 1 ? "" : "s", m.mutex,
+                                   analyze::format_ns(m.wait_max_ns),
                                    holders.empty() ? "an unknown thread" : fmt::format("{}", fmt::join(holders, ", ")),
                                    where.empty() ? "" : " inside " + where);
     if (!m.rows.empty() && m.rows.front().holder != "unknown")
