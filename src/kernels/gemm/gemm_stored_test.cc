@@ -376,6 +376,56 @@ TEST(GemmStored, Bf16WeightsAtBf16PrecisionsMatchReferenceOnEveryIsa) {
       << "only bf16 weights";
 }
 
+// Batched decode (2 <= M <= 8, gemm_small_m.h): every row of y has the bits the one-row GEMV
+// gives for that x row, on every ISA path (the scalar path runs the dot tiles, whose per-output
+// sums do not depend on M either), every format, every M, N not a multiple of the 16-row chunk,
+// K with tails of every vector width and long rows (the prefetching F16 GEMV past K = 4096); and
+// it stays within the fp32 bound of the scalar path.
+TEST(GemmStored, SmallMRowsHaveTheBitsOfOneRowGemv) {
+  auto pool = ThreadPool::create({.threads = 2, .pin = false});
+  ASSERT_TRUE(pool.has_value());
+  const int64_t n = 37;
+  for (WeightFormat f : {WeightFormat::kF32, WeightFormat::kF16, WeightFormat::kBf16, WeightFormat::kQ8_0}) {
+    const bool blocks = f == WeightFormat::kQ8_0;
+    const Q8Activations q8 = blocks ? Q8Activations::kQ8_0 : Q8Activations::kF32;
+    for (int64_t k : blocks ? std::vector<int64_t>{32, 96, 1056, 5632} : std::vector<int64_t>{7, 37, 1037, 5632}) {
+      const auto bytes = encode(f, random_values(size_t(n * k), uint64_t(k) + 11), n, k);
+      const WeightView view{.format = f, .n = n, .k = k, .data = bytes.data()};
+      const auto x = random_values(size_t(8 * k), uint64_t(k) * 7, int(k % 3));
+      std::vector<float> scalar(size_t(8 * n));
+      {
+        ScopedIsaCap cap(Isa::kScalar);
+        ASSERT_TRUE(gemm_stored(view, x.data(), 8, scalar.data(), pool->get(), nullptr, q8).has_value());
+      }
+      std::vector<float> seen = x;  // the activations the kernels multiply
+      if (blocks) {
+        std::vector<int8_t> q(x.size());
+        std::vector<float> d(x.size() / kQ8Block);
+        quantize_q8_0_rows(x.data(), 8, k, q.data(), d.data());
+        for (size_t i = 0; i < x.size(); ++i) seen[i] = float(q[i]) * d[i / kQ8Block];
+      }
+      std::vector<double> ref(scalar.size()), mag(scalar.size());
+      reference_stored(view, seen.data(), 8, ref, mag);
+      for (Isa isa : runnable_isas()) {
+        ScopedIsaCap cap(isa);
+        std::vector<float> one(size_t(8 * n));
+        for (int64_t i = 0; i < 8; ++i)
+          ASSERT_TRUE(gemm_stored(view, x.data() + i * k, 1, one.data() + i * n, pool->get(), nullptr, q8).has_value());
+        for (int64_t m = 2; m <= 8; ++m) {
+          std::vector<float> y(size_t(m * n));
+          ASSERT_TRUE(gemm_stored(view, x.data(), m, y.data(), pool->get(), nullptr, q8).has_value());
+          for (size_t i = 0; i < y.size(); ++i) {
+            ASSERT_EQ(y[i], one[i]) << weight_format_name(f) << " " << isa_name(isa) << " M" << m << " K" << k
+                                    << " row " << i / size_t(n) << " col " << i % size_t(n);
+            ASSERT_LE(std::fabs(y[i] - scalar[i]), 2 * double(k + 8) * std::ldexp(1.0, -24) * mag[i])
+                << weight_format_name(f) << " " << isa_name(isa) << " M" << m << " K" << k << " at " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(GemmStored, RejectsQ8WithPartialBlocksAndEmptyWeights) {
   std::vector<std::byte> data(340);
   std::vector<float> x(40), y(1);
