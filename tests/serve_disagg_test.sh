@@ -1,7 +1,8 @@
 #!/bin/sh
 # End-to-end test of disaggregated serving (docs/serve.md, "Roles") on a tiny hybrid model (one
 # KDA and one attention layer): router + prefill + decode processes on 127.0.0.1 answer with the
-# same greedy text as `--role all`, over shared memory and over TCP; a corrupted transfer fails
+# same greedy text as `--role all`, over shared memory and over TCP, also for 4 concurrent
+# requests batched together on the decode worker; a corrupted transfer fails
 # its request (checksum) instead of producing tokens; a decode worker that dies mid-request fails
 # that request with a 502 error JSON (one decode worker) or has it retried on the other one (two);
 # the router reports it (/health, /metrics) and the prefill worker keeps serving.
@@ -71,6 +72,30 @@ grep -q '"finish_reason":"length"' "$T/stream.txt" && grep -v '^$' "$T/stream.tx
   || fail "stream: $(cat "$T/stream.txt")"
 curl -sf "$R_SHM/metrics" | grep -Eq '^recur_kv_transfer_bytes_total [1-9]' || fail "router transfer bytes metric"
 curl -sf "$P_TCP/metrics" | grep -Eq '^recur_kv_transfer_seconds_count [1-9]' || fail "prefill transfer seconds metric"
+
+# Continuous batching on the decode worker: 4 concurrent greedy requests through the router each
+# get --role all's text, and the decode worker's forwards carried more than one sequence (a
+# forward there holds only decode tokens, so more than one token means more than one sequence).
+# 96 tokens each: a request decodes for far longer than the next one takes to prefill. (--role
+# all batches its four too: the same greedy text, serve_batching_test.)
+batch_body() { echo "{\"model\":\"tiny\",\"prompt\":\"request $1 of four\",\"max_tokens\":96,\"temperature\":0,\"ignore_eos\":true}"; }
+CURLS=""
+for i in 1 2 3 4; do
+  post "$ALL" "$(batch_body $i)" "$T/ball$i.json" > /dev/null &
+  CURLS="$CURLS $!"
+  post "$R_SHM" "$(batch_body $i)" "$T/bdis$i.json" > "$T/bdis$i.code" &
+  CURLS="$CURLS $!"
+done
+for p in $CURLS; do wait "$p"; done
+for i in 1 2 3 4; do
+  [ "$(cat "$T/bdis$i.code")" = 200 ] && [ "$(text_of "$T/bdis$i.json")" = "$(text_of "$T/ball$i.json")" ] ||
+    fail "concurrent request $i: '$(cat "$T/bdis$i.json")' != role all '$(text_of "$T/ball$i.json")'"
+done
+curl -sf "$D1/metrics" > "$T/dmetrics.txt"
+single=$(sed -n 's/^recur_batch_forward_tokens_bucket{le="1"} //p' "$T/dmetrics.txt")
+forwards=$(sed -n 's/^recur_batch_forward_tokens_count //p' "$T/dmetrics.txt")
+[ -n "$forwards" ] && [ "$forwards" -gt "$single" ] ||
+  fail "decode worker: no forward with more than one sequence ($single of $forwards forwards had one token)"
 
 # A corrupted transfer: the decode worker's checksum catches it; the request fails, no text.
 code=$(post "$R_BAD" '{"model":"tiny","prompt":"Once upon a time","max_tokens":4,"temperature":0}' "$T/bad.json")

@@ -79,10 +79,23 @@ void BatchScheduler::start(std::shared_ptr<Job> job) {
   }
   auto seq = batch_->add_sequence();
   if (!seq) return out.fail(seq.error().to_string());
+  Result<std::vector<float>> imported_logits;
+  if (options_.import_prompt) {
+    imported_logits = options_.import_prompt(*job, *batch_, *seq);
+    if (!imported_logits) {
+      (void)batch_->free_sequence(*seq);  // a live sequence: cannot fail
+      return out.fail(imported_logits.error().to_string());
+    }
+  }
   metrics_.running().fetch_add(1);
   running_.push_back(std::unique_ptr<Running>(new Running{
       .job = job, .seq = *seq, .prompt = scheduler_prompt_ids(model_, req), .sampler = Sampler(req.options.sampling),
       .out = std::move(out), .reserved_pages = scheduler_pages_needed(req)}));
+  if (options_.import_prompt) {  // the prompt is in: sample its first token now, decode from the next forward
+    Running& r = *running_.back();
+    r.fed = r.prompt.size();
+    advance(r, *imported_logits);
+  }
 }
 
 void BatchScheduler::forward_once() {

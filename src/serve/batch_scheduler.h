@@ -12,8 +12,14 @@
 //      JobOutput (stop sequences, max_tokens, EOS, usage) and frees finished sequences at once.
 // Generation per request follows generate_from_ids, so greedy output equals a request run alone
 // up to the float rounding the Batch contract allows.
+//
+// Disaggregated decode (role_decode.cc) sets SchedulerOptions::import_prompt: each admitted
+// job's prompt was prefilled elsewhere, so instead of prefill chunks its state is installed into
+// the fresh sequence and the first token is sampled from the prompt's last logits it returns;
+// from then on it decodes in the batch like any other sequence.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -26,9 +32,15 @@
 
 namespace recur::serve {
 
+// Installs `job`'s prefilled prompt state in `seq` (a fresh sequence of `batch`, holding
+// nothing yet) and returns the prompt's last logits (vocab floats). Runs on the scheduler's
+// thread, between forwards. An error fails that job alone (500).
+using PromptImport = std::function<Result<std::vector<float>>(Job& job, Batch& batch, SeqId seq)>;
+
 struct SchedulerOptions {
   int max_sequences = 16;
   int max_batch_tokens = 256;
+  PromptImport import_prompt;  // null: prompts are prefilled in the batch
 };
 
 class BatchScheduler {

@@ -1,7 +1,10 @@
 // `recur serve --role decode` (role_workers.h): receive slots in a shared, TCP-served area; per
-// request, the layers are received and verified (checksums, ready flags: transfer/kv_block.h),
-// installed in a fresh sequence and generated from, one request at a time.
+// request, an HTTP thread receives and verifies the layers (checksums, ready flags:
+// transfer/kv_block.h) into host memory and queues the request; a continuous-batching scheduler
+// (batch_scheduler.h, as `--role all` runs it) installs each admitted request's state in a fresh
+// sequence of its batch and decodes every running request together, one forward per step.
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -12,13 +15,14 @@
 
 #include "core/clock.h"
 #include "core/thread_pool.h"
-#include "engine/generate.h"
-#include "engine/sampler.h"
 #include "engine/sequence_state.h"
+#include "serve/batch_scheduler.h"
+#include "serve/job_queue.h"
 #include "serve/kv_metrics.h"
+#include "serve/live_jobs.h"
+#include "serve/metrics.h"
 #include "serve/role_protocol.h"
 #include "serve/role_workers.h"
-#include "serve/stop_matcher.h"
 
 namespace recur::serve {
 namespace {
@@ -32,33 +36,74 @@ struct DecodeSlot {
   uint64_t generation = 0;
 };
 
-// What one request decodes from, once its state is installed.
-struct DecodeJob {
-  SeqId seq = -1;
-  std::vector<float> logits;  // the prompt's last logits
-  GenerateOptions options;
-  std::vector<std::string> stop;
-  int prompt_tokens = 0;
+// A request whose prompt state arrived: the verified layer blocks and the prompt's last logits,
+// waiting for the scheduler to install them (decode_import_prompt). Only this worker's queue
+// holds these, so the scheduler's import hook may cast its Job back.
+struct DecodeJob : Job {
+  DecodeJob(PreparedRequest request, int64_t arrival_ns) : Job(std::move(request), arrival_ns) {}
+  std::vector<std::vector<std::byte>> layers;
+  std::vector<float> logits;
 };
+
+// The scheduler's PromptImport: runs on its thread, between forwards.
+Result<std::vector<float>> decode_import_prompt(Job& job, Batch& batch, SeqId seq) {
+  auto& d = static_cast<DecodeJob&>(job);
+  for (size_t l = 0; l < d.layers.size(); ++l) {
+    Status s = import_layer_state(batch, seq, int(l), d.layers[l]);
+    if (!s) return unexpected(Error(s.error().code(), fmt::format("layer {}: {}", l, s.error().message())));
+  }
+  RECUR_RETURN_IF_ERROR(set_sequence_position(batch, seq, int(job.request().prompt_ids.size())));
+  if (std::getenv("RECUR_FAULT_DECODE_EXIT") != nullptr) _exit(3);  // fault tests: die mid-request
+  d.layers = {};  // installed: the host copy is no longer needed
+  return std::move(d.logits);
+}
+
+// A layer's state bytes as a function of the sequence's tokens: fixed + per_token * tokens
+// (sequence_state.h: a KDA layer's state is fixed, an attention layer's grows per token).
+struct DecodeLayerSize {
+  size_t fixed = 0;
+  size_t per_token = 0;
+};
+
+// Measured once on a probe sequence, so the HTTP threads can size blocks without the batch.
+Result<std::vector<DecodeLayerSize>> decode_layer_sizes(Batch& batch, const ModelConfig& c) {
+  RECUR_ASSIGN_OR_RETURN(SeqId probe, batch.add_sequence());
+  std::vector<DecodeLayerSize> sizes;
+  for (int l = 0; l < c.n_layers; ++l) {
+    RECUR_ASSIGN_OR_RETURN(size_t one, layer_state_bytes(batch, probe, l, 1));
+    RECUR_ASSIGN_OR_RETURN(size_t two, layer_state_bytes(batch, probe, l, 2));
+    RECUR_ASSIGN_OR_RETURN(size_t full, layer_state_bytes(batch, probe, l, c.context));
+    const DecodeLayerSize s{.fixed = one - (two - one), .per_token = two - one};
+    if (two < one || full != s.fixed + s.per_token * size_t(c.context))
+      return internal_error("decode worker: layer {}'s state is {}, {} and {} bytes at 1, 2 and {} tokens; expected "
+                            "a fixed part plus a part per token", l, one, two, full, c.context);
+    sizes.push_back(s);
+  }
+  RECUR_RETURN_IF_ERROR(batch.free_sequence(probe));
+  return sizes;
+}
 
 class DecodeWorker {
  public:
   static Result<std::unique_ptr<DecodeWorker>> create(const RoleOptions& o);
+  ~DecodeWorker();
   void handle_reserve(httplib::Response& res);
   void handle_release(const httplib::Request& req, httplib::Response& res);
   void handle_decode(const httplib::Request& req, httplib::Response& res);
+  void cancel_all() { live_.cancel_all(); }
   std::string metrics() const {
-    std::string out;
+    std::string out = metrics_.render(queue_->depth(), queue_->capacity());
     kv_metrics_.render(out);
     return out;
   }
 
  private:
-  Result<DecodeJob> receive(const json& msg, int slot);
+  Result<std::shared_ptr<DecodeJob>> receive(const json& msg, int slot);
   void release(int slot);
-  Status generate(DecodeJob& job, const std::function<bool(const json&)>& emit);
+  void relay(const std::shared_ptr<DecodeJob>& job, httplib::Response& res);
 
   RoleEngine e_;
+  std::vector<DecodeLayerSize> layer_sizes_;
   std::unique_ptr<transfer::TransferEngine> engine_;
   transfer::KvLayout layout_;
   void* area_ = nullptr;
@@ -68,15 +113,22 @@ class DecodeWorker {
   std::mutex slots_mu_;
   std::vector<DecodeSlot> slots_;
   uint64_t next_generation_ = 1;
-  std::mutex batch_mu_;  // one request decodes at a time
+  Metrics metrics_;
   KvTransferMetrics kv_metrics_;
+  std::unique_ptr<JobQueue> queue_;  // received requests waiting for a batch slot (bounded: 429)
+  LiveJobs live_;
+  std::unique_ptr<BatchScheduler> scheduler_;
+  std::thread scheduler_thread_;
 };
 
 Result<std::unique_ptr<DecodeWorker>> DecodeWorker::create(const RoleOptions& o) {
   if (o.kv_slots < 1) return invalid_argument("--kv-slots is {}; expected at least 1", o.kv_slots);
+  if (o.serve.queue_size < 1) return invalid_argument("--queue-size is {}; expected at least 1", o.serve.queue_size);
   auto w = std::make_unique<DecodeWorker>();
   RECUR_ASSIGN_OR_RETURN(w->e_, role_open_engine(o.serve));
   w->layout_ = w->e_.layout;
+  RECUR_ASSIGN_OR_RETURN(w->layer_sizes_, decode_layer_sizes(*w->e_.batch, w->e_.model->config()));
+  w->e_.batch.reset();  // the scheduler's batch holds the sequences
   const std::string segment = fmt::format("recur-decode-{}", getpid());
   RECUR_ASSIGN_OR_RETURN(double link, transfer::link_bytes_per_s(o.serve.knobs));
   RECUR_ASSIGN_OR_RETURN(w->engine_, transfer::TransferEngine::create(
@@ -89,10 +141,26 @@ Result<std::unique_ptr<DecodeWorker>> DecodeWorker::create(const RoleOptions& o)
   w->shm_name_ = segment;
   w->tcp_name_ = fmt::format("{}:{}/{}", host, w->engine_->port(), segment);
   w->slots_.resize(size_t(o.kv_slots));
+  w->queue_ = std::make_unique<JobQueue>(o.serve.queue_size);
+  const SchedulerOptions so{.max_sequences = o.serve.max_seqs, .max_batch_tokens = o.serve.max_batch_tokens,
+                            .import_prompt = decode_import_prompt};
+  RECUR_ASSIGN_OR_RETURN(w->scheduler_, BatchScheduler::create(*w->e_.model, *w->e_.pool, so, *w->queue_,
+                                                               w->metrics_, o.serve.knobs));
+  w->scheduler_thread_ = std::thread([s = w->scheduler_.get()] { s->run(); });
   return w;
 }
 
+DecodeWorker::~DecodeWorker() {
+  if (queue_) queue_->close();
+  if (scheduler_thread_.joinable()) scheduler_thread_.join();
+}
+
 void DecodeWorker::handle_reserve(httplib::Response& res) {
+  if (queue_->depth() >= queue_->capacity()) {  // a prefill now would only find the queue full
+    res.set_header("Retry-After", "1");
+    return role_send_error(res, {429, fmt::format("decode worker: its queue of {} requests is full", queue_->capacity()),
+                                 "rate_limit_exceeded", "", "queue_full"});
+  }
   std::lock_guard lock(slots_mu_);
   for (size_t i = 0; i < slots_.size(); ++i) {
     if (slots_[i].reserved) continue;
@@ -119,85 +187,76 @@ void DecodeWorker::handle_release(const httplib::Request& req, httplib::Response
   role_send_json(res, {{"released", true}});
 }
 
-// Waits for each layer in order, verifies it and installs it; then the logits.
-Result<DecodeJob> DecodeWorker::receive(const json& msg, int slot) {
+// Waits for each layer in order and verifies it into host memory; then the logits. The
+// scheduler installs them when it admits the request (decode_import_prompt).
+Result<std::shared_ptr<DecodeJob>> DecodeWorker::receive(const json& msg, int slot) {
   const int64_t t0 = now_ns();
-  DecodeJob job;
-  const auto ids = msg.at("prompt_ids").get<std::vector<TokenId>>();
-  job.prompt_tokens = int(ids.size());
-  job.options.max_new_tokens = msg.at("max_tokens").get<int>();
-  job.options.sampling = {.temperature = msg.at("temperature").get<float>(), .top_p = msg.at("top_p").get<float>(),
-                          .seed = msg.at("seed").get<uint64_t>()};
-  job.options.stop_at_eos = msg.at("stop_at_eos").get<bool>();
-  job.stop = msg.at("stop").get<std::vector<std::string>>();
+  PreparedRequest p;
+  p.prompt_ids = msg.at("prompt_ids").get<std::vector<TokenId>>();
+  p.options.max_new_tokens = msg.at("max_tokens").get<int>();
+  p.options.sampling = {.temperature = msg.at("temperature").get<float>(), .top_p = msg.at("top_p").get<float>(),
+                        .seed = msg.at("seed").get<uint64_t>()};
+  p.options.stop_at_eos = msg.at("stop_at_eos").get<bool>();
+  p.stop = msg.at("stop").get<std::vector<std::string>>();
   const uint64_t generation = msg.at("generation").get<uint64_t>();
   const int64_t request = msg.at("request").get<int64_t>();
   const size_t area_offset = size_t(slot) * layout_.sequence_bytes();
-  if (job.prompt_tokens < 1 || job.prompt_tokens + job.options.max_new_tokens > e_.model->config().context)
-    return invalid_argument("decode: {} prompt tokens plus max_tokens {} do not fit the context of {}",
-                            job.prompt_tokens, job.options.max_new_tokens, e_.model->config().context);
-  RECUR_ASSIGN_OR_RETURN(job.seq, e_.batch->add_sequence());
+  const ModelConfig& c = e_.model->config();
+  const int tokens = int(p.prompt_ids.size());
+  if (tokens < 1 || tokens + p.options.max_new_tokens > c.context)
+    return invalid_argument("decode: {} prompt tokens plus max_tokens {} do not fit the context of {}", tokens,
+                            p.options.max_new_tokens, c.context);
+  auto job = std::make_shared<DecodeJob>(std::move(p), t0);
+  job->layers.resize(size_t(c.n_layers));
+  std::vector<std::byte> logits(size_t(c.vocab) * sizeof(float));
   uint64_t bytes = 0;
-  auto fail = [&](Error e) -> Result<DecodeJob> {
-    (void)e_.batch->free_sequence(job.seq);
-    kv_metrics_.count_failure();
-    return unexpected(std::move(e));
-  };
-  std::vector<std::byte> block;
-  const int layers = e_.model->config().n_layers;
-  for (int l = 0; l <= layers; ++l) {
-    size_t n = size_t(e_.model->config().vocab) * sizeof(float);
-    if (l < layers) {
-      auto state_bytes = layer_state_bytes(*e_.batch, job.seq, l, job.prompt_tokens);
-      if (!state_bytes) return fail(state_bytes.error());
-      n = *state_bytes;
-    }
-    block.resize(n);
-    const transfer::KvPageOut out{block.data(), n};
+  for (int l = 0; l <= c.n_layers; ++l) {
+    std::vector<std::byte>& block = l < c.n_layers ? job->layers[size_t(l)] : logits;
+    if (l < c.n_layers) block.resize(layer_sizes_[size_t(l)].fixed + layer_sizes_[size_t(l)].per_token * size_t(tokens));
+    const transfer::KvPageOut out{block.data(), block.size()};
     Status s = receiver_->receive_layer(request, generation, area_offset, l, std::span(&out, 1), kDecodeReceiveTimeout);
-    if (s && l < layers) s = import_layer_state(*e_.batch, job.seq, l, block);
-    if (!s) return fail(Error(s.error().code(), fmt::format("layer {}: {}", l, s.error().message())));
-    if (l == layers) {
-      job.logits.resize(n / sizeof(float));
-      std::memcpy(job.logits.data(), block.data(), n);
+    if (!s) {
+      kv_metrics_.count_failure();
+      return unexpected(Error(s.error().code(), fmt::format("layer {}: {}", l, s.error().message())));
     }
-    bytes += n;
+    bytes += block.size();
   }
-  if (Status s = set_sequence_position(*e_.batch, job.seq, job.prompt_tokens); !s) return fail(s.error());
+  job->logits.resize(size_t(c.vocab));
+  std::memcpy(job->logits.data(), logits.data(), logits.size());
   kv_metrics_.observe(bytes, double(now_ns() - t0) / 1e9);
-  if (std::getenv("RECUR_FAULT_DECODE_EXIT") != nullptr) _exit(3);  // fault tests: die mid-request
   return job;
 }
 
-// generate_from_ids's loop (engine/generate.h) from the received logits, over the batch.
-Status DecodeWorker::generate(DecodeJob& job, const std::function<bool(const json&)>& emit) {
-  const Tokenizer& tok = e_.model->tokenizer();
-  Sampler sampler(job.options.sampling);
-  StopMatcher matcher(job.stop);
-  std::span<const float> logits = job.logits;
-  int generated = 0;
-  bool eos = false, first = true;
-  for (int i = 0; i < job.options.max_new_tokens; ++i) {
-    const TokenId next = sampler.sample(logits);
-    ++generated;
-    if (job.options.stop_at_eos && next == tok.vocabulary().eos) {
-      eos = true;
-      break;
-    }
-    std::string piece = tok.piece(next);
-    if (first && tok.vocabulary().add_space_prefix && job.prompt_tokens <= 1 && !piece.empty() && piece[0] == ' ')
-      piece.erase(0, 1);
-    first = false;
-    std::string text = matcher.feed(piece);
-    if (!text.empty() && !emit(json{{"text", text}})) return ok_status();  // the router went away
-    if (matcher.stopped() || i + 1 == job.options.max_new_tokens) break;
-    const BatchToken row{.seq = job.seq, .token = next, .want_logits = true};
-    RECUR_ASSIGN_OR_RETURN(logits, e_.batch->forward(std::span(&row, 1)));
-  }
-  std::string rest = matcher.flush();
-  if (!rest.empty()) emit(json{{"text", rest}});
-  emit(json{{"finish_reason", eos || matcher.stopped() ? "stop" : "length"}, {"completion_tokens", generated}});
-  return ok_status();
+// Streams the job's text as newline-delimited JSON; a failed write means the router went away
+// (its client left): the job is cancelled and the scheduler frees its sequence.
+void DecodeWorker::relay(const std::shared_ptr<DecodeJob>& job, httplib::Response& res) {
+  res.set_chunked_content_provider(
+      "application/x-ndjson",
+      [job](size_t, httplib::DataSink& sink) {
+        auto emit = [&](const json& line) {
+          const std::string text = json_text_line(line);
+          if (sink.write(text.data(), text.size())) return true;
+          job->cancel();
+          return false;
+        };
+        for (;;) {
+          Job::Update u = job->wait_update();
+          if (!u.text.empty() && !emit(json{{"text", u.text}})) return false;
+          if (!u.result) continue;
+          const JobResult& r = *u.result;
+          if (r.error) {
+            emit(r.error->to_json());
+          } else if (r.finish_reason != "cancelled") {
+            emit(json{{"finish_reason", r.finish_reason}, {"completion_tokens", r.completion_tokens}});
+          }
+          sink.done();
+          return true;
+        }
+      },
+      [this, job](bool success) {
+        if (!success) job->cancel();
+        live_.remove(job);
+      });
 }
 
 void DecodeWorker::handle_decode(const httplib::Request& req, httplib::Response& res) {
@@ -207,34 +266,27 @@ void DecodeWorker::handle_decode(const httplib::Request& req, httplib::Response&
   if (slot < 0 || size_t(slot) >= slots_.size())
     return role_send_error(res, bad_request("slot", "bad_slot", "decode: slot {} is not one of this worker's {}", slot,
                                             slots_.size()));
-  auto lock = std::make_shared<std::unique_lock<std::mutex>>(batch_mu_);
-  Result<DecodeJob> job = internal_error("unset");
+  Result<std::shared_ptr<DecodeJob>> job = internal_error("unset");
   try {
     job = receive(*msg, slot);
   } catch (const json::exception& e) {
     job = invalid_argument("decode message: {}", e.what());
   }
-  release(slot);  // the state is installed (or failed): the slot may take the next transfer
+  release(slot);  // the state is copied out (or failed): the slot may take the next transfer
   if (!job) {
     const bool bad = job.error().code() == ErrorCode::kInvalidArgument;
     return role_send_error(res, {bad ? 400 : 502, "decode worker: " + job.error().to_string(),
                                  bad ? "invalid_request_error" : "server_error", "",
                                  bad ? "" : "kv_transfer_failed"});
   }
-  auto shared = std::make_shared<DecodeJob>(std::move(*job));
-  res.set_chunked_content_provider(
-      "application/x-ndjson",
-      [this, shared](size_t, httplib::DataSink& sink) {
-        auto emit = [&](const json& line) {
-          const std::string text = json_text_line(line);
-          return sink.write(text.data(), text.size());
-        };
-        if (Status s = generate(*shared, emit); !s)
-          emit(json{{"error", {{"message", "generation failed: " + s.error().to_string()}, {"code", "engine_error"}}}});
-        sink.done();
-        return true;
-      },
-      [this, shared, lock](bool) { (void)e_.batch->free_sequence(shared->seq); });
+  live_.add(*job);  // before the push, so that a shutdown from now on cancels it
+  if (!queue_->try_push(*job)) {
+    live_.remove(*job);
+    res.set_header("Retry-After", "1");
+    return role_send_error(res, {429, fmt::format("decode worker: its queue of {} requests is full", queue_->capacity()),
+                                 "rate_limit_exceeded", "", "queue_full"});
+  }
+  relay(*job, res);
 }
 
 }  // namespace
@@ -247,7 +299,7 @@ Status run_decode_worker(const RoleOptions& options) {
   svr.Post("/kv/reserve", [&w](const httplib::Request&, httplib::Response& res) { w->handle_reserve(res); });
   svr.Post("/kv/release", [&w](const httplib::Request& req, httplib::Response& res) { w->handle_release(req, res); });
   svr.Post("/decode", [&w](const httplib::Request& req, httplib::Response& res) { w->handle_decode(req, res); });
-  return serve_until_signal(svr, options.serve, "decode worker");
+  return serve_until_signal(svr, options.serve, "decode worker", [&w] { w->cancel_all(); });
 }
 
 }  // namespace recur::serve
