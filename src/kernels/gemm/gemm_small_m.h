@@ -19,9 +19,9 @@ inline constexpr int kSmallMPassAvx512 = 4;      // 4 rows x 4 zmm accumulators 
 inline constexpr int kSmallMPassAvx2Widen = 2;   // 2 rows x 4 ymm accumulators + 4 weight vectors (16 ymm)
 inline constexpr int kSmallMPassAvx2Q8 = 4;      // 4 rows x 2 ymm accumulators
 
-// One call: rows [r0, r1) of W against x rows 0 .. m - 1. row[i] is the GemvArgs the m = 1
-// GEMV would get for x row i (x or its Q8_0 form, y = that row's outputs); k, w and
-// w_row_bytes are the same in every row[i].
+// One call: rows [r0, r1) of W against x rows 0 .. m - 1. row[i] is the GemvArgs the same ISA's
+// m = 1 GEMV would get for x row i (fp32 x, or its Q8_0 form from q8_prepare; y = that row's
+// outputs); k, w and w_row_bytes are the same in every row[i].
 struct SmallMArgs {
   int64_t m = 0;
   GemvArgs row[kSmallMMax];
@@ -31,7 +31,9 @@ struct SmallMKernels {
   SmallMFn f32 = nullptr;
   SmallMFn f16w = nullptr;
   SmallMFn bf16w = nullptr;
-  SmallMFn q8_0q8 = nullptr;  // the x form of the same ISA's GEMV (AVX-512: x_abs/x_neg/x_scale16, needs VNNI)
+  SmallMFn q8_0q8 = nullptr;  // AVX-512: needs avx512vnni
+  // Quantizes x rows row[i].x (k % 32 == 0) into the GEMV's Q8_0 form, in the workspace.
+  void (*q8_prepare)(SmallMArgs& a, Workspace& s) = nullptr;
 };
 // pass(std::integral_constant<int, M>, rows) over x rows [0, m) in passes of kPass (the last
 // pass takes what is left), so the kernels are instantiated for M = 1 .. kPass only.

@@ -101,11 +101,24 @@ void smallm8_q8q8_rows(const SmallMArgs& a, int64_t r0, int64_t r1) {
   }
 }
 
+// x rows quantized as the AVX2 GEMV reads them (x_q, x_d).
+void smallm8_q8_prepare(SmallMArgs& a, Workspace& s) {
+  const int64_t k = a.row[0].k;
+  auto* q = reinterpret_cast<int8_t*>(s.bytes(0, size_t(a.m * k)));
+  auto* d = reinterpret_cast<float*>(s.bytes(1, size_t(a.m * (k / kQ8Block)) * sizeof(float)));
+  for (int64_t i = 0; i < a.m; ++i) {
+    kAvx2Gemv.q8_quantize(a.row[i].x, k, q + i * k, d + i * (k / kQ8Block));
+    a.row[i].x_q = q + i * k;
+    a.row[i].x_d = d + i * (k / kQ8Block);
+  }
+}
+
 }  // namespace
 
 const SmallMKernels kAvx2SmallM{.f32 = smallm8_widen_rows<WidenF32>,
                                 .f16w = smallm8_widen_rows<WidenF16>,
                                 .bf16w = smallm8_widen_rows<WidenBf16>,
-                                .q8_0q8 = smallm8_q8q8_rows};
+                                .q8_0q8 = smallm8_q8q8_rows,
+                                .q8_prepare = smallm8_q8_prepare};
 
 }  // namespace recur::gemm

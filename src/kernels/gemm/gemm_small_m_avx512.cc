@@ -127,11 +127,30 @@ void smallm_q8q8_rows(const SmallMArgs& a, int64_t r0, int64_t r1) {
   }
 }
 
+// Each x row quantized by the GEMV's own preparation (kAvx512Gemv.q8_prepare), rows one after
+// another in the workspace.
+void smallm_q8_prepare(SmallMArgs& a, Workspace& s) {
+  const int64_t k = a.row[0].k, blocks = k / kQ8Block, pairs = (blocks + 1) / 2;
+  auto* abs = reinterpret_cast<int8_t*>(s.bytes(0, size_t(a.m * pairs * 64)));
+  auto* d = reinterpret_cast<float*>(s.bytes(1, size_t(a.m * blocks) * sizeof(float)));
+  auto* neg = reinterpret_cast<uint64_t*>(s.bytes(2, size_t(a.m * pairs) * sizeof(uint64_t)));
+  auto* scale16 = reinterpret_cast<float*>(s.bytes(3, size_t(a.m * pairs * 16) * sizeof(float)));
+  for (int64_t i = 0; i < a.m; ++i) {
+    GemvQ8X q{.abs = abs + i * pairs * 64, .neg = neg + i * pairs, .scale16 = scale16 + i * pairs * 16,
+              .d = d + i * blocks};
+    kAvx512Gemv.q8_prepare(a.row[i].x, k, q);
+    a.row[i].x_abs = q.abs;
+    a.row[i].x_neg = q.neg;
+    a.row[i].x_scale16 = q.scale16;
+  }
+}
+
 }  // namespace
 
 const SmallMKernels kAvx512SmallM{.f32 = smallm_widen_rows<WidenF32>,
                                   .f16w = smallm_widen_rows<WidenF16>,
                                   .bf16w = smallm_widen_rows<WidenBf16>,
-                                  .q8_0q8 = smallm_q8q8_rows};
+                                  .q8_0q8 = smallm_q8q8_rows,
+                                  .q8_prepare = smallm_q8_prepare};
 
 }  // namespace recur::gemm

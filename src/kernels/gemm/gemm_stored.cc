@@ -67,25 +67,23 @@ GemvFn gemv_kernel_for(const GemvKernels& g, WeightFormat f) {
   return nullptr;
 }
 
-// x [k] quantized to Q8_0 in the form gemv_q8q8_rows reads (GemvArgs); row `row` of `rows`
-// such x in the workspace.
-void prepare_q8_gemv_x(const float* x, int64_t k, Workspace& s, GemvArgs& a, int64_t row = 0, int64_t rows = 1) {
+// x [k] quantized to Q8_0 in the form gemv_q8q8_rows reads (GemvArgs).
+void prepare_q8_gemv_x(const float* x, int64_t k, Workspace& s, GemvArgs& a) {
   const int64_t blocks = k / kQ8Block, pairs = (blocks + 1) / 2;
-  GemvQ8X q{.abs = reinterpret_cast<int8_t*>(s.bytes(0, size_t(rows * pairs * 64))) + row * pairs * 64,
-            .neg = reinterpret_cast<uint64_t*>(s.bytes(2, size_t(rows * pairs) * sizeof(uint64_t))) + row * pairs,
-            .scale16 = reinterpret_cast<float*>(s.bytes(3, size_t(rows * pairs * 16) * sizeof(float))) + row * pairs * 16,
-            .d = reinterpret_cast<float*>(s.bytes(1, size_t(rows * blocks) * sizeof(float))) + row * blocks};
+  GemvQ8X q{.abs = reinterpret_cast<int8_t*>(s.bytes(0, size_t(pairs * 64))),
+            .neg = reinterpret_cast<uint64_t*>(s.bytes(2, size_t(pairs) * sizeof(uint64_t))),
+            .scale16 = reinterpret_cast<float*>(s.bytes(3, size_t(pairs * 16) * sizeof(float))),
+            .d = reinterpret_cast<float*>(s.bytes(1, size_t(blocks) * sizeof(float)))};
   kAvx512Gemv.q8_prepare(x, k, q);
   a.x_abs = q.abs;
   a.x_neg = q.neg;
   a.x_scale16 = q.scale16;
 }
 
-// x [k] quantized (quantize_q8_0_rows' bits) as the AVX2 GEMV reads it (x_q, x_d); row `row`
-// of `rows` such x in the workspace.
-void prepare_q8_gemv8_x(const float* x, int64_t k, Workspace& s, GemvArgs& a, int64_t row = 0, int64_t rows = 1) {
-  auto* q = reinterpret_cast<int8_t*>(s.bytes(0, size_t(rows * k))) + row * k;
-  auto* d = reinterpret_cast<float*>(s.bytes(1, size_t(rows * k / kQ8Block) * sizeof(float))) + row * (k / kQ8Block);
+// x [k] quantized (quantize_q8_0_rows' bits) as the AVX2 GEMV reads it (x_q, x_d).
+void prepare_q8_gemv8_x(const float* x, int64_t k, Workspace& s, GemvArgs& a) {
+  auto* q = reinterpret_cast<int8_t*>(s.bytes(0, size_t(k)));
+  auto* d = reinterpret_cast<float*>(s.bytes(1, size_t(k / kQ8Block) * sizeof(float)));
   kAvx2Gemv.q8_quantize(x, k, q, d);
   a.x_q = q;
   a.x_d = d;
@@ -127,12 +125,9 @@ void run_small_m(const GemvKernels& gk, const WeightView& w, const float* x, int
                  ThreadPool* pool) {
   const SmallMKernels& sk = &gk == &kAvx512Gemv ? kAvx512SmallM : kAvx2SmallM;
   SmallMArgs a{.m = m};
-  for (int64_t i = 0; i < m; ++i) {
-    GemvArgs& g = a.row[i];
-    g = {.k = w.k, .w = w.data, .w_row_bytes = row_bytes(w.format, w.k), .x = x + i * w.k, .y = y + i * w.n};
-    if (w.format == WeightFormat::kQ8_0 && &gk == &kAvx512Gemv) prepare_q8_gemv_x(g.x, w.k, s, g, i, m);
-    if (w.format == WeightFormat::kQ8_0 && &gk == &kAvx2Gemv) prepare_q8_gemv8_x(g.x, w.k, s, g, i, m);
-  }
+  for (int64_t i = 0; i < m; ++i)
+    a.row[i] = {.k = w.k, .w = w.data, .w_row_bytes = row_bytes(w.format, w.k), .x = x + i * w.k, .y = y + i * w.n};
+  if (w.format == WeightFormat::kQ8_0) sk.q8_prepare(a, s);
   const SmallMFn fn = w.format == WeightFormat::kF32 ? sk.f32
                       : w.format == WeightFormat::kF16 ? sk.f16w
                       : w.format == WeightFormat::kBf16 ? sk.bf16w
