@@ -2,7 +2,8 @@
 # End-to-end test of disaggregated serving (docs/serve.md, "Roles") on a tiny hybrid model (one
 # KDA and one attention layer): router + prefill + decode processes on 127.0.0.1 answer with the
 # same greedy text as `--role all`, over shared memory and over TCP, also for 4 concurrent
-# requests batched together on the decode worker; a corrupted transfer fails
+# requests batched together on the decode worker, and for a chat with an image (encoded by the
+# router in process or through an encode worker); a corrupted transfer fails
 # its request (checksum) instead of producing tokens; a decode worker that dies mid-request fails
 # that request with a 502 error JSON (one decode worker) or has it retried on the other one (two);
 # the router reports it (/health, /metrics) and the prefill worker keeps serving.
@@ -30,6 +31,7 @@ launch prefill_tcp "$RECUR" --set serve.kv_transfer=tcp serve --role prefill -m 
 launch prefill_bad env RECUR_FAULT_CORRUPT_KV=1 "$RECUR" serve --role prefill -m "$M" --port 0 --threads 1
 launch decode_dies env RECUR_FAULT_DECODE_EXIT=1 "$RECUR" serve --role decode -m "$M" --port 0 --threads 1
 launch decode_dies2 env RECUR_FAULT_DECODE_EXIT=1 "$RECUR" serve --role decode -m "$M" --port 0 --threads 1
+launch encode "$RECUR" serve --role encode -m "$M" --port 0
 ALL=$(url_of all) || exit 1
 D1=$(url_of decode1) || exit 1
 P_SHM=$(url_of prefill_shm) || exit 1
@@ -37,17 +39,20 @@ P_TCP=$(url_of prefill_tcp) || exit 1
 P_BAD=$(url_of prefill_bad) || exit 1
 D2=$(url_of decode_dies) || exit 1
 D3=$(url_of decode_dies2) || exit 1
+ENC=$(url_of encode) || exit 1
 router() { launch "$1" "$RECUR" serve --role router -m "$M" --port 0 --prefill "$2" --decode "$3"; }
 router router_shm "$P_SHM" "$D1"
 router router_tcp "$P_TCP" "$D1"
 router router_bad "$P_BAD" "$D1"
 router router_one "$P_SHM" "$D2"
 router router_two "$P_SHM" "$D3,$D1"
+launch router_enc "$RECUR" serve --role router -m "$M" --port 0 --prefill "$P_TCP" --decode "$D1" --encode "$ENC"
 R_SHM=$(url_of router_shm) || exit 1
 R_TCP=$(url_of router_tcp) || exit 1
 R_BAD=$(url_of router_bad) || exit 1
 R1=$(url_of router_one) || exit 1
 R2=$(url_of router_two) || exit 1
+R_ENC=$(url_of router_enc) || exit 1
 
 # Same greedy text as --role all, over shm and TCP (prompts of 4..40 tokens: 1..3 KV pages).
 i=0
@@ -96,6 +101,34 @@ single=$(sed -n 's/^recur_batch_forward_tokens_bucket{le="1"} //p' "$T/dmetrics.
 forwards=$(sed -n 's/^recur_batch_forward_tokens_count //p' "$T/dmetrics.txt")
 [ -n "$forwards" ] && [ "$forwards" -gt "$single" ] ||
   fail "decode worker: no forward with more than one sequence ($single of $forwards forwards had one token)"
+
+# A chat with an image (tests/serve_image_client.py's 4x4 PNG) through the roles: the router
+# encodes it (in process, or through the encode worker) and sends the rows with the prompt to the
+# prefill worker; the greedy text and usage equal --role all's.
+PNG=$(/usr/bin/python3 "$(dirname "$0")/serve_image_client.py" png) || fail "png fixture"
+printf '%s' "{\"model\":\"tiny\",\"max_tokens\":8,\"temperature\":0,\"ignore_eos\":true,\"messages\":[{\"role\":\"user\",
+ \"content\":[{\"type\":\"text\",\"text\":\"what is in \"},{\"type\":\"image_url\",
+ \"image_url\":{\"url\":\"data:image/png;base64,$PNG\"}},{\"type\":\"text\",\"text\":\"?\"}]}]}" > "$T/image.json"
+chat_of() {  # the content and usage of a chat response
+  /usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["choices"][0]["message"]["content"], r["usage"])' "$1"
+}
+CURLS=""
+for name in ALL R_SHM R_ENC; do
+  eval "url=\$$name"
+  curl -s -o "$T/img_$name.json" -w '%{http_code}' "$url/v1/chat/completions" -H 'Content-Type: application/json' \
+    --data-binary @"$T/image.json" > "$T/img_$name.code" &
+  CURLS="$CURLS $!"
+done
+for p in $CURLS; do wait "$p"; done
+for name in ALL R_SHM R_ENC; do
+  [ "$(cat "$T/img_$name.code")" = 200 ] || fail "image chat via $name: HTTP $(cat "$T/img_$name.code") $(cat "$T/img_$name.json")"
+done
+for name in R_SHM R_ENC; do
+  [ "$(chat_of "$T/img_$name.json")" = "$(chat_of "$T/img_ALL.json")" ] ||
+    fail "image chat via $name: '$(chat_of "$T/img_$name.json")' != role all '$(chat_of "$T/img_ALL.json")'"
+done
+grep -q '"prompt_tokens":' "$T/img_ALL.json" && curl -sf "$ENC/metrics" | grep -Eq '^recur_encode_images_total [1-9]' ||
+  fail "the encode worker encoded nothing"
 
 # A corrupted transfer: the decode worker's checksum catches it; the request fails, no text.
 code=$(post "$R_BAD" '{"model":"tiny","prompt":"Once upon a time","max_tokens":4,"temperature":0}' "$T/bad.json")

@@ -35,7 +35,7 @@ Result<int> serve_model_dim(const std::string& path) {
   return c.dim;
 }
 
-// --role all takes images: encoded in process, or by the encode worker at --encode.
+// --role all and the router take images: encoded in process, or by the encode worker at --encode.
 Status install_serve_image_encoder(const ServeFlags& f) {
   RECUR_ASSIGN_OR_RETURN(int dim, serve_model_dim(f.options.model_path));
   Result<std::unique_ptr<serve::ImageEncoder>> e = f.encode_url.empty()
@@ -67,6 +67,8 @@ int run_serve(ServeFlags f) {
     s = install_serve_image_encoder(f);
     if (s) s = serve::run_server(f.options);
   } else {
+    if (f.role == "router") s = install_serve_image_encoder(f);
+    if (!s) return report_failure(s.error());
     f.roles.serve = f.options;
     s = f.role == "prefill" ? serve::run_prefill_worker(f.roles)
         : f.role == "decode" ? serve::run_decode_worker(f.roles)
@@ -85,10 +87,10 @@ void register_serve(CLI::App& app, Invocation& inv) {
   cmd->add_option("--role", f->role, "process role: all (one process), the disaggregated prefill, decode and router, "
                                      "or encode (the image encoder, POST /v1/encode; docs/serve.md)")
       ->check(CLI::IsMember({"all", "encode", "prefill", "decode", "router"}))->capture_default_str();
-  cmd->add_option("--encode", f->encode_url, "--role all: encode images through this encode worker (http://host:port) "
-                                             "instead of in process");
-  cmd->add_option("--vision-model", f->vision_model, "--role all|encode: the vision encoder GGUF (default: the embedded "
-                                                     "one projecting to -m's hidden size, written once into the "
+  cmd->add_option("--encode", f->encode_url, "--role all|router: encode images through this encode worker "
+                                             "(http://host:port) instead of in process");
+  cmd->add_option("--vision-model", f->vision_model, "--role all|router|encode: the vision encoder GGUF (default: the "
+                                                     "embedded one projecting to -m's hidden size, written once into the "
                                                      "model cache; --role encode reads only -m's metadata)");
   cmd->add_option("--prefill", f->roles.prefill_urls, "router: prefill workers' URLs (http://host:port), comma-separated")
       ->delimiter(',');

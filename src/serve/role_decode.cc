@@ -3,6 +3,7 @@
 // transfer/kv_block.h) into host memory and queues the request; a continuous-batching scheduler
 // (batch_scheduler.h, as `--role all` runs it) installs each admitted request's state in a fresh
 // sequence of its batch and decodes every running request together, one forward per step.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -101,6 +102,11 @@ class DecodeWorker {
   Result<std::shared_ptr<DecodeJob>> receive(const json& msg, int slot);
   void release(int slot);
   void relay(const std::shared_ptr<DecodeJob>& job, httplib::Response& res);
+  void send_queue_full(httplib::Response& res) const {
+    res.set_header("Retry-After", "1");
+    role_send_error(res, {429, fmt::format("decode worker: its queue of {} requests is full", queue_->capacity()),
+                          "rate_limit_exceeded", "", "queue_full"});
+  }
 
   RoleEngine e_;
   std::vector<DecodeLayerSize> layer_sizes_;
@@ -156,11 +162,7 @@ DecodeWorker::~DecodeWorker() {
 }
 
 void DecodeWorker::handle_reserve(httplib::Response& res) {
-  if (queue_->depth() >= queue_->capacity()) {  // a prefill now would only find the queue full
-    res.set_header("Retry-After", "1");
-    return role_send_error(res, {429, fmt::format("decode worker: its queue of {} requests is full", queue_->capacity()),
-                                 "rate_limit_exceeded", "", "queue_full"});
-  }
+  if (queue_->depth() >= queue_->capacity()) return send_queue_full(res);  // a prefill now would be wasted
   std::lock_guard lock(slots_mu_);
   for (size_t i = 0; i < slots_.size(); ++i) {
     if (slots_[i].reserved) continue;
@@ -282,9 +284,7 @@ void DecodeWorker::handle_decode(const httplib::Request& req, httplib::Response&
   live_.add(*job);  // before the push, so that a shutdown from now on cancels it
   if (!queue_->try_push(*job)) {
     live_.remove(*job);
-    res.set_header("Retry-After", "1");
-    return role_send_error(res, {429, fmt::format("decode worker: its queue of {} requests is full", queue_->capacity()),
-                                 "rate_limit_exceeded", "", "queue_full"});
+    return send_queue_full(res);
   }
   relay(*job, res);
 }
@@ -295,6 +295,9 @@ Status run_decode_worker(const RoleOptions& options) {
   block_stop_signals();
   RECUR_ASSIGN_OR_RETURN(std::unique_ptr<DecodeWorker> w, DecodeWorker::create(options));
   httplib::Server svr;
+  // Each streaming /decode holds a thread for its request's life: room for them and for reserves.
+  const size_t http_threads = size_t(std::max(options.serve.http_threads, options.serve.max_seqs + 8));
+  svr.new_task_queue = [http_threads] { return new httplib::ThreadPool(http_threads); };
   role_add_worker_routes(svr, "decode", [&w] { return w->metrics(); });
   svr.Post("/kv/reserve", [&w](const httplib::Request&, httplib::Response& res) { w->handle_reserve(res); });
   svr.Post("/kv/release", [&w](const httplib::Request& req, httplib::Response& res) { w->handle_release(req, res); });

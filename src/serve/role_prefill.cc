@@ -1,5 +1,7 @@
 // `recur serve --role prefill` (role_workers.h): one prompt at a time, each layer's state sent as
 // soon as the layer is computed (the batch's layer hook), overlapping the later layers' compute.
+// A chat prompt with images comes with the encoded rows (role_protocol.h), which enter the
+// forward in place of their positions' placeholder tokens, as in `--role all`.
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -117,7 +119,9 @@ Status PrefillWorker::corrupt_first_block(Peer& p, uint64_t area_offset) {
 }
 
 Result<json> PrefillWorker::prefill(const json& msg) {
-  const auto ids = msg.at("prompt_ids").get<std::vector<TokenId>>();
+  PreparedRequest prompt;  // the ids and, for a chat with images, the rows that replace some
+  prompt.prompt_ids = msg.at("prompt_ids").get<std::vector<TokenId>>();
+  const std::vector<TokenId>& ids = prompt.prompt_ids;
   const int64_t request = msg.at("request").get<int64_t>();
   if (ids.empty() || int(ids.size()) > e_.model->config().context)
     return invalid_argument("prefill: {} prompt tokens; expected 1..{}", ids.size(), e_.model->config().context);
@@ -125,6 +129,7 @@ Result<json> PrefillWorker::prefill(const json& msg) {
     if (ids[i] < 0 || ids[i] >= e_.model->config().vocab)
       return invalid_argument("prefill: prompt_ids[{}] = {} is outside the vocabulary of {}", i, ids[i],
                               e_.model->config().vocab);
+  RECUR_RETURN_IF_ERROR(role_get_prompt_embeddings(msg, e_.model->config().dim, prompt));
   Peer* p = nullptr;
   uint64_t area_offset = 0;
   if (mode_ != "off") {
@@ -156,7 +161,9 @@ Result<json> PrefillWorker::prefill(const json& msg) {
   for (size_t start = 0; start < ids.size() && logits; start += chunk) {
     const size_t end = std::min(ids.size(), start + chunk);
     rows.clear();
-    for (size_t i = start; i < end; ++i) rows.push_back({.seq = seq, .token = ids[i], .want_logits = i + 1 == ids.size()});
+    for (size_t i = start; i < end; ++i)
+      rows.push_back({.seq = seq, .token = ids[i], .want_logits = i + 1 == ids.size(),
+                      .embedding = prompt.prompt_embedding(i)});
     if (end == ids.size() && p != nullptr)  // off: the forward alone, the baseline
       e_.batch->set_layer_hook([&](int layer) {
         const int64_t h0 = now_ns();

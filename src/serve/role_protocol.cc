@@ -1,6 +1,7 @@
 #include "serve/role_protocol.h"
 
 #include <algorithm>
+#include <cstring>
 #include <thread>
 
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 
 #include "core/knobs.h"
 #include "engine/sequence_state.h"
+#include "serve/image_decode.h"
 #include "serve/openai_json.h"
 
 namespace recur::serve {
@@ -55,6 +57,39 @@ void role_add_worker_routes(httplib::Server& server, std::string_view role, std:
 }
 
 Result<std::string> role_kv_transfer_mode(const Config& knobs) { return knobs.get("serve.kv_transfer"); }
+
+void role_put_prompt_embeddings(nlohmann::json& msg, const PreparedRequest& p) {
+  if (p.embedding_row.empty()) return;
+  msg["embedding_dim"] = p.embedding_dim;
+  msg["embedding_row"] = p.embedding_row;
+  msg["embeddings"] = encode_base64(std::span(reinterpret_cast<const uint8_t*>(p.embeddings.data()),
+                                              p.embeddings.size() * sizeof(float)));
+}
+
+Status role_get_prompt_embeddings(const nlohmann::json& msg, int model_dim, PreparedRequest& p) {
+  if (!msg.contains("embedding_row")) return ok_status();
+  const int dim = msg.at("embedding_dim").get<int>();
+  if (dim != model_dim)
+    return invalid_argument("prefill: embedding_dim is {}; expected the model's hidden size {}", dim, model_dim);
+  auto rows = msg.at("embedding_row").get<std::vector<int32_t>>();
+  if (rows.size() != p.prompt_ids.size())
+    return invalid_argument("prefill: embedding_row has {} entries; expected one per prompt position ({})",
+                            rows.size(), p.prompt_ids.size());
+  RECUR_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes,
+                         decode_base64(msg.at("embeddings").get<std::string>(), "prefill: embeddings"));
+  const size_t row_bytes = size_t(dim) * sizeof(float);
+  if (bytes.size() % row_bytes != 0)
+    return invalid_argument("prefill: embeddings hold {} bytes; expected whole rows of {} float32", bytes.size(), dim);
+  const int64_t sent = int64_t(bytes.size() / row_bytes);
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (rows[i] < -1 || rows[i] >= sent)
+      return invalid_argument("prefill: embedding_row[{}] = {}; expected -1 or a row below {}", i, rows[i], sent);
+  p.embedding_dim = dim;
+  p.embedding_row = std::move(rows);
+  p.embeddings.resize(bytes.size() / sizeof(float));
+  std::memcpy(p.embeddings.data(), bytes.data(), bytes.size());
+  return ok_status();
+}
 
 expected<nlohmann::json, ApiError> role_parse_body(std::string_view body) {
   nlohmann::json j = nlohmann::json::parse(body, nullptr, false);

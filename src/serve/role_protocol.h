@@ -9,7 +9,8 @@
 // Control messages (JSON bodies, errors as OpenAI error JSON with a 4xx/5xx status):
 //   decode  POST /kv/reserve {}  -> {slot, generation, area_offset, shm, tcp, slot_bytes}
 //   decode  POST /kv/release {slot}
-//   prefill POST /prefill {request, prompt_ids, shm, tcp, area_offset, generation, slot_bytes}
+//   prefill POST /prefill {request, prompt_ids, shm, tcp, area_offset, generation, slot_bytes,
+//             and for a chat with images: embedding_dim, embedding_row, embeddings}
 //             -> {prompt_tokens, bytes, transfer_seconds (layer 0 sent to all complete),
 //                 prefill_seconds (forward start to all complete), hook_seconds (the forward
 //                 thread's time exporting and queueing layers), tail_seconds (forward end to all
@@ -31,6 +32,7 @@
 #include "serve/serve_loop.h"
 #include "engine/model.h"
 #include "serve/api_error.h"
+#include "serve/prompt.h"
 #include "serve/serve.h"
 #include "transfer/kv_transfer.h"
 
@@ -54,6 +56,15 @@ Result<RoleEngine> role_open_engine(const ServeOptions& options);
 
 // The knob serve.kv_transfer: "shm", "tcp" or "off".
 Result<std::string> role_kv_transfer_mode(const Config& knobs);
+
+// A prompt's image rows (prompt.h PreparedRequest: embeddings, embedding_row, embedding_dim) in a
+// /prefill message: "embedding_dim", "embedding_row" (per prompt position, -1 for a token) and
+// "embeddings" (base64 of the rows as little-endian float32). Nothing is added without images.
+void role_put_prompt_embeddings(nlohmann::json& msg, const PreparedRequest& p);
+// Reads them into `p` (whose prompt_ids are set); a message without them leaves p's empty. Errors
+// (kInvalidArgument) name the field: a dimension other than `model_dim`, a row list not one per
+// prompt position, a row index outside the rows sent, bad base64.
+Status role_get_prompt_embeddings(const nlohmann::json& msg, int model_dim, PreparedRequest& p);
 
 // Parses a control message; a malformed one is a 400 naming the field.
 expected<nlohmann::json, ApiError> role_parse_body(std::string_view body);

@@ -3,14 +3,17 @@
 //
 //   router   the OpenAI front end. Per request it tokenizes and checks it (prompt.h), reserves a
 //            receive slot on a decode worker, has a prefill worker prefill the prompt and send
-//            the state into that slot, then relays what the decode worker generates. Workers
+//            the state into that slot, then relays what the decode worker generates. A chat's
+//            images are encoded here (in process or by --encode's worker) and sent as rows with
+//            the prompt to the prefill worker. Workers
 //            are chosen round-robin over --prefill / --decode, skipping those found dead.
 //   prefill  prefills prompts in a batch whose layer hook sends each layer's state (KV pages or
 //            KDA state, engine/sequence_state.h) through the transfer engine as soon as the layer
 //            is computed, then the last logits.
 //   decode   owns the receive area (shared memory, served over TCP too), receives and verifies
-//            the layers, installs them in a fresh sequence and generates with the request's
-//            sampling parameters, streaming pieces back to the router.
+//            the layers, and decodes its requests together in a continuous-batching scheduler
+//            (batch_scheduler.h: each request's state installed in a fresh sequence, its own
+//            sampling parameters), streaming pieces back to the router.
 // Control messages are JSON over HTTP (role_protocol.h); the state goes through the transfer
 // engine (src/transfer): shared memory on one host, TCP across hosts (knob serve.kv_transfer).
 #pragma once

@@ -1,6 +1,8 @@
 // `recur serve --role router` (role_workers.h): the OpenAI front end of disaggregated serving.
 // Per request: reserve a receive slot on a decode worker, have a prefill worker send the
-// prompt's state into it, then relay the decode worker's pieces (whole or as SSE). A worker that
+// prompt's state into it, then relay the decode worker's pieces (whole or as SSE). A chat's
+// images are encoded while the request is prepared (the process's encoder, image_encoder.h) and
+// their rows go to the prefill worker with the prompt. A worker that
 // refuses connections is marked down (reported by /health and /metrics) and skipped by the
 // round-robin until a probe or a later request finds it up. A request whose prefill worker dies
 // is retried on the next prefill worker (503 when none is left); one whose decode worker dies
@@ -162,6 +164,7 @@ expected<json, ApiError> Router::prefill(const PreparedRequest& p, int64_t reque
   json msg = at.reservation;
   msg["request"] = request;
   msg["prompt_ids"] = p.prompt_ids;
+  role_put_prompt_embeddings(msg, p);  // a chat's images, encoded by this process (image_encoder.h)
   // A prefill worker that refuses the connection or dies mid-prefill (nothing was relayed yet;
   // the next one rewrites the whole slot) is marked down and the next one is tried.
   std::string lost;
