@@ -2,13 +2,15 @@
 // (chunked prefill mixed with decode) give the tokens each gives alone through
 // generate_from_ids; stop sequences and max_tokens hold per request inside a batch; a job
 // cancelled while queued is not run; with KV pages for one request only, requests wait and run
-// one after another; a request that can never fit fails with 500.
+// one after another; a request that can never fit fails with 500; prompts imported through
+// SchedulerOptions::import_prompt (prefilled elsewhere) decode together as they would alone.
 #include "serve/batch_scheduler.h"
 
 #include <gtest/gtest.h>
 
 #include "core/thread_pool.h"
 #include "engine/generate.h"
+#include "engine/sequence_state.h"
 #include "engine/synthetic.h"
 #include "engine/test_models.h"
 
@@ -165,6 +167,52 @@ TEST_F(BatchSchedulerTest, RequestsWaitForKvPagesAndOneThatNeverFitsFails) {
   EXPECT_EQ(out[2].result.error->http_status, 500);
   EXPECT_NE(out[2].result.error->message.find("KV pages"), std::string::npos) << out[2].result.error->message;
   EXPECT_NE(metrics.render(0, 64).find("recur_kv_pages_total 4\n"), std::string::npos);
+}
+
+// SchedulerOptions::import_prompt (the disaggregated decode worker): each prompt is prefilled in
+// a batch of its own, its state exported and installed into the scheduler's fresh sequence, as
+// a prefill worker's transfer would; the requests then decode together and give the tokens each
+// gives alone. An import that fails fails its request only.
+TEST_F(BatchSchedulerTest, ImportedPromptsDecodeTogetherAsAlone) {
+  const Model& model = *t.model;
+  ThreadPool& p = *pool;
+  PromptImport prefill_elsewhere = [&model, &p](Job& job, Batch& batch, SeqId seq) -> Result<std::vector<float>> {
+    const std::vector<TokenId>& ids = job.request().prompt_ids;
+    if (ids.size() == 2) return internal_error("test: the transfer of a 2-token prompt failed");
+    const int context = model.config().context;
+    RECUR_ASSIGN_OR_RETURN(std::unique_ptr<Batch> own,
+                           model.new_batch(p, {.max_sequences = 1, .max_tokens = context, .max_batch_tokens = context},
+                                           Config()));
+    RECUR_ASSIGN_OR_RETURN(SeqId from, own->add_sequence());
+    std::vector<BatchToken> rows;
+    for (size_t i = 0; i < ids.size(); ++i) rows.push_back({.seq = from, .token = ids[i], .want_logits = i + 1 == ids.size()});
+    RECUR_ASSIGN_OR_RETURN(std::span<const float> logits, own->forward(rows));
+    std::vector<float> last(logits.begin(), logits.end());
+    for (int l = 0; l < model.config().n_layers; ++l) {
+      RECUR_ASSIGN_OR_RETURN(size_t n, layer_state_bytes(*own, from, l));
+      std::vector<std::byte> block(n);
+      RECUR_RETURN_IF_ERROR(export_layer_state(*own, from, l, block));
+      RECUR_RETURN_IF_ERROR(import_layer_state(batch, seq, l, block));
+    }
+    RECUR_RETURN_IF_ERROR(set_sequence_position(batch, seq, int(ids.size())));
+    return last;
+  };
+  std::vector<PreparedRequest> reqs = {greedy_request(5, 12, 12), greedy_request(19, 13, 12), greedy_request(2, 14, 12),
+                                       greedy_request(33, 15, 1)};
+  auto out = run_batched(model, p, reqs, {.max_sequences = 4, .max_batch_tokens = 8, .import_prompt = prefill_elsewhere},
+                         Config(), metrics);
+  ASSERT_EQ(out.size(), reqs.size());
+  for (size_t i : {0u, 1u, 3u}) {
+    EXPECT_EQ(out[i].text, alone(model, p, reqs[i])) << "request " << i;
+    EXPECT_EQ(out[i].result.completion_tokens, reqs[i].options.max_new_tokens) << i;
+  }
+  ASSERT_TRUE(out[2].result.error.has_value());
+  EXPECT_NE(out[2].result.error->message.find("2-token prompt"), std::string::npos) << out[2].result.error->message;
+  // Only decode tokens in the forwards (the prompts came in whole), two sequences in each.
+  const std::string page = metrics.render(0, 64);
+  EXPECT_EQ(sched_metric(page, "recur_batch_forward_tokens_sum"), 2 * 11.0) << page;
+  EXPECT_EQ(sched_metric(page, "recur_batch_forward_tokens_bucket{le=\"1\"}"), 0.0) << page;
+  EXPECT_EQ(metrics.running().load(), 0);
 }
 
 TEST_F(BatchSchedulerTest, RejectsABatchTooSmallForItsSequences) {
