@@ -63,11 +63,25 @@ Result<std::unique_ptr<ThreadPool>> ThreadPool::create(const ThreadPoolOptions& 
 
 ThreadPool::ThreadPool(int size) : size_(size < 1 ? 1 : size) {}
 
+namespace {
+constexpr uint64_t kClaimClosed = uint64_t{1} << 31;
+constexpr uint64_t kClaimActive = kClaimClosed - 1;
+}  // namespace
+
 ThreadPool::~ThreadPool() {
   stop_.store(true, std::memory_order_release);
-  generation_.fetch_add(1, std::memory_order_acq_rel);
-  generation_.notify_all();
+  publish(next_generation(false));
   for (auto& t : threads_) t.join();
+}
+
+// Only the thread holding submit_mutex_ (or the destructor) publishes.
+uint32_t ThreadPool::next_generation(bool claim) const {
+  return (((generation_.load(std::memory_order_relaxed) >> 1) + 1) << 1) | (claim ? 1u : 0u);
+}
+
+void ThreadPool::publish(uint32_t generation) {
+  generation_.store(generation, std::memory_order_release);  // publishes the job's fields
+  generation_.notify_all();
 }
 
 void ThreadPool::worker_loop(int worker) {
@@ -78,6 +92,10 @@ void ThreadPool::worker_loop(int worker) {
     if (now == seen) continue;  // spurious wake
     seen = now;
     if (stop_.load(std::memory_order_acquire)) return;
+    if ((now & 1u) != 0) {
+      join_claim(now, worker);
+      continue;
+    }
     Range r = static_chunk(job_n_, size_, worker);
     if (r.end > r.begin) {
       t_inside_pool_task = true;
@@ -92,8 +110,7 @@ void ThreadPool::dispatch(int64_t n, const RangeFn* fn) {
   job_fn_ = fn;
   job_n_ = n;
   pending_.store(size_ - 1, std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_acq_rel);  // publishes job_fn_ / job_n_
-  generation_.notify_all();
+  publish(next_generation(false));
 
   Range r = static_chunk(n, size_, 0);
   if (r.end > r.begin) {
@@ -118,6 +135,46 @@ void ThreadPool::parallel_for(int64_t n, const RangeFn& fn) {
   }
   std::lock_guard<std::mutex> lock(submit_mutex_);
   dispatch(n, &fn);
+}
+
+void ThreadPool::run_claims(int worker) {
+  t_inside_pool_task = true;
+  for (int64_t c = claim_next_.fetch_add(1, std::memory_order_relaxed); c < claim_chunks_;
+       c = claim_next_.fetch_add(1, std::memory_order_relaxed))
+    (*claim_fn_)(c, worker);
+  t_inside_pool_task = false;
+}
+
+void ThreadPool::join_claim(uint32_t generation, int worker) {
+  uint64_t s = claim_state_.load(std::memory_order_acquire);
+  do {
+    if ((s >> 32) != generation || (s & kClaimClosed) != 0) return;  // done or replaced: not ours to touch
+  } while (!claim_state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire));
+  run_claims(worker);
+  const uint64_t after = claim_state_.fetch_sub(1, std::memory_order_acq_rel) - 1;
+  if ((after & kClaimClosed) != 0 && (after & kClaimActive) == 0) claim_state_.notify_all();
+}
+
+void ThreadPool::parallel_claim(int64_t chunks, const ChunkFn& fn) {
+  if (chunks <= 0) return;
+  if (t_inside_pool_task || size_ == 1) {
+    for (int64_t c = 0; c < chunks; ++c) fn(c, 0);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(submit_mutex_);
+  claim_fn_ = &fn;
+  claim_chunks_ = chunks;
+  claim_next_.store(0, std::memory_order_relaxed);
+  const uint32_t generation = next_generation(true);
+  claim_state_.store(uint64_t(generation) << 32, std::memory_order_release);  // open, nobody inside
+  publish(generation);
+  run_claims(0);
+  // Close: no worker enters any more; wait for those inside to finish their chunks.
+  uint64_t s = claim_state_.fetch_or(kClaimClosed, std::memory_order_acq_rel) | kClaimClosed;
+  while ((s & kClaimActive) != 0) {
+    claim_state_.wait(s, std::memory_order_acquire);
+    s = claim_state_.load(std::memory_order_acquire);
+  }
 }
 
 void ThreadPool::run_on_all(const std::function<void(int worker)>& fn) {

@@ -3,7 +3,11 @@
 //
 // Static partitioning means range [0, n) is always split the same way for the same n and pool
 // size (static_chunk()), so a kernel's floating-point results do not depend on scheduling.
-// The calling thread works too: it runs chunk 0, workers 1..size()-1 run the rest.
+// The calling thread works too: it runs chunk 0, workers 1..size()-1 run the rest. Each call
+// waits for every worker, so a worker that lost its CPU to another process holds it up.
+// parallel_claim() instead hands chunks out from a counter to whoever is awake and waits only
+// for workers that took one: for work whose results do not depend on who computes a chunk
+// (each output computed whole by one thread), it does not stall when a worker is descheduled.
 // parallel_for() called from inside a pool task runs serially on that thread (no deadlock).
 // Thread-safety: one parallel_for at a time per pool; calls from several threads are serialized.
 // Tasks must not throw (an escaping exception terminates, as in std::thread).
@@ -53,22 +57,40 @@ class ThreadPool {
   void parallel_for(int64_t n, const RangeFn& fn);
   // Calls fn(worker) once on every worker (0..size()-1), e.g. to set up per-thread state.
   void run_on_all(const std::function<void(int worker)>& fn);
+  // Calls fn(chunk, worker) exactly once for every chunk in [0, chunks), in claim order, on the
+  // caller and whichever workers wake while chunks are left; returns when every chunk has
+  // finished. A worker that wakes after the last chunk was claimed touches nothing and is not
+  // waited for. Which worker runs a chunk varies from call to call.
+  using ChunkFn = std::function<void(int64_t chunk, int worker)>;
+  void parallel_claim(int64_t chunks, const ChunkFn& fn);
 
  private:
   explicit ThreadPool(int size);
   void worker_loop(int worker);
   void dispatch(int64_t n, const RangeFn* fn);
+  uint32_t next_generation(bool claim) const;  // the job count + 1, with the kind in bit 0
+  void publish(uint32_t generation);
+  void join_claim(uint32_t generation, int worker);
+  void run_claims(int worker);
 
   const int size_;
   std::vector<std::thread> threads_;
   std::vector<int> pinned_cpus_;
   std::mutex submit_mutex_;  // serializes parallel_for callers
 
-  // The current job, published by bumping generation_.
+  // The current job, published by a new generation_: job count << 1 | 1 for a claim job (one
+  // load gives a worker the job and its kind).
   const RangeFn* job_fn_ = nullptr;
   int64_t job_n_ = 0;
   alignas(64) std::atomic<uint32_t> generation_{0};
   alignas(64) std::atomic<int> pending_{0};
+  // A claim job: its fields, valid while claim_state_ names its generation and is not closed.
+  // claim_state_ = generation << 32 | closed << 31 | workers inside; a worker enters with one
+  // compare-exchange against exactly that word, so it never touches a finished or newer job.
+  const ChunkFn* claim_fn_ = nullptr;
+  int64_t claim_chunks_ = 0;
+  alignas(64) std::atomic<int64_t> claim_next_{0};
+  alignas(64) std::atomic<uint64_t> claim_state_{0};
   std::atomic<bool> stop_{false};
 };
 

@@ -90,6 +90,46 @@ TEST(ThreadPool, RunOnAllVisitsEachWorkerOnce) {
   for (int s : seen) EXPECT_EQ(s, 1);
 }
 
+TEST(ThreadPool, ClaimRunsEveryChunkExactlyOnceAcrossManyRoundsMixedWithStaticJobs) {
+  for (int threads : {1, 2, 3, 4}) {
+    auto pool = make_pool(threads);
+    for (int round = 0; round < 120; ++round) {
+      const int64_t chunks = 1 + (round * 7) % 41;
+      std::vector<int> hits(size_t(chunks), 0), worker(size_t(chunks), -1);
+      pool->parallel_claim(chunks, [&](int64_t c, int w) {
+        hits[size_t(c)] += 1;  // plain writes: TSan flags a chunk run twice or read before the join
+        worker[size_t(c)] = w;
+      });
+      for (int64_t c = 0; c < chunks; ++c) {
+        ASSERT_EQ(hits[size_t(c)], 1) << "threads " << threads << " round " << round << " chunk " << c;
+        ASSERT_GE(worker[size_t(c)], 0);
+        ASSERT_LT(worker[size_t(c)], threads);
+      }
+      if (round % 3 == 0) {  // a static job in between: late claim workers must not disturb it
+        std::vector<int> seen(64, 0);
+        pool->parallel_for(64, [&](int64_t b, int64_t e, int) {
+          for (int64_t i = b; i < e; ++i) seen[size_t(i)] += 1;
+        });
+        ASSERT_EQ(std::accumulate(seen.begin(), seen.end(), 0), 64);
+      }
+    }
+  }
+}
+
+TEST(ThreadPool, ClaimInsideATaskRunsInlineAndEmptyClaimsReturn) {
+  auto pool = make_pool(3);
+  pool->parallel_claim(0, [](int64_t, int) { FAIL() << "no chunk to run"; });
+  std::vector<int64_t> inner(3 * 5, 0);
+  pool->parallel_for(3, [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i)
+      pool->parallel_claim(5, [&, i](int64_t c, int w) {
+        EXPECT_EQ(w, 0);  // inline on the task's thread
+        inner[size_t(i * 5 + c)] += 1;
+      });
+  });
+  for (int64_t v : inner) EXPECT_EQ(v, 1);
+}
+
 TEST(ThreadPool, PinsWorkersWhenAsked) {
   auto cpus = allowed_cpus();
   if (cpus.size() < 2) GTEST_SKIP() << "one CPU: nothing to pin";
