@@ -9,6 +9,7 @@
 // Q8_0 x Q8_0: per pair of blocks one 64-byte weight load and one scale conversion; per x row
 // the sign of x moved onto w (masked negation), one vpdpbusd against |x|, times d_w, then
 // times d_x into two accumulators (alternating pairs), as the GEMV does.
+#include <algorithm>
 #include <type_traits>
 
 #include "kernels/gemm/gemm.h"
@@ -24,14 +25,28 @@ namespace {
 constexpr int kSmallMPrefetchBytes = 8192;
 constexpr int64_t kSmallMPrefetchMinK = 4096;
 
-// One W row r against M x rows.
+// x rows over this many bytes in all (M K 4) no longer stay in L1 next to the W stream (32 KiB):
+// F16 M = 4 at K = 2816 (45 KiB) measured 1.5x the time per weight of K = 1024. Such calls go
+// through K in blocks of kSmallMKBlock over kSmallMRowBlock W rows at a time, the accumulators
+// kept in memory between blocks: the same FMAs into the same accumulators in the same order,
+// so the same bits, with an x block of M x 2 KiB. Measured (F16, W in cache): K = 2816 M = 4
+// 57 -> 47 us, M = 8 118 -> 94 us; K = 5632 M = 4 59 -> 47 us; but K = 1024 M = 8 (32 KiB)
+// 61 -> 78 us, hence the threshold.
+constexpr int64_t kSmallMBlockedFromBytes = 32 * 1024;
+constexpr int64_t kSmallMKBlock = 512;  // a multiple of 64: blocks end on whole 64-element groups
+constexpr int64_t kSmallMRowBlock = 4;
+
+// W row r against M x rows over [c, end) (end = k, or a multiple of 64 before it). The
+// accumulators start at zero when `first`, else from saved[i * 4 + j]; at end = k the row's
+// outputs are written, else the accumulators go back to saved. With c = 0 and end = k this is
+// the GEMV's loop for each x row.
 template <class L, int M, bool kPrefetch>
-inline void smallm_widen_pass(const typename L::T* w, const GemvArgs* xr, int64_t k, int64_t r) {
+inline void smallm_widen_span(const typename L::T* w, const GemvArgs* xr, int64_t c, int64_t end, int64_t k,
+                              int64_t r, bool first, __m512* saved) {
   __m512 acc[M][4];
   for (int i = 0; i < M; ++i)
-    for (int j = 0; j < 4; ++j) acc[i][j] = _mm512_setzero_ps();
-  int64_t c = 0;
-  for (; c + 64 <= k; c += 64) {
+    for (int j = 0; j < 4; ++j) acc[i][j] = first ? _mm512_setzero_ps() : saved[i * 4 + j];
+  for (; c + 64 <= end; c += 64) {
     if (kPrefetch) {
       const char* ahead = reinterpret_cast<const char*>(w + c) + kSmallMPrefetchBytes;
       for (size_t line = 0; line < sizeof(typename L::T); ++line) _mm_prefetch(ahead + 64 * line, _MM_HINT_T1);
@@ -47,6 +62,11 @@ inline void smallm_widen_pass(const typename L::T* w, const GemvArgs* xr, int64_
       acc[i][2] = _mm512_fmadd_ps(_mm512_loadu_ps(x + 32), w2, acc[i][2]);
       acc[i][3] = _mm512_fmadd_ps(_mm512_loadu_ps(x + 48), w3, acc[i][3]);
     }
+  }
+  if (end < k) {
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < 4; ++j) saved[i * 4 + j] = acc[i][j];
+    return;
   }
   for (; c + 16 <= k; c += 16) {
     const __m512 wv = L::load(w + c, 16);
@@ -68,11 +88,27 @@ template <class L, bool kPrefetch>
 void smallm_widen_rows_of(const SmallMArgs& a, int64_t r0, int64_t r1) {
   using T = typename L::T;
   const int64_t k = a.row[0].k;
-  for (int64_t r = r0; r < r1; ++r) {
-    const T* w = static_cast<const T*>(a.row[0].w) + r * k;
-    smallm_passes<kSmallMPassAvx512>(a.m, a.row, [&](auto rows, const GemvArgs* xr) {
-      smallm_widen_pass<L, decltype(rows)::value, kPrefetch>(w, xr, k, r);
-    });
+  const T* w = static_cast<const T*>(a.row[0].w);
+  if (a.m * k * int64_t(sizeof(float)) <= kSmallMBlockedFromBytes || k <= kSmallMKBlock) {
+    for (int64_t r = r0; r < r1; ++r) {
+      smallm_passes<kSmallMPassAvx512>(a.m, a.row, [&](auto rows, const GemvArgs* xr) {
+        smallm_widen_span<L, decltype(rows)::value, kPrefetch>(w + r * k, xr, 0, k, k, r, true, nullptr);
+      });
+    }
+    return;
+  }
+  __m512 saved[kSmallMRowBlock][kSmallMMax * 4];
+  for (int64_t rb = r0; rb < r1; rb += kSmallMRowBlock) {
+    const int64_t re = std::min(r1, rb + kSmallMRowBlock);
+    for (int64_t c0 = 0; c0 < k; c0 += kSmallMKBlock) {
+      const int64_t end = k - c0 <= kSmallMKBlock ? k : c0 + kSmallMKBlock;
+      for (int64_t r = rb; r < re; ++r) {
+        smallm_passes<kSmallMPassAvx512>(a.m, a.row, [&](auto rows, const GemvArgs* xr) {
+          smallm_widen_span<L, decltype(rows)::value, kPrefetch>(w + r * k, xr, c0, end, k, r, c0 == 0,
+                                                                 saved[r - rb] + (xr - a.row) * 4);
+        });
+      }
+    }
   }
 }
 
