@@ -94,7 +94,8 @@ void prepare_q8_gemv8_x(const float* x, int64_t k, Workspace& s, GemvArgs& a) {
 // than split statically. Every kernel run this way computes each output on one thread from
 // start to end, so the bits do not depend on who takes a chunk; a thread that wakes late or
 // loses its vCPU to another process leaves its chunks to the others instead of holding up the
-// call (decode runs ~113 GEMVs a token, prefill ~7 GEMMs a layer).
+// call (ThreadPool::parallel_claim waits only for threads that took a chunk; decode runs ~113
+// GEMVs a token, prefill ~7 GEMMs a layer).
 template <class Fn>
 void run_claimed_chunks(ThreadPool* pool, int64_t items, const Fn& fn) {
   if (pool == nullptr || pool->size() == 1) {
@@ -103,12 +104,7 @@ void run_claimed_chunks(ThreadPool* pool, int64_t items, const Fn& fn) {
   }
   const int64_t per_chunk = std::max<int64_t>(1, items / (8 * int64_t(pool->size())));
   const int64_t chunks = (items + per_chunk - 1) / per_chunk;
-  alignas(64) std::atomic<int64_t> next_chunk{0};
-  pool->parallel_for(pool->size(), [&](int64_t, int64_t, int) {
-    for (int64_t c = next_chunk.fetch_add(1, std::memory_order_relaxed); c < chunks;
-         c = next_chunk.fetch_add(1, std::memory_order_relaxed))
-      fn(c * per_chunk, std::min(items, (c + 1) * per_chunk));
-  });
+  pool->parallel_claim(chunks, [&](int64_t c, int) { fn(c * per_chunk, std::min(items, (c + 1) * per_chunk)); });
 }
 
 // Rows in chunks of whole 16-row blocks: a block is one cache line of y, so no two threads
