@@ -140,12 +140,20 @@ inline void smallm_q8_pair(const uint8_t* blk, const GemvArgs* xr, int64_t b, bo
   }
 }
 
+// How far ahead the Q8_0 kernel prefetches its W row into L1. At M = 2..8 a row is consumed at a
+// third to a tenth of the GEMV's rate, and without it N 1024 x K 2816 (3 KiB rows) ran 1.2-2x
+// slower per weight than N 2816 x K 1024 from DRAM though not from cache; with it, 0.6-0.85x
+// the time at M = 2, 4 (interleaved A/B of bench_gemm, docs/performance.md).
+constexpr int kSmallMQ8PrefetchBytes = 2048;
+
 template <int M>
 inline void smallm_q8_pass(const uint8_t* row, const GemvArgs* xr, int64_t blocks, int64_t r) {
   __m512 acc0[M], acc1[M];
   for (int i = 0; i < M; ++i) acc0[i] = acc1[i] = _mm512_setzero_ps();
   int64_t b = 0;
   for (; b + 4 <= blocks; b += 4) {
+    const char* ahead = reinterpret_cast<const char*>(row + b * kQ8BlockBytes) + kSmallMQ8PrefetchBytes;
+    for (int line = 0; line < 3; ++line) _mm_prefetch(ahead + 64 * line, _MM_HINT_T0);  // 4 blocks: 136 bytes
     smallm_q8_pair<M>(row + b * kQ8BlockBytes, xr, b, true, acc0);
     smallm_q8_pair<M>(row + (b + 2) * kQ8BlockBytes, xr, b + 2, true, acc1);
   }
