@@ -141,9 +141,9 @@ inline void smallm_q8_pair(const uint8_t* blk, const GemvArgs* xr, int64_t b, bo
 }
 
 // How far ahead the Q8_0 kernel prefetches its W row into L1. At M = 2..8 a row is consumed at a
-// third to a tenth of the GEMV's rate, and without it N 1024 x K 2816 (3 KiB rows) ran 1.2-2x
-// slower per weight than N 2816 x K 1024 from DRAM though not from cache; with it, 0.6-0.85x
-// the time at M = 2, 4 (interleaved A/B of bench_gemm, docs/performance.md).
+// third to a tenth of the GEMV's rate, and without it N 1024 x K 2816 (3 KiB rows) ran 1.4-1.5x
+// slower per weight than N 2816 x K 1024 from DRAM though not from cache; with it, 0.5-0.86x
+// the time at M = 2, 4 (interleaved A/Bs of bench_gemm on a loaded VM).
 constexpr int kSmallMQ8PrefetchBytes = 2048;
 
 template <int M>
