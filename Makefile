@@ -37,7 +37,7 @@ tsan: setup
 	@cd build-tsan && ctest --output-on-failure -L tsan -j $(JOBS) --timeout 600
 
 # libFuzzer targets (clang-14), each run for FUZZ_SECONDS.
-FUZZ_SECONDS ?= 10
+FUZZ_SECONDS ?= 6
 fuzz: setup
 	@cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRECUR_FUZZ=ON \
 	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \

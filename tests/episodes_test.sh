@@ -4,14 +4,27 @@
 # pointed at (kernel:kda_replay_decode; kernel:gemm and op:all_reduce; lock:gil). The budgets are below
 # the episodes' own (240 s, 300 s) so a regression that makes the agent wander fails here; they
 # still leave room for a loaded machine (partition-numerics took 171 s of probes at load 5).
-# Usage: episodes_test.sh /path/to/recur SOURCE_DIR
+# Usage: episodes_test.sh /path/to/recur SOURCE_DIR [EPISODE ...]   (default: all three)
 set -u
 RECUR="$1"
 SRC="$2"
+shift 2
+ONLY="${*:-kda-replayssm partition-numerics kv-transfer-overlap}"
 . "$(dirname "$0")/testlib.sh"
+# A copy of the episodes: partition-numerics's gate takes 5 samples of the best of 2 runs here
+# (7 of 3 shipped); its speed condition has a wide margin (0.99 against >= 0.6).
+EP="$T/episodes"
+cp -r "$SRC/episodes" "$EP"
+sed -i 's/^runs = 7$/runs = 5/; s/^best_of = 3$/best_of = 2/' "$EP/gates/partition-numerics.toml"
+grep -q '^best_of = 2$' "$EP/gates/partition-numerics.toml" || fail "partition-numerics: the gate's best_of line changed"
+# kv-transfer-overlap's gate: 5 rounds (7 shipped); an undecided final gate is accepted below.
+sed -i 's/^runs = 7$/runs = 5/' "$EP/gates/kv-transfer-overlap.toml"
+grep -q '^runs = 5$' "$EP/gates/kv-transfer-overlap.toml" || fail "kv-transfer-overlap: the gate's runs line changed"
+want() { case " $ONLY " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 run_episode() {  # NAME BUDGET PYTHON-CHECK [noise-tolerant]
-  "$RECUR" agent run --episode "$SRC/episodes/$1.toml" --journal "$T/runs/journal.db" --budget-s "$2" --json \
+  want "$1" || return 0
+  "$RECUR" agent run --episode "$EP/$1.toml" --journal "$T/runs/journal.db" --budget-s "$2" --json \
     >"$T/$1.json" 2>"$T/$1.err"
   rc=$?
   [ $rc = 0 ] || [ -n "${4:-}" ] || { fail "$1: exit $rc: $(tail -3 "$T/$1.err")"; return; }
@@ -46,8 +59,10 @@ run_episode partition-numerics 240 \
 
 # KV transfer overlap: the Python prefill path (needs the bindings built beside recur); the fix is
 # releasing the GIL, found from the lock analysis, with the overlap analysis's finding recorded.
-if [ -f "$(dirname "$RECUR")/python/recur/__init__.py" ]; then
-  run_episode kv-transfer-overlap 150 \
+if ! want kv-transfer-overlap; then
+  :
+elif [ -f "$(dirname "$RECUR")/python/recur/__init__.py" ]; then
+  run_episode kv-transfer-overlap 100 \
     'j["final_config"]["python.release_gil"] in ("true", "on") and [f["component"] for f in kept] == ["lock:gil"] and any("never overlap" in e for f in kept for e in f["evidence"]) and j["final_config"]["serve.kv_transfer"] == "shm"' \
     noise-tolerant
 else
