@@ -7,8 +7,7 @@ endif()
 # Both shipped episodes solved from their starting configurations with a reduced budget.
 if(RECUR_BUILD_TESTS)
   add_test(NAME episodes_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/episodes_test.sh $<TARGET_FILE:recur> ${CMAKE_SOURCE_DIR})
-  # The longest test (about 2 min): a high cost makes ctest start it first, beside the rest.
-  set_tests_properties(episodes_test PROPERTIES LABELS "e2e" TIMEOUT 600 COST 10000)
+  set_tests_properties(episodes_test PROPERTIES LABELS "e2e" TIMEOUT 600)
 endif()
 # An external command proposer that follows `next` solves kda-replayssm; refusals are fed back.
 if(RECUR_BUILD_TESTS)

@@ -57,14 +57,33 @@ run_episode kda-replayssm 120 \
 run_episode partition-numerics 240 \
   'j["final_config"]["engine.tp"] == "4" and j["final_config"]["engine.tp.reduce_dtype"] == "f32" and j["final_config"]["kernel.gemm.precision"] != "bf16" and {f["component"] for f in kept} <= {"kernel:gemm", "op:all_reduce"}'
 
-# KV transfer overlap: the Python prefill path (needs the bindings built beside recur); the fix is
-# releasing the GIL, found from the lock analysis, with the overlap analysis's finding recorded.
+# KV transfer overlap: the Python prefill path (needs the bindings built beside recur). Whether
+# its throughput gate passes depends on free CPU (the transfer overlaps the forward only when a
+# vCPU is free; under other tests' load it fails either way), so this checks the agent's chain
+# of evidence instead, which does not: the first experiments of a run (gate, its reruns when
+# undecided, overlap, locks, the proposal) must localize the gap to the GIL held across the
+# forward and propose python.release_gil. The whole episode, gate included: `make run`.
 if ! want kv-transfer-overlap; then
   :
 elif [ -f "$(dirname "$RECUR")/python/recur/__init__.py" ]; then
-  run_episode kv-transfer-overlap 100 \
-    'j["final_config"]["python.release_gil"] in ("true", "on") and [f["component"] for f in kept] == ["lock:gil"] and any("never overlap" in e for f in kept for e in f["evidence"]) and j["final_config"]["serve.kv_transfer"] == "shm"' \
-    noise-tolerant
+  "$RECUR" agent run --episode "$EP/kv-transfer-overlap.toml" --journal "$T/runs/journal.db" --steps 6 --json \
+    >"$T/kv.json" 2>"$T/kv.err"
+  /usr/bin/python3 - "$T/kv.json" <<'PYEOF' || fail "kv-transfer-overlap: $(head -c 3000 "$T/kv.json") $(tail -3 "$T/kv.err")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+ex = j["experiments"]
+probes = [e["probe"] for e in ex]
+assert "analyze.overlap" in probes and "analyze.locks" in probes, probes
+overlap = next(e for e in ex if e["probe"] == "analyze.overlap")
+assert "never overlapped" in overlap["result"], overlap["result"]
+locks = next(e for e in ex if e["probe"] == "analyze.locks")
+assert "GIL" in locks["result"], locks["result"]
+prop = next(e for e in ex if e["probe"] == "propose")
+assert "python.release_gil=true" in prop["result"], prop["result"]
+after = [e for e in ex if e["step"] > prop["step"] and e["probe"] == "gate"]
+assert not after or after[0]["hypothesis"].startswith("lock:gil explains"), after[0]["hypothesis"]
+print("kv-transfer-overlap ok:", prop["result"])
+PYEOF
 else
   echo "kv-transfer-overlap: skipped (no Python bindings beside $RECUR)"
 fi
