@@ -19,6 +19,7 @@ The gate episodes/gates/kv-transfer-overlap.toml runs this (docs/python.md).
 import argparse
 import json
 import os
+import statistics
 import sys
 import time
 
@@ -82,8 +83,7 @@ def main(argv=None):
     seconds = time.perf_counter() - t0
     # One client: a prompt's time is submit to done. The median prompt is the figure (a prompt
     # that lost its vCPU to another process does not move it); with more clients, the wall time.
-    prompt_s = sorted(ends[i] - starts[i] for i in range(a.prompts))
-    median_s = prompt_s[len(prompt_s) // 2] if len(prompt_s) % 2 else sum(prompt_s[len(prompt_s) // 2 - 1:][:2]) / 2
+    median_s = statistics.median(ends[i] - starts[i] for i in range(a.prompts))
     if a.trace:
         recur.trace.disable()
     server.stop()

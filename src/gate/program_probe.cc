@@ -173,11 +173,11 @@ Result<std::vector<ThroughputResult>> measure_program_throughput(const GateSpec&
     }
   }
   const double cost_s = double(now_ns() - t0) / 1e9;
+  RECUR_ASSIGN_OR_RETURN(std::vector<std::string> argv, program_argv(spec));
+  std::string cmd;
+  for (const std::string& x : argv) cmd += (cmd.empty() ? "" : " ") + x;
   for (size_t a = 0; a < arms.size(); ++a) {
     out[a].arm = arms[a].name;
-    RECUR_ASSIGN_OR_RETURN(std::vector<std::string> argv, program_argv(spec));
-    std::string cmd;
-    for (const std::string& x : argv) cmd += (cmd.empty() ? "" : " ") + x;
     summarize_throughput(out[a], "bench.program", cost_s / double(arms.size()),
                          fmt::format("program `{}` arm={} ({})", cmd, arms[a].name, config_text(arms[a].config)),
                          fmt::format("{} samples, each the best of {} run(s), after {} warm-up run(s), interleaved "
