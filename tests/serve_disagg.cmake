@@ -13,3 +13,8 @@ if(RECUR_BUILD_TESTS)
   add_test(NAME serve_disagg_faults_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/serve_disagg_faults_test.sh $<TARGET_FILE:recur>)
   set_tests_properties(serve_disagg_faults_test PROPERTIES LABELS "e2e" TIMEOUT 60)
 endif()
+# Streamed clients that leave (mid-stream, during the prefill): cancelled on the decode worker.
+if(RECUR_BUILD_TESTS)
+  add_test(NAME serve_disagg_cancel_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/serve_disagg_cancel_test.sh $<TARGET_FILE:recur>)
+  set_tests_properties(serve_disagg_cancel_test PROPERTIES LABELS "e2e" TIMEOUT 60)
+endif()

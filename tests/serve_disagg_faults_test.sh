@@ -1,8 +1,6 @@
 #!/bin/sh
 # Fault cases of disaggregated serving (docs/serve.md, "Roles"), each with a real SIGKILL at a
-# deterministic point: a prefill worker started with RECUR_FAULT_PREFILL_PAUSE=ARM pauses after
-# handing layer 0 to the transfer engine while the file ARM exists (it writes ARM.paused), so the
-# test kills a worker mid-transfer and then removes ARM.
+# deterministic point (RECUR_FAULT_PREFILL_PAUSE, serve_disagg_faults_lib.sh):
 #   1. two prefill workers, one killed mid-transfer: the request is retried on the other (200,
 #      same text), the router reports the dead one (/health degraded, recur_router_worker_up 0);
 #   2. one prefill worker killed mid-transfer: that request gets 503 no_prefill_worker, /health
@@ -17,32 +15,7 @@
 set -u
 RECUR="$1"
 . "$(dirname "$0")/serve_disagg_lib.sh"
-post() {  # post URL OUTFILE: prints the HTTP status
-  curl -s --max-time 30 -o "$2" -w '%{http_code}' "$1/v1/completions" -H 'Content-Type: application/json' -d "$BODY"
-}
-wait_paused() {  # wait_paused ARM: until the prefill worker armed by ARM is mid-transfer
-  for _ in $(seq 1 100); do
-    [ -f "$1.paused" ] && return 0
-    sleep 0.05
-  done
-  fail "no prefill paused mid-transfer at $1"
-}
-# in_flight ROUTER ARM VICTIM_PID OUT: posts through ROUTER, SIGKILLs the victim while the armed
-# prefill worker is mid-transfer, lets the prefill go on; prints the request's HTTP status.
-in_flight() {
-  touch "$2"
-  post "$1" "$4" > "$4.code" &
-  client=$!
-  wait_paused "$2"
-  kill -9 "$3"
-  rm -f "$2"
-  wait "$client"
-  cat "$4.code"
-}
-health() {  # health ROUTER OUT: prints the HTTP status
-  curl -s --max-time 10 -o "$2" -w '%{http_code}' "$1/health"
-}
-
+. "$(dirname "$0")/serve_disagg_faults_lib.sh"
 tiny_model
 BODY='{"model":"tiny","prompt":"Once upon a time","max_tokens":8,"temperature":0,"ignore_eos":true}'
 prefill() { launch "$1" env RECUR_FAULT_PREFILL_PAUSE="$T/$1.arm" "$RECUR" serve --role prefill -m "$M" --port "${2:-0}" --threads 1; }
@@ -69,7 +42,6 @@ PS=http://127.0.0.1:$PS_PORT
 P=http://127.0.0.1:$(port_of p) || exit 1
 P_TCP=http://127.0.0.1:$(port_of p_tcp) || exit 1
 DK_TCP=http://127.0.0.1:$(port_of d_killed_tcp) || exit 1
-router() { launch "$1" "$RECUR" serve --role router -m "$M" --port 0 --prefill "$2" --decode "$3"; }
 router r_two_prefill "$PK,$PO" "$D"
 router r_one_prefill "$PS" "$D"
 router r_one_decode "$P" "$DK"
@@ -80,31 +52,13 @@ R_ONE_P=http://127.0.0.1:$(port_of r_one_prefill) || exit 1
 R_ONE_D=http://127.0.0.1:$(port_of r_one_decode) || exit 1
 R_TWO_D=http://127.0.0.1:$(port_of r_two_decode) || exit 1
 R_TCP=http://127.0.0.1:$(port_of r_tcp) || exit 1
-[ "$(post "$ALL" "$T/ref.json")" = 200 ] || fail "role all: $(cat "$T/ref.json")"
-REF=$(text_of "$T/ref.json")
-ok_text() {  # ok_text CODE OUT WHAT
-  [ "$1" = 200 ] && [ "$(text_of "$2")" = "$REF" ] || fail "$3: HTTP $1 $(cat "$2")"
-}
+reference "$ALL"
 
 # 1. Two prefill workers; the first (round-robin) is killed mid-transfer: retried on the other.
-code=$(in_flight "$R_TWO_P" "$T/p_killed.arm" "$PID_p_killed" "$T/1.json")
-ok_text "$code" "$T/1.json" "prefill killed, retried on the other"
-code=$(health "$R_TWO_P" "$T/1h.json")
-[ "$code" = 200 ] && grep -q '"status":"degraded"' "$T/1h.json" && grep -q "\"up\":false,\"url\":\"$PK\"" "$T/1h.json" \
-  || fail "health after a killed prefill worker: HTTP $code $(cat "$T/1h.json")"
-curl -sf --max-time 10 "$R_TWO_P/metrics" > "$T/1m.txt"
-grep -q "recur_router_worker_up{role=\"prefill\",url=\"$PK\"} 0" "$T/1m.txt" && grep -q 'outcome="prefill_retried"} 1' "$T/1m.txt" \
-  || fail "router metrics: $(grep recur_router "$T/1m.txt")"
-for i in 1 2; do ok_text "$(post "$R_TWO_P" "$T/1n$i.json")" "$T/1n$i.json" "request $i after the prefill kill"; done
+prefill_killed_retried "$R_TWO_P" "$T/p_killed.arm" "$PID_p_killed" "$PK" 1
 
 # 2. The only prefill worker killed mid-transfer: errors, 503s; back on the same port: serves.
-code=$(in_flight "$R_ONE_P" "$T/p_single.arm" "$PID_p_single" "$T/2.json")
-[ "$code" = 503 ] && grep -q '"code":"no_prefill_worker"' "$T/2.json" || fail "in flight on the only prefill: HTTP $code $(cat "$T/2.json")"
-code=$(health "$R_ONE_P" "$T/2h.json")
-[ "$code" = 503 ] && grep -q '"status":"unavailable"' "$T/2h.json" || fail "health, no prefill worker: HTTP $code $(cat "$T/2h.json")"
-code=$(post "$R_ONE_P" "$T/2n.json")
-[ "$code" = 503 ] && grep -q '"code":"no_prefill_worker"' "$T/2n.json" || fail "new request, no prefill: HTTP $code $(cat "$T/2n.json")"
-curl -sf --max-time 10 "$R_ONE_P/metrics" | grep -q "recur_router_worker_up{role=\"prefill\",url=\"$PS\"} 0" || fail "worker_up after the kill"
+only_prefill_killed "$R_ONE_P" "$T/p_single.arm" "$PID_p_single" "$PS" 2
 prefill p_back "$PS_PORT"
 [ "$(port_of p_back)" = "$PS_PORT" ] || fail "prefill worker did not come back on port $PS_PORT"
 ok_text "$(post "$R_ONE_P" "$T/2b.json")" "$T/2b.json" "after the prefill worker came back"

@@ -7,8 +7,10 @@
 #   on exit              stop_workers and rm -rf $T (a test with more to undo sets its own trap)
 #   launch NAME ARGS...  runs ARGS in the background, stderr to $T/NAME.err, its pid in PID_NAME
 #   port_of NAME         waits until a launched server listens on 127.0.0.1, prints its port
+#   router NAME PREFILL_URLS DECODE_URLS   launches a --role router on 127.0.0.1 (model M)
 #   text_of FILE         the text of a completion response
-#   tiny_model           writes the tiny hybrid model (one KDA, one attention layer) to M=$T/tiny.gguf
+#   tiny_model [CONTEXT] writes the tiny hybrid model (one KDA, one attention layer; context 256
+#                        unless given) to M=$T/tiny.gguf
 #   fail MESSAGE         prints it and the tail of every $T/*.err, exits 1
 . "$(dirname "$0")/serve_port.sh"
 T="$(mktemp -d)"
@@ -42,8 +44,9 @@ fail() {
 tiny_model() {
   M="$T/tiny.gguf"
   "$RECUR" model new "$M" --arch hybrid --dim 64 --layers 2 --heads 4 --kda-head-dim 16 --vocab 400 \
-    --context 256 --pattern ka 2>/dev/null || fail "model new"
+    --context "${1:-256}" --pattern ka 2>/dev/null || fail "model new"
 }
+router() { launch "$1" "$RECUR" serve --role router -m "$M" --port 0 --prefill "$2" --decode "$3"; }
 port_of() {
   port=$(serve_port "$T/$1.err")
   [ -n "$port" ] || fail "$1 did not come up"

@@ -1,61 +1,122 @@
 #!/bin/sh
-# Disaggregated serving across network namespaces (two "hosts" joined by a veth pair): the decode
-# worker runs in its own namespace and receives the state over TCP; the router and the prefill
-# worker run in this one. Same greedy text as --role all; a decode worker that dies mid-request
-# fails that request with a 502 error JSON while the prefill worker keeps serving.
+# Disaggregated serving across hosts (docs/serve.md, "Roles", Faults): three network namespaces
+# joined by veth pairs, no forwarding needed:
+#   this namespace   the router(s) and the --role all reference    root-P: $A.1  root-D: $B.1
+#   P ("host P")     the prefill workers                           root-P: $A.2  P-D:    $C.1
+#   D ("host D")     the decode workers (TCP transfer on P-D)      root-D: $B.2  P-D:    $C.2
+# so the router reaches each worker over its own link and every KV transfer crosses the P-D link
+# over TCP (serve.kv_transfer=tcp). Cases, each against one decode worker with a single receive
+# slot (a slot leaked by any case would 429 the next request), every curl bounded by --max-time:
+#   1. greedy text equal to --role all's;
+#   2. a decode worker that dies mid-request: 502 decode_worker_lost, the prefill keeps serving;
+#   3. the first of two prefill workers SIGKILLed mid-transfer (after layer 0 was sent, so the
+#      decode worker's slot holds a truncated transfer): retried on the other with the same text,
+#      /health degraded, recur_router_worker_up 0. This is also the truncated-transfer case: the
+#      router never asks a decode worker to decode a slot whose prefill failed, and the retry
+#      rewrites the whole slot before the decode (a block never completed is never read);
+#   4. the only prefill worker SIGKILLed mid-transfer: 503 no_prefill_worker for it and for new
+#      requests, /health 503, recur_router_worker_up 0;
+#   5. a transfer corrupted on its way over TCP (RECUR_FAULT_CORRUPT_KV): the decode worker's
+#      checksum catches it, 502 error JSON naming the checksum and no text; the next request
+#      through a clean prefill worker gets --role all's text.
 # Needs root and `ip netns`; exits 77 (skipped) without them.
 # Usage: serve_disagg_netns_test.sh /path/to/recur
 set -u
 RECUR="$1"
-. "$(dirname "$0")/serve_port.sh"
 [ "$(id -u)" = 0 ] && command -v ip >/dev/null || { echo "skipped: needs root and ip"; exit 77; }
-NS="rdis$$"
-V="rd$$"
-A=10.79.$(($$ % 200 + 1))
-ip netns add "$NS" 2>/dev/null || { echo "skipped: ip netns add failed"; exit 77; }
+NP="rdp$$"
+ND="rdd$$"
+V="rd$$"  # veth names: ${V}pa/${V}pb (root-P), ${V}da/${V}db (root-D), ${V}xa/${V}xb (P-D)
+X=$(($$ % 200 + 1))
+A=10.79.$X
+B=10.80.$X
+C=10.81.$X
+ip netns add "$NP" 2>/dev/null || { echo "skipped: ip netns add failed"; exit 77; }
+ip netns add "$ND" 2>/dev/null || { ip netns del "$NP"; echo "skipped: ip netns add failed"; exit 77; }
 . "$(dirname "$0")/serve_disagg_lib.sh"
+. "$(dirname "$0")/serve_disagg_faults_lib.sh"
 cleanup() {
   stop_workers
-  ip link del "${V}a" 2>/dev/null
-  ip netns del "$NS" 2>/dev/null
+  ip netns del "$NP" 2>/dev/null  # takes the veth pairs with it
+  ip netns del "$ND" 2>/dev/null
   rm -rf "$T"
 }
 trap cleanup EXIT
-ip link add "${V}a" type veth peer name "${V}b" && ip link set "${V}b" netns "$NS" &&
-  ip addr add "$A.1/24" dev "${V}a" && ip link set "${V}a" up &&
-  ip netns exec "$NS" ip addr add "$A.2/24" dev "${V}b" && ip netns exec "$NS" ip link set "${V}b" up &&
-  ip netns exec "$NS" ip link set lo up || fail "veth setup"
+# link NAME NS_A ADDR_A NS_B ADDR_B: a veth pair (NS "" is this namespace), both ends up.
+link() {
+  ip link add "${V}$1a" type veth peer name "${V}$1b" || return 1
+  for end in a b; do
+    if [ $end = a ]; then ns=$2 addr=$3; else ns=$4 addr=$5; fi
+    in=""
+    if [ -n "$ns" ]; then
+      ip link set "${V}$1$end" netns "$ns" || return 1
+      in="ip netns exec $ns"
+    fi
+    $in ip addr add "$addr/24" dev "${V}$1$end" && $in ip link set "${V}$1$end" up || return 1
+  done
+}
+link p "" "$A.1" "$NP" "$A.2" && link d "" "$B.1" "$ND" "$B.2" && link x "$NP" "$C.1" "$ND" "$C.2" || fail "veth setup"
 tiny_model
-"$RECUR" serve -m "$M" --port 0 --threads 1 2> "$T/all.err" &
-PIDS="$PIDS $!"
-ALL="http://127.0.0.1:$(serve_port "$T/all.err")"
-for name in decode decode_dies; do
-  fault=""
-  [ $name = decode_dies ] && fault="RECUR_FAULT_DECODE_EXIT=1"
-  ip netns exec "$NS" env $fault "$RECUR" serve --role decode -m "$M" --host "$A.2" --port 0 --threads 1 \
-    --kv-listen "$A.2:0" 2> "$T/$name.err" &
-  PIDS="$PIDS $!"
-  p=$(serve_port "$T/$name.err" "$A.2")
-  [ -n "$p" ] || fail "$name did not come up"
-  eval "URL_$name=http://$A.2:$p"
-done
-"$RECUR" --set serve.kv_transfer=tcp serve --role prefill -m "$M" --port 0 --threads 1 2> "$T/prefill.err" &
-PIDS="$PIDS $!"
-P="http://127.0.0.1:$(serve_port "$T/prefill.err")"
-"$RECUR" serve --role router -m "$M" --port 0 --prefill "$P" --decode "$URL_decode" 2> "$T/router.err" &
-PIDS="$PIDS $!"
-R="http://127.0.0.1:$(serve_port "$T/router.err")"
-"$RECUR" serve --role router -m "$M" --port 0 --prefill "$P" --decode "$URL_decode_dies" 2> "$T/router_dies.err" &
-PIDS="$PIDS $!"
-RD="http://127.0.0.1:$(serve_port "$T/router_dies.err")"
+BODY='{"model":"tiny","prompt":"The quick brown fox jumps over the lazy dog","max_tokens":12,"temperature":0,"ignore_eos":true}'
+# on NS NAME ENV... : launches `recur serve` in namespace NS with the environment ENV (may be none).
+on() {
+  ns=$1 name=$2
+  shift 2
+  launch "$name" ip netns exec "$ns" env "$@"
+}
+# url_of NAME HOST: the URL a launched server listens on at HOST (it must come up).
+url_of() {
+  port=$(serve_port "$T/$1.err" "$2")
+  [ -n "$port" ] || fail "$1 did not come up on $2"
+  echo "http://$2:$port"
+}
+decode() { on "$ND" "$1" $2 "$RECUR" serve --role decode -m "$M" --host "$B.2" --port 0 --threads 1 --kv-slots 1 --kv-listen "$C.2:0"; }
+prefill() { on "$NP" "$1" RECUR_FAULT_PREFILL_PAUSE="$T/$1.arm" $2 "$RECUR" --set serve.kv_transfer=tcp serve --role prefill -m "$M" --host "$A.2" --port 0 --threads 1; }
+launch all "$RECUR" serve -m "$M" --port 0 --threads 1
+decode d ""
+decode d_dies RECUR_FAULT_DECODE_EXIT=1
+prefill p ""
+prefill p_killed ""
+prefill p_other ""
+prefill p_single ""
+prefill p_bad RECUR_FAULT_CORRUPT_KV=1
+ALL=http://127.0.0.1:$(port_of all) || exit 1
+D=$(url_of d "$B.2") || exit 1
+D_DIES=$(url_of d_dies "$B.2") || exit 1
+P=$(url_of p "$A.2") || exit 1
+PK=$(url_of p_killed "$A.2") || exit 1
+PO=$(url_of p_other "$A.2") || exit 1
+PS=$(url_of p_single "$A.2") || exit 1
+P_BAD=$(url_of p_bad "$A.2") || exit 1
+router r "$P" "$D"
+router r_dies "$P" "$D_DIES"
+router r_two_p "$PK,$PO" "$D"
+router r_one_p "$PS" "$D"
+router r_bad "$P_BAD" "$D"
+R=http://127.0.0.1:$(port_of r) || exit 1
+R_DIES=http://127.0.0.1:$(port_of r_dies) || exit 1
+R_TWO_P=http://127.0.0.1:$(port_of r_two_p) || exit 1
+R_ONE_P=http://127.0.0.1:$(port_of r_one_p) || exit 1
+R_BAD=http://127.0.0.1:$(port_of r_bad) || exit 1
+reference "$ALL"
 
-body='{"model":"tiny","prompt":"The quick brown fox jumps over the lazy dog","max_tokens":12,"temperature":0,"ignore_eos":true}'
-text_of() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["choices"][0]["text"])' "$1"; }
-curl -sf "$ALL/v1/completions" -d "$body" > "$T/all.json" || fail "role all"
-curl -sf "$R/v1/completions" -d "$body" > "$T/ns.json" || fail "router across namespaces: $(cat "$T/ns.json")"
-[ "$(text_of "$T/ns.json")" = "$(text_of "$T/all.json")" ] || fail "across namespaces: $(cat "$T/ns.json") vs $(cat "$T/all.json")"
-code=$(curl -s -o "$T/dead.json" -w '%{http_code}' "$RD/v1/completions" -d "$body")
-[ "$code" = 502 ] && grep -q decode_worker_lost "$T/dead.json" || fail "dead decode across namespaces: HTTP $code $(cat "$T/dead.json")"
-curl -sf "$R/v1/completions" -d "$body" > "$T/again.json" && [ "$(text_of "$T/again.json")" = "$(text_of "$T/all.json")" ] \
-  || fail "prefill worker after the dead decode worker: $(cat "$T/again.json")"
+# 1. Across hosts: --role all's text.
+ok_text "$(post "$R" "$T/ns.json")" "$T/ns.json" "router across namespaces"
+curl -sf --max-time 10 "$P/metrics" | grep -Eq '^recur_kv_transfer_bytes_total [1-9]' || fail "no TCP transfer from host P"
+
+# 2. A decode worker that dies mid-request.
+code=$(post "$R_DIES" "$T/dead.json")
+[ "$code" = 502 ] && grep -q '"code":"decode_worker_lost"' "$T/dead.json" || fail "dead decode across namespaces: HTTP $code $(cat "$T/dead.json")"
+ok_text "$(post "$R" "$T/again.json")" "$T/again.json" "prefill worker after the dead decode worker"
+
+# 3 and 4. Prefill workers killed mid-transfer (their TCP connection to host D cut mid-stream).
+prefill_killed_retried "$R_TWO_P" "$T/p_killed.arm" "$PID_p_killed" "$PK" killed_retried
+only_prefill_killed "$R_ONE_P" "$T/p_single.arm" "$PID_p_single" "$PS" killed_only
+
+# 5. A corrupted transfer over TCP: caught by the checksum, no text; then a clean one.
+code=$(post "$R_BAD" "$T/bad.json")
+[ "$code" = 502 ] && grep -q 'checksum' "$T/bad.json" && ! grep -q '"choices"' "$T/bad.json" \
+  || fail "corrupt transfer across namespaces: HTTP $code $(cat "$T/bad.json")"
+curl -sf --max-time 10 "$D/metrics" | grep -Eq '^recur_kv_transfer_failures_total [1-9]' || fail "decode worker's failure metric"
+ok_text "$(post "$R" "$T/clean.json")" "$T/clean.json" "a clean transfer after the corrupt one"
 echo "serve_disagg_netns_test: ok"

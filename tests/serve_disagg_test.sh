@@ -40,7 +40,6 @@ P_BAD=$(url_of prefill_bad) || exit 1
 D2=$(url_of decode_dies) || exit 1
 D3=$(url_of decode_dies2) || exit 1
 ENC=$(url_of encode) || exit 1
-router() { launch "$1" "$RECUR" serve --role router -m "$M" --port 0 --prefill "$2" --decode "$3"; }
 router router_shm "$P_SHM" "$D1"
 router router_tcp "$P_TCP" "$D1"
 router router_bad "$P_BAD" "$D1"

@@ -7,7 +7,9 @@
 // round-robin until a probe or a later request finds it up. A request whose prefill worker dies
 // is retried on the next prefill worker (503 when none is left); one whose decode worker dies
 // before any text was relayed is retried once on each other decode worker; otherwise it fails
-// with a 502 error JSON (an error event when streaming).
+// with a 502 error JSON (an error event when streaming). A streaming client that leaves is seen
+// when its next piece cannot be written: the router closes the decode worker's stream, which
+// cancels the generation there, and counts the request "cancelled" (the worker stays up).
 #include <atomic>
 #include <ctime>
 #include <filesystem>
@@ -67,6 +69,13 @@ std::optional<WorkerReply> router_post(const RouterWorker& w, const std::string&
   if (reply.body.is_discarded()) reply.body = json::object();
   return reply;
 }
+
+// The request's client went away (a streamed piece could not be written); nobody reads this.
+ApiError router_client_left_error() {
+  return {499, "the client closed the connection: the generation was cancelled", "invalid_request_error", "",
+          "client_closed"};
+}
+bool router_client_left(const ApiError& e) { return e.code == "client_closed"; }
 
 ApiError worker_error(const WorkerReply& r, std::string_view what) {
   std::string message = fmt::format("{} answered HTTP {}", what, r.status);
@@ -208,6 +217,7 @@ expected<json, ApiError> Router::decode(const PreparedRequest& p, int64_t reques
   std::string pending, error_body;
   std::optional<json> last;
   int status = 0;
+  bool client_left = false;  // on_line refused a piece: closing the stream cancels the generation
   req.response_handler = [&](const httplib::Response& r) {
     status = r.status;
     return true;
@@ -223,7 +233,10 @@ expected<json, ApiError> Router::decode(const PreparedRequest& p, int64_t reques
       pending.erase(0, eol + 1);
       if (line.is_discarded()) continue;
       if (line.contains("text")) {
-        if (!on_line(line)) return false;
+        if (!on_line(line)) {
+          client_left = true;
+          return false;
+        }
       } else {
         last = line;
       }
@@ -231,6 +244,7 @@ expected<json, ApiError> Router::decode(const PreparedRequest& p, int64_t reques
     return true;
   };
   auto result = cli.send(req);
+  if (client_left) return unexpected(router_client_left_error());  // not the worker's fault: it stays up
   if (!result || status == 0) {
     at.decode->up.store(false);
     return unexpected(ApiError{502, fmt::format("decode worker {} failed during the request: {}", at.decode->url,
@@ -344,7 +358,7 @@ void Router::handle_generation(CompletionRequest::Kind kind, const httplib::Requ
       return ok;
     });
     if (!done) {
-      count("error");
+      count(router_client_left(done.error()) ? "cancelled" : "error");
       write(done.error().to_json());
     } else {
       count("ok");
