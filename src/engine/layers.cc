@@ -16,17 +16,32 @@ void rmsnorm(float* out, const float* x, const Weight& w, int n, float eps, floa
   for (int i = 0; i < n; ++i) out[i] = x[i] * inv * scratch[i];
 }
 
-void rope_interleaved(float* v, int heads, int head_dim, int pos, float theta) {
+void rope_cos_sin(int head_dim, int pos, float theta, float* cos_sin) {
+  for (int i = 0; i < head_dim; i += 2) {
+    float freq = std::pow(theta, -float(i) / float(head_dim));
+    float a = float(pos) * freq;
+    cos_sin[i] = std::cos(a);
+    cos_sin[i + 1] = std::sin(a);
+  }
+}
+
+void rope_rotate(float* v, int heads, int head_dim, const float* cos_sin) {
   for (int h = 0; h < heads; ++h) {
     float* x = v + h * head_dim;
     for (int i = 0; i < head_dim; i += 2) {
-      float freq = std::pow(theta, -float(i) / float(head_dim));
-      float a = float(pos) * freq, c = std::cos(a), s = std::sin(a);
+      float c = cos_sin[i], s = cos_sin[i + 1];
       float x0 = x[i], x1 = x[i + 1];
       x[i] = x0 * c - x1 * s;
       x[i + 1] = x0 * s + x1 * c;
     }
   }
+}
+
+void rope_interleaved(float* v, int heads, int head_dim, int pos, float theta) {
+  thread_local std::vector<float> cos_sin;
+  cos_sin.resize(size_t(head_dim));
+  rope_cos_sin(head_dim, pos, theta, cos_sin.data());
+  rope_rotate(v, heads, head_dim, cos_sin.data());
 }
 
 void attention_decode(const float* q_all, const float* keys, const float* values, int heads, int kv_heads,

@@ -18,6 +18,11 @@ void rmsnorm(float* out, const float* x, const Weight& w, int n, float eps, floa
 
 // GGUF llama RoPE: consecutive pairs (x[2i], x[2i+1]) rotate by pos * theta^(-2i/d), per head.
 void rope_interleaved(float* v, int heads, int head_dim, int pos, float theta);
+// The same in two steps, for callers that rotate many heads or layers at one position (a batched
+// prefill: the angles depend on the position only): cos_sin[i], cos_sin[i + 1] = cos, sin of pair
+// i / 2's angle (head_dim floats), then every head rotated by them. Same bits as rope_interleaved.
+void rope_cos_sin(int head_dim, int pos, float theta, float* cos_sin);
+void rope_rotate(float* v, int heads, int head_dim, const float* cos_sin);
 
 // One query token against tokens [0, n_tokens) of a KV cache laid out [token][kv_heads*head_dim];
 // GQA: query head h reads kv head h / group - kv_offset (kv_offset: the first kv head in the cache,

@@ -53,6 +53,7 @@ struct LlamaBatch::Rank {
   std::vector<int> kv_seq;  // slot -> the cache's sequence id
   // Rows of one forward: [max_batch_tokens, width].
   std::vector<float> x, h, partial, q, k, v, o, ff_a, ff_b, logits, norm_w;
+  std::vector<float> rope;  // [rows, head_dim]: each row's RoPE cos / sin, shared by every layer
   Status status;
 };
 
@@ -113,6 +114,7 @@ Result<std::unique_ptr<LlamaBatch>> LlamaBatch::create(const LlamaModel& m, Thre
     r->ff_a.resize(size_t(M * r->ffn.size()));
     r->ff_b.resize(size_t(M * r->ffn.size()));
     r->norm_w.resize(size_t(c.dim));
+    r->rope.resize(size_t(M * hd));
     batch->ranks_.push_back(std::move(r));
   }
   if (tp > 1) {
@@ -201,16 +203,49 @@ void LlamaBatch::all_reduce(Rank& r, int64_t rows) {
   runner_->group().all_reduce_sum(r.index, r.partial.data(), r.partial.data(), n);
 }
 
+namespace {
+
+// fn(i0, i1) over rows [0, rows) in claimed chunks on the pool (null: on the caller). For the
+// row-wise passes of a batched forward (norms, residual adds, SwiGLU, RoPE): each row is
+// computed whole by one thread, so the bits do not depend on the pool.
+template <class Fn>
+void llama_batch_for_rows(ThreadPool* pool, int64_t rows, const Fn& fn) {
+  if (pool == nullptr || pool->size() == 1 || rows < 2) {
+    fn(int64_t{0}, rows);
+    return;
+  }
+  const int64_t per_chunk = std::max<int64_t>(1, rows / (4 * int64_t(pool->size())));
+  pool->parallel_claim((rows + per_chunk - 1) / per_chunk,
+                       [&](int64_t c, int) { fn(c * per_chunk, std::min(rows, (c + 1) * per_chunk)); });
+}
+
+}  // namespace
+
 void LlamaBatch::rank_forward(Rank& r, const Plan& p) {
   const ModelConfig& c = m_.config();
   const int64_t M = p.rows(), dim = c.dim;
   ThreadPool* intra = ranks_.size() == 1 ? &pool_ : nullptr;  // one rank: parallel inside each product
   auto norm_rows = [&](const Weight& w) {
-    for (int64_t i = 0; i < M; ++i) rmsnorm(r.h.data() + i * dim, r.x.data() + i * dim, w, c.dim, c.rms_eps, r.norm_w.data());
+    llama_batch_for_rows(intra, M, [&](int64_t i0, int64_t i1) {
+      thread_local std::vector<float> norm_w;
+      norm_w.resize(size_t(dim));
+      for (int64_t i = i0; i < i1; ++i)
+        rmsnorm(r.h.data() + i * dim, r.x.data() + i * dim, w, c.dim, c.rms_eps, norm_w.data());
+    });
   };
   auto add_partial = [&] {
-    for (int64_t i = 0; i < M * dim; ++i) r.x[size_t(i)] += r.partial[size_t(i)];
+    llama_batch_for_rows(intra, M, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0 * dim; i < i1 * dim; ++i) r.x[size_t(i)] += r.partial[size_t(i)];
+    });
   };
+  const int64_t ffn = r.ffn.size();
+  auto swiglu_rows = [&] {
+    llama_batch_for_rows(intra, M, [&](int64_t i0, int64_t i1) {
+      swiglu(r.ff_a.data() + i0 * ffn, r.ff_b.data() + i0 * ffn, int((i1 - i0) * ffn));
+    });
+  };
+  for (int64_t i = 0; i < M; ++i)
+    rope_cos_sin(int(c.head_dim), p.positions[size_t(i)], c.rope_theta, r.rope.data() + i * c.head_dim);
   batch_embed_rows(p, m_.token_embedding, int(dim), r.x.data());
   for (int l = 0; l < c.n_layers; ++l) {
     RECUR_ZONE("layer");
@@ -227,7 +262,7 @@ void LlamaBatch::rank_forward(Rank& r, const Plan& p) {
     norm_rows(L.ffn_norm);
     matmul(S.w_gate, r.h.data(), M, r.ff_a.data(), intra);
     matmul(S.w_up, r.h.data(), M, r.ff_b.data(), intra);
-    swiglu(r.ff_a.data(), r.ff_b.data(), int(M * r.ffn.size()));
+    swiglu_rows();
     matmul(S.w_down->view, r.ff_a.data(), M, r.partial.data(), intra);
     all_reduce(r, M);
     add_partial();
@@ -264,10 +299,12 @@ void LlamaBatch::attention(Rank& r, int l, const Plan& p, ThreadPool* intra) {
   matmul(S.wq, r.h.data(), M, r.q.data(), intra);
   matmul(S.wk, r.h.data(), M, r.k.data(), intra);
   matmul(S.wv, r.h.data(), M, r.v.data(), intra);
-  for (int64_t i = 0; i < M; ++i) {
-    rope_interleaved(r.q.data() + i * q_local, heads, int(hd), p.positions[size_t(i)], c.rope_theta);
-    rope_interleaved(r.k.data() + i * kv_local, kv_heads, int(hd), p.positions[size_t(i)], c.rope_theta);
-  }
+  llama_batch_for_rows(intra, M, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      rope_rotate(r.q.data() + i * q_local, heads, int(hd), r.rope.data() + i * hd);
+      rope_rotate(r.k.data() + i * kv_local, kv_heads, int(hd), r.rope.data() + i * hd);
+    }
+  });
   std::vector<int> seqs;
   std::vector<int64_t> counts;
   for (const Plan::Run& run : p.runs) {
