@@ -10,6 +10,7 @@
 #include "engine/layers.h"
 #include "engine/sequence_state.h"
 #include "kernels/attention/attention.h"
+#include "kernels/layer/layer.h"
 #include "trace/trace.h"
 
 namespace recur {
@@ -239,9 +240,13 @@ void LlamaBatch::rank_forward(Rank& r, const Plan& p) {
     });
   };
   const int64_t ffn = r.ffn.size();
+  // SwiGLU in place through the vector layer kernel (registered and checked against float64;
+  // each chunk is read before it is written): std::exp per element cost ~3 ms a layer at 128
+  // rows. Its bits differ from layers.h swiglu's in the last place.
   auto swiglu_rows = [&] {
     llama_batch_for_rows(intra, M, [&](int64_t i0, int64_t i1) {
-      swiglu(r.ff_a.data() + i0 * ffn, r.ff_b.data() + i0 * ffn, int((i1 - i0) * ffn));
+      float* gate = r.ff_a.data() + i0 * ffn;
+      kernels::swiglu(gate, r.ff_b.data() + i0 * ffn, gate, (i1 - i0) * ffn);
     });
   };
   for (int64_t i = 0; i < M; ++i)
