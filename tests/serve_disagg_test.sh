@@ -18,14 +18,14 @@ url_of() {
   echo "http://127.0.0.1:$port"
 }
 post() {  # post URL BODY OUTFILE: prints the HTTP status
-  curl -s -o "$3" -w '%{http_code}' "$1/v1/completions" -H 'Content-Type: application/json' -d "$2"
+  curl -s --max-time 30 -o "$3" -w '%{http_code}' "$1/v1/completions" -H 'Content-Type: application/json' -d "$2"
 }
 
 tiny_model
 
 # Workers first (all at once), then the routers over them.
 launch all "$RECUR" serve -m "$M" --port 0 --threads 1
-launch decode1 "$RECUR" serve --role decode -m "$M" --port 0 --threads 1
+launch decode1 env RECUR_FAULT_DECODE_HOLD="$T/hold" "$RECUR" serve --role decode -m "$M" --port 0 --threads 1
 launch prefill_shm "$RECUR" serve --role prefill -m "$M" --port 0 --threads 1
 launch prefill_tcp "$RECUR" --set serve.kv_transfer=tcp serve --role prefill -m "$M" --port 0 --threads 1
 launch prefill_bad env RECUR_FAULT_CORRUPT_KV=1 "$RECUR" serve --role prefill -m "$M" --port 0 --threads 1
@@ -80,9 +80,11 @@ curl -sf "$P_TCP/metrics" | grep -Eq '^recur_kv_transfer_seconds_count [1-9]' ||
 # Continuous batching on the decode worker: 4 concurrent greedy requests through the router each
 # get --role all's text, and the decode worker's forwards carried more than one sequence (a
 # forward there holds only decode tokens, so more than one token means more than one sequence).
-# 96 tokens each: a request decodes for far longer than the next one takes to prefill. (--role
-# all batches its four too: the same greedy text, serve_batching_test.)
+# The decode worker holds the first one's admission (RECUR_FAULT_DECODE_HOLD) until the other
+# three wait in its queue, so the four are admitted together whatever the timing. (--role all
+# batches its four too: the same greedy text, serve_batching_test.)
 batch_body() { echo "{\"model\":\"tiny\",\"prompt\":\"request $1 of four\",\"max_tokens\":96,\"temperature\":0,\"ignore_eos\":true}"; }
+touch "$T/hold"
 CURLS=""
 for i in 1 2 3 4; do
   post "$ALL" "$(batch_body $i)" "$T/ball$i.json" > /dev/null &
@@ -90,6 +92,13 @@ for i in 1 2 3 4; do
   post "$R_SHM" "$(batch_body $i)" "$T/bdis$i.json" > "$T/bdis$i.code" &
   CURLS="$CURLS $!"
 done
+queued=""
+for _ in $(seq 1 200); do
+  [ -f "$T/hold.paused" ] && curl -sf --max-time 5 "$D1/metrics" | grep -q '^recur_queue_depth 3$' && queued=yes && break
+  sleep 0.05
+done
+rm -f "$T/hold"
+[ -n "$queued" ] || fail "the decode worker never held one request with three queued behind it"
 for p in $CURLS; do wait "$p"; done
 for i in 1 2 3 4; do
   [ "$(cat "$T/bdis$i.code")" = 200 ] && [ "$(text_of "$T/bdis$i.json")" = "$(text_of "$T/ball$i.json")" ] ||

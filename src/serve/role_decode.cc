@@ -48,6 +48,9 @@ struct DecodeJob : Job {
 
 // The scheduler's PromptImport: runs on its thread, between forwards.
 Result<std::vector<float>> decode_import_prompt(Job& job, Batch& batch, SeqId seq) {
+  // RECUR_FAULT_DECODE_HOLD=PATH: the scheduler waits here, so requests queue up behind this one
+  // and are admitted together (a test's deterministic batch).
+  role_fault_hold("RECUR_FAULT_DECODE_HOLD");
   auto& d = static_cast<DecodeJob&>(job);
   for (size_t l = 0; l < d.layers.size(); ++l) {
     Status s = import_layer_state(batch, seq, int(l), d.layers[l]);

@@ -4,12 +4,9 @@
 // forward in place of their positions' placeholder tokens, as in `--role all`.
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -32,21 +29,6 @@ constexpr std::chrono::milliseconds kPrefillSendTimeout{10000};
 
 ApiError prefill_failure(const Error& e) {
   return {502, "prefill worker: " + e.to_string(), "server_error", "", "kv_transfer_failed"};
-}
-
-// RECUR_FAULT_PREFILL_PAUSE=PATH (fault tests): while the file PATH exists, each prefill, once
-// layer 0 is handed to the transfer engine, creates PATH.paused and waits until PATH is removed
-// (10 s at most), so that a test can SIGKILL this worker or its decode worker deterministically in
-// the middle of a transfer. Without PATH, prefills run through.
-void prefill_fault_pause_mid_transfer() {
-  const char* armed = std::getenv("RECUR_FAULT_PREFILL_PAUSE");
-  if (armed == nullptr || !std::filesystem::exists(armed)) return;
-  const std::string paused = std::string(armed) + ".paused";
-  std::ofstream(paused) << getpid() << "\n";
-  for (int i = 0; i < 1000 && std::filesystem::exists(armed); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  std::error_code ignored;
-  std::filesystem::remove(paused, ignored);
 }
 
 class PrefillWorker {
@@ -152,7 +134,9 @@ Result<json> PrefillWorker::prefill(const json& msg) {
     const transfer::KvPage page{staging_.data() + size_t(layer) * layout_.max_block_bytes, n};
     sent = p->sender->send_layer(request, layer, std::span(&page, 1));
     bytes += n;
-    if (layer == 0) prefill_fault_pause_mid_transfer();
+    // RECUR_FAULT_PREFILL_PAUSE=PATH: a test's point to SIGKILL this worker or its decode worker
+    // in the middle of a transfer.
+    if (layer == 0) role_fault_hold("RECUR_FAULT_PREFILL_PAUSE");
   };
   // Earlier chunks only fill the cache; the last chunk's layer hook sends each finished layer.
   const size_t chunk = size_t(e_.batch_options.max_batch_tokens);

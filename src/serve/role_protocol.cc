@@ -1,8 +1,12 @@
 #include "serve/role_protocol.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <thread>
+#include <unistd.h>
 
 #include <fmt/format.h>
 #include <httplib.h>
@@ -30,6 +34,17 @@ Result<transfer::KvLayout> role_kv_layout(Batch& batch, SeqId seq, const Model& 
 }
 
 }  // namespace
+
+void role_fault_hold(const char* env) {
+  const char* armed = std::getenv(env);
+  if (armed == nullptr || !std::filesystem::exists(armed)) return;
+  const std::string paused = std::string(armed) + ".paused";
+  std::ofstream(paused) << getpid() << "\n";
+  for (int i = 0; i < 1000 && std::filesystem::exists(armed); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::error_code ignored;
+  std::filesystem::remove(paused, ignored);
+}
 
 Result<RoleEngine> role_open_engine(const ServeOptions& o) {
   RoleEngine e;

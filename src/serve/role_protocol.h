@@ -73,6 +73,12 @@ void role_send_json(httplib::Response& res, const nlohmann::json& body);
 // One line of a newline-delimited JSON stream.
 std::string json_text_line(const nlohmann::json& j);
 
+// Fault injection for tests (docs/serve.md, "Roles"): while the file named by the environment
+// variable `env` exists, writes PATH.paused and waits until PATH is removed (10 s at most), so a
+// test can act at a known point (kill a worker mid-transfer, queue requests behind a held one).
+// Without the variable, or without the file, returns at once.
+void role_fault_hold(const char* env);
+
 // GET /health ({"status":"ok","role":ROLE}) and GET /metrics (what `metrics` renders).
 void role_add_worker_routes(httplib::Server& server, std::string_view role, std::function<std::string()> metrics);
 
