@@ -4,7 +4,8 @@
 #   stop_workers         SIGTERM to each (a worker's transfer engine then unlinks its shared
 #                        memory), then SIGKILL, and removes /dev/shm/recur-kv.recur-<role>-PID*
 #                        of those that died without unlinking (the fault cases)
-#   on exit              stop_workers and rm -rf $T (a test with more to undo sets its own trap)
+#   on exit              stop_workers and rm -rf $T (a test with more to undo sets its own EXIT
+#                        trap); SIGINT, SIGTERM and SIGHUP exit through it
 #   launch NAME ARGS...  runs ARGS in the background, stderr to $T/NAME.err, its pid in PID_NAME
 #   port_of NAME         waits until a launched server listens on 127.0.0.1, prints its port
 #   router NAME PREFILL_URLS DECODE_URLS   launches a --role router on 127.0.0.1 (model M)
@@ -29,6 +30,7 @@ disagg_cleanup() {
   rm -rf "$T"
 }
 trap disagg_cleanup EXIT
+trap "exit 1" INT TERM HUP  # so that the EXIT trap cleans up after a signal too (sh)
 launch() {
   name="$1"
   shift
