@@ -26,7 +26,7 @@ struct EngineBenchFlags {
 };
 
 int run_engine_bench(const EngineBenchFlags& f) {
-  auto model = load_model(f.model);
+  auto model = load_model(f.model, global_config());
   if (!model) return report_failure(model.error());
   auto pool = ThreadPool::create({.threads = f.threads, .pin = true});
   if (!pool) return report_failure(pool.error());

@@ -35,7 +35,7 @@ int run_generate(const GenerateFlags& f) {
     if (!d) return report_failure(d.error());
     path = *d;
   }
-  auto model = load_model(path);
+  auto model = load_model(path, global_config());
   if (!model) return report_failure(model.error());
   auto pool = ThreadPool::create({.threads = f.threads, .pin = true});
   if (!pool) return report_failure(pool.error());

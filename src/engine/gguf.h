@@ -2,7 +2,8 @@
 //
 // Layout: header (magic "GGUF", version, tensor count, metadata count), metadata key/values,
 // tensor infos (name, dims innermost-first, ggml type, offset), padding to `general.alignment`
-// (default 32), then tensor data. The reader maps the file and hands out pointers into it; it
+// (default 32), then tensor data. The reader holds the file's bytes (a memory map, or a copy in
+// huge-page anonymous memory: core/mapped_file.h FileMemory) and hands out pointers into them; it
 // validates every length, type and offset against the file before any tensor is touched, so a
 // corrupt or truncated file yields an error naming the tensor or key and the byte offset.
 //
@@ -105,13 +106,13 @@ class File {
   Result<std::string> get_string(std::string_view key) const;
 
   const std::string& source() const { return source_; }
-  // The file's mapping (empty when parsed from caller-owned bytes): tensors whose bytes lie in
-  // it may have their resident pages released once copied (MappedFile::release_pages).
+  // The file's bytes (empty when parsed from caller-owned bytes): tensors whose bytes lie in
+  // them may have their resident pages released once copied (MappedFile::release_pages).
   const MappedFile& mapping() const { return mapping_; }
 
  private:
   friend Result<File> parse(std::span<const std::byte>, std::string_view);
-  friend Result<File> read(const std::string&);
+  friend Result<File> read(const std::string&, FileMemory);
   std::string source_;
   std::map<std::string, size_t, std::less<>> key_index_;
   std::map<std::string, size_t, std::less<>> tensor_index_;
@@ -120,8 +121,11 @@ class File {
 
 // Parses bytes the caller keeps alive; `source` names them in errors.
 Result<File> parse(std::span<const std::byte> bytes, std::string_view source);
-// Maps and parses a file; the File owns the mapping.
-Result<File> read(const std::string& path);
+// How read() holds a file's bytes unless told: the default of the knob engine.weights_memory.
+inline constexpr FileMemory kDefaultFileMemory = FileMemory::kMap;
+// Reads (maps, or copies into anonymous memory) and parses a file; the File owns the bytes.
+// Every check of parse() applies either way, so a truncated file gives the same error.
+Result<File> read(const std::string& path, FileMemory memory = kDefaultFileMemory);
 
 // Builds a GGUF file in memory and writes it. Not thread-safe.
 class Writer {

@@ -5,6 +5,15 @@
 
 namespace recur {
 
+// Where the weights live while the model runs (docs/engine.md "Weights in memory").
+RECUR_KNOB(engine_weights_memory,
+           {.name = "engine.weights_memory", .type = KnobType::kEnum, .choices = {"mmap", "anon"},
+            .default_value = gguf::kDefaultFileMemory == FileMemory::kMap ? "mmap" : "anon",
+            .components = {"engine:weights", "memory:tlb"},
+            .help = "model bytes: mmap (the file's 4 KiB page-cache pages) or anon (read into 2 MiB-aligned "
+                    "anonymous memory madvised for transparent huge pages; mmap if the file exceeds half "
+                    "of MemAvailable)"});
+
 uint64_t decode_weight_bytes(const gguf::File& file, const ModelConfig& c) {
   double total = 0;
   for (const gguf::TensorInfo& t : file.tensors) {
@@ -46,9 +55,14 @@ Result<std::unique_ptr<Model>> model_from_file(gguf::File file) {
   return unsupported("{}: architecture '{}' (recur runs llama and hybrid)", file.source(), arch);
 }
 
-Result<std::unique_ptr<Model>> load_model(const std::string& path) {
-  RECUR_ASSIGN_OR_RETURN(gguf::File file, gguf::read(path));
+Result<std::unique_ptr<Model>> load_model(const std::string& path, const Config& knobs) {
+  auto memory = knobs.get("engine.weights_memory");
+  if (!memory) return unexpected<Error>(memory.error());
+  const FileMemory where = *memory == "anon" ? FileMemory::kAnonymous : FileMemory::kMap;
+  RECUR_ASSIGN_OR_RETURN(gguf::File file, gguf::read(path, where));
   return model_from_file(std::move(file));
 }
+
+Result<std::unique_ptr<Model>> load_model(const std::string& path) { return load_model(path, Config()); }
 
 }  // namespace recur
