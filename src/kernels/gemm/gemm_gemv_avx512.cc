@@ -61,19 +61,20 @@ inline float gemv_widen_row(const typename L::T* w, const float* x, int64_t k) {
 }
 
 // Rows longer than this K: 64-byte loads alone measured 0.88-0.93x of 32-byte loads at K = 5632
-// (F16; x's 22 KiB and the row's lines then overflow L1), 1.17-1.21x at K = 2048. F16 long rows
-// take 64-byte loads plus the prefetch above (1.2-1.35x the 32-byte loads); f32 / bf16 long rows
-// keep the 32-byte-load kernel (the prefetch was measured on F16 only).
+// (F16; x's 22 KiB and the row's lines then overflow L1), 1.17-1.21x at K = 2048. F16 and F32
+// long rows take the prefetch above (F16 1.2-1.35x the 32-byte loads; F32 at 2048 x 5632 on one
+// thread 2.4 against 3.1 ms, 16 KiB ahead 2.7 ms); bf16 long rows keep the 32-byte-load kernel
+// (not measured).
 constexpr int64_t kGemvWideMaxK = 4096;
 
 template <class L>
 void gemv_widen_rows(const GemvArgs& a, int64_t r0, int64_t r1) {
   using T = typename L::T;
-  const bool wide = a.k <= kGemvWideMaxK, long_f16 = !wide && std::is_same_v<L, WidenF16>;
+  const bool wide = a.k <= kGemvWideMaxK, long_prefetched = !wide && !std::is_same_v<L, WidenBf16>;
   for (int64_t r = r0; r < r1; ++r) {
     const T* w = static_cast<const T*>(a.w) + r * a.k;
     a.y[r] = wide       ? gemv_widen_row<L, true>(w, a.x, a.k)
-             : long_f16 ? gemv_widen_row<L, true, true>(w, a.x, a.k)
+             : long_prefetched ? gemv_widen_row<L, true, true>(w, a.x, a.k)
                         : gemv_widen_row<L, false>(w, a.x, a.k);
   }
 }
