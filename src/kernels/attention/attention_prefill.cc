@@ -87,7 +87,8 @@ Status prefill(PagedKvCache& cache, int layer, std::span<const int> seqs, std::s
         }
     }
   };
-  if (pool != nullptr) pool->parallel_for(int64_t(items.size()), run);
+  // Claimed one item at a time, as decode (attention_decode.cc): the same bits on any pool.
+  if (pool != nullptr) pool->parallel_claim(int64_t(items.size()), [&](int64_t it, int worker) { run(it, it + 1, worker); });
   else run(0, int64_t(items.size()), 0);
   return ok_status();
 }
