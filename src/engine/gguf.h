@@ -121,11 +121,11 @@ class File {
 
 // Parses bytes the caller keeps alive; `source` names them in errors.
 Result<File> parse(std::span<const std::byte> bytes, std::string_view source);
-// How read() holds a file's bytes unless told: the default of the knob engine.weights_memory.
-inline constexpr FileMemory kDefaultFileMemory = FileMemory::kMap;
 // Reads (maps, or copies into anonymous memory) and parses a file; the File owns the bytes.
-// Every check of parse() applies either way, so a truncated file gives the same error.
-Result<File> read(const std::string& path, FileMemory memory = kDefaultFileMemory);
+// Every check of parse() applies either way, so a truncated file gives the same error. Maps by
+// default, which costs nothing for readers of metadata; load_model() follows the knob
+// engine.weights_memory (default anon).
+Result<File> read(const std::string& path, FileMemory memory = FileMemory::kMap);
 
 // Builds a GGUF file in memory and writes it. Not thread-safe.
 class Writer {

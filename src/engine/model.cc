@@ -5,10 +5,11 @@
 
 namespace recur {
 
-// Where the weights live while the model runs (docs/engine.md "Weights in memory").
+// Where the weights live while the model runs (docs/engine.md "Weights in memory"; anon decodes
+// 1.1-1.3x faster on one thread, docs/performance.md "Issue #7: weights in anonymous huge pages").
 RECUR_KNOB(engine_weights_memory,
            {.name = "engine.weights_memory", .type = KnobType::kEnum, .choices = {"mmap", "anon"},
-            .default_value = gguf::kDefaultFileMemory == FileMemory::kMap ? "mmap" : "anon",
+            .default_value = "anon",
             .components = {"engine:weights", "memory:tlb"},
             .help = "model bytes: mmap (the file's 4 KiB page-cache pages) or anon (read into 2 MiB-aligned "
                     "anonymous memory madvised for transparent huge pages; mmap if the file exceeds half "

@@ -123,7 +123,7 @@ uint64_t decode_weight_bytes(const gguf::File& file, const ModelConfig& config);
 // Reads general.architecture and loads a llama or hybrid model, its bytes held as the knob
 // engine.weights_memory says (mmap: the file mapped; anon: read into huge-page anonymous memory).
 Result<std::unique_ptr<Model>> load_model(const std::string& path, const Config& knobs);
-Result<std::unique_ptr<Model>> load_model(const std::string& path);  // the knobs' defaults
+Result<std::unique_ptr<Model>> load_model(const std::string& path);  // the knobs' defaults (anon)
 Result<std::unique_ptr<Model>> model_from_file(gguf::File file);
 
 }  // namespace recur
