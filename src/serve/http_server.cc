@@ -242,7 +242,7 @@ Status run_server(const ServeOptions& options) {
   block_stop_signals();
   if (options.queue_size < 1) return invalid_argument("--queue-size is {}; expected at least 1", options.queue_size);
   if (options.http_threads < 1) return invalid_argument("--http-threads is {}; expected at least 1", options.http_threads);
-  RECUR_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, load_model(options.model_path));
+  RECUR_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, load_model(options.model_path, options.knobs));
   std::string id = options.model_id.empty() ? std::filesystem::path(options.model_path).stem().string() : options.model_id;
   ServerState s{options, *model, id, JobQueue(options.queue_size), {}, {}};
   const WorkerOptions worker_options{.workers = options.workers, .threads_per_worker = options.threads_per_worker,

@@ -48,7 +48,7 @@ void role_fault_hold(const char* env) {
 
 Result<RoleEngine> role_open_engine(const ServeOptions& o) {
   RoleEngine e;
-  RECUR_ASSIGN_OR_RETURN(e.model, load_model(o.model_path));
+  RECUR_ASSIGN_OR_RETURN(e.model, load_model(o.model_path, o.knobs));
   const int threads = o.threads_per_worker > 0 ? o.threads_per_worker
                                                : std::max(1, int(std::thread::hardware_concurrency()));
   RECUR_ASSIGN_OR_RETURN(e.pool, ThreadPool::create({.threads = threads}));

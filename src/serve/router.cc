@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include "engine/gguf.h"
 #include "serve/kv_metrics.h"
 #include "serve/openai_json.h"
 #include "serve/prompt.h"
@@ -413,7 +414,9 @@ Status run_router(const RoleOptions& options) {
   block_stop_signals();
   if (options.prefill_urls.empty() || options.decode_urls.empty())
     return invalid_argument("--role router needs --prefill URL[,URL...] and --decode URL[,URL...]");
-  RECUR_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, load_model(options.serve.model_path));
+  // The router only tokenizes: it maps the file rather than copying the weights (engine.weights_memory).
+  RECUR_ASSIGN_OR_RETURN(gguf::File file, gguf::read(options.serve.model_path, FileMemory::kMap));
+  RECUR_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, model_from_file(std::move(file)));
   Router router(options, std::move(model));
   httplib::Server svr;
   const int http_threads = options.serve.http_threads;
