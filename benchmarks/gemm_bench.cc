@@ -287,7 +287,7 @@ void bench_gemv(const Opts& o, ThreadPool* pool, const Roofline& roof) {
   std::vector<Variant> vs;
   // huge: the copies in 2 MiB-aligned buffers madvised for transparent huge pages (as a model
   // file's weights would be if loaded into such memory instead of mapped in 4 KiB pages).
-  auto stored = [&](WeightFormat f, bool naive, Q8Activations q8 = Q8Activations::kF32, bool huge = false) {
+  auto stored = [&](WeightFormat f, bool naive, Activations act = {}, bool huge = false) {
     auto one = encode(f, w, n, k);
     const int copies = copies_for(double(one.size()));
     auto set = std::make_shared<std::vector<AlignedBuffer>>();
@@ -301,7 +301,9 @@ void bench_gemv(const Opts& o, ThreadPool* pool, const Roofline& roof) {
     Variant v;
     v.name = naive ? fmt::format("naive {}", weight_format_name(f))
                    : fmt::format("stored {}{}{}", weight_format_name(f),
-                                 f == WeightFormat::kQ8_0 ? fmt::format(" act {}", q8_activations_name(q8)) : "",
+                                 f == WeightFormat::kQ8_0   ? fmt::format(" act {}", q8_activations_name(act.q8))
+                                 : f == WeightFormat::kF16 ? fmt::format(" act {}", f16_activations_name(act.f16))
+                                                           : "",
                                  huge ? " (huge pages)" : "");
     auto ws = std::make_shared<Workspace>();
     v.cost = stored_cost(f, m, n, k);
@@ -319,7 +321,7 @@ void bench_gemv(const Opts& o, ThreadPool* pool, const Roofline& roof) {
                                          : naive_dot_q8_0(data + r * rb, x.data() + i * k, k);
         });
       } else {
-        check(gemm_stored({.format = f, .n = n, .k = k, .data = data}, x.data(), m, y.data(), pool, ws.get(), q8));
+        check(gemm_stored({.format = f, .n = n, .k = k, .data = data}, x.data(), m, y.data(), pool, ws.get(), act));
       }
     };
     vs.push_back(std::move(v));
@@ -331,7 +333,9 @@ void bench_gemv(const Opts& o, ThreadPool* pool, const Roofline& roof) {
   stored(WeightFormat::kQ8_0, true);
   stored(WeightFormat::kQ8_0, false);
   stored(WeightFormat::kQ8_0, false, Q8Activations::kQ8_0);
+  stored(WeightFormat::kF16, false, Activations(Q8Activations::kF32, F16Activations::kF16));
   stored(WeightFormat::kF16, false, Q8Activations::kF32, true);
+  stored(WeightFormat::kF16, false, Activations(Q8Activations::kF32, F16Activations::kF16), true);
   Variant read_peak_row;
   for (Precision p : {Precision::kF32, Precision::kBf16, Precision::kW8A8}) {
     auto one = PackedWeights::pack(w, n, k, p);

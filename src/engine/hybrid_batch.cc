@@ -73,7 +73,7 @@ Result<HybridBatchOptions> hybrid_batch_options(const Config& knobs, const Model
   RECUR_ASSIGN_OR_RETURN(o.collectives, collectives_backend_from_config(knobs));
   RECUR_ASSIGN_OR_RETURN(o.reduce, reduce_dtype_from_config(knobs));
   RECUR_ASSIGN_OR_RETURN(o.precision, gemm::precision_from_config(knobs));
-  RECUR_ASSIGN_OR_RETURN(o.q8, gemm::q8_activations_from_config(knobs));
+  RECUR_ASSIGN_OR_RETURN(o.act, gemm::activations_from_config(knobs));
   RECUR_ASSIGN_OR_RETURN(std::string decode, knobs.get("engine.kda.decode_variant"));
   auto dv = kda::parse_decode_variant(decode);
   if (!dv) return invalid_argument("engine.kda.decode_variant '{}' is not a KDA decode variant", decode);
@@ -161,7 +161,7 @@ Result<std::unique_ptr<HybridBatch>> HybridBatch::create(const HybridModel& m, T
   }
   for (int index = first_rank; index < end_rank; ++index) {
     auto r = std::make_unique<Rank>();
-    RECUR_ASSIGN_OR_RETURN(r->w, hybrid::shard_rank(m, index, o.tp, ep, o.precision, o.q8, layer_split));
+    RECUR_ASSIGN_OR_RETURN(r->w, hybrid::shard_rank(m, index, o.tp, ep, o.precision, o.act, layer_split));
     int64_t q_w = 0, k_w = 0, v_w = 0, hv = 0, kv_heads = 0;
     std::vector<paged_attn::KvDType> kv_dtypes;  // of the layers this rank holds KV for
     r->kda.resize(size_t(c.n_layers));

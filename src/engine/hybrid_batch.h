@@ -59,14 +59,14 @@ struct HybridBatchOptions {
   CollectivesBackend collectives = CollectivesBackend::kThreads;
   ReduceDtype reduce = ReduceDtype::kF32;
   gemm::Precision precision = gemm::Precision::kF32;
-  gemm::Q8Activations q8 = kDefaultQ8Activations;
+  gemm::Activations act = kDefaultActivations;
   int64_t kv_pages = 0;  // 0: max_sequences * ceil(max_tokens / page size)
   bool layer_split = false;  // engine.layer_split; takes effect with tp > 1
   std::vector<kernels::attention::KvDType> kv_dtypes;  // one per attention layer, in layer order
 };
 
 // Reads engine.tp, engine.tp.reduce_dtype, engine.layer_split, engine.ep, engine.ep.dispatch_mode, engine.collectives,
-// kernel.gemm.precision, kernel.gemm.q8_0_activations,
+// kernel.gemm.precision, kernel.gemm.q8_0_activations, kernel.gemm.f16_activations,
 // engine.kda.{decode_variant, prefill_variant, replay, replay_window}, engine.hybrid.kv_pages and
 // engine.kv_dtype.layer[N] for every attention layer N of `c`.
 Result<HybridBatchOptions> hybrid_batch_options(const Config& knobs, const ModelConfig& c, const BatchOptions& batch);

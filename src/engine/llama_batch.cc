@@ -35,6 +35,7 @@ Result<LlamaBatchOptions> llama_batch_options(const Config& knobs, const ModelCo
                        "is built for the hybrid model)",
                        tp);
   RECUR_ASSIGN_OR_RETURN(o.reduce, reduce_dtype_from_config(knobs));
+  RECUR_ASSIGN_OR_RETURN(o.act, gemm::activations_from_config(knobs));
   for (int l = 0; l < c.n_layers; ++l) {
     RECUR_ASSIGN_OR_RETURN(std::string name, knobs.get(fmt::format("engine.kv_dtype.layer[{}]", l)));
     RECUR_ASSIGN_OR_RETURN(llama_paged::KvDType t, llama_paged::parse_kv_dtype(name));
@@ -261,14 +262,14 @@ void LlamaBatch::rank_forward(Rank& r, const Plan& p) {
     const Rank::Layer& S = r.layers[size_t(l)];
     norm_rows(L.attn_norm);
     attention(r, l, p, intra);
-    matmul(S.wo->view, r.o.data(), M, r.partial.data(), intra);
+    matmul(S.wo->view, r.o.data(), M, r.partial.data(), intra, options_.act);
     all_reduce(r, M);
     add_partial();
     norm_rows(L.ffn_norm);
-    matmul(S.w_gate, r.h.data(), M, r.ff_a.data(), intra);
-    matmul(S.w_up, r.h.data(), M, r.ff_b.data(), intra);
+    matmul(S.w_gate, r.h.data(), M, r.ff_a.data(), intra, options_.act);
+    matmul(S.w_up, r.h.data(), M, r.ff_b.data(), intra, options_.act);
     swiglu_rows();
-    matmul(S.w_down->view, r.ff_a.data(), M, r.partial.data(), intra);
+    matmul(S.w_down->view, r.ff_a.data(), M, r.partial.data(), intra, options_.act);
     all_reduce(r, M);
     add_partial();
     if (observer_ && M == 1 && r.index == 0) (*observer_)(l, std::span<const float>(r.x.data(), size_t(dim)));
@@ -283,11 +284,11 @@ void LlamaBatch::rank_forward(Rank& r, const Plan& p) {
   // Vocabulary-parallel LM head: this rank's slice of the shared logits (the all-gather).
   const Span vs = r.vocab;
   if (ranks_.size() == 1) {
-    matmul(r.output, r.h.data(), n, logits_.data(), intra);
+    matmul(r.output, r.h.data(), n, logits_.data(), intra, options_.act);
     return;
   }
   r.logits.resize(size_t(n * vs.size()));
-  matmul(r.output, r.h.data(), n, r.logits.data(), intra);
+  matmul(r.output, r.h.data(), n, r.logits.data(), intra, options_.act);
   for (int64_t j = 0; j < n; ++j)
     std::copy_n(r.logits.data() + j * vs.size(), vs.size(), logits_.data() + j * c.vocab + vs.begin);
 }
@@ -301,9 +302,9 @@ void LlamaBatch::attention(Rank& r, int l, const Plan& p, ThreadPool* intra) {
   const int64_t M = p.rows(), hd = c.head_dim;
   const int heads = int(r.heads.size()), kv_heads = int(r.kv_heads.size());
   const int64_t q_local = heads * hd, kv_local = kv_heads * hd;
-  matmul(S.wq, r.h.data(), M, r.q.data(), intra);
-  matmul(S.wk, r.h.data(), M, r.k.data(), intra);
-  matmul(S.wv, r.h.data(), M, r.v.data(), intra);
+  matmul(S.wq, r.h.data(), M, r.q.data(), intra, options_.act);
+  matmul(S.wk, r.h.data(), M, r.k.data(), intra, options_.act);
+  matmul(S.wv, r.h.data(), M, r.v.data(), intra, options_.act);
   llama_batch_for_rows(intra, M, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
       rope_rotate(r.q.data() + i * q_local, heads, int(hd), r.rope.data() + i * hd);

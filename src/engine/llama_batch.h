@@ -32,10 +32,12 @@ struct LlamaBatchOptions {
   BatchOptions batch;
   int tp = 1;
   ReduceDtype reduce = ReduceDtype::kF32;
+  gemm::Activations act = kDefaultActivations;
   std::vector<kernels::attention::KvDType> kv_dtypes;  // one per layer
 };
 
-// Reads engine.tp, engine.tp.reduce_dtype and engine.kv_dtype.layer[N] for every layer.
+// Reads engine.tp, engine.tp.reduce_dtype, kernel.gemm.q8_0_activations,
+// kernel.gemm.f16_activations and engine.kv_dtype.layer[N] for every layer.
 Result<LlamaBatchOptions> llama_batch_options(const Config& knobs, const ModelConfig& c, const BatchOptions& batch);
 
 class LlamaBatch final : public Batch {

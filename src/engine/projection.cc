@@ -6,11 +6,11 @@
 
 namespace recur {
 
-Result<Projection> Projection::create(const Weight& w, gemm::Precision precision, gemm::Q8Activations q8) {
+Result<Projection> Projection::create(const Weight& w, gemm::Precision precision, gemm::Activations act) {
   Projection p;
   p.view_ = w;
   p.precision_ = precision;
-  p.q8_ = q8;
+  p.act_ = act;
   const bool in_place = precision == gemm::Precision::kF32 ||
                         (w.type == gguf::TensorType::kBF16 &&
                          (precision == gemm::Precision::kBf16 || precision == gemm::Precision::kBf16x3 ||
@@ -25,15 +25,15 @@ Result<Projection> Projection::create(const Weight& w, gemm::Precision precision
 }
 
 Result<Projection> Projection::create(std::unique_ptr<OwnedWeight> owned, gemm::Precision precision,
-                                      gemm::Q8Activations q8) {
-  RECUR_ASSIGN_OR_RETURN(Projection p, create(owned->view, precision, q8));
+                                      gemm::Activations act) {
+  RECUR_ASSIGN_OR_RETURN(Projection p, create(owned->view, precision, act));
   p.owned_ = std::move(owned);
   return p;
 }
 
 void Projection::apply(const float* x, int64_t m, float* y, ThreadPool* pool) const {
   if (precision_ == gemm::Precision::kF32) {
-    matmul(view_, x, m, y, pool, q8_);
+    matmul(view_, x, m, y, pool, act_);
     return;
   }
   RECUR_ZONE("matvec");

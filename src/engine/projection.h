@@ -2,8 +2,8 @@
 // for y = W x at the matmul precision the config chooses (knob kernel.gemm.precision):
 //
 //   f32                                  fp32 activations against the stored weights (matmul:
-//                                        F32/F16/BF16/Q8_0 read in place; Q8_0 meets activations
-//                                        as kernel.gemm.q8_0_activations says) — the default
+//                                        F32/F16/BF16/Q8_0 read in place; Q8_0 and F16 meet activations
+//                                        as kernel.gemm.{q8_0,f16}_activations say) — the default
 //   bf16, bf16x3, bf16x6 on BF16 weights x rounded to bf16 or split into 2 / 3 bf16 parts, W read
 //                                        in place (gemm::gemm_stored_bf16: W is exactly bf16,
 //                                        so only x's parts matter)
@@ -29,13 +29,14 @@ class ThreadPool;
 class Projection {
  public:
   Projection() = default;
-  // `w` as it is (a view into the model file, or rows of one). q8: the knob
-  // kernel.gemm.q8_0_activations (gemm::q8_activations_from_config) for Q8_0 weights at f32.
+  // `w` as it is (a view into the model file, or rows of one). act: the knobs
+  // kernel.gemm.q8_0_activations and kernel.gemm.f16_activations (gemm::activations_from_config)
+  // for Q8_0 and F16 weights at f32.
   static Result<Projection> create(const Weight& w, gemm::Precision precision,
-                                   gemm::Q8Activations q8 = kDefaultQ8Activations);
+                                   gemm::Activations act = kDefaultActivations);
   // Copied columns (a row-parallel shard); the projection keeps the copy alive.
   static Result<Projection> create(std::unique_ptr<OwnedWeight> owned, gemm::Precision precision,
-                                   gemm::Q8Activations q8 = kDefaultQ8Activations);
+                                   gemm::Activations act = kDefaultActivations);
 
   // y[m, rows] = x[m, cols] W^T for m activation rows (tokens); pool may be null (runs on the
   // caller). Each output row is what the m = 1 call on that x row gives, up to the kernels'
@@ -51,7 +52,7 @@ class Projection {
   std::unique_ptr<OwnedWeight> owned_;
   std::optional<gemm::PackedWeights> packed_;
   gemm::Precision precision_ = gemm::Precision::kF32;
-  gemm::Q8Activations q8_ = kDefaultQ8Activations;
+  gemm::Activations act_ = kDefaultActivations;
 };
 
 }  // namespace recur

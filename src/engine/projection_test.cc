@@ -86,7 +86,7 @@ std::vector<std::byte> random_weight_bytes(gguf::TensorType type, int64_t rows, 
 // matmul over m rows against m matvec calls: within fp32 summation-order error
 // (2 (K + 8) 2^-24 sum |x w|; the one-row GEMV, the dot tiles and the prefill GEMM sum in
 // different orders); Projection::apply with m rows is matmul, bit for bit, on 1 and 2 threads.
-// Every stored format, both Q8_0 activation forms.
+// Every stored format, both Q8_0 activation forms and F16 activations rounded to fp16.
 TEST(Matmul, RowsMatchMatvecForEveryFormat) {
   auto pool = ThreadPool::create({.threads = 2, .pin = false});
   ASSERT_TRUE(pool.has_value());
@@ -95,7 +95,8 @@ TEST(Matmul, RowsMatchMatvecForEveryFormat) {
     const auto bytes = random_weight_bytes(type, rows, cols, 5);
     const Weight w{"w", type, rows, cols, bytes.data()};
     std::vector<float> row(cols);
-    for (auto q8 : {gemm::Q8Activations::kF32, gemm::Q8Activations::kQ8_0}) {
+    for (gemm::Activations q8 : {gemm::Activations(gemm::Q8Activations::kF32), gemm::Activations(gemm::Q8Activations::kQ8_0),
+                                 gemm::Activations(gemm::Q8Activations::kF32, gemm::F16Activations::kF16)}) {
       auto proj = Projection::create(w, gemm::Precision::kF32, q8);
       ASSERT_TRUE(proj.has_value());
       for (int64_t m : {1, 3, 8, 13, 70}) {
@@ -118,7 +119,8 @@ TEST(Matmul, RowsMatchMatvecForEveryFormat) {
             for (int64_t c = 0; c < cols; ++c) mag += std::fabs(double(x[i * cols + c]) * row[c]);
             const double got = y[i * rows + r];
             ASSERT_LE(std::fabs(got - want[r]), 2 * double(cols + 8) * std::ldexp(1.0, -24) * mag)
-                << gguf::tensor_type_name(uint32_t(type)) << " q8=" << gemm::q8_activations_name(q8) << " m=" << m
+                << gguf::tensor_type_name(uint32_t(type)) << " q8=" << gemm::q8_activations_name(q8.q8)
+                << " f16=" << gemm::f16_activations_name(q8.f16) << " m=" << m
                 << " at [" << i << ", " << r << "]";
           }
         }

@@ -111,7 +111,7 @@ Weight weight_rows(const Weight& w, int64_t r0, int64_t r1) {
   return v;
 }
 
-void matmul(const Weight& w, const float* x, int64_t m, float* y, ThreadPool* pool, gemm::Q8Activations q8) {
+void matmul(const Weight& w, const float* x, int64_t m, float* y, ThreadPool* pool, gemm::Activations act) {
   RECUR_ZONE("matvec");
   zone.arg("rows", w.rows);
   zone.arg("cols", w.cols);
@@ -121,7 +121,7 @@ void matmul(const Weight& w, const float* x, int64_t m, float* y, ThreadPool* po
   // F32 / F16 / BF16 / Q8_0: the vectorized kernels of kernels/gemm, weights read in place.
   if (auto format = stored_format(w.type);
       format && gemm::gemm_stored({.format = *format, .n = w.rows, .k = w.cols, .data = w.data}, x, m, y, pool,
-                                  nullptr, q8)) {
+                                  nullptr, act)) {
     return;
   }
   // Anything the kernels refuse (bind_weight admits only the formats above, so this is a safety

@@ -41,19 +41,20 @@ struct Weight {
 // errors name the tensor, the shape found and the shape expected.
 Result<Weight> bind_weight(const gguf::File& file, const std::string& name, int64_t rows, int64_t cols);
 
-// How Q8_0 weights meet fp32 activations when the caller does not pass the knob
-// kernel.gemm.q8_0_activations: the knob's default (docs/gemm.md, "Q8_0 activations").
-inline constexpr gemm::Q8Activations kDefaultQ8Activations = gemm::Q8Activations::kQ8_0;
+// How Q8_0 and F16 weights meet fp32 activations when the caller does not pass the knobs
+// kernel.gemm.q8_0_activations and kernel.gemm.f16_activations: their defaults (docs/gemm.md,
+// "Q8_0 activations", "F16 activations").
+inline constexpr gemm::Activations kDefaultActivations{gemm::Q8Activations::kQ8_0, gemm::F16Activations::kF16};
 
 // y[m, rows] = x[m, cols] W^T: m activation rows (tokens) against the stored weights, W rows
 // split statically over the pool (results never depend on the thread count); with no pool, on
-// this thread. q8 applies to Q8_0 weights only; W8A8 weights quantize x per row to int8.
+// this thread. act applies to Q8_0 and F16 weights only; W8A8 weights quantize x per row to int8.
 void matmul(const Weight& w, const float* x, int64_t m, float* y, ThreadPool* pool,
-            gemm::Q8Activations q8 = kDefaultQ8Activations);
+            gemm::Activations act = kDefaultActivations);
 // y[rows] = W x[cols]: matmul with m = 1.
 inline void matvec(const Weight& w, const float* x, float* y, ThreadPool* pool,
-                   gemm::Q8Activations q8 = kDefaultQ8Activations) {
-  matmul(w, x, 1, y, pool, q8);
+                   gemm::Activations act = kDefaultActivations) {
+  matmul(w, x, 1, y, pool, act);
 }
 inline void matvec(const Weight& w, const float* x, float* y, ThreadPool& pool) { matvec(w, x, y, &pool); }
 

@@ -148,11 +148,35 @@ enum class Q8Activations : uint8_t {
 std::string_view q8_activations_name(Q8Activations a);  // "f32", "q8_0"
 Result<Q8Activations> q8_activations_from_config(const Config& config);
 
+// How gemm_stored treats activations against F16 weights (knob kernel.gemm.f16_activations).
+enum class F16Activations : uint8_t {
+  kF32,  // fp32 x against the widened weights
+  kF16,  // x rounded to fp16 first (nearest even; overflow -> inf), then the same fp32 products
+         // and accumulation — llama.cpp's arithmetic; the one-row GEMV reads x as fp16, half
+         // the bytes next to the W stream (docs/gemm.md, "F16 activations")
+};
+std::string_view f16_activations_name(F16Activations a);  // "f32", "f16"
+Result<F16Activations> f16_activations_from_config(const Config& config);
+
+// The activation forms of gemm_stored, per weight format. Built from a Q8Activations alone,
+// F16 weights keep fp32 activations.
+struct Activations {
+  Q8Activations q8 = Q8Activations::kF32;
+  F16Activations f16 = F16Activations::kF32;
+  constexpr Activations() = default;
+  constexpr Activations(Q8Activations q8_form, F16Activations f16_form = F16Activations::kF32)  // NOLINT: implicit
+      : q8(q8_form), f16(f16_form) {}
+  friend constexpr bool operator==(const Activations&, const Activations&) = default;
+};
+// Both knobs (kernel.gemm.q8_0_activations, kernel.gemm.f16_activations).
+Result<Activations> activations_from_config(const Config& config);
+
 // y[m, n] = sum_k x[m, k] w[n, k] with fp32 products of fp32 x and the exactly widened weights,
-// fp32 accumulation (for Q8_0 with Q8Activations::kQ8_0: see there). W is streamed once for
-// any M; meant for M <= 8 (decode). ws may be null (a thread-local workspace is used).
+// fp32 accumulation (for Q8_0 with Q8Activations::kQ8_0 and F16 with F16Activations::kF16: see
+// there). W is streamed once for any M; meant for M <= 8 (decode). ws may be null (a
+// thread-local workspace is used).
 Status gemm_stored(const WeightView& w, const float* x, int64_t m, float* y, ThreadPool* pool,
-                   Workspace* ws = nullptr, Q8Activations q8 = Q8Activations::kF32);
+                   Workspace* ws = nullptr, Activations act = {});
 
 // W8A8 weights as a model file stores them (docs/engine.md, "W8A8"): int8 rows q [n, k]
 // (|q| <= 127), an fp32 scale per row, and comp[n] = 128 sum_k q[n, k] (the VNNI path's

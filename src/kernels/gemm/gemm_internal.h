@@ -77,6 +77,7 @@ struct GemvArgs {
   const void* w = nullptr;
   size_t w_row_bytes = 0;
   const float* x = nullptr;           // f32 / f16 / bf16 weights: fp32 x [k]
+  const uint16_t* x_f16 = nullptr;    // F16 weights with F16Activations::kF16 (f16w_f16x): x as fp16 [k]
   const int8_t* x_abs = nullptr;      // Q8_0: |q| of the quantized x, k bytes (zero-padded to 64)
   const uint64_t* x_neg = nullptr;    // Q8_0: bit i of word j set where q[64 j + i] < 0
   const float* x_scale16 = nullptr;   // Q8_0: per pair of blocks p, 16 floats: d[2p] x 8, d[2p+1] x 8
@@ -96,6 +97,10 @@ using GemvQ8PrepareFn = void (*)(const float* x, int64_t k, GemvQ8X& out);
 struct GemvKernels {
   GemvFn f32 = nullptr;
   GemvFn f16w = nullptr;
+  // F16 weights against x rounded to fp16, given both as x_f16 and as its fp32 values in x:
+  // f16w's accumulators and order, so the bits f16w gives for the rounded x (AVX-512;
+  // elsewhere f16w runs on the fp32 copy).
+  GemvFn f16w_f16x = nullptr;
   GemvFn bf16w = nullptr;
   GemvFn q8_0q8 = nullptr;  // AVX-512: needs avx512vnni; AVX2: reads x_q / x_d
   GemvQ8PrepareFn q8_prepare = nullptr;  // AVX-512

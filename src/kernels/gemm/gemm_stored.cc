@@ -3,7 +3,9 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <span>
 
+#include "core/convert.h"
 #include "core/cpu_features.h"
 #include "core/knobs.h"
 #include "core/thread_pool.h"
@@ -33,6 +35,23 @@ std::string_view q8_activations_name(Q8Activations a) { return a == Q8Activation
 Result<Q8Activations> q8_activations_from_config(const Config& config) {
   RECUR_ASSIGN_OR_RETURN(std::string v, config.get("kernel.gemm.q8_0_activations"));
   return v == "f32" ? Q8Activations::kF32 : Q8Activations::kQ8_0;
+}
+
+RECUR_KNOB(gemm_f16_act, {.name = "kernel.gemm.f16_activations", .type = KnobType::kEnum, .choices = {"f32", "f16"},
+                          .default_value = "f16", .components = {"kernel:gemm"},
+                          .help = "F16 weights: fp32 activations, or activations rounded to fp16 (read at half the bytes)"});
+
+std::string_view f16_activations_name(F16Activations a) { return a == F16Activations::kF32 ? "f32" : "f16"; }
+
+Result<F16Activations> f16_activations_from_config(const Config& config) {
+  RECUR_ASSIGN_OR_RETURN(std::string v, config.get("kernel.gemm.f16_activations"));
+  return v == "f32" ? F16Activations::kF32 : F16Activations::kF16;
+}
+
+Result<Activations> activations_from_config(const Config& config) {
+  RECUR_ASSIGN_OR_RETURN(Q8Activations q8, q8_activations_from_config(config));
+  RECUR_ASSIGN_OR_RETURN(F16Activations f16, f16_activations_from_config(config));
+  return Activations(q8, f16);
 }
 
 void quantize_q8_0_rows(const float* x, int64_t m, int64_t k, int8_t* q, float* d) {
@@ -177,10 +196,23 @@ void run_prefill_q8(const WeightView& w, const float* x, int64_t m, float* y, Wo
   run_pack_then_rows(pool, tokens, pack, (w.n + 5) / 6, rows);
 }
 
+// x [count] rounded to fp16 (core's conversion: nearest even, overflow -> inf), returned, and
+// widened again into *back (exact), in workspace slots the F16 paths leave free (the small-M
+// copy and the prefill pack use slot 0).
+const uint16_t* round_x_to_f16(const float* x, int64_t count, Workspace& s, float** back) {
+  auto* half = reinterpret_cast<uint16_t*>(s.bytes(2, size_t(count) * sizeof(uint16_t)));
+  *back = reinterpret_cast<float*>(s.bytes(3, size_t(count) * sizeof(float)));
+  // The spans have equal sizes, the one error these conversions report.
+  (void)fp32_to_fp16(std::span(x, size_t(count)), std::span(half, size_t(count)));
+  (void)fp16_to_fp32(std::span<const uint16_t>(half, size_t(count)), std::span(*back, size_t(count)));
+  return half;
+}
+
 }  // namespace
 
 Status gemm_stored(const WeightView& w, const float* x, int64_t m, float* y, ThreadPool* pool, Workspace* ws,
-                   Q8Activations q8) {
+                   Activations act) {
+  const Q8Activations q8 = act.q8;
   if (w.n < 1 || w.k < 1 || w.data == nullptr)
     return invalid_argument("gemm_stored: weights {} [{}, {}]: expected n, k >= 1 and data", weight_format_name(w.format),
                             w.n, w.k);
@@ -190,7 +222,21 @@ Status gemm_stored(const WeightView& w, const float* x, int64_t m, float* y, Thr
     return invalid_argument("gemm_stored: m={}: expected m >= 1 and x, y set", m);
   thread_local Workspace local;
   Workspace& s = ws != nullptr ? *ws : local;
-  if (const GemvKernels* gk = m <= kSmallMMax ? stored_gemv_kernels(w.format, q8) : nullptr) {
+  const GemvKernels* gk = m <= kSmallMMax ? stored_gemv_kernels(w.format, q8) : nullptr;
+  if (w.format == WeightFormat::kF16 && act.f16 == F16Activations::kF16) {
+    // x rounded to fp16 and widened back into an fp32 copy (exact), which every path multiplies
+    // as it would fp32 x; the one-row AVX-512 GEMV may read the fp16 values instead, with the
+    // same bits.
+    float* rounded = nullptr;
+    const uint16_t* half = round_x_to_f16(x, m * w.k, s, &rounded);
+    if (m == 1 && gk != nullptr && gk->f16w_f16x != nullptr) {
+      GemvArgs g{.k = w.k, .w = w.data, .w_row_bytes = row_bytes(w.format, w.k), .x = rounded, .x_f16 = half, .y = y};
+      run_gemv(gk->f16w_f16x, g, w.n, pool);
+      return ok_status();
+    }
+    x = rounded;
+  }
+  if (gk != nullptr) {
     if (m > 1) {
       run_small_m(*gk, w, x, m, y, s, pool);
       return ok_status();

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 
+#include "core/knobs.h"
 #include "core/convert.h"
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
@@ -424,6 +425,55 @@ TEST(GemmStored, SmallMRowsHaveTheBitsOfOneRowGemv) {
       }
     }
   }
+}
+
+// F16Activations::kF16 multiplies x rounded to fp16: on every path and M (the one-row AVX-512
+// GEMV reads x as fp16, the others an fp32 copy of the rounded values) the bits of fp32
+// activations that hold the rounded values, independent of the pool; and not the bits of x
+// unrounded.
+TEST(GemmStored, F16ActivationsGiveTheBitsOfTheRoundedX) {
+  auto pool2 = ThreadPool::create({.threads = 2, .pin = false});
+  auto pool3 = ThreadPool::create({.threads = 3, .pin = false});
+  ASSERT_TRUE(pool2.has_value() && pool3.has_value());
+  const Activations f16x(Q8Activations::kF32, F16Activations::kF16);
+  const int64_t n = 37;
+  for (int64_t k : {7, 37, 1037, 4100, 5632, 5633}) {
+    const auto bytes = encode(WeightFormat::kF16, random_values(size_t(n * k), uint64_t(k) + 5), n, k);
+    const WeightView view{.format = WeightFormat::kF16, .n = n, .k = k, .data = bytes.data()};
+    for (int64_t m : {1, 2, 5, 8, 13}) {
+      const auto x = random_values(size_t(m * k), uint64_t(k * 3 + m), int(k % 3));
+      std::vector<float> rounded(x.size());
+      for (size_t i = 0; i < x.size(); ++i) rounded[i] = fp16_to_fp32(fp32_to_fp16(x[i]));
+      for (Isa isa : runnable_isas()) {
+        ScopedIsaCap cap(isa);
+        std::vector<float> want(size_t(m * n)), got(want.size()), got3(want.size()), plain(want.size());
+        ASSERT_TRUE(gemm_stored(view, rounded.data(), m, want.data(), pool2->get()).has_value());
+        ASSERT_TRUE(gemm_stored(view, x.data(), m, got.data(), pool2->get(), nullptr, f16x).has_value());
+        ASSERT_TRUE(gemm_stored(view, x.data(), m, got3.data(), pool3->get(), nullptr, f16x).has_value());
+        ASSERT_TRUE(gemm_stored(view, x.data(), m, plain.data(), pool2->get()).has_value());
+        size_t differs = 0;
+        for (size_t i = 0; i < want.size(); ++i) {
+          ASSERT_EQ(got[i], want[i]) << isa_name(isa) << " M" << m << " K" << k << " at " << i;
+          ASSERT_EQ(got3[i], want[i]) << isa_name(isa) << " M" << m << " K" << k << " at " << i;
+          differs += plain[i] != want[i];
+        }
+        if (k >= 37) {
+          EXPECT_GT(differs, 0u) << isa_name(isa) << " M" << m << " K" << k;
+        }
+      }
+    }
+  }
+}
+
+TEST(GemmStored, ActivationKnobsReadTheirDefaultsAndChoices) {
+  Config config;
+  auto a = activations_from_config(config);
+  ASSERT_TRUE(a.has_value()) << a.error().to_string();
+  EXPECT_EQ(*a, Activations(Q8Activations::kQ8_0, F16Activations::kF16));
+  ASSERT_TRUE(config.set("kernel.gemm.f16_activations", "f32").has_value());
+  EXPECT_EQ(activations_from_config(config)->f16, F16Activations::kF32);
+  EXPECT_FALSE(config.set("kernel.gemm.f16_activations", "bf16").has_value());
+  EXPECT_EQ(f16_activations_name(F16Activations::kF16), "f16");
 }
 
 TEST(GemmStored, RejectsQ8WithPartialBlocksAndEmptyWeights) {
