@@ -95,9 +95,9 @@ TEST(Matmul, RowsMatchMatvecForEveryFormat) {
     const auto bytes = random_weight_bytes(type, rows, cols, 5);
     const Weight w{"w", type, rows, cols, bytes.data()};
     std::vector<float> row(cols);
-    for (gemm::Activations q8 : {gemm::Activations(gemm::Q8Activations::kF32), gemm::Activations(gemm::Q8Activations::kQ8_0),
-                                 gemm::Activations(gemm::Q8Activations::kF32, gemm::F16Activations::kF16)}) {
-      auto proj = Projection::create(w, gemm::Precision::kF32, q8);
+    for (gemm::Activations act : {gemm::Activations(gemm::Q8Activations::kF32), gemm::Activations(gemm::Q8Activations::kQ8_0),
+                                  gemm::Activations(gemm::Q8Activations::kF32, gemm::F16Activations::kF16)}) {
+      auto proj = Projection::create(w, gemm::Precision::kF32, act);
       ASSERT_TRUE(proj.has_value());
       for (int64_t m : {1, 3, 8, 13, 70}) {
         std::mt19937_64 rng{uint64_t(m)};
@@ -105,22 +105,22 @@ TEST(Matmul, RowsMatchMatvecForEveryFormat) {
         std::vector<float> x(size_t(m * cols));
         for (float& e : x) e = nd(rng);
         std::vector<float> y(size_t(m * rows)), y1(size_t(m * rows)), yp(size_t(m * rows));
-        matmul(w, x.data(), m, y.data(), pool->get(), q8);
-        matmul(w, x.data(), m, y1.data(), nullptr, q8);
+        matmul(w, x.data(), m, y.data(), pool->get(), act);
+        matmul(w, x.data(), m, y1.data(), nullptr, act);
         proj->apply(x.data(), m, yp.data(), pool->get());
         EXPECT_EQ(y, y1) << "thread count changed the bits, m=" << m;
         EXPECT_EQ(y, yp) << "Projection::apply is matmul, m=" << m;
         for (int64_t i = 0; i < m; ++i) {
           std::vector<float> want(rows);
-          matvec(w, x.data() + i * cols, want.data(), pool->get(), q8);
+          matvec(w, x.data() + i * cols, want.data(), pool->get(), act);
           for (int64_t r = 0; r < rows; ++r) {
             w.dequantize_row(r, row.data());
             double mag = 0;
             for (int64_t c = 0; c < cols; ++c) mag += std::fabs(double(x[i * cols + c]) * row[c]);
             const double got = y[i * rows + r];
             ASSERT_LE(std::fabs(got - want[r]), 2 * double(cols + 8) * std::ldexp(1.0, -24) * mag)
-                << gguf::tensor_type_name(uint32_t(type)) << " q8=" << gemm::q8_activations_name(q8.q8)
-                << " f16=" << gemm::f16_activations_name(q8.f16) << " m=" << m
+                << gguf::tensor_type_name(uint32_t(type)) << " q8=" << gemm::q8_activations_name(act.q8)
+                << " f16=" << gemm::f16_activations_name(act.f16) << " m=" << m
                 << " at [" << i << ", " << r << "]";
           }
         }

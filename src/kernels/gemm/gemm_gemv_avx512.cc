@@ -31,10 +31,8 @@ constexpr int kGemvPrefetchBytes = 8192;
 // loads split in registers (L::load32) instead of two 32-byte loads: the same arithmetic, so the
 // same bits. kPrefetch asks for the row's lines kGemvPrefetchBytes ahead (a prefetch never
 // faults, so running past the matrix is harmless).
-// X is the form x is read in: WidenF32 (fp32 x) or WidenF16 (x as fp16, widened exactly, so the
-// bits of fp32 x holding the fp16 values).
-template <class L, bool kWide, bool kPrefetch = false, class X = WidenF32>
-inline float gemv_widen_row(const typename L::T* w, const typename X::T* x, int64_t k) {
+template <class L, bool kWide, bool kPrefetch = false>
+inline float gemv_widen_row(const typename L::T* w, const float* x, int64_t k) {
   __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0, acc2 = acc0, acc3 = acc0;
   int64_t c = 0;
   for (; c + 64 <= k; c += 64) {
@@ -49,18 +47,15 @@ inline float gemv_widen_row(const typename L::T* w, const typename X::T* x, int6
     } else {
       w0 = L::load(w + c, 16), w1 = L::load(w + c + 16, 16), w2 = L::load(w + c + 32, 16), w3 = L::load(w + c + 48, 16);
     }
-    __m512 x0, x1, x2, x3;
-    X::load32(x + c, x0, x1);
-    X::load32(x + c + 32, x2, x3);
-    acc0 = _mm512_fmadd_ps(x0, w0, acc0);
-    acc1 = _mm512_fmadd_ps(x1, w1, acc1);
-    acc2 = _mm512_fmadd_ps(x2, w2, acc2);
-    acc3 = _mm512_fmadd_ps(x3, w3, acc3);
+    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + c), w0, acc0);
+    acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + c + 16), w1, acc1);
+    acc2 = _mm512_fmadd_ps(_mm512_loadu_ps(x + c + 32), w2, acc2);
+    acc3 = _mm512_fmadd_ps(_mm512_loadu_ps(x + c + 48), w3, acc3);
   }
-  for (; c + 16 <= k; c += 16) acc0 = _mm512_fmadd_ps(X::load(x + c, 16), L::load(w + c, 16), acc0);
+  for (; c + 16 <= k; c += 16) acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + c), L::load(w + c, 16), acc0);
   if (c < k) {
     const int len = int(k - c);
-    acc1 = _mm512_fmadd_ps(X::load(x + c, len), L::load(w + c, len), acc1);
+    acc1 = _mm512_fmadd_ps(load_f32(x + c, len), L::load(w + c, len), acc1);
   }
   return hsum(_mm512_add_ps(_mm512_add_ps(acc0, acc1), _mm512_add_ps(acc2, acc3)));
 }
