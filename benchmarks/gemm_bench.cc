@@ -46,6 +46,7 @@
 #include "kernels/gemm/gemm.h"
 #include "kernels/gemm/gemm_cost.h"
 #include "kernels/gemm/gemm_reference.h"
+#include "kernels/gemm/gemm_test_util.h"
 #include "probe/roofline_kernels.h"
 #include "probe/sysinfo.h"
 
@@ -248,30 +249,12 @@ float naive_dot_q8_0(const std::byte* row, const float* x, int64_t n) {
   return total;
 }
 
+// w [n, k] in format f (gemm_test_util.h's encoding; kQ8_0R16: Q8_0 rows regrouped).
 std::vector<std::byte> encode(WeightFormat f, const std::vector<float>& w, int64_t n, int64_t k) {
-  std::vector<std::byte> out(row_bytes(f, k) * size_t(n));
-  for (int64_t r = 0; r < n; ++r) {
-    std::byte* row = out.data() + size_t(r) * row_bytes(f, k);
-    const float* src = w.data() + r * k;
-    if (f == WeightFormat::kF32) std::memcpy(row, src, size_t(k) * 4);
-    if (f == WeightFormat::kF16 || f == WeightFormat::kBf16) {
-      for (int64_t c = 0; c < k; ++c) {
-        const uint16_t h = f == WeightFormat::kF16 ? fp32_to_fp16(src[c]) : fp32_to_bf16(src[c]);
-        std::memcpy(row + 2 * c, &h, 2);
-      }
-    }
-    if (f == WeightFormat::kQ8_0) {
-      for (int64_t b = 0; b < k / 32; ++b) {
-        float amax = 0;
-        for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(src[b * 32 + i]));
-        const float d = amax / 127;
-        const uint16_t d16 = fp32_to_fp16(d);
-        std::memcpy(row + b * 34, &d16, 2);
-        for (int i = 0; i < 32; ++i)
-          row[b * 34 + 2 + i] = std::byte(uint8_t(int8_t(d > 0 ? std::nearbyint(src[b * 32 + i] / d) : 0)));
-      }
-    }
-  }
+  if (f != WeightFormat::kQ8_0R16) return recur::gemm::testing::encode(f, w, n, k);
+  const auto rows = recur::gemm::testing::encode(WeightFormat::kQ8_0, w, n, k);
+  std::vector<std::byte> out(rows.size());
+  check(repack_q8_0_r16(rows.data(), n, k, out.data()));
   return out;
 }
 
@@ -333,6 +316,7 @@ void bench_gemv(const Opts& o, ThreadPool* pool, const Roofline& roof) {
   stored(WeightFormat::kQ8_0, true);
   stored(WeightFormat::kQ8_0, false);
   stored(WeightFormat::kQ8_0, false, Q8Activations::kQ8_0);
+  if (n % kQ8R16Rows == 0) stored(WeightFormat::kQ8_0R16, false);
   stored(WeightFormat::kF16, false, Activations(Q8Activations::kF32, F16Activations::kF16));
   stored(WeightFormat::kF16, false, Q8Activations::kF32, true);
   stored(WeightFormat::kF16, false, Activations(Q8Activations::kF32, F16Activations::kF16), true);
@@ -417,6 +401,7 @@ void bench_gemm(const Opts& o, ThreadPool* pool, const Roofline& roof) {
     stored(f, Q8Activations::kF32);
   stored(WeightFormat::kQ8_0, Q8Activations::kF32);
   stored(WeightFormat::kQ8_0, Q8Activations::kQ8_0);
+  if (n % kQ8R16Rows == 0) stored(WeightFormat::kQ8_0R16, Q8Activations::kQ8_0);
   vs.push_back(fma_peak(pool, 20));
   fmt::print("\n## GEMM M={} N={} K={}\n\n", m, n, k);
   fmt::print("| shape | variant | us/call [min .. max] | x f32 dot | GB/s | BW frac | GFLOP/s | FLOP frac |\n");

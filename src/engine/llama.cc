@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include <sys/mman.h>
+
 #include <fmt/format.h>
 
 #include "core/thread_pool.h"
@@ -17,7 +19,7 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path) {
   return from_file(std::move(file));
 }
 
-Result<std::unique_ptr<LlamaModel>> LlamaModel::from_file(gguf::File file) {
+Result<std::unique_ptr<LlamaModel>> LlamaModel::from_file(gguf::File file, bool regroup_q8_0) {
   std::unique_ptr<LlamaModel> m(new LlamaModel());
   m->file_ = std::move(file);
   const gguf::File& f = m->file_;
@@ -50,7 +52,38 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::from_file(gguf::File file) {
     RECUR_ASSIGN_OR_RETURN(L.w_down, bind_weight(f, p + "ffn_down.weight", c.dim, c.ffn_dim));
     m->layers.push_back(std::move(L));
   }
+  if (regroup_q8_0) RECUR_RETURN_IF_ERROR(m->regroup_q8_0_weights());
   return m;
+}
+
+Status LlamaModel::regroup_q8_0_weights() {
+  std::vector<Weight*> todo;
+  auto consider = [&](Weight& w) {
+    if (regroupable(w)) todo.push_back(&w);
+  };
+  if (!config_.tied_embeddings) consider(output);  // a tied head is the embedding table, read by rows
+  for (LlamaLayerWeights& L : layers)
+    for (Weight* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) consider(*w);
+  auto bytes_of = [](const Weight* w) { return (w->row_bytes() * size_t(w->rows) + 63) / 64 * 64; };
+  size_t total = 0;
+  for (const Weight* w : todo) total += bytes_of(w);
+  if (total == 0) return ok_status();
+  // 2 MiB pages as for the anonymous weights (engine.weights_memory): one DTLB entry per 2 MiB.
+  constexpr size_t kHuge = size_t(2) << 20;
+  regrouped_ = AlignedBuffer((total + kHuge - 1) / kHuge * kHuge, /*zeroed=*/false, kHuge);
+  madvise(regrouped_.data(), regrouped_.size(), MADV_HUGEPAGE);
+  size_t at = 0;
+  for (Weight* w : todo) {
+    RECUR_ASSIGN_OR_RETURN(Weight v, regroup_q8_0(*w, regrouped_.data() + at));
+    const size_t source = w->row_bytes() * size_t(w->rows);
+    if (file_.mapping().contains(w->data, source)) {
+      RECUR_ASSIGN_OR_RETURN(size_t released, file_.mapping().release_pages(w->data, source));
+      (void)released;
+    }
+    at += bytes_of(w);
+    *w = std::move(v);
+  }
+  return ok_status();
 }
 
 // Sessions run the batched forward (llama_batch.h) over one sequence; LlamaSession::create

@@ -15,6 +15,22 @@ RECUR_KNOB(engine_weights_memory,
                     "anonymous memory madvised for transparent huge pages; mmap if the file exceeds half "
                     "of MemAvailable)"});
 
+// How Llama's Q8_0 matrices are laid out while the model runs (docs/engine.md "Q8_0 layout").
+RECUR_KNOB(engine_q8_0_layout,
+           {.name = "engine.q8_0_layout", .type = KnobType::kEnum, .choices = {"rows", "r16"},
+            .default_value = "r16",
+            .components = {"engine:weights", "kernel:gemm"},
+            .help = "Llama Q8_0 matrices: rows (the file's row layout, read in place) or r16 (regrouped at "
+                    "load into 16-row groups, one vpdpbusd per 64 bytes: GEMV near the read bandwidth; "
+                    "needs kernel.gemm.q8_0_activations=q8_0, else rows)"});
+
+Result<ModelLoadOptions> model_load_options(const Config& knobs) {
+  auto layout = knobs.get("engine.q8_0_layout");
+  if (!layout) return unexpected<Error>(layout.error());
+  RECUR_ASSIGN_OR_RETURN(gemm::Q8Activations q8, gemm::q8_activations_from_config(knobs));
+  return ModelLoadOptions{.regroup_q8_0 = *layout == "r16" && q8 == gemm::Q8Activations::kQ8_0};
+}
+
 uint64_t decode_weight_bytes(const gguf::File& file, const ModelConfig& c) {
   double total = 0;
   for (const gguf::TensorInfo& t : file.tensors) {
@@ -43,10 +59,10 @@ Result<std::unique_ptr<Batch>> Model::new_batch(ThreadPool&, const BatchOptions&
   return unsupported("architecture '{}' has no batched forward", arch_name(config().arch));
 }
 
-Result<std::unique_ptr<Model>> model_from_file(gguf::File file) {
+Result<std::unique_ptr<Model>> model_from_file(gguf::File file, const ModelLoadOptions& options) {
   RECUR_ASSIGN_OR_RETURN(std::string arch, file.get_string("general.architecture"));
   if (arch == "llama") {
-    RECUR_ASSIGN_OR_RETURN(auto m, LlamaModel::from_file(std::move(file)));
+    RECUR_ASSIGN_OR_RETURN(auto m, LlamaModel::from_file(std::move(file), options.regroup_q8_0));
     return std::unique_ptr<Model>(std::move(m));
   }
   if (arch == "hybrid") {
@@ -60,8 +76,9 @@ Result<std::unique_ptr<Model>> load_model(const std::string& path, const Config&
   auto memory = knobs.get("engine.weights_memory");
   if (!memory) return unexpected<Error>(memory.error());
   const FileMemory where = *memory == "anon" ? FileMemory::kAnonymous : FileMemory::kMap;
+  RECUR_ASSIGN_OR_RETURN(ModelLoadOptions options, model_load_options(knobs));
   RECUR_ASSIGN_OR_RETURN(gguf::File file, gguf::read(path, where));
-  return model_from_file(std::move(file));
+  return model_from_file(std::move(file), options);
 }
 
 Result<std::unique_ptr<Model>> load_model(const std::string& path) { return load_model(path, Config()); }

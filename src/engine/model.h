@@ -120,10 +120,20 @@ class Model {
 // The rule of Model::weight_bytes_per_token over a GGUF file.
 uint64_t decode_weight_bytes(const gguf::File& file, const ModelConfig& config);
 
+// How a model is prepared after its file is parsed.
+struct ModelLoadOptions {
+  // Llama: Q8_0 matrices regrouped into 16-row groups for the int8 kernels (knob
+  // engine.q8_0_layout; gemm.h, kQ8_0R16). Off for a process that only tokenizes.
+  bool regroup_q8_0 = true;
+};
+// The options the knobs engine.q8_0_layout and kernel.gemm.q8_0_activations give (regrouped
+// weights always meet Q8_0 activations, so f32 activations keep the rows).
+Result<ModelLoadOptions> model_load_options(const Config& knobs);
+
 // Reads general.architecture and loads a llama or hybrid model, its bytes held as the knob
 // engine.weights_memory says (mmap: the file mapped; anon: read into huge-page anonymous memory).
 Result<std::unique_ptr<Model>> load_model(const std::string& path, const Config& knobs);
 Result<std::unique_ptr<Model>> load_model(const std::string& path);  // the knobs' defaults (anon)
-Result<std::unique_ptr<Model>> model_from_file(gguf::File file);
+Result<std::unique_ptr<Model>> model_from_file(gguf::File file, const ModelLoadOptions& options = {});
 
 }  // namespace recur

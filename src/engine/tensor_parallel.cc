@@ -32,6 +32,23 @@ Result<std::unique_ptr<OwnedWeight>> row_parallel_shard(const Weight& w, Span co
   return weight_cols(w, cols.begin, cols.end);
 }
 
+namespace {
+
+// Columns [c0, c1) (whole blocks) of a regrouped Q8_0 weight, regrouped the same way: per 16-row
+// group, the blocks' quants and then their scales (gemm.h, kQ8_0R16).
+void copy_regrouped_cols(const Weight& w, int64_t c0, int64_t c1, std::byte* out) {
+  constexpr size_t kQuants = size_t(gemm::kQ8R16Rows) * gemm::kQ8Block, kScales = size_t(gemm::kQ8R16Rows) * 2;
+  const int64_t blocks = w.cols / gemm::kQ8Block, b0 = c0 / gemm::kQ8Block, nb = (c1 - c0) / gemm::kQ8Block;
+  for (int64_t g = 0; g < w.rows / gemm::kQ8R16Rows; ++g) {
+    const std::byte* src = w.data + size_t(g * blocks) * (kQuants + kScales);
+    std::byte* dst = out + size_t(g * nb) * (kQuants + kScales);
+    std::memcpy(dst, src + size_t(b0) * kQuants, size_t(nb) * kQuants);
+    std::memcpy(dst + size_t(nb) * kQuants, src + size_t(blocks) * kQuants + size_t(b0) * kScales, size_t(nb) * kScales);
+  }
+}
+
+}  // namespace
+
 Result<std::unique_ptr<OwnedWeight>> weight_cols(const Weight& w, int64_t c0, int64_t c1) {
   gguf::BlockLayout b = gguf::block_layout(w.type);
   if (c0 % b.elements != 0 || c1 % b.elements != 0 || c1 <= c0 || c1 > w.cols)
@@ -43,9 +60,14 @@ Result<std::unique_ptr<OwnedWeight>> weight_cols(const Weight& w, int64_t c0, in
   const size_t src_row = w.row_bytes(), dst_row = out->view.row_bytes();
   const size_t offset = size_t(c0 / b.elements) * b.bytes;
   out->storage = AlignedBuffer(dst_row * size_t(w.rows));
-  for (int64_t r = 0; r < w.rows; ++r)
-    std::memcpy(out->storage.data() + size_t(r) * dst_row, w.data + size_t(r) * src_row + offset, dst_row);
+  if (w.regrouped) {
+    copy_regrouped_cols(w, c0, c1, out->storage.data());
+  } else {
+    for (int64_t r = 0; r < w.rows; ++r)
+      std::memcpy(out->storage.data() + size_t(r) * dst_row, w.data + size_t(r) * src_row + offset, dst_row);
+  }
   out->view.data = out->storage.data();
+  out->view.storage = nullptr;
   if (out->view.scale != nullptr) refresh_w8a8_compensation(out->view);  // W8A8: sums over the shard's columns
   return out;
 }

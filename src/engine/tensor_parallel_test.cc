@@ -20,6 +20,7 @@
 #include "engine/sampler.h"
 #include "engine/synthetic.h"
 #include "engine/test_models.h"
+#include "kernels/gemm/gemm_test_util.h"
 
 namespace recur {
 namespace {
@@ -97,6 +98,39 @@ TEST(TensorParallel, ColumnShardsCopyWholeBlocks) {
   EXPECT_FALSE(weight_cols(q8, 16, 48).has_value()) << "Q8_0 shards must be whole 32-value blocks";
 }
 
+// Row and column shards of a regrouped Q8_0 weight hold the rows of the row-layout weight:
+// aligned row slices and column shards stay regrouped, a slice through a group is copied back
+// to rows.
+TEST(TensorParallel, RegroupedShardsHoldTheSameRows) {
+  const int64_t rows = 48, cols = 96;
+  const auto bytes = gemm::testing::encode(gemm::WeightFormat::kQ8_0,
+                                           gemm::testing::random_values(size_t(rows * cols), 5), rows, cols);
+  const Weight plain{"w", gguf::TensorType::kQ8_0, rows, cols, bytes.data()};
+  std::vector<std::byte> grouped(bytes.size());
+  auto r16 = regroup_q8_0(plain, grouped.data());
+  ASSERT_TRUE(r16.has_value()) << r16.error().message();
+  EXPECT_FALSE(regroup_q8_0(*r16, grouped.data()).has_value()) << "already regrouped";
+  EXPECT_FALSE(regroup_q8_0(weight_rows(plain, 0, 8), grouped.data()).has_value()) << "8 rows";
+  auto same_rows = [&](const Weight& v, int64_t r0, int64_t c0) {
+    std::vector<float> got(static_cast<size_t>(v.cols)), want(static_cast<size_t>(cols));
+    for (int64_t r = 0; r < v.rows; ++r) {
+      v.dequantize_row(r, got.data());
+      plain.dequantize_row(r0 + r, want.data());
+      for (int64_t c = 0; c < v.cols; ++c) ASSERT_EQ(got[size_t(c)], want[size_t(c0 + c)]) << r << "," << c;
+    }
+  };
+  same_rows(*r16, 0, 0);
+  const Weight aligned = weight_rows(*r16, 16, 48), cut = weight_rows(*r16, 8, 40);
+  EXPECT_TRUE(aligned.regrouped);
+  EXPECT_FALSE(cut.regrouped);
+  same_rows(aligned, 16, 0);
+  same_rows(cut, 8, 0);
+  auto cols_shard = weight_cols(*r16, 32, 96);
+  ASSERT_TRUE(cols_shard.has_value());
+  EXPECT_TRUE((*cols_shard)->view.regrouped);
+  same_rows((*cols_shard)->view, 0, 32);
+}
+
 // `tag` keeps files of tests that ctest may run at once apart.
 std::string write_tp_model_file(const std::vector<std::byte>& bytes, gguf::TensorType dtype,
                                 const std::string& tag = "llama") {
@@ -105,21 +139,24 @@ std::string write_tp_model_file(const std::vector<std::byte>& bytes, gguf::Tenso
   return path;
 }
 
-void expect_tp_matches_tp1(gguf::TensorType dtype) {
+// regroup: Q8_0 regrouped at load (engine.q8_0_layout=r16); its o/down live in the model's own
+// memory then, not the file's, so nothing is released.
+void expect_tp_matches_tp1(gguf::TensorType dtype, bool regroup = false) {
   auto w = synthetic_model({tp_config(), dtype, 11});
   ASSERT_TRUE(w.has_value());
   // From a file on disk, so TP>1 releases the mapped pages of wo/w_down after copying them and
   // later sessions (and tp=1's views) refault them from the file.
-  const std::string path = write_tp_model_file(w->serialize(), dtype);
+  const std::string path = write_tp_model_file(w->serialize(), dtype, regroup ? "regrouped" : "llama");
   auto file = gguf::read(path);
   ASSERT_TRUE(file.has_value()) << file.error().message();
-  auto model = LlamaModel::from_file(std::move(*file));
+  auto model = LlamaModel::from_file(std::move(*file), regroup);
   ASSERT_TRUE(model.has_value()) << model.error().message();
+  EXPECT_EQ((*model)->layers[0].w_down.regrouped, regroup);
   auto pool = ThreadPool::create({.threads = 2, .pin = false});
   auto run = [&](int tp, std::vector<std::vector<float>>* logits_out) {
     auto s = LlamaSession::create(**model, **pool, 24, tp);
     EXPECT_TRUE(s.has_value()) << (s ? "" : s.error().message());
-    if (tp > 1) {
+    if (tp > 1 && !regroup) {
       EXPECT_GT((*s)->released_source_bytes(), 0u) << "tp=" << tp;
     }
     std::vector<TokenId> tokens;
@@ -151,6 +188,45 @@ void expect_tp_matches_tp1(gguf::TensorType dtype) {
 
 TEST(TensorParallel, LlamaF32GreedyTokensMatchTp1) { expect_tp_matches_tp1(gguf::TensorType::kF32); }
 TEST(TensorParallel, LlamaQ8GreedyTokensMatchTp1) { expect_tp_matches_tp1(gguf::TensorType::kQ8_0); }
+TEST(TensorParallel, LlamaQ8RegroupedGreedyTokensMatchTp1) { expect_tp_matches_tp1(gguf::TensorType::kQ8_0, true); }
+
+// The regrouped layout changes only the fp32 order of the block sums (the int8 block dots are
+// exact either way): the same greedy tokens and logits within 1e-4 of their scale.
+TEST(TensorParallel, LlamaQ8RegroupedMatchesTheRowLayout) {
+  auto w = synthetic_model({tp_config(), gguf::TensorType::kQ8_0, 13});
+  ASSERT_TRUE(w.has_value());
+  const std::string path = write_tp_model_file(w->serialize(), gguf::TensorType::kQ8_0, "layouts");
+  auto pool = ThreadPool::create({.threads = 2, .pin = false});
+  std::vector<std::vector<float>> logits[2];
+  std::vector<TokenId> tokens[2];
+  for (int regroup = 0; regroup < 2; ++regroup) {
+    auto file = gguf::read(path);
+    ASSERT_TRUE(file.has_value()) << file.error().message();
+    auto model = LlamaModel::from_file(std::move(*file), regroup == 1);
+    ASSERT_TRUE(model.has_value()) << model.error().message();
+    EXPECT_EQ((*model)->layers[0].wq.regrouped, regroup == 1);
+    auto s = LlamaSession::create(**model, **pool, 24);
+    ASSERT_TRUE(s.has_value());
+    TokenId t = 3;
+    for (int i = 0; i < 16; ++i) {
+      auto l = (*s)->step(t);
+      ASSERT_TRUE(l.has_value());
+      logits[regroup].emplace_back(l->begin(), l->end());
+      t = argmax(*l);
+      tokens[regroup].push_back(t);
+    }
+  }
+  EXPECT_EQ(tokens[0], tokens[1]);
+  double max_diff = 0, scale = 0;
+  for (size_t i = 0; i < logits[0].size(); ++i)
+    for (size_t j = 0; j < logits[0][i].size(); ++j) {
+      max_diff = std::max(max_diff, double(std::fabs(logits[0][i][j] - logits[1][i][j])));
+      scale = std::max(scale, double(std::fabs(logits[0][i][j])));
+    }
+  EXPECT_GT(max_diff, 0.0) << "the layouts sum in different orders";
+  EXPECT_LT(max_diff, 1e-4 * scale);
+  std::remove(path.c_str());
+}
 
 // Releasing pages is only safe on the read-only file map: anonymous memory would read back zeros.
 TEST(TensorParallel, ReleaseRefusesMemoryOutsideTheFileMapping) {

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <optional>
+#include <vector>
 
 #include <fmt/ranges.h>
 
@@ -25,8 +26,9 @@ float dot_f32(const float* a, const float* b, int64_t n) {
   return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])) + t;
 }
 
-std::optional<gemm::WeightFormat> stored_format(gguf::TensorType t) {
-  switch (t) {
+std::optional<gemm::WeightFormat> stored_format(const Weight& w) {
+  if (w.regrouped) return gemm::WeightFormat::kQ8_0R16;
+  switch (w.type) {
     case gguf::TensorType::kF32: return gemm::WeightFormat::kF32;
     case gguf::TensorType::kF16: return gemm::WeightFormat::kF16;
     case gguf::TensorType::kBF16: return gemm::WeightFormat::kBf16;
@@ -44,6 +46,11 @@ size_t Weight::row_bytes() const {
 
 void Weight::dequantize_row(int64_t r, float* out) const {
   const std::byte* row = data + size_t(r) * row_bytes();
+  std::vector<std::byte> ungrouped(regrouped ? row_bytes() : 0);
+  if (regrouped) {
+    gemm::q8_0_r16_row(data, cols, r, ungrouped.data());
+    row = ungrouped.data();
+  }
   switch (type) {
     case gguf::TensorType::kF32:
       std::memcpy(out, row, size_t(cols) * 4);
@@ -105,9 +112,35 @@ Result<Weight> bind_weight(const gguf::File& file, const std::string& name, int6
 Weight weight_rows(const Weight& w, int64_t r0, int64_t r1) {
   Weight v = w;
   v.rows = r1 - r0;
+  if (w.regrouped && (r0 % gemm::kQ8R16Rows != 0 || r1 % gemm::kQ8R16Rows != 0)) {
+    // The slice cuts a group: its rows back in row form, in memory the view owns.
+    const size_t rb = w.row_bytes();
+    auto copy = std::make_shared<std::vector<std::byte>>(rb * size_t(v.rows));
+    for (int64_t r = r0; r < r1; ++r) gemm::q8_0_r16_row(w.data, w.cols, r, copy->data() + size_t(r - r0) * rb);
+    v.data = copy->data();
+    v.regrouped = false;
+    v.storage = std::move(copy);
+    return v;
+  }
   v.data = w.data + size_t(r0) * w.row_bytes();
   if (w.scale != nullptr) v.scale = w.scale + r0;
   if (w.comp != nullptr) v.comp = w.comp + r0;
+  return v;
+}
+
+bool regroupable(const Weight& w) {
+  return w.type == gguf::TensorType::kQ8_0 && !w.regrouped && w.rows % gemm::kQ8R16Rows == 0 &&
+         w.cols % gemm::kQ8Block == 0;
+}
+
+Result<Weight> regroup_q8_0(const Weight& w, std::byte* into) {
+  if (!regroupable(w))
+    return invalid_argument("tensor '{}' ({} [{}, {}]{}): only Q8_0 with rows a multiple of 16 regroups", w.name,
+                            gguf::tensor_type_name_static(w.type), w.rows, w.cols, w.regrouped ? ", regrouped" : "");
+  RECUR_RETURN_IF_ERROR(gemm::repack_q8_0_r16(w.data, w.rows, w.cols, into));
+  Weight v = w;
+  v.data = into;
+  v.regrouped = true;
   return v;
 }
 
@@ -116,10 +149,10 @@ void matmul(const Weight& w, const float* x, int64_t m, float* y, ThreadPool* po
   zone.arg("rows", w.rows);
   zone.arg("cols", w.cols);
   zone.arg("m", m);
-  zone.arg("dtype", gguf::tensor_type_name_static(w.type));
+  zone.arg("dtype", w.regrouped ? "q8_0r16" : gguf::tensor_type_name_static(w.type));
   if (w.type == gguf::TensorType::kI8 && w.scale != nullptr && matmul_w8a8(w, x, m, y, pool)) return;
   // F32 / F16 / BF16 / Q8_0: the vectorized kernels of kernels/gemm, weights read in place.
-  if (auto format = stored_format(w.type);
+  if (auto format = stored_format(w);
       format && gemm::gemm_stored({.format = *format, .n = w.rows, .k = w.cols, .data = w.data}, x, m, y, pool,
                                   nullptr, act)) {
     return;

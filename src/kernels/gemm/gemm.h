@@ -123,6 +123,9 @@ enum class WeightFormat : uint8_t {
   kF16,   // IEEE half, converted with F16C / AVX-512
   kBf16,  // bf16 widened to fp32 exactly (activations stay fp32)
   kQ8_0,  // GGUF Q8_0: blocks of 32 weights = fp16 scale d + 32 int8 q, w = d q (34 bytes)
+  // Q8_0 regrouped for the int8 kernels (repack_q8_0_r16; n % 16 == 0): the same bytes per 16
+  // rows, always multiplied against Q8_0 activations (below, "Q8_0 in groups of 16 rows").
+  kQ8_0R16,
 };
 std::string_view weight_format_name(WeightFormat f);  // "f32", "f16", "bf16", "q8_0"
 std::optional<WeightFormat> parse_weight_format(std::string_view name);
@@ -136,7 +139,27 @@ struct WeightView {
   int64_t k = 0;  // columns (inputs); a multiple of 32 for Q8_0
   const void* data = nullptr;  // rows contiguous, row_bytes(format, k) each
 };
+// Bytes of one row (kQ8_0R16: a sixteenth of a 16-row group, the same as Q8_0).
 size_t row_bytes(WeightFormat f, int64_t k);
+
+// ---- Q8_0 in groups of 16 rows (WeightFormat::kQ8_0R16) ----
+// Rows 16g .. 16g + 15 form group g, stored at byte 16 g row_bytes(kQ8_0, k) as
+//   quants  [k / 32 blocks][8 chunks][16 rows][4 bytes]: chunk j of block b holds weights
+//           32 b + 4 j .. + 3 of each row as u = q + 128 (uint8), so one 64-byte load is 4 k
+//           of 16 rows, the u8 operand of vpdpbusd against 4 broadcast bytes of x;
+//   scales  [k / 32 blocks][16 rows] fp16 d.
+// A GEMV then reads one sequential stream with one vpdpbusd per 64 bytes, where the row
+// layout needs ~15 instructions per 68 (docs/gemm.md, "Q8_0 in groups of 16 rows"). llama.cpp
+// regroups Q8_0 likewise at load on CPUs with AMX.
+// Arithmetic: x is quantized to Q8_0 per row (quantize_q8_0_rows' bits); each output is
+//   f = 0; for each block b in order: f = fma(float(s_b), d_w,b * d_x,b, f)
+// with s_b the exact int32 block dot — the same bits on every ISA path, for every m, pool and
+// chunking.
+inline constexpr int kQ8R16Rows = 16;
+// q8_0_rows [n, k] (n % 16 == 0, k % 32 == 0, |q| <= 127) regrouped into out (the same size).
+Status repack_q8_0_r16(const void* q8_0_rows, int64_t n, int64_t k, void* out);
+// Row r of a kQ8_0R16 matrix with k columns written back in Q8_0 row form (the exact inverse).
+void q8_0_r16_row(const void* r16, int64_t k, int64_t r, void* q8_0_row);
 
 // How gemm_stored treats activations against Q8_0 weights (knob kernel.gemm.q8_0_activations).
 enum class Q8Activations : uint8_t {

@@ -161,6 +161,31 @@ struct PrefillQ8Kernels {
 };
 extern const PrefillQ8Kernels kAvx512PrefillQ8;  // needs avx512vnni
 
+// Q8_0 in groups of 16 rows (WeightFormat::kQ8_0R16, layout and arithmetic in gemm.h) against
+// x quantized per token: groups [g0, g1) of y for all m tokens. A group (k / 32 * 544 bytes)
+// stays in L1/L2 while the tokens pass over it in tiles, so W is read from memory once for
+// any m.
+struct Q8R16Args {
+  int64_t k = 0, m = 0;
+  const uint8_t* w = nullptr;    // the groups
+  const int8_t* xq = nullptr;    // [m][k] quantized x
+  const float* dx = nullptr;     // [m][k / 32] its block scales
+  const int32_t* corr = nullptr; // [m][k / 32] 128 * the block's sum of q: vpdpbusd's u = q + 128 offset
+  float* y = nullptr;            // y[t * ldy + row]
+  int64_t ldy = 0;
+};
+struct Q8R16Kernels {
+  void (*groups)(const Q8R16Args& a, int64_t g0, int64_t g1) = nullptr;
+  // Token rows [t0, t1) of x [., k] into xq / dx (quantize_q8_0_rows' bits) and, for the
+  // kernels that read it (scalar, AVX-512), corr. Use a table's prepare with its own groups.
+  void (*prepare)(const float* x, int64_t k, int64_t t0, int64_t t1, int8_t* xq, float* dx, int32_t* corr) = nullptr;
+};
+extern const Q8R16Kernels kScalarQ8R16;
+extern const Q8R16Kernels kAvx2Q8R16;
+extern const Q8R16Kernels kAvx512Q8R16;  // needs avx512vnni
+// The table for the running CPU: AVX-512 with VNNI, else AVX2, else scalar (at most `isa`).
+const Q8R16Kernels& q8r16_kernels(Isa isa);
+
 // Tiled f32 microkernel (AVX-512): C[6 x 64] (+)= A strip [kc][6] · B panel slice [kc][64];
 // only the first mr rows and nr columns of C are written (ldc floats per row).
 using MicroFn = void (*)(const float* a, const float* b, int64_t kc, float* c, int64_t ldc, int mr, int nr,

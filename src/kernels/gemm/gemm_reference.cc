@@ -114,8 +114,13 @@ void reference_stored(const WeightView& w, const float* x, int64_t m, std::span<
   const int64_t n = w.n, k = w.k;
   std::vector<double> wd(size_t(n * k));
   const auto* base = static_cast<const std::byte*>(w.data);
+  std::vector<std::byte> unpacked(w.format == WeightFormat::kQ8_0R16 ? row_bytes(w.format, k) : 0);
   for (int64_t r = 0; r < n; ++r) {
     const std::byte* row = base + size_t(r) * row_bytes(w.format, k);
+    if (w.format == WeightFormat::kQ8_0R16) {
+      q8_0_r16_row(w.data, k, r, unpacked.data());
+      row = unpacked.data();
+    }
     for (int64_t c = 0; c < k; ++c) {
       double v = 0;
       switch (w.format) {
@@ -132,7 +137,8 @@ void reference_stored(const WeightView& w, const float* x, int64_t m, std::span<
           v = w.format == WeightFormat::kF16 ? fp16_to_fp32(h) : bf16_value(h);
           break;
         }
-        case WeightFormat::kQ8_0: {
+        case WeightFormat::kQ8_0:
+        case WeightFormat::kQ8_0R16: {
           const std::byte* blk = row + (c / kQ8Block) * kQ8BlockBytes;
           uint16_t d;
           std::memcpy(&d, blk, 2);

@@ -21,7 +21,8 @@ size_t row_bytes(WeightFormat f, int64_t k) {
     case WeightFormat::kF32: return size_t(k) * 4;
     case WeightFormat::kF16:
     case WeightFormat::kBf16: return size_t(k) * 2;
-    case WeightFormat::kQ8_0: return size_t(k / kQ8Block) * kQ8BlockBytes;
+    case WeightFormat::kQ8_0:
+    case WeightFormat::kQ8_0R16: return size_t(k / kQ8Block) * kQ8BlockBytes;
   }
   return 0;
 }
@@ -83,6 +84,7 @@ GemvFn gemv_kernel_for(const GemvKernels& g, WeightFormat f) {
     case WeightFormat::kF16: return g.f16w;
     case WeightFormat::kBf16: return g.bf16w;
     case WeightFormat::kQ8_0: return g.q8_0q8;
+    case WeightFormat::kQ8_0R16: break;  // gemm_stored sends it to run_q8r16 first
   }
   return nullptr;
 }
@@ -162,6 +164,27 @@ void run_small_m(const GemvKernels& gk, const WeightView& w, const float* x, int
                      [&](int64_t b0, int64_t b1) { fn(a, b0 * kRows, std::min(w.n, b1 * kRows)); });
 }
 
+// y = x W^T for a kQ8_0R16 matrix (gemm.h): x quantized per token, in parallel for m > 1,
+// then the 16-row groups in claimed chunks.
+Status run_q8r16(const WeightView& w, const float* x, int64_t m, float* y, Workspace& s, ThreadPool* pool) {
+  if (w.n % kQ8R16Rows != 0)
+    return invalid_argument("gemm_stored: q8_0r16 weights need n % 16 == 0, got n = {}", w.n);
+  const Q8R16Kernels& kern = q8r16_kernels(active_isa());
+  const int64_t blocks = w.k / kQ8Block;
+  auto* xq = reinterpret_cast<int8_t*>(s.bytes(0, size_t(m * w.k)));
+  auto* dx = reinterpret_cast<float*>(s.bytes(1, size_t(m * blocks) * sizeof(float)));
+  auto* corr = reinterpret_cast<int32_t*>(s.bytes(2, size_t(m * blocks) * sizeof(int32_t)));
+  const Q8R16Args a{.k = w.k, .m = m, .w = static_cast<const uint8_t*>(w.data), .xq = xq, .dx = dx, .corr = corr,
+                    .y = y, .ldy = w.n};
+  auto prepare = [&](int64_t t0, int64_t t1) { kern.prepare(x, w.k, t0, t1, xq, dx, corr); };
+  if (m == 1)
+    prepare(0, 1);
+  else
+    run_claimed_chunks(pool, m, prepare);
+  run_claimed_chunks(pool, w.n / kQ8R16Rows, [&](int64_t g0, int64_t g1) { kern.groups(a, g0, g1); });
+  return ok_status();
+}
+
 // pack over [0, n1), then rows over [0, n2), each in claimed chunks.
 template <class Pack, class Rows>
 void run_pack_then_rows(ThreadPool* pool, int64_t n1, const Pack& pack, int64_t n2, const Rows& rows) {
@@ -216,12 +239,13 @@ Status gemm_stored(const WeightView& w, const float* x, int64_t m, float* y, Thr
   if (w.n < 1 || w.k < 1 || w.data == nullptr)
     return invalid_argument("gemm_stored: weights {} [{}, {}]: expected n, k >= 1 and data", weight_format_name(w.format),
                             w.n, w.k);
-  if (w.format == WeightFormat::kQ8_0 && w.k % kQ8Block != 0)
-    return invalid_argument("gemm_stored: q8_0 weights need k % 32 == 0, got k = {}", w.k);
+  if ((w.format == WeightFormat::kQ8_0 || w.format == WeightFormat::kQ8_0R16) && w.k % kQ8Block != 0)
+    return invalid_argument("gemm_stored: {} weights need k % 32 == 0, got k = {}", weight_format_name(w.format), w.k);
   if (m < 1 || x == nullptr || y == nullptr)
     return invalid_argument("gemm_stored: m={}: expected m >= 1 and x, y set", m);
   thread_local Workspace local;
   Workspace& s = ws != nullptr ? *ws : local;
+  if (w.format == WeightFormat::kQ8_0R16) return run_q8r16(w, x, m, y, s, pool);
   const GemvKernels* gk = m <= kSmallMMax ? stored_gemv_kernels(w.format, q8) : nullptr;
   if (w.format == WeightFormat::kF16 && act.f16 == F16Activations::kF16) {
     // x rounded to fp16 and widened back into an fp32 copy (exact), which every path multiplies
@@ -265,6 +289,7 @@ Status gemm_stored(const WeightView& w, const float* x, int64_t m, float* y, Thr
     case WeightFormat::kF16: fn = kern.f16w; kc = 2048; break;
     case WeightFormat::kBf16: fn = kern.bf16w; kc = 2048; break;
     case WeightFormat::kQ8_0: fn = kern.q8_0w; kc = 2048; break;
+    case WeightFormat::kQ8_0R16: break;  // gemm_stored sends it to run_q8r16 first
   }
   if (m <= 8) kc = w.k;
   DotArgs a{.k = w.k, .x = x, .w = w.data, .y = y, .ldy = w.n};

@@ -3,10 +3,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <random>
 #include <span>
 #include <vector>
+
+#include "core/convert.h"
+#include "kernels/gemm/gemm.h"
 
 namespace recur::gemm::testing {
 
@@ -24,6 +28,38 @@ inline std::vector<float> random_values(size_t n, uint64_t seed, int dist = 0) {
     else e = nd(rng) * std::exp2(ed(rng));
   }
   return v;
+}
+
+// w [n, k] in format f, from fp32 values (Q8_0 quantized per block of 32 as llama.cpp does:
+// d = max |w| / 127, q = round(w / d)).
+inline std::vector<std::byte> encode(WeightFormat f, const std::vector<float>& w, int64_t n, int64_t k) {
+  std::vector<std::byte> out(row_bytes(f, k) * size_t(n));
+  for (int64_t r = 0; r < n; ++r) {
+    std::byte* row = out.data() + size_t(r) * row_bytes(f, k);
+    const float* src = w.data() + r * k;
+    for (int64_t c = 0; c < k; ++c) {
+      if (f == WeightFormat::kF32) std::memcpy(row + 4 * c, &src[c], 4);
+      if (f == WeightFormat::kF16 || f == WeightFormat::kBf16) {
+        uint16_t h = f == WeightFormat::kF16 ? fp32_to_fp16(src[c]) : fp32_to_bf16(src[c]);
+        std::memcpy(row + 2 * c, &h, 2);
+      }
+    }
+    if (f == WeightFormat::kQ8_0) {
+      for (int64_t b = 0; b < k / kQ8Block; ++b) {
+        float amax = 0;
+        for (int i = 0; i < kQ8Block; ++i) amax = std::max(amax, std::fabs(src[b * kQ8Block + i]));
+        const float d = amax / 127;
+        const uint16_t d16 = fp32_to_fp16(d);
+        std::byte* blk = row + b * kQ8BlockBytes;
+        std::memcpy(blk, &d16, 2);
+        for (int i = 0; i < kQ8Block; ++i) {
+          const float q = d > 0 ? std::nearbyint(src[b * kQ8Block + i] / d) : 0.0f;
+          blk[2 + i] = std::byte(uint8_t(int8_t(std::clamp(q, -127.0f, 127.0f))));
+        }
+      }
+    }
+  }
+  return out;
 }
 
 struct ErrorStats {
