@@ -28,7 +28,9 @@ struct EngineBenchFlags {
 int run_engine_bench(const EngineBenchFlags& f) {
   auto model = load_model(f.model, global_config());
   if (!model) return report_failure(model.error());
-  auto pool = ThreadPool::create({.threads = f.threads, .pin = true});
+  auto pool_options = engine_pool_options(global_config(), f.threads);
+  if (!pool_options) return report_failure(pool_options.error());
+  auto pool = ThreadPool::create(*pool_options);
   if (!pool) return report_failure(pool.error());
   auto r = bench_engine(**model, **pool, f.options, global_config());
   if (!r) return report_failure(r.error());

@@ -37,7 +37,9 @@ int run_generate(const GenerateFlags& f) {
   }
   auto model = load_model(path, global_config());
   if (!model) return report_failure(model.error());
-  auto pool = ThreadPool::create({.threads = f.threads, .pin = true});
+  auto pool_options = engine_pool_options(global_config(), f.threads);
+  if (!pool_options) return report_failure(pool_options.error());
+  auto pool = ThreadPool::create(*pool_options);
   if (!pool) return report_failure(pool.error());
   GenerateOptions o;
   o.max_new_tokens = f.tokens;

@@ -3,6 +3,8 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <chrono>
+
 #include "core/log.h"
 
 namespace recur {
@@ -47,7 +49,9 @@ Result<std::unique_ptr<ThreadPool>> ThreadPool::create(const ThreadPoolOptions& 
   if (options.threads > 1024) return invalid_argument("thread pool size {} exceeds 1024", options.threads);
   std::vector<int> cpus = allowed_cpus();
   int size = options.threads == 0 ? int(cpus.size()) : options.threads;
+  if (options.spin_us < 0) return invalid_argument("thread pool spin {} us is negative", options.spin_us);
   std::unique_ptr<ThreadPool> pool(new ThreadPool(size));
+  if (size <= int(cpus.size())) pool->spin_ns_ = int64_t(options.spin_us) * 1000;
   pool->pinned_cpus_.assign(size, -1);
   pool->threads_.reserve(size - 1);
   for (int w = 1; w < size; ++w) {
@@ -74,6 +78,26 @@ ThreadPool::~ThreadPool() {
   for (auto& t : threads_) t.join();
 }
 
+template <class T>
+T ThreadPool::await_change(const std::atomic<T>& word, T old) const {
+  T now = word.load(std::memory_order_acquire);
+  if (now != old || spin_ns_ == 0) {
+    if (now == old) word.wait(old, std::memory_order_acquire);
+    return word.load(std::memory_order_acquire);
+  }
+  const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(spin_ns_);
+  for (uint32_t i = 1;; ++i) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    now = word.load(std::memory_order_acquire);
+    if (now != old) return now;
+    if (i % 64 == 0 && std::chrono::steady_clock::now() >= until) break;
+  }
+  word.wait(old, std::memory_order_acquire);
+  return word.load(std::memory_order_acquire);
+}
+
 // Only the thread holding submit_mutex_ (or the destructor) publishes.
 uint32_t ThreadPool::next_generation(bool claim) const {
   return (((generation_.load(std::memory_order_relaxed) >> 1) + 1) << 1) | (claim ? 1u : 0u);
@@ -87,8 +111,7 @@ void ThreadPool::publish(uint32_t generation) {
 void ThreadPool::worker_loop(int worker) {
   uint32_t seen = 0;
   for (;;) {
-    generation_.wait(seen, std::memory_order_acquire);
-    uint32_t now = generation_.load(std::memory_order_acquire);
+    const uint32_t now = await_change(generation_, seen);
     if (now == seen) continue;  // spurious wake
     seen = now;
     if (stop_.load(std::memory_order_acquire)) return;
@@ -118,9 +141,8 @@ void ThreadPool::dispatch(int64_t n, const RangeFn* fn) {
     (*fn)(r.begin, r.end, 0);
     t_inside_pool_task = false;
   }
-  for (int left = pending_.load(std::memory_order_acquire); left != 0;
-       left = pending_.load(std::memory_order_acquire))
-    pending_.wait(left, std::memory_order_acquire);
+  for (int left = pending_.load(std::memory_order_acquire); left != 0; left = await_change(pending_, left)) {
+  }
 }
 
 void ThreadPool::parallel_for(int64_t n, const RangeFn& fn) {
@@ -171,10 +193,7 @@ void ThreadPool::parallel_claim(int64_t chunks, const ChunkFn& fn) {
   run_claims(0);
   // Close: no worker enters any more; wait for those inside to finish their chunks.
   uint64_t s = claim_state_.fetch_or(kClaimClosed, std::memory_order_acq_rel) | kClaimClosed;
-  while ((s & kClaimActive) != 0) {
-    claim_state_.wait(s, std::memory_order_acquire);
-    s = claim_state_.load(std::memory_order_acquire);
-  }
+  while ((s & kClaimActive) != 0) s = await_change(claim_state_, s);
 }
 
 void ThreadPool::run_on_all(const std::function<void(int worker)>& fn) {

@@ -29,6 +29,12 @@ namespace recur {
 struct ThreadPoolOptions {
   int threads = 0;   // total parallelism including the caller; 0 = every CPU this process may use
   bool pin = true;   // pin worker i to the i-th CPU of the process's affinity mask
+  // How long a worker (and the caller, waiting for workers) polls for the next job or the
+  // last chunk before sleeping on the futex. Decode hands out a GEMV every few tens of µs,
+  // and each futex sleep costs a wake-up of 5-50 µs on a VM (docs/performance.md, "Pool
+  // spin"). 0: sleep at once. Ignored when the pool has more threads than allowed CPUs
+  // (spinning would take the CPU from a thread with work).
+  int spin_us = 0;
 };
 
 // [begin, end) of chunk `index` when n items are split into `parts` nearly equal chunks;
@@ -49,6 +55,8 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return size_; }
+  // Whether waits poll before sleeping (spin_us > 0 and no more threads than allowed CPUs).
+  bool spins() const { return spin_ns_ > 0; }
   // CPU each worker is pinned to (-1 where not pinned); index 0 is the caller, never pinned.
   const std::vector<int>& pinned_cpus() const { return pinned_cpus_; }
 
@@ -72,8 +80,12 @@ class ThreadPool {
   void publish(uint32_t generation);
   void join_claim(uint32_t generation, int worker);
   void run_claims(int worker);
+  // Returns once `word` differs from `old`: polls for spin_ns_, then sleeps on the futex.
+  template <class T>
+  T await_change(const std::atomic<T>& word, T old) const;
 
   const int size_;
+  int64_t spin_ns_ = 0;
   std::vector<std::thread> threads_;
   std::vector<int> pinned_cpus_;
   std::mutex submit_mutex_;  // serializes parallel_for callers

@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 
+#include <algorithm>
+#include <chrono>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include "core/barrier.h"
@@ -141,7 +144,35 @@ TEST(ThreadPool, PinsWorkersWhenAsked) {
   EXPECT_EQ(pool->pinned_cpus()[0], -1);
 }
 
+// Polling waits (spin_us) hand out the same jobs: static and claim jobs back to back, and after
+// pauses longer than the spin, when the waits have fallen back to the futex. A pool with more
+// threads than CPUs does not poll.
+TEST(ThreadPool, SpinningWaitsRunEveryJobAndFallBackToSleeping) {
+  const int cpus = int(allowed_cpus().size());
+  auto pool = ThreadPool::create({.threads = std::min(cpus, 2), .pin = false, .spin_us = 300});
+  ASSERT_TRUE(pool.has_value());
+  EXPECT_TRUE((*pool)->spins());
+  for (int round = 0; round < 600; ++round) {
+    std::vector<int> hits(37, 0);
+    (*pool)->parallel_claim(37, [&](int64_t c, int) { hits[size_t(c)] += 1; });
+    ASSERT_EQ(std::accumulate(hits.begin(), hits.end(), 0), 37) << "round " << round;
+    std::vector<int64_t> partial(size_t((*pool)->size()), 0);
+    (*pool)->parallel_for(100, [&](int64_t b, int64_t e, int w) {
+      for (int64_t i = b; i < e; ++i) partial[size_t(w)] += i;
+    });
+    ASSERT_EQ(std::accumulate(partial.begin(), partial.end(), int64_t{0}), 99 * 100 / 2) << "round " << round;
+    if (round % 100 == 99) std::this_thread::sleep_for(std::chrono::milliseconds(2));  // past the spin
+  }
+  auto crowded = ThreadPool::create({.threads = cpus + 2, .pin = false, .spin_us = 300});
+  ASSERT_TRUE(crowded.has_value());
+  EXPECT_FALSE((*crowded)->spins());
+  std::vector<int> hits(50, 0);
+  (*crowded)->parallel_claim(50, [&](int64_t c, int) { hits[size_t(c)] += 1; });
+  EXPECT_EQ(std::accumulate(hits.begin(), hits.end(), 0), 50);
+}
+
 TEST(ThreadPool, RejectsBadSizes) {
+  EXPECT_FALSE(ThreadPool::create({.threads = 2, .spin_us = -1}).has_value());
   EXPECT_FALSE(ThreadPool::create({.threads = -1}).has_value());
   EXPECT_FALSE(ThreadPool::create({.threads = 5000}).has_value());
   auto pool = ThreadPool::create({.threads = 0});

@@ -24,6 +24,19 @@ RECUR_KNOB(engine_q8_0_layout,
                     "load into 16-row groups, one vpdpbusd per 64 bytes: GEMV near the read bandwidth; "
                     "needs kernel.gemm.q8_0_activations=q8_0, else rows)"});
 
+// How long the engine's pool threads poll for the next job before sleeping (ThreadPoolOptions).
+RECUR_KNOB(engine_pool_spin_us,
+           {.name = "engine.pool_spin_us", .type = KnobType::kInt, .min = 0, .max = 100000, .default_value = "200",
+            .components = {"engine:threads", "core:thread_pool"},
+            .help = "microseconds a pool thread polls for the next job (and the caller for the last chunk) before "
+                    "sleeping on a futex: decode hands out ~113 GEMVs a token, each a futex wake-up without it; "
+                    "0 sleeps at once; ignored when threads exceed the CPUs"});
+
+Result<ThreadPoolOptions> engine_pool_options(const Config& knobs, int threads) {
+  RECUR_ASSIGN_OR_RETURN(int64_t spin, knobs.get_int("engine.pool_spin_us"));
+  return ThreadPoolOptions{.threads = threads, .pin = true, .spin_us = int(spin)};
+}
+
 Result<ModelLoadOptions> model_load_options(const Config& knobs) {
   auto layout = knobs.get("engine.q8_0_layout");
   if (!layout) return unexpected<Error>(layout.error());

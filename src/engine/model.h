@@ -12,6 +12,7 @@
 
 #include "core/knobs.h"
 #include "core/status.h"
+#include "core/thread_pool.h"
 #include "engine/gguf.h"
 #include "engine/model_config.h"
 #include "engine/op_tap.h"
@@ -129,6 +130,10 @@ struct ModelLoadOptions {
 // The options the knobs engine.q8_0_layout and kernel.gemm.q8_0_activations give (regrouped
 // weights always meet Q8_0 activations, so f32 activations keep the rows).
 Result<ModelLoadOptions> model_load_options(const Config& knobs);
+
+// The engine's thread pool for `threads` (0: every CPU), pinned, polling as the knob
+// engine.pool_spin_us says.
+Result<ThreadPoolOptions> engine_pool_options(const Config& knobs, int threads);
 
 // Reads general.architecture and loads a llama or hybrid model, its bytes held as the knob
 // engine.weights_memory says (mmap: the file mapped; anon: read into huge-page anonymous memory).
