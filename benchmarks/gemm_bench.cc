@@ -249,12 +249,13 @@ float naive_dot_q8_0(const std::byte* row, const float* x, int64_t n) {
   return total;
 }
 
-// w [n, k] in format f (gemm_test_util.h's encoding; kQ8_0R16: Q8_0 rows regrouped).
+// w [n, k] in format f (gemm_test_util.h's encoding; kQ8_0R16 / kF16R16: the rows regrouped).
 std::vector<std::byte> encode(WeightFormat f, const std::vector<float>& w, int64_t n, int64_t k) {
-  if (f != WeightFormat::kQ8_0R16) return recur::gemm::testing::encode(f, w, n, k);
-  const auto rows = recur::gemm::testing::encode(WeightFormat::kQ8_0, w, n, k);
+  if (f != WeightFormat::kQ8_0R16 && f != WeightFormat::kF16R16) return recur::gemm::testing::encode(f, w, n, k);
+  const bool q8 = f == WeightFormat::kQ8_0R16;
+  const auto rows = recur::gemm::testing::encode(q8 ? WeightFormat::kQ8_0 : WeightFormat::kF16, w, n, k);
   std::vector<std::byte> out(rows.size());
-  check(repack_q8_0_r16(rows.data(), n, k, out.data()));
+  check(q8 ? repack_q8_0_r16(rows.data(), n, k, out.data()) : repack_f16_r16(rows.data(), n, k, out.data()));
   return out;
 }
 
@@ -285,7 +286,8 @@ void bench_gemv(const Opts& o, ThreadPool* pool, const Roofline& roof) {
     v.name = naive ? fmt::format("naive {}", weight_format_name(f))
                    : fmt::format("stored {}{}{}", weight_format_name(f),
                                  f == WeightFormat::kQ8_0   ? fmt::format(" act {}", q8_activations_name(act.q8))
-                                 : f == WeightFormat::kF16 ? fmt::format(" act {}", f16_activations_name(act.f16))
+                                 : f == WeightFormat::kF16 || f == WeightFormat::kF16R16
+                                     ? fmt::format(" act {}", f16_activations_name(act.f16))
                                                            : "",
                                  huge ? " (huge pages)" : "");
     auto ws = std::make_shared<Workspace>();
@@ -317,6 +319,7 @@ void bench_gemv(const Opts& o, ThreadPool* pool, const Roofline& roof) {
   stored(WeightFormat::kQ8_0, false);
   stored(WeightFormat::kQ8_0, false, Q8Activations::kQ8_0);
   if (n % kQ8R16Rows == 0) stored(WeightFormat::kQ8_0R16, false);
+  if (n % kQ8R16Rows == 0) stored(WeightFormat::kF16R16, false, Activations(Q8Activations::kQ8_0, F16Activations::kF16));
   stored(WeightFormat::kF16, false, Activations(Q8Activations::kF32, F16Activations::kF16));
   stored(WeightFormat::kF16, false, Q8Activations::kF32, true);
   stored(WeightFormat::kF16, false, Activations(Q8Activations::kF32, F16Activations::kF16), true);
@@ -402,6 +405,7 @@ void bench_gemm(const Opts& o, ThreadPool* pool, const Roofline& roof) {
   stored(WeightFormat::kQ8_0, Q8Activations::kF32);
   stored(WeightFormat::kQ8_0, Q8Activations::kQ8_0);
   if (n % kQ8R16Rows == 0) stored(WeightFormat::kQ8_0R16, Q8Activations::kQ8_0);
+  if (n % kQ8R16Rows == 0) stored(WeightFormat::kF16R16, Q8Activations::kQ8_0);
   vs.push_back(fma_peak(pool, 20));
   fmt::print("\n## GEMM M={} N={} K={}\n\n", m, n, k);
   fmt::print("| shape | variant | us/call [min .. max] | x f32 dot | GB/s | BW frac | GFLOP/s | FLOP frac |\n");

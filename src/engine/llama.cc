@@ -19,7 +19,7 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::load(const std::string& path) {
   return from_file(std::move(file));
 }
 
-Result<std::unique_ptr<LlamaModel>> LlamaModel::from_file(gguf::File file, bool regroup_q8_0) {
+Result<std::unique_ptr<LlamaModel>> LlamaModel::from_file(gguf::File file, const ModelLoadOptions& options) {
   std::unique_ptr<LlamaModel> m(new LlamaModel());
   m->file_ = std::move(file);
   const gguf::File& f = m->file_;
@@ -52,14 +52,15 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::from_file(gguf::File file, bool 
     RECUR_ASSIGN_OR_RETURN(L.w_down, bind_weight(f, p + "ffn_down.weight", c.dim, c.ffn_dim));
     m->layers.push_back(std::move(L));
   }
-  if (regroup_q8_0) RECUR_RETURN_IF_ERROR(m->regroup_q8_0_weights());
+  RECUR_RETURN_IF_ERROR(m->regroup_weights(options));
   return m;
 }
 
-Status LlamaModel::regroup_q8_0_weights() {
+Status LlamaModel::regroup_weights(const ModelLoadOptions& options) {
   std::vector<Weight*> todo;
   auto consider = [&](Weight& w) {
-    if (regroupable(w)) todo.push_back(&w);
+    const bool wanted = w.type == gguf::TensorType::kF16 ? options.regroup_f16 : options.regroup_q8_0;
+    if (wanted && regroupable(w)) todo.push_back(&w);
   };
   if (!config_.tied_embeddings) consider(output);  // a tied head is the embedding table, read by rows
   for (LlamaLayerWeights& L : layers)
@@ -74,7 +75,7 @@ Status LlamaModel::regroup_q8_0_weights() {
   madvise(regrouped_.data(), regrouped_.size(), MADV_HUGEPAGE);
   size_t at = 0;
   for (Weight* w : todo) {
-    RECUR_ASSIGN_OR_RETURN(Weight v, regroup_q8_0(*w, regrouped_.data() + at));
+    RECUR_ASSIGN_OR_RETURN(Weight v, regroup_weight(*w, regrouped_.data() + at));
     const size_t source = w->row_bytes() * size_t(w->rows);
     if (file_.mapping().contains(w->data, source)) {
       RECUR_ASSIGN_OR_RETURN(size_t released, file_.mapping().release_pages(w->data, source));

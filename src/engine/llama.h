@@ -48,9 +48,9 @@ class LlamaModel final : public Model {
  public:
   // Loads a GGUF file of architecture llama: config, tokenizer and every tensor, checked.
   static Result<std::unique_ptr<LlamaModel>> load(const std::string& path);
-  // Binds an already parsed file (the File must outlive the model's use of the bytes);
-  // regroup_q8_0: Q8_0 matrices regrouped into 16-row groups (ModelLoadOptions).
-  static Result<std::unique_ptr<LlamaModel>> from_file(gguf::File file, bool regroup_q8_0 = true);
+  // Binds an already parsed file (the File must outlive the model's use of the bytes),
+  // regrouping Q8_0 / F16 matrices as `options` say.
+  static Result<std::unique_ptr<LlamaModel>> from_file(gguf::File file, const ModelLoadOptions& options = {});
 
   const ModelConfig& config() const override { return config_; }
   const Tokenizer& tokenizer() const override { return *tokenizer_; }
@@ -66,9 +66,10 @@ class LlamaModel final : public Model {
   std::vector<LlamaLayerWeights> layers;
 
  private:
-  // Regroups every Q8_0 matrix but the token embedding into regrouped_, releasing each source's
-  // file pages once its copy exists (the peak is the model plus one matrix).
-  Status regroup_q8_0_weights();
+  // Regroups every Q8_0 / F16 matrix (as `options` say) but the token embedding into
+  // regrouped_, releasing each source's file pages once its copy exists (the peak is the model
+  // plus one matrix).
+  Status regroup_weights(const ModelLoadOptions& options);
 
   gguf::File file_;
   AlignedBuffer regrouped_;

@@ -15,14 +15,15 @@ RECUR_KNOB(engine_weights_memory,
                     "anonymous memory madvised for transparent huge pages; mmap if the file exceeds half "
                     "of MemAvailable)"});
 
-// How Llama's Q8_0 matrices are laid out while the model runs (docs/engine.md "Q8_0 layout").
-RECUR_KNOB(engine_q8_0_layout,
-           {.name = "engine.q8_0_layout", .type = KnobType::kEnum, .choices = {"rows", "r16"},
+// How Llama's Q8_0 and F16 matrices are laid out while the model runs (docs/engine.md
+// "Weight layout").
+RECUR_KNOB(engine_weight_layout,
+           {.name = "engine.weight_layout", .type = KnobType::kEnum, .choices = {"rows", "r16"},
             .default_value = "r16",
             .components = {"engine:weights", "kernel:gemm"},
-            .help = "Llama Q8_0 matrices: rows (the file's row layout, read in place) or r16 (regrouped at "
-                    "load into 16-row groups, one vpdpbusd per 64 bytes: GEMV near the read bandwidth; "
-                    "needs kernel.gemm.q8_0_activations=q8_0, else rows)"});
+            .help = "Llama Q8_0 and F16 matrices: rows (the file's row layout, read in place) or r16 "
+                    "(regrouped at load into 16-row groups: one load is 4 k (Q8_0) or 1 k (F16) of 16 rows, "
+                    "GEMV near the read bandwidth; Q8_0 needs kernel.gemm.q8_0_activations=q8_0, else rows)"});
 
 // How long the engine's pool threads poll for the next job before sleeping (ThreadPoolOptions).
 RECUR_KNOB(engine_pool_spin_us,
@@ -38,10 +39,11 @@ Result<ThreadPoolOptions> engine_pool_options(const Config& knobs, int threads) 
 }
 
 Result<ModelLoadOptions> model_load_options(const Config& knobs) {
-  auto layout = knobs.get("engine.q8_0_layout");
+  auto layout = knobs.get("engine.weight_layout");
   if (!layout) return unexpected<Error>(layout.error());
   RECUR_ASSIGN_OR_RETURN(gemm::Q8Activations q8, gemm::q8_activations_from_config(knobs));
-  return ModelLoadOptions{.regroup_q8_0 = *layout == "r16" && q8 == gemm::Q8Activations::kQ8_0};
+  return ModelLoadOptions{.regroup_q8_0 = *layout == "r16" && q8 == gemm::Q8Activations::kQ8_0,
+                          .regroup_f16 = *layout == "r16"};
 }
 
 uint64_t decode_weight_bytes(const gguf::File& file, const ModelConfig& c) {
@@ -75,7 +77,7 @@ Result<std::unique_ptr<Batch>> Model::new_batch(ThreadPool&, const BatchOptions&
 Result<std::unique_ptr<Model>> model_from_file(gguf::File file, const ModelLoadOptions& options) {
   RECUR_ASSIGN_OR_RETURN(std::string arch, file.get_string("general.architecture"));
   if (arch == "llama") {
-    RECUR_ASSIGN_OR_RETURN(auto m, LlamaModel::from_file(std::move(file), options.regroup_q8_0));
+    RECUR_ASSIGN_OR_RETURN(auto m, LlamaModel::from_file(std::move(file), options));
     return std::unique_ptr<Model>(std::move(m));
   }
   if (arch == "hybrid") {

@@ -123,12 +123,13 @@ uint64_t decode_weight_bytes(const gguf::File& file, const ModelConfig& config);
 
 // How a model is prepared after its file is parsed.
 struct ModelLoadOptions {
-  // Llama: Q8_0 matrices regrouped into 16-row groups for the int8 kernels (knob
-  // engine.q8_0_layout; gemm.h, kQ8_0R16). Off for a process that only tokenizes.
+  // Llama: Q8_0 / F16 matrices regrouped into 16-row groups for the GEMV (knob
+  // engine.weight_layout; gemm.h, kQ8_0R16 / kF16R16). Off for a process that only tokenizes.
   bool regroup_q8_0 = true;
+  bool regroup_f16 = true;
 };
-// The options the knobs engine.q8_0_layout and kernel.gemm.q8_0_activations give (regrouped
-// weights always meet Q8_0 activations, so f32 activations keep the rows).
+// The options the knobs engine.weight_layout and kernel.gemm.q8_0_activations give (regrouped
+// Q8_0 always meets Q8_0 activations, so f32 activations keep its rows).
 Result<ModelLoadOptions> model_load_options(const Config& knobs);
 
 // The engine's thread pool for `threads` (0: every CPU), pinned, polling as the knob

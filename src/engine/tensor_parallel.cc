@@ -34,9 +34,17 @@ Result<std::unique_ptr<OwnedWeight>> row_parallel_shard(const Weight& w, Span co
 
 namespace {
 
-// Columns [c0, c1) (whole blocks) of a regrouped Q8_0 weight, regrouped the same way: per 16-row
-// group, the blocks' quants and then their scales (gemm.h, kQ8_0R16).
+// Columns [c0, c1) (whole blocks) of a regrouped weight, regrouped the same way (gemm.h): F16,
+// per 16-row group the columns' 32 bytes each; Q8_0, per group the blocks' quants, then their
+// scales.
 void copy_regrouped_cols(const Weight& w, int64_t c0, int64_t c1, std::byte* out) {
+  if (w.type == gguf::TensorType::kF16) {
+    const size_t column = size_t(gemm::kQ8R16Rows) * 2;
+    for (int64_t g = 0; g < w.rows / gemm::kQ8R16Rows; ++g)
+      std::memcpy(out + size_t(g * (c1 - c0)) * column, w.data + size_t(g * w.cols + c0) * column,
+                  size_t(c1 - c0) * column);
+    return;
+  }
   constexpr size_t kQuants = size_t(gemm::kQ8R16Rows) * gemm::kQ8Block, kScales = size_t(gemm::kQ8R16Rows) * 2;
   const int64_t blocks = w.cols / gemm::kQ8Block, b0 = c0 / gemm::kQ8Block, nb = (c1 - c0) / gemm::kQ8Block;
   for (int64_t g = 0; g < w.rows / gemm::kQ8R16Rows; ++g) {

@@ -27,7 +27,7 @@ float dot_f32(const float* a, const float* b, int64_t n) {
 }
 
 std::optional<gemm::WeightFormat> stored_format(const Weight& w) {
-  if (w.regrouped) return gemm::WeightFormat::kQ8_0R16;
+  if (w.regrouped) return w.type == gguf::TensorType::kF16 ? gemm::WeightFormat::kF16R16 : gemm::WeightFormat::kQ8_0R16;
   switch (w.type) {
     case gguf::TensorType::kF32: return gemm::WeightFormat::kF32;
     case gguf::TensorType::kF16: return gemm::WeightFormat::kF16;
@@ -48,7 +48,7 @@ void Weight::dequantize_row(int64_t r, float* out) const {
   const std::byte* row = data + size_t(r) * row_bytes();
   std::vector<std::byte> ungrouped(regrouped ? row_bytes() : 0);
   if (regrouped) {
-    gemm::q8_0_r16_row(data, cols, r, ungrouped.data());
+    ungroup_row(*this, r, ungrouped.data());
     row = ungrouped.data();
   }
   switch (type) {
@@ -116,7 +116,7 @@ Weight weight_rows(const Weight& w, int64_t r0, int64_t r1) {
     // The slice cuts a group: its rows back in row form, in memory the view owns.
     const size_t rb = w.row_bytes();
     auto copy = std::make_shared<std::vector<std::byte>>(rb * size_t(v.rows));
-    for (int64_t r = r0; r < r1; ++r) gemm::q8_0_r16_row(w.data, w.cols, r, copy->data() + size_t(r - r0) * rb);
+    for (int64_t r = r0; r < r1; ++r) ungroup_row(w, r, copy->data() + size_t(r - r0) * rb);
     v.data = copy->data();
     v.regrouped = false;
     v.storage = std::move(copy);
@@ -129,15 +129,26 @@ Weight weight_rows(const Weight& w, int64_t r0, int64_t r1) {
 }
 
 bool regroupable(const Weight& w) {
-  return w.type == gguf::TensorType::kQ8_0 && !w.regrouped && w.rows % gemm::kQ8R16Rows == 0 &&
-         w.cols % gemm::kQ8Block == 0;
+  const bool q8 = w.type == gguf::TensorType::kQ8_0 && w.cols % gemm::kQ8Block == 0;
+  return (q8 || w.type == gguf::TensorType::kF16) && !w.regrouped && w.rows % gemm::kQ8R16Rows == 0;
 }
 
-Result<Weight> regroup_q8_0(const Weight& w, std::byte* into) {
+void ungroup_row(const Weight& w, int64_t r, std::byte* out) {
+  if (w.type == gguf::TensorType::kF16)
+    gemm::f16_r16_row(w.data, w.cols, r, out);
+  else
+    gemm::q8_0_r16_row(w.data, w.cols, r, out);
+}
+
+Result<Weight> regroup_weight(const Weight& w, std::byte* into) {
   if (!regroupable(w))
-    return invalid_argument("tensor '{}' ({} [{}, {}]{}): only Q8_0 with rows a multiple of 16 regroups", w.name,
+    return invalid_argument("tensor '{}' ({} [{}, {}]{}): only Q8_0 and F16 with rows a multiple of 16 regroup", w.name,
                             gguf::tensor_type_name_static(w.type), w.rows, w.cols, w.regrouped ? ", regrouped" : "");
-  RECUR_RETURN_IF_ERROR(gemm::repack_q8_0_r16(w.data, w.rows, w.cols, into));
+  if (w.type == gguf::TensorType::kF16) {
+    RECUR_RETURN_IF_ERROR(gemm::repack_f16_r16(w.data, w.rows, w.cols, into));
+  } else {
+    RECUR_RETURN_IF_ERROR(gemm::repack_q8_0_r16(w.data, w.rows, w.cols, into));
+  }
   Weight v = w;
   v.data = into;
   v.regrouped = true;
@@ -149,7 +160,8 @@ void matmul(const Weight& w, const float* x, int64_t m, float* y, ThreadPool* po
   zone.arg("rows", w.rows);
   zone.arg("cols", w.cols);
   zone.arg("m", m);
-  zone.arg("dtype", w.regrouped ? "q8_0r16" : gguf::tensor_type_name_static(w.type));
+  zone.arg("dtype", w.regrouped ? (w.type == gguf::TensorType::kF16 ? "f16r16" : "q8_0r16")
+                                 : gguf::tensor_type_name_static(w.type));
   if (w.type == gguf::TensorType::kI8 && w.scale != nullptr && matmul_w8a8(w, x, m, y, pool)) return;
   // F32 / F16 / BF16 / Q8_0: the vectorized kernels of kernels/gemm, weights read in place.
   if (auto format = stored_format(w);

@@ -31,8 +31,9 @@ struct Weight {
   const int32_t* comp = nullptr;
   int64_t comp_cols = 0;
   std::shared_ptr<const void> comp_owner;
-  // Q8_0 regrouped into 16-row groups (gemm::WeightFormat::kQ8_0R16, regroup_q8_0): data then
-  // points into memory that `storage` keeps alive (or the model owns), not into the file.
+  // Q8_0 or F16 regrouped into 16-row groups (gemm::WeightFormat::kQ8_0R16 / kF16R16,
+  // regroup_weight): data then points into memory that `storage` keeps alive (or the model
+  // owns), not into the file.
   bool regrouped = false;
   std::shared_ptr<const void> storage;
 
@@ -63,13 +64,16 @@ inline void matvec(const Weight& w, const float* x, float* y, ThreadPool* pool,
 inline void matvec(const Weight& w, const float* x, float* y, ThreadPool& pool) { matvec(w, x, y, &pool); }
 
 // Rows [r0, r1) of w as a view (no copy): the column-parallel shard of a weight. For a
-// regrouped weight whose bounds are not multiples of 16, a copy of the rows in Q8_0 row form.
+// regrouped weight whose bounds are not multiples of 16, a copy of the rows in row form.
 Weight weight_rows(const Weight& w, int64_t r0, int64_t r1);
 
-// Q8_0 weights regrouped into 16-row groups at `into` (row_bytes() * rows bytes), the view of
-// them; errors name the tensor unless it is Q8_0 with rows % 16 == 0 (gemm::repack_q8_0_r16).
-Result<Weight> regroup_q8_0(const Weight& w, std::byte* into);
-// Whether regroup_q8_0 takes w.
+// Q8_0 or F16 weights regrouped into 16-row groups at `into` (row_bytes() * rows bytes), the
+// view of them; errors name the tensor unless it is Q8_0 or F16 with rows % 16 == 0
+// (gemm::repack_q8_0_r16, gemm::repack_f16_r16).
+Result<Weight> regroup_weight(const Weight& w, std::byte* into);
+// Whether regroup_weight takes w.
 bool regroupable(const Weight& w);
+// Row r of a regrouped weight in the file's row form, into out[row_bytes()].
+void ungroup_row(const Weight& w, int64_t r, std::byte* out);
 
 }  // namespace recur

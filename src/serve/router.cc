@@ -416,7 +416,7 @@ Status run_router(const RoleOptions& options) {
     return invalid_argument("--role router needs --prefill URL[,URL...] and --decode URL[,URL...]");
   // The router only tokenizes: it maps the file rather than copying the weights (engine.weights_memory).
   RECUR_ASSIGN_OR_RETURN(gguf::File file, gguf::read(options.serve.model_path, FileMemory::kMap));
-  RECUR_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, model_from_file(std::move(file), {.regroup_q8_0 = false}));
+  RECUR_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, model_from_file(std::move(file), {.regroup_q8_0 = false, .regroup_f16 = false}));
   Router router(options, std::move(model));
   httplib::Server svr;
   const int http_threads = options.serve.http_threads;

@@ -126,6 +126,9 @@ enum class WeightFormat : uint8_t {
   // Q8_0 regrouped for the int8 kernels (repack_q8_0_r16; n % 16 == 0): the same bytes per 16
   // rows, always multiplied against Q8_0 activations (below, "Q8_0 in groups of 16 rows").
   kQ8_0R16,
+  // F16 regrouped likewise (repack_f16_r16; n % 16 == 0): the same bytes per 16 rows
+  // (below, "F16 in groups of 16 rows").
+  kF16R16,
 };
 std::string_view weight_format_name(WeightFormat f);  // "f32", "f16", "bf16", "q8_0"
 std::optional<WeightFormat> parse_weight_format(std::string_view name);
@@ -160,6 +163,17 @@ inline constexpr int kQ8R16Rows = 16;
 Status repack_q8_0_r16(const void* q8_0_rows, int64_t n, int64_t k, void* out);
 // Row r of a kQ8_0R16 matrix with k columns written back in Q8_0 row form (the exact inverse).
 void q8_0_r16_row(const void* r16, int64_t k, int64_t r, void* q8_0_row);
+
+// ---- F16 in groups of 16 rows (WeightFormat::kF16R16) ----
+// Group g (rows 16g .. 16g + 15) at byte 32 g k: [k][16 rows] fp16, so one 32-byte load is
+// one k of 16 rows, widened into one zmm and multiplied by x[k] broadcast. Arithmetic (x
+// rounded to fp16 first under F16Activations::kF16): per output four fp32 accumulators,
+// k into accumulator k % 4 by fma in k order, y = (a0 + a1) + (a2 + a3) — the same bits on
+// every ISA path, for every m, pool and chunking. Two groups at a time (two streams) measured
+// 1.07 of a one-stream sum-read on one core against 0.84 for the row kernel (docs/gemm.md).
+Status repack_f16_r16(const void* f16_rows, int64_t n, int64_t k, void* out);
+// Row r of a kF16R16 matrix with k columns written back as k fp16 (the exact inverse).
+void f16_r16_row(const void* r16, int64_t k, int64_t r, void* f16_row);
 
 // How gemm_stored treats activations against Q8_0 weights (knob kernel.gemm.q8_0_activations).
 enum class Q8Activations : uint8_t {

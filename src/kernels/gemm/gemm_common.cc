@@ -65,13 +65,14 @@ std::string_view weight_format_name(WeightFormat f) {
     case WeightFormat::kBf16: return "bf16";
     case WeightFormat::kQ8_0: return "q8_0";
     case WeightFormat::kQ8_0R16: return "q8_0r16";
+    case WeightFormat::kF16R16: return "f16r16";
   }
   return "?";
 }
 
 std::optional<WeightFormat> parse_weight_format(std::string_view name) {
   for (WeightFormat f : {WeightFormat::kF32, WeightFormat::kF16, WeightFormat::kBf16, WeightFormat::kQ8_0,
-                         WeightFormat::kQ8_0R16})
+                         WeightFormat::kQ8_0R16, WeightFormat::kF16R16})
     if (weight_format_name(f) == name) return f;
   return std::nullopt;
 }

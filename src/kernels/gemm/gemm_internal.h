@@ -186,6 +186,23 @@ extern const Q8R16Kernels kAvx512Q8R16;  // needs avx512vnni
 // The table for the running CPU: AVX-512 with VNNI, else AVX2, else scalar (at most `isa`).
 const Q8R16Kernels& q8r16_kernels(Isa isa);
 
+// F16 in groups of 16 rows (WeightFormat::kF16R16, gemm.h) against fp32 x (already rounded to
+// fp16 where the activations say so): groups [g0, g1) of y for all m tokens, the tokens in
+// tiles while a group stays in L1/L2.
+struct F16R16Args {
+  int64_t k = 0, m = 0;
+  const uint16_t* w = nullptr;  // the groups
+  const float* x = nullptr;     // [m][k]
+  float* y = nullptr;           // y[t * ldy + row]
+  int64_t ldy = 0;
+};
+using F16R16Fn = void (*)(const F16R16Args& a, int64_t g0, int64_t g1);
+extern const F16R16Fn kScalarF16R16;
+extern const F16R16Fn kAvx2F16R16;
+extern const F16R16Fn kAvx512F16R16;
+// AVX-512, else AVX2, else scalar (at most `isa`).
+F16R16Fn f16r16_kernel(Isa isa);
+
 // Tiled f32 microkernel (AVX-512): C[6 x 64] (+)= A strip [kc][6] · B panel slice [kc][64];
 // only the first mr rows and nr columns of C are written (ldc floats per row).
 using MicroFn = void (*)(const float* a, const float* b, int64_t kc, float* c, int64_t ldc, int mr, int nr,

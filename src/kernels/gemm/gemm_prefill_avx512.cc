@@ -69,7 +69,8 @@ void prefill_widen_row(const PrefillArgs& a, int64_t r, int64_t k0, int64_t kb, 
                          _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(q, 1)))));
       }
       return;
-    case WeightFormat::kQ8_0R16: return;  // gemm_stored runs its own kernels (run_q8r16)
+    case WeightFormat::kQ8_0R16:
+    case WeightFormat::kF16R16: return;  // gemm_stored runs their own kernels
   }
 }
 

@@ -19,19 +19,9 @@ namespace {
 using testing::encode;
 using testing::random_values;
 
-struct Matrix {
-  std::vector<std::byte> rows, r16;
-  WeightView view;
-};
+using Matrix = testing::RegroupedMatrix;
 
-Matrix q8_matrix(int64_t n, int64_t k, uint64_t seed) {
-  Matrix m;
-  m.rows = encode(WeightFormat::kQ8_0, random_values(size_t(n * k), seed, 0), n, k);
-  m.r16.resize(m.rows.size());
-  EXPECT_TRUE(repack_q8_0_r16(m.rows.data(), n, k, m.r16.data()).has_value());
-  m.view = {.format = WeightFormat::kQ8_0R16, .n = n, .k = k, .data = m.r16.data()};
-  return m;
-}
+Matrix q8_matrix(int64_t n, int64_t k, uint64_t seed) { return testing::regrouped_matrix(WeightFormat::kQ8_0, n, k, seed); }
 
 TEST(Q8R16, RegroupingIsExactlyInvertible) {
   const int64_t n = 48, k = 96;

@@ -114,13 +114,13 @@ void reference_stored(const WeightView& w, const float* x, int64_t m, std::span<
   const int64_t n = w.n, k = w.k;
   std::vector<double> wd(size_t(n * k));
   const auto* base = static_cast<const std::byte*>(w.data);
-  std::vector<std::byte> unpacked(w.format == WeightFormat::kQ8_0R16 ? row_bytes(w.format, k) : 0);
+  const bool regrouped = w.format == WeightFormat::kQ8_0R16 || w.format == WeightFormat::kF16R16;
+  std::vector<std::byte> unpacked(regrouped ? row_bytes(w.format, k) : 0);
   for (int64_t r = 0; r < n; ++r) {
     const std::byte* row = base + size_t(r) * row_bytes(w.format, k);
-    if (w.format == WeightFormat::kQ8_0R16) {
-      q8_0_r16_row(w.data, k, r, unpacked.data());
-      row = unpacked.data();
-    }
+    if (w.format == WeightFormat::kQ8_0R16) q8_0_r16_row(w.data, k, r, unpacked.data());
+    if (w.format == WeightFormat::kF16R16) f16_r16_row(w.data, k, r, unpacked.data());
+    if (regrouped) row = unpacked.data();
     for (int64_t c = 0; c < k; ++c) {
       double v = 0;
       switch (w.format) {
@@ -131,10 +131,11 @@ void reference_stored(const WeightView& w, const float* x, int64_t m, std::span<
           break;
         }
         case WeightFormat::kF16:
+        case WeightFormat::kF16R16:
         case WeightFormat::kBf16: {
           uint16_t h;
           std::memcpy(&h, row + 2 * c, 2);
-          v = w.format == WeightFormat::kF16 ? fp16_to_fp32(h) : bf16_value(h);
+          v = w.format == WeightFormat::kBf16 ? bf16_value(h) : fp16_to_fp32(h);
           break;
         }
         case WeightFormat::kQ8_0:

@@ -20,6 +20,7 @@ size_t row_bytes(WeightFormat f, int64_t k) {
   switch (f) {
     case WeightFormat::kF32: return size_t(k) * 4;
     case WeightFormat::kF16:
+    case WeightFormat::kF16R16:
     case WeightFormat::kBf16: return size_t(k) * 2;
     case WeightFormat::kQ8_0:
     case WeightFormat::kQ8_0R16: return size_t(k / kQ8Block) * kQ8BlockBytes;
@@ -84,7 +85,8 @@ GemvFn gemv_kernel_for(const GemvKernels& g, WeightFormat f) {
     case WeightFormat::kF16: return g.f16w;
     case WeightFormat::kBf16: return g.bf16w;
     case WeightFormat::kQ8_0: return g.q8_0q8;
-    case WeightFormat::kQ8_0R16: break;  // gemm_stored sends it to run_q8r16 first
+    case WeightFormat::kQ8_0R16:
+    case WeightFormat::kF16R16: break;  // gemm_stored sends them to their own kernels first
   }
   return nullptr;
 }
@@ -246,6 +248,17 @@ Status gemm_stored(const WeightView& w, const float* x, int64_t m, float* y, Thr
   thread_local Workspace local;
   Workspace& s = ws != nullptr ? *ws : local;
   if (w.format == WeightFormat::kQ8_0R16) return run_q8r16(w, x, m, y, s, pool);
+  if (w.format == WeightFormat::kF16R16) {
+    if (w.n % kQ8R16Rows != 0)
+      return invalid_argument("gemm_stored: f16r16 weights need n % 16 == 0, got n = {}", w.n);
+    float* rounded = nullptr;
+    if (act.f16 == F16Activations::kF16) round_x_to_f16(x, m * w.k, s, &rounded);
+    const F16R16Args a{.k = w.k, .m = m, .w = static_cast<const uint16_t*>(w.data), .x = rounded ? rounded : x,
+                       .y = y, .ldy = w.n};
+    const F16R16Fn fn = f16r16_kernel(active_isa());
+    run_claimed_chunks(pool, w.n / kQ8R16Rows, [&](int64_t g0, int64_t g1) { fn(a, g0, g1); });
+    return ok_status();
+  }
   const GemvKernels* gk = m <= kSmallMMax ? stored_gemv_kernels(w.format, q8) : nullptr;
   if (w.format == WeightFormat::kF16 && act.f16 == F16Activations::kF16) {
     // x rounded to fp16 and widened back into an fp32 copy (exact), which every path multiplies
@@ -289,7 +302,8 @@ Status gemm_stored(const WeightView& w, const float* x, int64_t m, float* y, Thr
     case WeightFormat::kF16: fn = kern.f16w; kc = 2048; break;
     case WeightFormat::kBf16: fn = kern.bf16w; kc = 2048; break;
     case WeightFormat::kQ8_0: fn = kern.q8_0w; kc = 2048; break;
-    case WeightFormat::kQ8_0R16: break;  // gemm_stored sends it to run_q8r16 first
+    case WeightFormat::kQ8_0R16:
+    case WeightFormat::kF16R16: break;  // gemm_stored sends them to their own kernels first
   }
   if (m <= 8) kc = w.k;
   DotArgs a{.k = w.k, .x = x, .w = w.data, .y = y, .ldy = w.n};

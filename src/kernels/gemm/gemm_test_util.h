@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <cstdint>
 #include <random>
@@ -60,6 +61,24 @@ inline std::vector<std::byte> encode(WeightFormat f, const std::vector<float>& w
     }
   }
   return out;
+}
+
+// A random [n, k] matrix in row form (kQ8_0 or kF16) and regrouped (kQ8_0R16 / kF16R16),
+// with view over the regrouped bytes.
+struct RegroupedMatrix {
+  std::vector<std::byte> rows, r16;
+  WeightView view;
+};
+inline RegroupedMatrix regrouped_matrix(WeightFormat rows_format, int64_t n, int64_t k, uint64_t seed) {
+  const bool q8 = rows_format == WeightFormat::kQ8_0;
+  RegroupedMatrix m;
+  m.rows = encode(rows_format, random_values(size_t(n * k), seed, 0), n, k);
+  m.r16.resize(m.rows.size());
+  const Status st = q8 ? repack_q8_0_r16(m.rows.data(), n, k, m.r16.data())
+                       : repack_f16_r16(m.rows.data(), n, k, m.r16.data());
+  if (!st) std::abort();  // the shapes are the tests' own
+  m.view = {.format = q8 ? WeightFormat::kQ8_0R16 : WeightFormat::kF16R16, .n = n, .k = k, .data = m.r16.data()};
+  return m;
 }
 
 struct ErrorStats {
