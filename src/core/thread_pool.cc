@@ -141,8 +141,8 @@ void ThreadPool::dispatch(int64_t n, const RangeFn* fn) {
     (*fn)(r.begin, r.end, 0);
     t_inside_pool_task = false;
   }
-  for (int left = pending_.load(std::memory_order_acquire); left != 0; left = await_change(pending_, left)) {
-  }
+  int left = pending_.load(std::memory_order_acquire);
+  while (left != 0) left = await_change(pending_, left);
 }
 
 void ThreadPool::parallel_for(int64_t n, const RangeFn& fn) {

@@ -32,7 +32,7 @@ struct ThreadPoolOptions {
   // How long a worker (and the caller, waiting for workers) polls for the next job or the
   // last chunk before sleeping on the futex. Decode hands out a GEMV every few tens of µs,
   // and each futex sleep costs a wake-up of 5-50 µs on a VM (docs/performance.md, "Pool
-  // spin"). 0: sleep at once. Ignored when the pool has more threads than allowed CPUs
+  // threads that poll"). 0: sleep at once. Ignored when the pool has more threads than allowed CPUs
   // (spinning would take the CPU from a thread with work).
   int spin_us = 0;
 };

@@ -57,31 +57,31 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::from_file(gguf::File file, const
 }
 
 Status LlamaModel::regroup_weights(const ModelLoadOptions& options) {
-  std::vector<Weight*> todo;
+  std::vector<Weight*> to_regroup;
   auto consider = [&](Weight& w) {
     const bool wanted = w.type == gguf::TensorType::kF16 ? options.regroup_f16 : options.regroup_q8_0;
-    if (wanted && regroupable(w)) todo.push_back(&w);
+    if (wanted && regroupable(w)) to_regroup.push_back(&w);
   };
   if (!config_.tied_embeddings) consider(output);  // a tied head is the embedding table, read by rows
   for (LlamaLayerWeights& L : layers)
     for (Weight* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) consider(*w);
-  auto bytes_of = [](const Weight* w) { return (w->row_bytes() * size_t(w->rows) + 63) / 64 * 64; };
+  auto bytes_of = [](const Weight* w) { return w->row_bytes() * size_t(w->rows); };
+  auto slot_of = [&](const Weight* w) { return (bytes_of(w) + 63) / 64 * 64; };  // each copy 64-byte aligned
   size_t total = 0;
-  for (const Weight* w : todo) total += bytes_of(w);
+  for (const Weight* w : to_regroup) total += slot_of(w);
   if (total == 0) return ok_status();
   // 2 MiB pages as for the anonymous weights (engine.weights_memory): one DTLB entry per 2 MiB.
   constexpr size_t kHuge = size_t(2) << 20;
   regrouped_ = AlignedBuffer((total + kHuge - 1) / kHuge * kHuge, /*zeroed=*/false, kHuge);
   madvise(regrouped_.data(), regrouped_.size(), MADV_HUGEPAGE);
   size_t at = 0;
-  for (Weight* w : todo) {
+  for (Weight* w : to_regroup) {
     RECUR_ASSIGN_OR_RETURN(Weight v, regroup_weight(*w, regrouped_.data() + at));
-    const size_t source = w->row_bytes() * size_t(w->rows);
-    if (file_.mapping().contains(w->data, source)) {
-      RECUR_ASSIGN_OR_RETURN(size_t released, file_.mapping().release_pages(w->data, source));
+    if (file_.mapping().contains(w->data, bytes_of(w))) {
+      RECUR_ASSIGN_OR_RETURN(size_t released, file_.mapping().release_pages(w->data, bytes_of(w)));
       (void)released;
     }
-    at += bytes_of(w);
+    at += slot_of(w);
     *w = std::move(v);
   }
   return ok_status();

@@ -233,6 +233,21 @@ const uint16_t* round_x_to_f16(const float* x, int64_t count, Workspace& s, floa
   return half;
 }
 
+// y = x W^T for a kF16R16 matrix (gemm.h): x rounded to fp16 first under F16 activations, then
+// the 16-row groups in claimed chunks.
+Status run_f16r16(const WeightView& w, const float* x, int64_t m, float* y, F16Activations act, Workspace& s,
+                  ThreadPool* pool) {
+  if (w.n % kQ8R16Rows != 0)
+    return invalid_argument("gemm_stored: f16r16 weights need n % 16 == 0, got n = {}", w.n);
+  float* rounded = nullptr;
+  if (act == F16Activations::kF16) round_x_to_f16(x, m * w.k, s, &rounded);
+  const F16R16Args a{.k = w.k, .m = m, .w = static_cast<const uint16_t*>(w.data), .x = rounded ? rounded : x,
+                     .y = y, .ldy = w.n};
+  const F16R16Fn fn = f16r16_kernel(active_isa());
+  run_claimed_chunks(pool, w.n / kQ8R16Rows, [&](int64_t g0, int64_t g1) { fn(a, g0, g1); });
+  return ok_status();
+}
+
 }  // namespace
 
 Status gemm_stored(const WeightView& w, const float* x, int64_t m, float* y, ThreadPool* pool, Workspace* ws,
@@ -248,17 +263,7 @@ Status gemm_stored(const WeightView& w, const float* x, int64_t m, float* y, Thr
   thread_local Workspace local;
   Workspace& s = ws != nullptr ? *ws : local;
   if (w.format == WeightFormat::kQ8_0R16) return run_q8r16(w, x, m, y, s, pool);
-  if (w.format == WeightFormat::kF16R16) {
-    if (w.n % kQ8R16Rows != 0)
-      return invalid_argument("gemm_stored: f16r16 weights need n % 16 == 0, got n = {}", w.n);
-    float* rounded = nullptr;
-    if (act.f16 == F16Activations::kF16) round_x_to_f16(x, m * w.k, s, &rounded);
-    const F16R16Args a{.k = w.k, .m = m, .w = static_cast<const uint16_t*>(w.data), .x = rounded ? rounded : x,
-                       .y = y, .ldy = w.n};
-    const F16R16Fn fn = f16r16_kernel(active_isa());
-    run_claimed_chunks(pool, w.n / kQ8R16Rows, [&](int64_t g0, int64_t g1) { fn(a, g0, g1); });
-    return ok_status();
-  }
+  if (w.format == WeightFormat::kF16R16) return run_f16r16(w, x, m, y, act.f16, s, pool);
   const GemvKernels* gk = m <= kSmallMMax ? stored_gemv_kernels(w.format, q8) : nullptr;
   if (w.format == WeightFormat::kF16 && act.f16 == F16Activations::kF16) {
     // x rounded to fp16 and widened back into an fp32 copy (exact), which every path multiplies
