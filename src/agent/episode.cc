@@ -1,10 +1,12 @@
 #include "agent/episode.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "agent/knob_table.h"
 #include "gate/toml_reader.h"
 #include "kernels/registry.h"
 
@@ -14,24 +16,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using gate::TomlTable;
-
-// Knob assignments of a table; nested tables flatten to dotted names (`engine.tp = 4`).
-Status read_knobs(const TomlTable& t, const toml::table& table, const std::string& prefix,
-                  std::map<std::string, std::string>& out) {
-  for (auto&& [k, v] : table) {
-    std::string name = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
-    if (v.is_table()) {
-      RECUR_RETURN_IF_ERROR(read_knobs(t, *v.as_table(), name, out));
-      continue;
-    }
-    if (v.is_string()) out[name] = v.as_string()->get();
-    else if (v.is_integer()) out[name] = fmt::format("{}", v.as_integer()->get());
-    else if (v.is_floating_point()) out[name] = fmt::format("{}", v.as_floating_point()->get());
-    else if (v.is_boolean()) out[name] = v.as_boolean()->get() ? "true" : "false";
-    else return unexpected(t.error_at(v, name, "expected a string, number or boolean knob value"));
-  }
-  return ok_status();
-}
 
 }  // namespace
 
@@ -73,7 +57,7 @@ Result<Episode> parse_episode(std::string_view toml_text, std::string_view path,
   RECUR_ASSIGN_OR_RETURN(auto start, top.subtable("start"));
   if (start) {
     std::map<std::string, std::string> knobs;
-    RECUR_RETURN_IF_ERROR(read_knobs(*start, start->table(), "", knobs));
+    RECUR_RETURN_IF_ERROR(read_knob_table(*start, start->table(), "", knobs));
     for (auto& [k, v] : knobs) ep.start[k] = v;
   }
   Config check(registry);
@@ -92,6 +76,14 @@ Result<Episode> parse_episode(std::string_view toml_text, std::string_view path,
       ep.fixed = *fixed;
     }
     RECUR_RETURN_IF_ERROR(search->finish());
+  }
+  RECUR_ASSIGN_OR_RETURN(auto expect, top.subtable("expect"));
+  if (expect) {
+    RECUR_ASSIGN_OR_RETURN(Expect e, parse_expect(*expect, registry));
+    for (const auto& [k, v] : e.verify)
+      if (std::find(ep.fixed.begin(), ep.fixed.end(), k) != ep.fixed.end())
+        return parse_error("{}: [expect.verify] changes {}, which [search] fixes", file, k);
+    ep.expect = std::move(e);
   }
   RECUR_RETURN_IF_ERROR(top.finish());
   return ep;

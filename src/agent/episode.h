@@ -12,14 +12,19 @@
 //   "kernel.kda_replay_decode.variant" = "vtile"   # over the arm's own assignments
 //   [search]
 //   fixed = ["engine.tp"]               # knobs the agent must not change (what the workload is)
+//   [expect]                            # optional, for the scorer (expect.h)
+//   passes = true
+//   root_cause = ["kernel.kda_replay_decode.variant=hoisted(_recip)?"]
 //
 // Plain data; thread-safe.
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "agent/expect.h"
 #include "core/knobs.h"
 #include "core/status.h"
 #include "gate/spec.h"
@@ -38,7 +43,8 @@ struct Episode {
   double budget_s = 600;
   int max_experiments = 60;
   std::vector<std::string> fixed;  // never changed by the agent
-
+  // What a good agent should do ([expect]); for the scorer only, never shown to a proposer.
+  std::optional<Expect> expect;
 };
 
 // Parses and validates an episode (and its gate spec); `path` names it in messages and anchors

@@ -2,7 +2,10 @@
 // request it sends (model from /models, temperature 0, bounded max_tokens, the system prompt,
 // the compact state, the Bearer key), an answer wrapped in prose and fences accepted, HTTP and
 // connection errors refused with the reason, and the call and token limits stopping it.
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <mutex>
 #include <thread>
 
@@ -10,6 +13,7 @@
 #include <httplib.h>
 
 #include "agent/openai_proposer.h"
+#include "agent/proposer_protocol.h"
 #include "agent/proposer_test_fixture.h"
 
 namespace recur::agent {
@@ -151,6 +155,42 @@ TEST(OpenAIProposer, AConnectionErrorIsRefusedAndTheCallLimitStops) {
   EXPECT_FALSE(second->has_value());
   EXPECT_EQ((*p)->stop_reason(), "proposer limit: 1 calls (--proposer-max-calls)");
   EXPECT_EQ((*p)->calls(), 1);
+}
+
+// [expect] is for the scorer only: no proposer input may carry it. Every input a proposer gets
+// (the command proposer's stdin, the OpenAI request with its system prompt, the state documents
+// both are built from) is searched for the table's strings.
+TEST(ProposerInputs, NeverContainTheExpectTable) {
+  ProposerFixture f;
+  f.episode.expect = Expect{.passes = true,
+                            .root_cause = {{"test.proposer.color", "green|SENTINEL_ROOT_5e1f"}},
+                            .decoys = {"test.proposer.other"},
+                            .why = "SENTINEL_WHY_c0de",
+                            .verify = {{"test.proposer.color", "green"}}};
+  const std::vector<std::string> secrets = {"SENTINEL_ROOT_5e1f", "SENTINEL_WHY_c0de", "root_cause", "decoys",
+                                            "\"expect\"", "verify"};
+  std::vector<std::pair<std::string, std::string>> inputs = {{"state_json", state_json(f.state).dump()},
+                                                             {"compact_state_json", compact_state_json(f.state).dump()}};
+  FakeEndpoint fake(200, chat_completion(R"({"action": "stop", "why": "enough"})", 1, 1));
+  ProposerOptions o;
+  o.model = "m";
+  auto openai = OpenAIProposer::create(fake.url(), o);
+  ASSERT_TRUE(openai);
+  ASSERT_TRUE((*openai)->propose(f.state));
+  ASSERT_EQ(fake.requests().size(), 1u);
+  inputs.push_back({"openai request", fake.requests()[0].dump()});
+  const std::string stdin_copy = ::testing::TempDir() + "recur-proposer-stdin.json";
+  auto cmd = make_proposer("cmd:{ cat > '" + stdin_copy + "'; echo '{\"stop\": true}'; }");
+  ASSERT_TRUE(cmd);
+  ASSERT_TRUE((*cmd)->propose(f.state));
+  std::ifstream in(stdin_copy);
+  std::stringstream text;
+  text << in.rdbuf();
+  ASSERT_FALSE(text.str().empty());
+  inputs.push_back({"command proposer stdin", text.str()});
+  for (const auto& [what, body] : inputs)
+    for (const std::string& secret : secrets) EXPECT_EQ(body.find(secret), std::string::npos) << what << " contains " << secret;
+  std::remove(stdin_copy.c_str());
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 //   {"action": "stop", "why": W}  or  {"stop": true}
 // Anything else (other actions, two knobs, unknown knobs or values, fixed knobs) is refused with
 // the reason, which the loop feeds back in "rejected" on the next call.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -29,6 +30,7 @@
 #include "agent/builtin_proposer.h"
 #include "agent/openai_proposer.h"
 #include "agent/proposer_protocol.h"
+#include "agent/random_proposer.h"
 
 namespace recur::agent {
 
@@ -104,6 +106,16 @@ Result<std::unique_ptr<Proposer>> make_proposer(std::string_view spec, const Pro
                             "for openai:URL proposers",
                             spec);
   if (spec == "builtin") return std::unique_ptr<Proposer>(std::make_unique<BuiltinProposer>());
+  if (spec == "random") return std::unique_ptr<Proposer>(std::make_unique<RandomProposer>(1));
+  if (spec.starts_with("random:")) {
+    const std::string_view digits = spec.substr(7);
+    uint64_t seed = 0;
+    const bool ok = !digits.empty() && digits.size() <= 19 &&
+                    std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!ok) return invalid_argument("--proposer '{}': expected random or random:SEED (SEED a non-negative integer)", spec);
+    for (char c : digits) seed = seed * 10 + uint64_t(c - '0');
+    return std::unique_ptr<Proposer>(std::make_unique<RandomProposer>(seed));
+  }
   for (std::string_view prefix : {"cmd:", "command:"})
     if (spec.starts_with(prefix) && spec.size() > prefix.size())
       return std::unique_ptr<Proposer>(std::make_unique<CommandProposer>(std::string(spec.substr(prefix.size()))));
@@ -111,7 +123,7 @@ Result<std::unique_ptr<Proposer>> make_proposer(std::string_view spec, const Pro
     RECUR_ASSIGN_OR_RETURN(std::unique_ptr<OpenAIProposer> p, OpenAIProposer::create(spec.substr(7), options));
     return std::unique_ptr<Proposer>(std::move(p));
   }
-  return invalid_argument("--proposer '{}': expected builtin or cmd:PROGRAM (also command:PROGRAM) or openai:URL (an "
+  return invalid_argument("--proposer '{}': expected builtin, random[:SEED] (the matched-budget baseline), cmd:PROGRAM (also command:PROGRAM) or openai:URL (an "
                           "OpenAI-compatible endpoint such as http://127.0.0.1:8000/v1; external proposers, "
                           "docs/agent.md)",
                           spec);

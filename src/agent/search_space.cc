@@ -72,6 +72,19 @@ void value_candidates(const KnobSpec& knob, const std::string& current, std::vec
 
 }  // namespace
 
+std::vector<Candidate> changes_of(const KnobSpec& knob, const std::string& knob_name, const std::string& current) {
+  std::vector<Candidate> out;
+  if (const kernels::KernelSpec* kernel = variant_kernel(knob.name)) {
+    for (const kernels::VariantSpec& v : kernel->variants)
+      if (v.name != current && kernels::check_runnable(v))
+        out.push_back({knob_name, v.name, current, "", fmt::format("variant of {}", kernel->name)});
+    return out;
+  }
+  value_candidates(knob, current, out);
+  for (Candidate& c : out) c.knob = knob_name;
+  return out;
+}
+
 std::optional<std::pair<std::string, std::string>> kernel_variant_of(const Candidate& c) {
   if (const kernels::KernelSpec* k = variant_kernel(c.knob)) return std::pair(k->name, c.value);
   const KnobSpec* spec = KnobRegistry::global().find(c.knob);

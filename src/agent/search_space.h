@@ -44,6 +44,12 @@ std::string effective_value(const Config& config, const KnobSpec& knob);
 // engine or gate run.
 std::optional<std::pair<std::string, std::string>> kernel_variant_of(const Candidate& c);
 
+// Every single-knob change of one knob from `current` (its effective value): a variant knob's
+// other runnable variants (not only its neighbours), an enum's other choices but "auto", a
+// boolean's other value, an integer doubled and halved within range. `knob_name` may be an
+// index of a "[]" family (`engine.kv_dtype.layer[3]`). The random proposer's action space.
+std::vector<Candidate> changes_of(const KnobSpec& knob, const std::string& knob_name, const std::string& current);
+
 // Single-knob changes of the knobs tagged with `component`, excluding `fixed` knobs, in knob
 // name order and each knob's declared order, those a kernel check can screen first (the
 // cheapest refutation comes first).

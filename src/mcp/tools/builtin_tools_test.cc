@@ -93,6 +93,10 @@ TEST(McpTools, EpisodeListReadsTheEpisodes) {
       }
     }
   EXPECT_TRUE(found) << out.structured.dump();
+  // The episodes' [expect] tables are for the scorer only (agent/expect.h), never for an agent.
+  for (const char* secret : {"root_cause", "decoys", "\"expect\"", "removes the repeat"})
+    EXPECT_EQ(out.structured.dump().find(secret), std::string::npos) << secret;
+  EXPECT_EQ(out.text.find("root_cause"), std::string::npos);
 }
 
 TEST(McpTools, KnobsFilter) {
