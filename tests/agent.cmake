@@ -14,3 +14,8 @@ if(RECUR_BUILD_TESTS)
   add_test(NAME proposer_cli_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/proposer_cli_test.sh $<TARGET_FILE:recur> ${CMAKE_SOURCE_DIR})
   set_tests_properties(proposer_cli_test PROPERTIES LABELS "e2e" TIMEOUT 300)
 endif()
+# `recur agent eval`: a small suite scored for the built-in and random proposers, --verify, errors.
+if(RECUR_BUILD_TESTS)
+  add_test(NAME agent_eval_cli_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/agent_eval_cli_test.sh $<TARGET_FILE:recur> ${CMAKE_SOURCE_DIR})
+  set_tests_properties(agent_eval_cli_test PROPERTIES LABELS "e2e" TIMEOUT 300)
+endif()
