@@ -19,3 +19,8 @@ if(RECUR_BUILD_TESTS)
   add_test(NAME agent_eval_cli_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/agent_eval_cli_test.sh $<TARGET_FILE:recur> ${CMAKE_SOURCE_DIR})
   set_tests_properties(agent_eval_cli_test PROPERTIES LABELS "e2e" TIMEOUT 300)
 endif()
+# The shipped suite holds: every episode's start fails its gate and its expected root cause passes.
+if(RECUR_BUILD_TESTS)
+  add_test(NAME episodes_expect_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/episodes_expect_test.sh $<TARGET_FILE:recur> ${CMAKE_SOURCE_DIR})
+  set_tests_properties(episodes_expect_test PROPERTIES LABELS "e2e" TIMEOUT 900 RUN_SERIAL TRUE)
+endif()

@@ -31,7 +31,7 @@ double wasted_seconds(const LoopResult& r, const std::optional<Expect>& expect) 
   for (const LoggedExperiment& e : r.experiments) {
     if (e.spec.config_diff.empty()) continue;
     for (const auto& [k, v] : e.spec.config_diff) {
-      const bool decoy = expect && std::find(expect->decoys.begin(), expect->decoys.end(), k) != expect->decoys.end();
+      const bool decoy = expect && is_decoy(*expect, k);
       if (!kept.count(k + "=" + v) || decoy) {
         wasted += e.feedback.cost_s;
         break;

@@ -96,6 +96,13 @@ TEST(Expect, MatchComparesTheFinalConfigurationWithTheStart) {
   EXPECT_FALSE(m.root_cause_named);
   EXPECT_EQ(m.missing, std::vector<std::string>{"test.proposer.color=green|blue"});
   EXPECT_TRUE(m.decoys_kept.empty());
+  // A "[]" decoy names every index of its family.
+  Expect family = e;
+  family.decoys = {"test.eval.layer[]"};
+  EXPECT_TRUE(is_decoy(family, "test.eval.layer[2]"));
+  EXPECT_FALSE(is_decoy(family, "test.eval.layers"));
+  m = match_expect(family, start, {{"test.proposer.color", "green"}, {"test.eval.layer[2]", "narrow"}});
+  EXPECT_EQ(m.decoys_kept, std::vector<std::string>{"test.eval.layer[2]=narrow"});
   m = match_expect(e, start, {{"test.proposer.color", "blue"}, {"test.proposer.pinned", "true"}});
   EXPECT_TRUE(m.root_cause_named);
   EXPECT_EQ(m.extra, std::vector<std::string>{"test.proposer.pinned=true"});

@@ -67,10 +67,10 @@ Result<Expect> parse_expect(gate::TomlTable& t, const KnobRegistry& registry) {
   for (const std::string& k : decoys.value_or(std::vector<std::string>{})) {
     const toml::node& at = *t.find("decoys");
     if (registry.find(k) == nullptr) return unexpected(t.error_at(at, "decoys", fmt::format("unknown knob '{}'", k)));
-    for (const ExpectedChange& c : e.root_cause)
-      if (c.knob == k)
-        return unexpected(t.error_at(at, "decoys", fmt::format("'{}' is also a root cause knob", k)));
     e.decoys.push_back(k);
+    for (const ExpectedChange& c : e.root_cause)
+      if (is_decoy(Expect{.decoys = {k}}, c.knob))
+        return unexpected(t.error_at(at, "decoys", fmt::format("'{}' is also a root cause knob", k)));
   }
 
   RECUR_ASSIGN_OR_RETURN(auto verify, t.subtable("verify"));
@@ -100,6 +100,14 @@ Result<Expect> parse_expect(gate::TomlTable& t, const KnobRegistry& registry) {
   return e;
 }
 
+bool is_decoy(const Expect& e, std::string_view knob) {
+  for (const std::string& d : e.decoys) {
+    if (d == knob) return true;
+    if (d.ends_with("[]") && knob.starts_with(std::string_view(d).substr(0, d.size() - 1))) return true;
+  }
+  return false;
+}
+
 ExpectMatch match_expect(const Expect& e, const std::map<std::string, std::string>& start,
                          const std::map<std::string, std::string>& final_config) {
   ExpectMatch m;
@@ -118,7 +126,7 @@ ExpectMatch match_expect(const Expect& e, const std::map<std::string, std::strin
   for (const auto& [k, v] : changed) {
     const bool expected = std::any_of(e.root_cause.begin(), e.root_cause.end(),
                                       [&](const ExpectedChange& c) { return c.knob == k; });
-    if (std::find(e.decoys.begin(), e.decoys.end(), k) != e.decoys.end()) m.decoys_kept.push_back(k + "=" + v);
+    if (is_decoy(e, k)) m.decoys_kept.push_back(k + "=" + v);
     else if (!expected) m.extra.push_back(k + "=" + v);
   }
   m.root_cause_named = m.missing.empty() && m.decoys_kept.empty();

@@ -34,7 +34,7 @@ struct ExpectedChange {
 struct Expect {
   bool passes = true;
   std::vector<ExpectedChange> root_cause;  // empty: change nothing (or nothing can pass)
-  std::vector<std::string> decoys;
+  std::vector<std::string> decoys;  // knob names; a "[]" family ("engine.kv_dtype.layer[]") names every index
   std::string why;
   // Knobs over [start] that pass the gate (the suite check runs it); by default the root
   // cause entries whose value is a literal.
@@ -45,6 +45,9 @@ struct Expect {
 // that is not "knob=regex" or names an unknown knob, a decoy that is also a root cause, a
 // pattern without a concrete [expect.verify] value, a verify value its pattern does not match.
 Result<Expect> parse_expect(gate::TomlTable& t, const KnobRegistry& registry);
+
+// Whether `knob` is one of the decoys (an indexed knob belongs to a decoy family).
+bool is_decoy(const Expect& e, std::string_view knob);
 
 // How a run's final configuration compares with what was expected.
 struct ExpectMatch {
