@@ -29,6 +29,8 @@ import json, sys
 checks = json.load(open(sys.argv[1]))
 bad = []
 for c in checks:
+    if c["skipped"]:
+        print("skip %-28s %s" % (c["episode"], c["skipped"]))
     for g in c["gates"]:
         print("%-4s %-28s %-6s wanted %-4s got %-12s %d tr, %.1f s: %s" % (
             "ok" if g["ok"] else "FAIL", c["episode"], g["what"], g["wanted"], g["got"], g["tries"], g["wall_s"],

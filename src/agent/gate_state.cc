@@ -24,7 +24,25 @@ GateState gate_state_from_feedback(const gate::GateSpec& spec, const Feedback& f
     values[r.key()] = v;
   }
   gate::GateResult r = gate::evaluate_gate(spec, values, {}, f.cost_s);
-  return GateState{std::move(r.verdict), std::move(r.values)};
+  GateState state{std::move(r.verdict), std::move(r.values), std::nullopt};
+  for (const std::string& n : f.notes) {
+    if (!n.starts_with(kKnobsReadNote)) continue;
+    std::set<std::string> live;
+    std::string_view rest = std::string_view(n).substr(kKnobsReadNote.size());
+    while (!rest.empty()) {
+      const size_t comma = rest.find(", ");
+      live.emplace(rest.substr(0, comma));
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 2);
+    }
+    state.live_knobs = std::move(live);
+  }
+  return state;
+}
+
+std::string knobs_read_note(const std::vector<std::string>& knobs) {
+  std::string s(kKnobsReadNote);
+  for (size_t i = 0; i < knobs.size(); ++i) s += (i ? ", " : "") + knobs[i];
+  return s;
 }
 
 GateScore gate_score(const gate::GateVerdict& v) {

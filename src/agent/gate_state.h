@@ -4,7 +4,10 @@
 // Pure functions; thread-safe.
 #pragma once
 
+#include <optional>
+#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/feedback.h"
@@ -13,9 +16,17 @@
 
 namespace recur::agent {
 
+// The note a gate's Feedback carries with the knobs its workload read under the candidate arm
+// ("knobs read under cand: a, b"); the loop writes it, gate_state_from_feedback reads it back.
+inline constexpr std::string_view kKnobsReadNote = "knobs read under the candidate arm: ";
+std::string knobs_read_note(const std::vector<std::string>& knobs);
+
 struct GateState {
   gate::GateVerdict verdict;
   gate::MetricValues values;
+  // The knobs the gate's workload read under the candidate's configuration: a change to any
+  // other knob cannot change what the gate measures. Absent when unknown (program workloads).
+  std::optional<std::set<std::string>> live_knobs;
   bool passed() const { return verdict.outcome == gate::Outcome::kPass; }
   // The deciding condition (failing first, then inconclusive); null when the gate passed or
   // has none.

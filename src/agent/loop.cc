@@ -298,7 +298,9 @@ class Loop {
                       go.progress = [this](std::string_view line) {
                         if (o_.progress) o_.progress(fmt::format("    {}", line));
                       };
+                      go.track_reads_of = ep_.candidate;
                       RECUR_ASSIGN_OR_RETURN(gate::GateResult r, gate::run_gate(spec, go));
+                      if (r.knobs_read) r.feedback.notes.push_back(knobs_read_note(*r.knobs_read));
                       return std::move(r.feedback);
                     },
                     decide ? decide : [](const Feedback&) { return Decision::kNone; });

@@ -84,6 +84,8 @@ Result<std::vector<Candidate>> open_changes(const AgentState& state) {
   for (const Attribution& a : state.evidence.components) {
     for (Candidate& c : candidates_for(a.component, current, fixed)) {
       if (state.tried.count(c.key()) || state.visited.count(apply_change(state.config, c))) continue;
+      // A knob the gate's workload never read cannot change what it measures.
+      if (state.gate.live_knobs && !state.gate.live_knobs->count(c.knob)) continue;
       if (!seen.insert(c.key()).second) continue;
       out.push_back(std::move(c));
     }

@@ -43,7 +43,9 @@ struct AgentState {
 
 // The changes still open from this state, most promising first: for each attributed component
 // (most responsible first), the untried single-knob changes of the knobs tagged with it
-// (search_space.h), without fixed knobs and without changes back to a visited configuration.
+// (search_space.h), without fixed knobs, knobs the gate's workload did not read under the
+// current configuration (GateState::live_knobs, when known) and changes back to a visited
+// configuration.
 // Each candidate's `component` is the component that led to it. This is the built-in
 // proposer's order, and what external proposers get as suggestions (`next`).
 Result<std::vector<Candidate>> open_changes(const AgentState& state);
@@ -88,7 +90,8 @@ struct ProposerOptions {
   std::string log_path;  // OpenAIProposer: append each request and answer as a JSON line
 };
 
-// "builtin", "cmd:PROGRAM ARGS..." (CommandProposer) or "openai:URL" (OpenAIProposer). Errors
+// "builtin", "random[:SEED]" (RandomProposer, the matched-budget baseline), "cmd:PROGRAM ARGS..."
+// (CommandProposer) or "openai:URL" (OpenAIProposer). Errors
 // name the accepted forms.
 Result<std::unique_ptr<Proposer>> make_proposer(std::string_view spec, const ProposerOptions& options = {});
 

@@ -5,7 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "agent/search_space.h"
 #include "gate/gate.h"
+#include "kernels/registry.h"
 
 namespace recur::agent {
 
@@ -51,6 +53,18 @@ std::vector<EpisodeCheck> check_suite(const std::vector<Episode>& episodes, cons
     if (!ep.expect) continue;
     const Expect& e = *ep.expect;
     EpisodeCheck c{.episode = ep.name, .path = ep.path};
+    for (const auto& [k, v] : e.verify) {
+      auto kv = kernel_variant_of(Candidate{.knob = k, .value = v, .from = v});
+      const kernels::KernelSpec* kernel = kv ? kernels::KernelRegistry::global().find(kv->first) : nullptr;
+      const kernels::VariantSpec* variant = kernel ? kernel->find_variant(kv->second) : nullptr;
+      if (variant && !kernels::check_runnable(*variant))
+        c.skipped = fmt::format("{}={} selects {} variant {}, which this CPU cannot run", k, v, kernel->name, v);
+    }
+    if (!c.skipped.empty()) {
+      if (o.progress) o.progress(fmt::format("{}: skipped: {}", ep.name, c.skipped));
+      out.push_back(std::move(c));
+      continue;
+    }
     const bool no_change = e.passes && e.root_cause.empty();
     c.gates.push_back(run_check(ep, "start", ep.start, no_change ? gate::Outcome::kPass : gate::Outcome::kFail, o));
     if (e.passes && !e.verify.empty()) {
@@ -68,13 +82,14 @@ std::string render_suite_check(const std::vector<EpisodeCheck>& checks) {
   int ok = 0;
   for (const EpisodeCheck& c : checks) {
     ok += c.ok();
-    out += fmt::format("{} {} ({})\n", c.ok() ? "ok  " : "FAIL", c.episode, c.path);
+    out += fmt::format("{} {} ({})\n", !c.skipped.empty() ? "skip" : c.ok() ? "ok  " : "FAIL", c.episode, c.path);
+    if (!c.skipped.empty()) out += fmt::format("     {}\n", c.skipped);
     for (const GateCheck& g : c.gates)
       out += fmt::format("     {:<6} {}: wanted {}, got {} after {} tr{} ({:.1f} s): {}\n", g.what, config_text(g.config),
                          gate::outcome_name(g.wanted), gate::outcome_name(g.got), g.tries, g.tries == 1 ? "y" : "ies",
                          g.wall_s, g.reason);
   }
-  out += fmt::format("{} of {} episodes behave as their [expect] says\n", ok, checks.size());
+  out += fmt::format("{} of {} episodes behave as their [expect] says (skipped ones count as behaving)\n", ok, checks.size());
   return out;
 }
 
@@ -86,7 +101,7 @@ nlohmann::json suite_check_json(const std::vector<EpisodeCheck>& checks) {
       gates.push_back({{"what", g.what}, {"config", g.config}, {"wanted", gate::outcome_name(g.wanted)},
                        {"got", gate::outcome_name(g.got)}, {"ok", g.ok()}, {"tries", g.tries}, {"wall_s", g.wall_s},
                        {"reason", g.reason}});
-    j.push_back({{"episode", c.episode}, {"path", c.path}, {"ok", c.ok()}, {"gates", gates}});
+    j.push_back({{"episode", c.episode}, {"path", c.path}, {"ok", c.ok()}, {"gates", gates}, {"skipped", c.skipped}});
   }
   return j;
 }

@@ -145,9 +145,25 @@ Status Config::set_assignment(std::string_view assignment) {
   return set(assignment.substr(0, eq), assignment.substr(eq + 1));
 }
 
+void KnobReads::record(std::string_view name) {
+  std::lock_guard lock(mu_);
+  if (names_.find(name) == names_.end()) names_.emplace(name);
+}
+
+std::vector<std::string> KnobReads::names() const {
+  std::lock_guard lock(mu_);
+  return {names_.begin(), names_.end()};
+}
+
+std::shared_ptr<const KnobReads> Config::track_reads() {
+  reads_ = std::make_shared<KnobReads>();
+  return reads_;
+}
+
 Result<std::string> Config::get(std::string_view name) const {
   const KnobSpec* spec = registry_->find(name);
   if (spec == nullptr) return not_found("unknown knob '{}'", name);
+  if (reads_) reads_->record(name);
   if (auto it = values_.find(name); it != values_.end()) return it->second;
   return spec->default_value;
 }

@@ -13,6 +13,9 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,6 +60,20 @@ class KnobRegistry {
 bool register_knob(KnobSpec spec);
 #define RECUR_KNOB(id, ...) static const bool recur_knob_##id = ::recur::register_knob(KnobSpec __VA_ARGS__)
 
+// The knobs read through a Config (and its copies) since track_reads(): what a workload really
+// reads under that configuration (the agent probes only those; docs/agent.md, "Only live
+// knobs"). Knobs applied outside a Config (core.isa at start-up) or in another process (a
+// program workload) are not seen. Thread-safe.
+class KnobReads {
+ public:
+  void record(std::string_view name);
+  std::vector<std::string> names() const;  // sorted; indexed knobs with their index
+
+ private:
+  mutable std::mutex mu_;
+  std::set<std::string, std::less<>> names_;
+};
+
 // Knob values chosen for one run. Unset knobs read as their default.
 class Config {
  public:
@@ -72,9 +89,12 @@ class Config {
   Result<bool> get_bool(std::string_view name) const;
   // Values that differ from their defaults, sorted by name: the "config diff" of an experiment.
   const std::map<std::string, std::string, std::less<>>& overrides() const { return values_; }
+  // From now on every get() of this Config or of a copy made later is recorded in the result.
+  std::shared_ptr<const KnobReads> track_reads();
 
  private:
   const KnobRegistry* registry_;
+  std::shared_ptr<KnobReads> reads_;
   std::map<std::string, std::string, std::less<>> values_;
 };
 

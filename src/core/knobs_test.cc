@@ -1,5 +1,7 @@
 #include "core/knobs.h"
 
+#include <thread>
+
 #include <gtest/gtest.h>
 
 namespace recur {
@@ -56,6 +58,22 @@ TEST(Knobs, ConfigChecksValuesAndFallsBackToDefaults) {
   EXPECT_FALSE(c.set("sampling.temp", "-1").has_value());
   EXPECT_EQ(c.overrides().size(), 3u);
   EXPECT_EQ(c.get("nope").error().code(), ErrorCode::kNotFound);
+}
+
+TEST(Knobs, TrackedReadsFollowTheConfigAndItsCopies) {
+  KnobRegistry r = test_registry();
+  Config c(r);
+  ASSERT_TRUE(c.set("engine.tp", "2"));
+  (void)c.get("python.release_gil");  // before tracking: not recorded
+  auto reads = c.track_reads();
+  const Config copy = c;
+  std::thread t([&] { (void)copy.get_int("engine.tp"); });
+  t.join();
+  (void)c.get("engine.kv_dtype.layer[3]");
+  (void)c.get("no.such.knob");  // an error, not a read
+  Config other(r);
+  (void)other.get("sampling.temp");  // another configuration
+  EXPECT_EQ(reads->names(), (std::vector<std::string>{"engine.kv_dtype.layer[3]", "engine.tp"}));
 }
 
 }  // namespace

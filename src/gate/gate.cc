@@ -80,6 +80,7 @@ class Runner {
   Result<GateResult> run() {
     for (const Arm& a : spec_.arms) {
       RECUR_ASSIGN_OR_RETURN(Config c, arm_config(spec_, a, options_.base));
+      if (a.name == options_.track_reads_of) reads_ = c.track_reads();
       configs_.emplace(a.name, std::move(c));
     }
     const Plan plan = make_plan(spec_);
@@ -232,6 +233,8 @@ class Runner {
 
   Result<GateResult> finish() {
     GateResult r = evaluate_gate(spec_, std::move(values_), std::move(probes_), elapsed_s());
+    // A program workload reads its knobs in other processes, out of sight.
+    if (reads_ && !spec_.program) r.knobs_read = reads_->names();
     say(fmt::format("verdict {}", outcome_name(r.verdict.outcome)));
     return r;
   }
@@ -240,6 +243,7 @@ class Runner {
   const GateRunOptions& options_;
   int64_t t0_;
   std::map<std::string, Config> configs_;
+  std::shared_ptr<const KnobReads> reads_;
   MetricValues values_;
   std::vector<Feedback> probes_;
   std::string model_path_;

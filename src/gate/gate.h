@@ -38,6 +38,7 @@ struct GateRunOptions {
   std::function<void(std::string_view)> progress;  // one line per step ("bench.engine run 2/5 arm tp2")
   std::optional<probe::MachinePeaks> peaks;         // kernel probes; default: measured once and cached
   std::string artifact_dir;  // where probes write traces (zone_time_us); "" = none are written
+  std::string track_reads_of;  // an arm whose knob reads GateResult::knobs_read records
 };
 
 struct GateResult {
@@ -45,6 +46,9 @@ struct GateResult {
   MetricValues values;           // every metric measured, by MetricRequest::key()
   std::vector<Feedback> probes;  // the Feedback of every probe run, in run order
   Feedback feedback;             // the gate's own record (probe "gate")
+  // The knobs the workload read under arm track_reads_of (sorted), as far as this process
+  // sees; absent when no arm was tracked or the workload is a program (other processes).
+  std::optional<std::vector<std::string>> knobs_read;
 };
 
 Result<GateResult> run_gate(const GateSpec& spec, const GateRunOptions& options);
