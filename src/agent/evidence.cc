@@ -1,6 +1,8 @@
 #include "agent/evidence.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -10,6 +12,7 @@
 #include "core/thread_pool.h"
 #include "engine/model.h"
 #include "gate/kernel_probe.h"
+#include "gate/time_split.h"
 #include "gate/op_errors.h"
 #include "kernels/registry.h"
 #include "probe/callgrind.h"
@@ -126,6 +129,20 @@ Result<Evidence> kernel_numerics_evidence(const Episode& ep, const gate::GateSpe
   return ev;
 }
 
+// The gate's engine model and a pool like the gate's, for a probe outside the gate.
+struct WorkloadEngine {
+  std::string path;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<ThreadPool> pool;
+};
+Result<WorkloadEngine> load_workload_engine(const gate::GateSpec& spec) {
+  WorkloadEngine e;
+  RECUR_ASSIGN_OR_RETURN(e.path, gate::resolve_model_path(*spec.engine));
+  RECUR_ASSIGN_OR_RETURN(e.model, load_model(e.path));
+  RECUR_ASSIGN_OR_RETURN(e.pool, ThreadPool::create({.threads = spec.threads, .pin = true}));
+  return e;
+}
+
 // Where an engine disagreement comes from: op-by-op error of the candidate against the other
 // arm (check.engine_ops), attributed to the components of the ops that add the error.
 Result<Evidence> op_error_evidence(const gate::GateSpec& spec, const std::string& cand, const std::string& ref,
@@ -139,15 +156,12 @@ Result<Evidence> op_error_evidence(const gate::GateSpec& spec, const std::string
                                          cand, ref, ev.condition),
                .probe = "check.engine_ops", .tier = 3, .config_diff = {}},
               [&]() -> Result<Feedback> {
-                RECUR_ASSIGN_OR_RETURN(std::string path, gate::resolve_model_path(w));
-                RECUR_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, load_model(path));
-                RECUR_ASSIGN_OR_RETURN(std::unique_ptr<ThreadPool> pool,
-                                       ThreadPool::create({.threads = spec.threads, .pin = true}));
+                RECUR_ASSIGN_OR_RETURN(WorkloadEngine e, load_workload_engine(spec));
                 gate::OpErrorOptions o;
                 o.prompts = w.prompts;
                 o.decode_tokens = w.decode_tokens;
                 RECUR_ASSIGN_OR_RETURN(gate::OpErrorsResult r,
-                                       gate::measure_op_errors(*model, path, *pool, o, {cand, ca}, {ref, cb}));
+                                       gate::measure_op_errors(*e.model, e.path, *e.pool, o, {cand, ca}, {ref, cb}));
                 return std::move(r.feedback);
               },
               [](const Feedback&) { return Decision::kNone; }));
@@ -161,6 +175,63 @@ Result<Evidence> op_error_evidence(const gate::GateSpec& spec, const std::string
   }
   for (const std::string& n : ops.feedback.notes)
     if (n.find("first") != std::string::npos) ev.findings.push_back(n);
+  return ev;
+}
+
+// Where the candidate's engine time goes, by component, measured (analyze.time_split): against
+// the other arm of the throughput condition when the two differ in some knob (what got slower),
+// else the candidate alone (what is big: no arm holds the answer).
+Result<Evidence> time_split_evidence(const gate::GateSpec& spec, const std::string& cand,
+                                     const std::vector<gate::MetricRequest>& calls, ExperimentLog& log,
+                                     const std::string& trace_dir, Evidence ev) {
+  std::string other;
+  gate::SplitPhase phase = gate::SplitPhase::kDecode;
+  for (const gate::MetricRequest& r : calls) {
+    if (r.def->source != gate::MetricSource::kEngineThroughput || (r.arm != cand && r.vs != cand)) continue;
+    other = r.arm == cand ? r.vs : r.arm;
+    phase = r.def->name.starts_with("prefill") ? gate::SplitPhase::kPrefill : gate::SplitPhase::kDecode;
+    break;
+  }
+  RECUR_ASSIGN_OR_RETURN(Config ca, config_of(spec, cand));
+  std::optional<Config> cb;
+  if (!other.empty()) {
+    RECUR_ASSIGN_OR_RETURN(Config c, config_of(spec, other));
+    bool differs = false;
+    for (const KnobSpec* k : KnobRegistry::global().all())
+      if (!k->name.ends_with("[]") && effective_value(ca, *k) != effective_value(c, *k)) differs = true;
+    for (const auto& [k, v] : ca.overrides())
+      if (k.find('[') != std::string::npos && c.get(k).value_or("") != v) differs = true;
+    for (const auto& [k, v] : c.overrides())
+      if (k.find('[') != std::string::npos && ca.get(k).value_or("") != v) differs = true;
+    if (differs) cb = std::move(c);
+  }
+  const gate::EngineWorkload& w = *spec.engine;
+  const std::string trace_out =
+      trace_dir.empty() ? "" : (std::filesystem::path(trace_dir) / fmt::format("time-split-step-{}.json", log.steps())).string();
+  RECUR_ASSIGN_OR_RETURN(
+      LoggedExperiment split,
+      log.run({.hypothesis = cb ? fmt::format("the components where {} spends more time than {} explain `{}`", cand,
+                                              other, ev.condition)
+                                : fmt::format("the components where {} spends its time bound `{}` (no arm holds the "
+                                              "answer: {} and {} run the same configuration)",
+                                              cand, ev.condition, cand, other.empty() ? "the reference" : other),
+               .probe = "analyze.time_split", .tier = 3, .config_diff = {}},
+              [&]() -> Result<Feedback> {
+                RECUR_ASSIGN_OR_RETURN(WorkloadEngine e, load_workload_engine(spec));
+                const gate::NamedConfig a{cand, ca};
+                std::optional<gate::NamedConfig> b;
+                if (cb) b = gate::NamedConfig{other, *cb};
+                RECUR_ASSIGN_OR_RETURN(gate::TimeSplitResult r,
+                                       gate::measure_time_split(*e.model, *e.pool, w, phase, a, b ? &*b : nullptr, trace_out));
+                return std::move(r.feedback);
+              },
+              [](const Feedback&) { return Decision::kNone; }));
+  for (const Attribution& a : split.feedback.attribution) {
+    if (a.component == kUnattributed || a.share <= 0) continue;
+    ev.components.push_back(a);
+    ev.findings.push_back(fmt::format("{} takes {:.0f}% of the {} ({})", a.component, 100 * a.share,
+                                      cb ? "excess time" : "time", a.evidence));
+  }
   return ev;
 }
 
@@ -269,6 +340,10 @@ Result<Evidence> attribute_gap(const Episode& episode, const std::map<std::strin
   });
   if (throughput && spec.program && !spec.program->background.empty()) {
     RECUR_ASSIGN_OR_RETURN(ev, timeline_evidence(spec, episode.candidate, log, options.trace_dir, std::move(ev)));
+    if (!ev.components.empty()) return ev;
+  }
+  if (throughput && spec.engine && !spec.program) {
+    RECUR_ASSIGN_OR_RETURN(ev, time_split_evidence(spec, episode.candidate, calls, log, options.trace_dir, std::move(ev)));
     if (!ev.components.empty()) return ev;
   }
   return config_diff_evidence(spec, calls, log, std::move(ev));

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "agent/builtin_proposer.h"
+#include "agent/component_knobs.h"
 #include "agent/evidence.h"
 #include "agent/gate_state.h"
 #include "agent/loop_actions.h"
@@ -43,6 +44,15 @@ Result<Config> to_config(const KnobMap& m) {
   Config c;
   for (const auto& [k, v] : m) RECUR_RETURN_IF_ERROR(c.set(k, v));
   return c;
+}
+
+// The honest ending when the attribution points where no knob acts.
+std::string code_change_finding(const Evidence& ev) {
+  const std::vector<std::string> knobless = knobless_components(ev);
+  if (knobless.empty()) return "";
+  std::string list;
+  for (const std::string& c : knobless) list += (list.empty() ? "" : ", ") + c;
+  return fmt::format("; no knob acts on {}: a code change is needed there", list);
 }
 
 std::string metric_text(const Feedback& f, std::string_view name) {
@@ -122,7 +132,8 @@ class Loop {
                      ? fmt::format("the {} proposer gave {} refused answers in a row", proposer_.name(), as.rejected.size())
                  : !proposer_stopped_.empty()
                      ? fmt::format("the {} proposer stopped: {}", proposer_.name(), proposer_stopped_)
-                     : fmt::format("the {} proposer has no untried change left for `{}`", proposer_.name(), ev.condition);
+                     : fmt::format("the {} proposer has no untried change left for `{}`{}", proposer_.name(),
+                                   ev.condition, code_change_finding(ev));
           break;
         }
         as.rejected.clear();

@@ -98,6 +98,19 @@ std::optional<std::pair<std::string, std::string>> kernel_variant_of(const Candi
   return std::nullopt;
 }
 
+std::optional<int> component_layer(std::string_view component) {
+  const size_t at = component.rfind("/layer[");
+  if (at == std::string_view::npos || !component.ends_with("]")) return std::nullopt;
+  const std::string_view digits = component.substr(at + 7, component.size() - at - 8);
+  if (digits.empty() || digits.size() > 6) return std::nullopt;
+  int l = 0;
+  for (char ch : digits) {
+    if (ch < '0' || ch > '9') return std::nullopt;
+    l = l * 10 + (ch - '0');
+  }
+  return l;
+}
+
 bool component_matches(std::string_view tag, std::string_view component) {
   if (tag == component) return true;
   return component.size() > tag.size() && component.starts_with(tag) && component[tag.size()] == '/';
@@ -115,11 +128,25 @@ std::string effective_value(const Config& config, const KnobSpec& knob) {
 std::vector<Candidate> candidates_for(std::string_view component, const Config& current,
                                       const std::set<std::string, std::less<>>& fixed, const KnobRegistry& registry) {
   std::vector<Candidate> out;
+  const std::optional<int> layer = component_layer(component);
   for (const KnobSpec* knob : registry.all()) {
-    if (fixed.count(knob->name) || knob->name.ends_with("[]")) continue;
+    if (fixed.count(knob->name)) continue;
     const bool tagged = std::any_of(knob->components.begin(), knob->components.end(),
                                     [&](const std::string& tag) { return component_matches(tag, component); });
     if (!tagged) continue;
+    if (knob->name.ends_with("[]")) {
+      // A per-layer knob acts on the component only at the layer the attribution named.
+      if (!layer) continue;
+      const std::string name = fmt::format("{}{}]", knob->name.substr(0, knob->name.size() - 1), *layer);
+      if (fixed.count(name)) continue;
+      auto v = current.get(name);
+      for (Candidate& c : changes_of(*knob, name, v ? *v : knob->default_value)) {
+        c.component = std::string(component);
+        c.why = fmt::format("{} at layer {}", c.why, *layer);
+        out.push_back(std::move(c));
+      }
+      continue;
+    }
     const std::string value = effective_value(current, *knob);
     const size_t first = out.size();
     if (const kernels::KernelSpec* kernel = variant_kernel(knob->name)) variant_candidates(*kernel, *knob, value, out);

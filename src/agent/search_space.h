@@ -34,6 +34,10 @@ struct Candidate {
 // tag ("kernel:kda_decode/prologue" is part of "kernel:kda_decode").
 bool component_matches(std::string_view tag, std::string_view component);
 
+// The layer a component names ("engine:attention/layer[3]" -> 3; op_errors names a component
+// so when one layer adds most of its error), or nullopt.
+std::optional<int> component_layer(std::string_view component);
+
 // The value the configuration gives a knob, with a variant knob's "auto" resolved to the
 // variant it selects on this machine.
 std::string effective_value(const Config& config, const KnobSpec& knob);
@@ -50,7 +54,8 @@ std::optional<std::pair<std::string, std::string>> kernel_variant_of(const Candi
 // index of a "[]" family (`engine.kv_dtype.layer[3]`). The random proposer's action space.
 std::vector<Candidate> changes_of(const KnobSpec& knob, const std::string& knob_name, const std::string& current);
 
-// Single-knob changes of the knobs tagged with `component`, excluding `fixed` knobs, in knob
+// Single-knob changes of the knobs tagged with `component` (a per-layer knob only when the
+// component names a layer, bound to it: engine.kv_dtype.layer[3]), excluding `fixed` knobs, in knob
 // name order and each knob's declared order, those a kernel check can screen first (the
 // cheapest refutation comes first).
 std::vector<Candidate> candidates_for(std::string_view component, const Config& current,

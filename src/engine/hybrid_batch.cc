@@ -41,7 +41,8 @@ RECUR_KNOB(engine_kda_replay_window,
 RECUR_KNOB(engine_kv_dtype_layer,
            {.name = "engine.kv_dtype.layer[]", .type = KnobType::kEnum,
             .choices = {"f32", "bf16", "fp8_e4m3", "int8"}, .default_value = "f32",
-            .components = {"engine:kv_cache"},
+            // The attention core reads the cache: its op tap carries the storage's rounding.
+            .components = {"engine:kv_cache", "engine:attention"},
             .help = "element type of layer N's paged KV cache (kernels/attention kv_cache.h); fp8_e4m3 with scale 1 "
                     "per KV head; layers without attention hold no KV and ignore it"});
 RECUR_KNOB(engine_hybrid_kv_pages,

@@ -59,6 +59,20 @@ double rel_err(const std::vector<double>& a, const std::vector<double>& b) {
   return scale > 0 ? diff / scale : diff;
 }
 
+// The layer an op belongs to ("layer.3.attn.core" -> 3), or -1 (embed, output_norm, lm_head).
+int op_layer(std::string_view name) {
+  constexpr std::string_view prefix = "layer.";
+  if (!name.starts_with(prefix)) return -1;
+  int l = 0;
+  size_t i = prefix.size();
+  if (i >= name.size() || !std::isdigit(static_cast<unsigned char>(name[i]))) return -1;
+  for (; i < name.size() && std::isdigit(static_cast<unsigned char>(name[i])); ++i) l = l * 10 + (name[i] - '0');
+  return l;
+}
+
+// A component's error is "in one layer" when that layer adds at least this share of it.
+constexpr double kOneLayerShare = 0.5;
+
 }  // namespace
 
 Result<OpErrorsResult> measure_op_errors(const Model& model, std::string_view model_path, ThreadPool& pool,
@@ -114,12 +128,23 @@ Result<OpErrorsResult> measure_op_errors(const Model& model, std::string_view mo
   for (const OpError& e : out.ops) f.add_metric(fmt::format("op_max_rel_err[{}]", e.name), e.max_rel_err);
   std::map<std::string, double> by_component;
   std::map<std::string, std::string> worst_in;
+  std::map<std::string, std::map<int, double>> by_layer;  // component -> layer -> added
   double total = 0;
   for (const OpError& e : out.ops) {
     const std::string c = e.component.empty() ? std::string(kUnattributed) : e.component;
     if (e.added > by_component[c]) worst_in[c] = e.name;
     by_component[c] += e.added;
+    by_layer[c][op_layer(e.name)] += e.added;
     total += e.added;
+  }
+  // A component whose added error sits mostly in one layer is named with it
+  // ("engine:attention/layer[3]"), so a per-layer knob can be bound to that layer.
+  std::map<std::string, std::string> label;
+  for (const auto& [c, layers] : by_layer) {
+    label[c] = c;
+    for (const auto& [l, added] : layers)
+      if (l >= 0 && by_component[c] > 0 && added >= kOneLayerShare * by_component[c])
+        label[c] = fmt::format("{}/layer[{}]", c, l);
   }
   if (total > 0) {
     // Largest share first; shares are of the total added error, so they sum to 1.
@@ -127,9 +152,11 @@ Result<OpErrorsResult> measure_op_errors(const Model& model, std::string_view mo
     std::stable_sort(shares.begin(), shares.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
     for (const auto& [c, added] : shares) {
       if (c == kUnattributed || added == 0) continue;
-      f.attribution.push_back({c, added / total, fmt::format("error added over inputs, summed over {} ops x {} steps; "
-                                                             "largest op {}",
-                                                             out.ops.size(), steps, worst_in[c])});
+      const double in_layer = label[c] == c ? 0 : by_layer[c][op_layer(worst_in[c])] / added;
+      f.attribution.push_back(
+          {label[c], added / total,
+           fmt::format("error added over inputs, summed over {} ops x {} steps; largest op {}{}", out.ops.size(), steps,
+                       worst_in[c], label[c] == c ? "" : fmt::format("; {:.0f}% of it in that layer", 100 * in_layer))});
     }
     f.attribution.push_back({std::string(kUnattributed), by_component.count(std::string(kUnattributed))
                                                              ? by_component[std::string(kUnattributed)] / total

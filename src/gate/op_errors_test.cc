@@ -76,5 +76,22 @@ TEST_F(OpErrors, Bf16ActivationsAreLocalizedToTheFirstProjection) {
   EXPECT_LT(x3->ops.back().max_rel_err, r->ops.back().max_rel_err / 20) << "bf16x3 logits far closer than bf16's";
 }
 
+// An fp8 KV cache in the one attention layer (layer 3 of kkka): the attention core adds the
+// error, and since that layer adds nearly all of engine:attention's error the component is
+// named with the layer, so a per-layer knob can be bound to it.
+TEST_F(OpErrors, OneLayersKvCacheIsNamedWithItsLayer) {
+  auto r = run(arm("cand", {{"engine.kv_dtype.layer[3]", "fp8_e4m3"}}), arm("ref", {}));
+  ASSERT_TRUE(r.has_value()) << r.error().message();
+  EXPECT_EQ(r->first_over, "layer.3.attn.core");
+  ASSERT_FALSE(r->feedback.attribution.empty());
+  EXPECT_EQ(r->feedback.attribution.front().component, "engine:attention/layer[3]");
+  EXPECT_GT(r->feedback.attribution.front().share, 0.5);
+  EXPECT_NE(r->feedback.attribution.front().evidence.find("in that layer"), std::string::npos);
+  // Error spread over every layer keeps the plain component (bf16 all-reduces in each layer).
+  auto spread = run(arm("cand", {{"engine.tp", "4"}, {"engine.tp.reduce_dtype", "bf16"}}), arm("ref", {}));
+  ASSERT_TRUE(spread.has_value());
+  EXPECT_GT(share(spread->feedback, "op:all_reduce"), 0.3);
+}
+
 }  // namespace
 }  // namespace recur::gate

@@ -43,6 +43,25 @@ std::pair<int64_t, size_t> zone_time_ns(const trace::EventTable& table, const an
 
 }  // namespace
 
+Result<trace::EventTable> traced_engine_run(const Model& model, ThreadPool& pool, const EngineBenchOptions& o,
+                                            const Config& config) {
+  trace::reset();
+  trace::set_enabled(true);
+  auto r = bench_engine(model, pool, o, config);
+  trace::set_enabled(false);
+  trace::EventTable table = trace::capture();
+  if (!r) return unexpected(r.error());
+  return table;
+}
+
+void attach_trace(const trace::EventTable& table, const std::string& path, Feedback& f) {
+  if (path.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  if (Status s = trace::write_trace(table, path); s) f.artifacts["trace"] = path;
+  else f.notes.push_back(fmt::format("trace not written: {}", s.error().message()));
+}
+
 Result<ZoneTimeMeasurement> measure_zone_time(const Model& model, ThreadPool& pool, const EngineWorkload& w,
                                               const NamedConfig& arm, std::string_view selector_text,
                                               const std::string& trace_out) {
@@ -54,12 +73,7 @@ Result<ZoneTimeMeasurement> measure_zone_time(const Model& model, ThreadPool& po
   size_t matched = 0;
   trace::EventTable last;
   for (int i = 0; i < w.runs; ++i) {
-    trace::reset();
-    trace::set_enabled(true);
-    auto r = bench_engine(model, pool, o, arm.config);
-    trace::set_enabled(false);
-    trace::EventTable table = trace::capture();
-    if (!r) return unexpected(r.error());
+    RECUR_ASSIGN_OR_RETURN(trace::EventTable table, traced_engine_run(model, pool, o, arm.config));
     auto [ns, n] = zone_time_ns(table, selector);
     us.push_back(double(ns) * 1e-3);
     matched = n;
@@ -81,12 +95,7 @@ Result<ZoneTimeMeasurement> measure_zone_time(const Model& model, ThreadPool& po
   f.add_metric("zones_matched_per_run", double(matched));
   f.add_metric("runs", double(us.size()));
   if (matched == 0) f.notes.push_back(fmt::format("no zone matched `{}`: the metric is 0", selector.text()));
-  if (!trace_out.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(std::filesystem::path(trace_out).parent_path(), ec);
-    if (Status s = trace::write_trace(last, trace_out); s) f.artifacts["trace"] = trace_out;
-    else f.notes.push_back(fmt::format("trace not written: {}", s.error().message()));
-  }
+  attach_trace(last, trace_out, f);
   f.cost_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return m;
 }

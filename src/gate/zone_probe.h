@@ -15,9 +15,11 @@
 
 #include "core/feedback.h"
 #include "core/status.h"
+#include "engine/engine_bench.h"
 #include "engine/model.h"
 #include "gate/engine_probe.h"
 #include "gate/evaluate.h"
+#include "trace/event_table.h"
 
 namespace recur::gate {
 
@@ -25,6 +27,14 @@ struct ZoneTimeMeasurement {
   MetricValue value;   // us per run
   Feedback feedback;   // probe "analyze.zone_time", tier 3
 };
+
+// One engine run (bench_engine with `o`) with the tracer on; its timeline.
+Result<trace::EventTable> traced_engine_run(const Model& model, ThreadPool& pool, const EngineBenchOptions& o,
+                                            const Config& config);
+
+// Writes `table` to `path` (creating its folder) and names it as the Feedback's "trace"
+// artifact, or notes why it could not; nothing when path is empty.
+void attach_trace(const trace::EventTable& table, const std::string& path, Feedback& f);
 
 Result<ZoneTimeMeasurement> measure_zone_time(const Model& model, ThreadPool& pool, const EngineWorkload& w,
                                               const NamedConfig& arm, std::string_view selector,

@@ -1,0 +1,51 @@
+// Where an engine workload's time goes, by component (probe "analyze.time_split", tier 3): arm a
+// runs the engine workload traced (one untimed run, then `runs` fresh sessions), every zone's
+// self time (its duration minus its children's) is summed by the component that zone's work
+// belongs to (engine_zone_component), and the shares of the total are the attribution (a
+// decomposition: zones of no known component go to `unattributed`, never dropped).
+//
+// With a reference arm b, both are split and the attribution is the time a spends over b per
+// component (only components where a is slower; the shares are of that excess), so a
+// comparison between arms names what got slower, not what is big.
+// Not thread-safe (the tracer is process-wide; one measurement at a time).
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "core/feedback.h"
+#include "core/status.h"
+#include "engine/model.h"
+#include "gate/engine_probe.h"
+
+namespace recur::gate {
+
+// The component an engine zone's self time belongs to ("matvec" -> "kernel:gemm", "attention"
+// -> "engine:attention", ...); "" for a zone this table does not know. `parent` is the
+// enclosing zone's name ("" for a root).
+std::string engine_zone_component(std::string_view zone, std::string_view parent);
+
+// Every component engine_zone_component can return, and the zone names it knows: the agent's
+// component -> knob map must cover each (agent/component_knobs.h; its test checks).
+std::vector<std::string> engine_zone_components();
+
+enum class SplitPhase { kDecode, kPrefill };
+
+struct TimeSplit {
+  std::map<std::string, double> us_by_component;  // per run (median over runs), "" = unattributed
+  double total_us = 0;
+};
+
+struct TimeSplitResult {
+  TimeSplit a, b;  // b empty without a reference arm
+  Feedback feedback;
+};
+
+// Splits arm a's time (and b's, when b is given) on the workload: kDecode runs the workload's
+// prompt and decode tokens, kPrefill its prompt with one decode token.
+Result<TimeSplitResult> measure_time_split(const Model& model, ThreadPool& pool, const EngineWorkload& w,
+                                          SplitPhase phase, const NamedConfig& a, const NamedConfig* b,
+                                          const std::string& trace_out);
+
+}  // namespace recur::gate
