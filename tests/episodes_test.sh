@@ -1,6 +1,6 @@
 #!/bin/sh
 # A fixed, short subset of the episode suite, run by the built-in agent from the starting
-# configurations with a reduced budget through `recur agent eval`: every run must meet its
+# configurations through `recur agent eval`: every run must meet its
 # episode's [expect]. kv-transfer-overlap's chain of evidence is checked on its own (below).
 # Usage: episodes_test.sh /path/to/recur SOURCE_DIR [EPISODE ...]   (default: the subset)
 set -u
@@ -8,7 +8,8 @@ RECUR="$1"
 SRC="$2"
 shift 2
 # Scored through `recur agent eval` (below); kv-transfer-overlap has its own check.
-EVAL_EPISODES="kda-replayssm partition-numerics"
+EVAL_EPISODES="kda-replayssm partition-numerics numerics/kv-cache-layer-dtype engine/projection-decode-speed
+  kernels/gemm-fp32-roof numerics/f64-exact-logits"
 ONLY="${*:-$(for e in $EVAL_EPISODES; do printf '%s ' "${e##*/}"; done)kv-transfer-overlap}"
 . "$(dirname "$0")/testlib.sh"
 # A copy of the episodes: partition-numerics's gate takes 5 samples of the best of 2 runs here
@@ -24,14 +25,16 @@ want() { case " $ONLY " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 # The subset runs through `recur agent eval` with the built-in proposer, as the suite's score
 # does (docs/agent.md, "Evaluating a proposer"): each run must meet its episode's [expect]
-# (outcome, root cause, no decoy kept). Budgets are 0.8 of the episodes' own, so a regression that
-# makes the agent wander fails here; they leave room for a loaded machine (partition-numerics
-# took 171 s of probes at load 5).
+# (outcome, root cause, no decoy kept). The budgets are the episodes' own, tight enough that a
+# regression that makes the agent wander fails here, with room for a loaded machine (10x what
+# the built-in proposer spends on an idle one). The subset covers a kernel speed gate, numerics
+# across partitionings and in one layer's KV cache, engine throughput with no reference arm,
+# and both kinds of honest stop.
 EVAL_SET=""
 for e in $EVAL_EPISODES; do want "${e##*/}" && EVAL_SET="$EVAL_SET $EP/$e.toml"; done
 if [ -n "$EVAL_SET" ]; then
   # shellcheck disable=SC2086
-  "$RECUR" agent eval $EVAL_SET --proposer builtin --budget-scale 0.8 --journal "$T/runs/journal.db" --json \
+  "$RECUR" agent eval $EVAL_SET --proposer builtin --budget-scale 1 --journal "$T/runs/journal.db" --json \
     >"$T/eval.json" 2>"$T/eval.err"
   rc=$?
   [ $rc = 0 ] || fail "agent eval: exit $rc: $(tail -3 "$T/eval.err")"

@@ -114,7 +114,8 @@ class Loop {
       // Instruction-count dumps go beside the run's report, as the gate's traces do.
       const std::string callgrind_dir = (fs::path(o_.journal).parent_path() / run_.name / "callgrind").string();
       RECUR_ASSIGN_OR_RETURN(Evidence ev, attribute_gap(ep_, config, state, log_,
-                                                        {.instruction_counts = o_.instruction_counts,
+                                                        {.instruction_counts = o_.instruction_counts &&
+                                                                               instruction_counts_affordable(),
                                                          .callgrind_dir = callgrind_dir,
                                                          .trace_dir = (fs::path(o_.journal).parent_path() /
                                                                        run_.name / "traces")
@@ -279,6 +280,18 @@ class Loop {
                  [](const Feedback&) { return Decision::kNone; }));
     (void)e;
     return ok_status();
+  }
+
+  // Instruction counts are the costliest attribution probe (valgrind at the gate's shape; 13 s
+  // where the kernel runs in 2 ms). Once one has run, another is affordable only while its
+  // recorded cost is at most a quarter of the budget left: a cheap probe must stay cheap.
+  bool instruction_counts_affordable() {
+    auto recs = log_.journal().experiments(run_.id);
+    if (!recs) return true;
+    double last = 0;
+    for (const ExperimentRecord& r : *recs)
+      if (r.spec.probe == "bench.callgrind" && r.state == ExperimentState::kDone) last = r.cost_s;
+    return last <= 0.25 * (budget_s_ - log_.spent_s());
   }
 
   std::string out_of_budget() const {
