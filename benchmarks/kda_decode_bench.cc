@@ -1,8 +1,11 @@
 // KDA decode step: every variant against `vtile`, plain and ReplaySSM, in one interleaved run.
 //
 //   build/benchmarks/bench_kda_decode [--runs N] [--sample-ms M] [--threads T] [--window L]
-//                                     [--block-v BV] [--hv 16,32,64] [--batch 1,8,32]
+//                                     [--block-v BV] [--hv 16,32,64] [--batch 1,8,32] [--spin-us S]
 //
+// The pool polls --spin-us (default 200, the engine's engine.pool_spin_us) before sleeping, as
+// the engine's does: with sleeping waits every dispatch at batch 1 pays a 75-80 us worker
+// wake-up, and variants with more dispatches per step lose for that reason alone.
 // For each (HV, batch) with K = V = 128, HK = HV, softplus gate, block_v BV (64) and for each mode
 // (plain, replay with window L), each run times every variant back to back in a rotated
 // order over a whole number of windows of steps, so machine drift hits all variants alike and
@@ -44,6 +47,7 @@ struct Options {
   int runs = 7;
   double sample_ms = 25;
   int threads = 0;
+  int spin_us = 200;  // the engine's default (engine.pool_spin_us)
   int window = 16;
   int block_v = 64;
   std::vector<int> hv = {16, 32, 64};
@@ -72,12 +76,13 @@ Options parse(int argc, char** argv) {
     if (a == "--runs") o.runs = std::max(1, std::atoi(next()));
     else if (a == "--sample-ms") o.sample_ms = std::atof(next());
     else if (a == "--threads") o.threads = std::atoi(next());
+    else if (a == "--spin-us") o.spin_us = std::atoi(next());
     else if (a == "--window") o.window = std::max(1, std::atoi(next()));
     else if (a == "--block-v") o.block_v = std::max(1, std::atoi(next()));
     else if (a == "--hv") o.hv = parse_list(next());
     else if (a == "--batch") o.batch = parse_list(next());
     else {
-      std::fprintf(stderr, "usage: bench_kda_decode [--runs N] [--sample-ms M] [--threads T] [--window L] [--block-v BV] [--hv a,b] [--batch a,b]\n");
+      std::fprintf(stderr, "usage: bench_kda_decode [--runs N] [--sample-ms M] [--threads T] [--window L] [--block-v BV] [--hv a,b] [--batch a,b] [--spin-us S]\n");
       std::exit(2);
     }
   }
@@ -127,7 +132,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_kda_decode: roofline: %s\n", roof.error().to_string().c_str());
     return 1;
   }
-  auto pool_r = ThreadPool::create({.threads = opt.threads, .pin = true});
+  auto pool_r = ThreadPool::create({.threads = opt.threads, .pin = true, .spin_us = opt.spin_us});
   if (!pool_r) {
     std::fprintf(stderr, "bench_kda_decode: %s\n", pool_r.error().to_string().c_str());
     return 1;
@@ -140,9 +145,9 @@ int main(int argc, char** argv) {
   size_t peak_off = 0;
   const double bw = pool->size() == 1 ? roof->read_bw_1t.median : roof->read_bw_all.median;
   const double fl = pool->size() == 1 ? roof->fp32_fma_1t.median : roof->fp32_fma_all.median;
-  fmt::print("# bench_kda_decode: isa {}, {} threads, K=V=128, HK=HV, softplus gate, block_v {}, "
-             "window {}, {} runs\n",
-             isa_name(active_isa()), pool->size(), opt.block_v, opt.window, opt.runs);
+  fmt::print("# bench_kda_decode: isa {}, {} threads (pool polls {} us before sleeping, as the engine's), K=V=128, "
+             "HK=HV, softplus gate, block_v {}, window {}, {} runs\n",
+             isa_name(active_isa()), pool->size(), opt.spin_us, opt.block_v, opt.window, opt.runs);
   fmt::print("# roofline: read bandwidth {:.1f} GB/s, fp32 FMA {:.1f} GFLOP/s ({} threads)\n\n", bw, fl,
              pool->size());
   fmt::print("| mode | HV | B | state MiB | variant | us/step [min..max] | x vtile | GB/s | BW frac | BW frac in-run "

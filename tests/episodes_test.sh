@@ -49,6 +49,27 @@ for r in j["runs"]:
         bad.append(r["episode"])
 assert not bad, bad
 PYEOF
+  # Only live knobs: every change the built-in proposer tried is a knob the gate's workload read
+  # under the configuration it was tried from (the latest gate's "knobs read" note).
+  for run in $(/usr/bin/python3 -c 'import json,sys; print(" ".join(r["run"] for r in json.load(open(sys.argv[1]))["runs"]))' "$T/eval.json"); do
+    "$RECUR" journal show "$run" --db "$T/runs/journal.db" --json --feedback >"$T/show.json" || { fail "journal show $run"; continue; }
+    /usr/bin/python3 - "$T/show.json" "$run" <<'PYEOF' || fail "$run: a change to a knob its workload did not read"
+import json, sys
+prefix = "knobs read under the candidate arm: "
+live = None
+for e in json.load(open(sys.argv[1]))["experiments"]:
+    notes = (e.get("feedback") or {}).get("notes") or []
+    for k in e["config_diff"]:
+        if e["probe"] == "gate" and e["hypothesis"].startswith("ablation"):
+            continue  # the ablation puts a kept knob back; it was live when it was kept
+        assert live is not None and k in live, (sys.argv[2], e["step"], k, sorted(live or []))
+    if e["probe"] == "gate" and e["decision"] in ("keep", "none"):
+        for n in notes:
+            if n.startswith(prefix):
+                live = set(n[len(prefix):].split(", "))
+print(sys.argv[2], "ok: every change is to a knob the workload read")
+PYEOF
+  done
 fi
 
 # KV transfer overlap: the Python prefill path (needs the bindings built beside recur). Whether

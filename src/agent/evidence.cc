@@ -42,9 +42,14 @@ std::string roofline_class(const Feedback& bench) {
   return fmt::format("{}: {:.2f} of the bandwidth roof, {:.2f} of the compute roof", cls, bw->value, fl->value);
 }
 
+// Regions must cover at least this share of a kernel's own counted instructions to rank its parts.
+constexpr double kMinRegionCoverage = 0.5;
+
 // The parts of a kernel, from the callgrind split, largest first, after the kernel itself. Shares
 // are of the kernel's own work: harness regions (kernels::RegionSpec::harness) and the
 // unattributed rest are named in the finding but left out.
+}  // namespace
+
 void add_region_parts(const kernels::KernelSpec& kernel, const Feedback& split, std::vector<Attribution>& parts,
                       std::vector<std::string>& findings) {
   auto is_harness = [&](const std::string& component) {
@@ -54,14 +59,36 @@ void add_region_parts(const kernels::KernelSpec& kernel, const Feedback& split, 
   };
   std::vector<Attribution> regions;
   std::string left_out;
-  double work = 0;
+  double work = 0, unattributed = 0;
   for (const Attribution& a : split.attribution) {
     if (a.component == kUnattributed || is_harness(a.component)) {
       if (a.share >= 0.01) left_out += fmt::format("{}{} {:.0f}%", left_out.empty() ? "" : ", ", a.component, 100 * a.share);
+      if (a.component == kUnattributed) unattributed += a.share;
       continue;
     }
     regions.push_back(a);
     work += a.share;
+  }
+  // A split whose regions miss most of the kernel's own instructions, or a declared region that
+  // matched none (its code inlined elsewhere), measures the mapping, not the kernel: a finding,
+  // never a ranking.
+  if (std::none_of(kernel.regions.begin(), kernel.regions.end(), [](const kernels::RegionSpec& r) { return !r.harness; }))
+    return;  // the kernel declares no parts to split into
+  std::string empty;
+  for (const kernels::RegionSpec& r : kernel.regions) {
+    if (r.harness) continue;
+    const std::string c = fmt::format("kernel:{}/{}", kernel.name, r.name);
+    const bool matched = std::any_of(regions.begin(), regions.end(),
+                                     [&](const Attribution& a) { return a.component == c && a.share > 0; });
+    if (!matched) empty += fmt::format("{}{}", empty.empty() ? "" : ", ", r.name);
+  }
+  const double own = work + unattributed;
+  if (own > 0 && (work < kMinRegionCoverage * own || !empty.empty())) {
+    findings.push_back(fmt::format("broken region mapping of {}: its regions cover {:.0f}% of the kernel's own counted "
+                                   "instructions{}; the split is not used to rank its parts",
+                                   kernel.name, 100 * work / own,
+                                   empty.empty() ? "" : fmt::format(", and {} matched none", empty)));
+    return;
   }
   if (work <= 0) return;
   for (Attribution& a : regions) {
@@ -76,6 +103,8 @@ void add_region_parts(const kernels::KernelSpec& kernel, const Feedback& split, 
   findings.push_back(line);
   for (Attribution& a : regions) parts.push_back(std::move(a));
 }
+
+namespace {
 
 Result<Evidence> kernel_time_evidence(const Episode& ep, const gate::GateSpec& spec, const Config& cand,
                                       ExperimentLog& log, const AttributeOptions& options, Evidence ev) {
@@ -139,7 +168,8 @@ Result<WorkloadEngine> load_workload_engine(const gate::GateSpec& spec) {
   WorkloadEngine e;
   RECUR_ASSIGN_OR_RETURN(e.path, gate::resolve_model_path(*spec.engine));
   RECUR_ASSIGN_OR_RETURN(e.model, load_model(e.path));
-  RECUR_ASSIGN_OR_RETURN(e.pool, ThreadPool::create({.threads = spec.threads, .pin = true}));
+  RECUR_ASSIGN_OR_RETURN(ThreadPoolOptions po, engine_pool_options(Config(), spec.threads));  // as the gate's
+  RECUR_ASSIGN_OR_RETURN(e.pool, ThreadPool::create(po));
   return e;
 }
 

@@ -24,6 +24,7 @@
 #include "agent/experiment_log.h"
 #include "agent/gate_state.h"
 #include "core/feedback.h"
+#include "kernels/registry.h"
 
 namespace recur::agent {
 
@@ -42,6 +43,14 @@ struct AttributeOptions {
 // Runs the attribution probes for the gate's deciding condition on the candidate configuration.
 Result<Evidence> attribute_gap(const Episode& episode, const std::map<std::string, std::string>& config,
                                const GateState& gate, ExperimentLog& log, const AttributeOptions& options);
+
+// The parts of a kernel from an instruction split (bench.callgrind's Feedback), largest first,
+// shares of the kernel's own work (harness regions and the unattributed rest named in the
+// finding, left out). A split whose regions cover under half of the kernel's own counted
+// instructions, or where a declared region matched none, is a broken mapping: a finding that
+// says so, and no parts (it measures the mapping, not the kernel).
+void add_region_parts(const kernels::KernelSpec& kernel, const Feedback& split, std::vector<Attribution>& parts,
+                      std::vector<std::string>& findings);
 
 // Whether a metric times a kernel (time_us, time_ratio, speedup).
 bool is_kernel_time(gate::MetricSource s);

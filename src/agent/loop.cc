@@ -34,6 +34,14 @@ bool condition_times_kernel(const gate::Condition& c, std::string_view candidate
   return false;
 }
 
+bool condition_is_speed(const gate::Condition& c, std::string_view candidate) {
+  for (const gate::MetricRequest& r : metric_calls(c.expr))
+    if ((r.arm == candidate || r.vs == candidate) &&
+        (r.def->source == gate::MetricSource::kEngineThroughput || is_kernel_time(r.def->source)))
+      return true;
+  return false;
+}
+
 bool condition_is_numeric(const gate::Condition& c) {
   for (const gate::MetricRequest& r : metric_calls(c.expr))
     if (r.def->source == gate::MetricSource::kEnginePair || r.def->source == gate::MetricSource::kKernelCheck) return true;
@@ -150,6 +158,7 @@ class Loop {
       }
       if (!kept) break;
     }
+    if (state.passed()) RECUR_RETURN_IF_ERROR(ablate(config, state, g, out));
     out.passed = state.passed();
     out.final_config = config;
     out.final_gate = state.verdict.reason;
@@ -376,6 +385,7 @@ class Loop {
     }
 
     // Tier 2: when the gate times the candidate's kernel, the new variant must be faster.
+    bool paired = false;  // a paired timing of the change against the current configuration decided
     const gate::KernelWorkload w = kernel_workload_for(spec, ep_.candidate);
     if (deciding && condition_times_kernel(*deciding, ep_.candidate) && spec.kernel &&
         p.change.knob == fmt::format("kernel.{}.variant", w.kernel)) {
@@ -388,11 +398,22 @@ class Loop {
                      RECUR_ASSIGN_OR_RETURN(gate::KernelMeasurement m, gate::measure_kernel_ratio(w, next_cfg, cur_cfg, {}));
                      return std::move(m.feedback);
                    },
-                   [](const Feedback& f) { return f.verdict == Verdict::kRefuted || f.verdict == Verdict::kFailed
-                                                      ? Decision::kRevert : Decision::kNone; }));
+                   // Only a significant gain goes on: an undecided ratio is no measurable effect.
+                   [](const Feedback& f) { return f.verdict == Verdict::kConfirmed ? Decision::kNone : Decision::kRevert; }));
       gain += fmt::format("{}bench: time ratio {} ({})", gain.empty() ? "" : "; ", metric_text(b.feedback, "ratio"),
                           verdict_name(b.feedback.verdict));
       if (b.decision == Decision::kRevert) return std::optional<Finding>();
+      paired = true;
+    }
+
+    // A speed condition decides: keep only a significant gain in a paired, interleaved A/B of the
+    // current configuration against the change on the gate's own workload.
+    if (!paired && deciding && condition_is_speed(*deciding, ep_.candidate)) {
+      RECUR_ASSIGN_OR_RETURN(std::optional<LoggedExperiment> ab, paired_ab(spec, config, next, *deciding, p, diff));
+      if (ab) {
+        gain += fmt::format("{}paired A/B: {}", gain.empty() ? "" : "; ", ab->feedback.notes.empty() ? "" : ab->feedback.notes.front());
+        if (ab->decision == Decision::kRevert) return std::optional<Finding>();
+      }
     }
 
     // The gate decides: keep only what brings it strictly closer to passing.
@@ -409,6 +430,87 @@ class Loop {
               .to = p.change.value, .component = p.change.component, .evidence = ev.findings, .gain = gain};
     f.gain += fmt::format("{}gate: {} -> {}", f.gain.empty() ? "" : "; ", before.to_string(), after.to_string());
     return std::optional<Finding>(std::move(f));
+  }
+
+  // The paired A/B of the current configuration (arm `cur`) against the change (arm `new`) on the
+  // gate's workload, by the deciding condition's speed metric: a ratio whose CI clears 1 in the
+  // change's favour passes (kept so far), one that does not is no measurable effect (reverted),
+  // one against it is a slowdown (reverted). nullopt when the metric has no paired form.
+  Result<std::optional<LoggedExperiment>> paired_ab(const gate::GateSpec& spec, const KnobMap& config, const KnobMap& next,
+                                                    const gate::Condition& deciding, const Proposal& p,
+                                                    const KnobDiff& diff) {
+    std::string condition;
+    for (const gate::MetricRequest& r : metric_calls(deciding.expr)) {
+      if (r.arm != ep_.candidate && r.vs != ep_.candidate) continue;
+      if (r.def->source == gate::MetricSource::kEngineThroughput)
+        condition = r.def->name.starts_with("prefill") ? "prefill_ratio(new vs cur) > 1" : "decode_ratio(new vs cur) > 1";
+      else if (is_kernel_time(r.def->source))
+        condition = "time_ratio(new vs cur) < 1";
+      if (!condition.empty()) break;
+    }
+    if (condition.empty()) return std::optional<LoggedExperiment>();
+    const gate::Arm* cand = spec.find_arm(ep_.candidate);
+    gate::Arm cur = cand ? *cand : gate::Arm{}, nw = cur;
+    cur.name = "cur";
+    cur.knobs.assign(config.begin(), config.end());
+    nw.name = "new";
+    nw.knobs.assign(next.begin(), next.end());
+    RECUR_ASSIGN_OR_RETURN(gate::GateSpec ab, gate::respec(spec, {cur, nw}, {condition}));
+    RECUR_ASSIGN_OR_RETURN(
+        LoggedExperiment e,
+        log_.run({.hypothesis = fmt::format("{}={} is measurably faster than {} on the gate's workload (paired: `{}`)",
+                                            p.change.knob, p.change.value, p.change.from, condition),
+                  .probe = "bench.ab", .tier = gate_tier(ab), .config_diff = diff},
+                 [&]() -> Result<Feedback> {
+                   gate::GateRunOptions go;
+                   go.progress = [this](std::string_view line) {
+                     if (o_.progress) o_.progress(fmt::format("    {}", line));
+                   };
+                   RECUR_ASSIGN_OR_RETURN(gate::GateResult r, gate::run_gate(ab, go));
+                   Feedback f = std::move(r.feedback);
+                   f.probe = "bench.ab";
+                   const char* what = r.verdict.outcome == gate::Outcome::kPass   ? "a significant gain"
+                                      : r.verdict.outcome == gate::Outcome::kFail ? "slower"
+                                                                                  : "no measurable effect";
+                   f.notes.insert(f.notes.begin(), fmt::format("{}: {}", what, r.verdict.reason));
+                   return f;
+                 },
+                 [](const Feedback& f) { return f.verdict == Verdict::kConfirmed ? Decision::kNone : Decision::kRevert; }));
+    return std::optional<LoggedExperiment>(std::move(e));
+  }
+
+  // After a pass with two or more knobs changed: each changed knob is put back to its start
+  // value in turn, and when the gate still passes without it the change is dropped (kept
+  // experiment: its diff is the start value). The root cause lists only changes whose removal
+  // hurts. Stops early when the budget is spent.
+  Status ablate(KnobMap& config, GateState& state, LoggedExperiment& g, LoopResult& out) {
+    std::vector<std::string> changed;
+    for (const auto& [k, v] : config)
+      if (auto it = ep_.start.find(k); it == ep_.start.end() || it->second != v) changed.push_back(k);
+    if (changed.size() < 2) return ok_status();
+    for (const std::string& k : changed) {
+      if (!out_of_budget().empty()) break;
+      KnobMap without = config;
+      std::string back;
+      if (auto it = ep_.start.find(k); it != ep_.start.end()) back = it->second;
+      else if (const KnobSpec* spec = KnobRegistry::global().find(k)) back = spec->default_value;
+      without[k] = back;
+      const gate::GateSpec spec = gate_with_candidate(ep_, without);
+      RECUR_ASSIGN_OR_RETURN(
+          LoggedExperiment a,
+          gate(without, fmt::format("ablation: without {}={} (back to {}) the gate still passes, so the change no longer "
+                                    "matters",
+                                    k, config.at(k), back),
+               {{k, back}}, [&](const Feedback& f) {
+                 return gate_state_from_feedback(spec, f).passed() ? Decision::kKeep : Decision::kRevert;
+               }));
+      if (a.decision != Decision::kKeep) continue;
+      config = without;
+      state = gate_state_from_feedback(spec, a.feedback);
+      g = a;
+      std::erase_if(out.findings, [&](const Finding& f) { return f.knob == k; });
+    }
+    return ok_status();
   }
 
   // check.kernel of one variant (on the gate's kernel workload when it is that kernel's); each

@@ -15,6 +15,7 @@
 
 #include "agent/builtin_proposer.h"
 #include "agent/episode.h"
+#include "agent/evidence.h"
 #include "agent/gate_state.h"
 #include "agent/loop.h"
 #include "agent/search_space.h"
@@ -215,11 +216,12 @@ TEST_F(LoopTest, VariantNeighboursDifferInOneParameterAndFixedKnobsStay) {
   Config c;
   ASSERT_TRUE(c.set("kernel.toy_scale.variant", "plain"));
   auto cands = candidates_for("kernel:toy_scale/loop", c, {});
+  std::erase_if(cands, [](const Candidate& x) { return x.knob != "kernel.toy_scale.variant"; });  // test.loop.dead too
   ASSERT_EQ(cands.size(), 2u);
   EXPECT_EQ(cands[0].value, "decoy");
   EXPECT_EQ(cands[1].value, "fast");
   EXPECT_NE(cands[0].why.find("passes 4 -> 16"), std::string::npos) << cands[0].why;
-  EXPECT_TRUE(candidates_for("kernel:toy_scale", c, {"kernel.toy_scale.variant"}).empty());
+  EXPECT_TRUE(candidates_for("kernel:toy_scale", c, {"kernel.toy_scale.variant", "test.loop.dead"}).empty());
   EXPECT_TRUE(candidates_for("kernel:toy", c, {}).empty());  // a prefix of a name is not a part
   EXPECT_TRUE(component_matches("kernel:toy_scale", "kernel:toy_scale/prologue"));
   EXPECT_FALSE(component_matches("kernel:toy_scale/prologue", "kernel:toy_scale"));
@@ -241,6 +243,91 @@ TEST_F(LoopTest, EpisodeErrorsNameTheFileAndWhatWasExpected) {
   expect_error("gate = \"gate.toml\"\nbudget_s = -1\n", "budget_s");
   expect_error("gate = \"gate.toml\"\ncolour = 1\n", "colour");
   expect_error("gate = [\n", "bad.toml:");
+}
+
+RECUR_KNOB(loop_test_dead, {.name = "test.loop.dead", .type = KnobType::kBool, .default_value = "false",
+                            .components = {"kernel:toy_scale"}, .help = "tagged with the kernel, read by nothing"});
+
+// A change the workload never reads: the gate's record says which knobs it read (not this one),
+// the built-in proposer never offers it, and when another proposer does, the paired A/B of the
+// current configuration against it finds no measurable effect and it is reverted, not kept.
+TEST_F(LoopTest, ADeadKnobIsNotLiveAndANoOpChangeIsRevertedAsNoMeasurableEffect) {
+  auto ep = load_episode((dir_ / "episode.toml").string());
+  ASSERT_TRUE(ep);
+  const std::string flag = (dir_ / "asked").string();
+  auto proposer = make_proposer(fmt::format(
+      "cmd:if [ -f '{0}' ]; then echo '{{\"stop\": true}}'; else touch '{0}'; "
+      "echo '{{\"knob\": \"test.loop.dead\", \"value\": \"true\", \"hypothesis\": \"h\"}}'; fi",
+      flag));
+  ASSERT_TRUE(proposer) << proposer.error().message();
+  LoopOptions o = options();
+  o.proposer = proposer->get();
+  auto r = run_episode(*ep, o);
+  ASSERT_TRUE(r) << r.error().to_string();
+  EXPECT_FALSE(r->passed);
+  EXPECT_TRUE(r->findings.empty());
+  EXPECT_EQ(r->final_config.count("test.loop.dead"), 0u);
+  ASSERT_FALSE(r->experiments.empty());
+  const GateState start = gate_state_from_feedback(ep->gate, r->experiments[0].feedback);
+  ASSERT_TRUE(start.live_knobs.has_value());
+  EXPECT_TRUE(start.live_knobs->count("kernel.toy_scale.variant"));
+  EXPECT_FALSE(start.live_knobs->count("test.loop.dead"));
+  bool ab_reverted = false;
+  for (const LoggedExperiment& e : r->experiments) {
+    if (!e.spec.config_diff.count("test.loop.dead")) continue;
+    EXPECT_NE(e.spec.probe, "gate") << "a change with no measured gain never reaches the gate";
+    if (e.spec.probe == "bench.ab") {
+      ab_reverted = e.decision == Decision::kRevert;
+      ASSERT_FALSE(e.feedback.notes.empty());
+      EXPECT_TRUE(e.feedback.notes[0].starts_with("no measurable effect") || e.feedback.notes[0].starts_with("slower"))
+          << e.feedback.notes[0];
+    }
+  }
+  EXPECT_TRUE(ab_reverted);
+
+  // The built-in proposer, from the same state, offers no change to the dead knob.
+  AgentState as{.episode = &*ep, .config = ep->start, .gate = start};
+  as.evidence.components = {{.component = "kernel:toy_scale", .share = 1, .evidence = ""}};
+  auto open = open_changes(as);
+  ASSERT_TRUE(open);
+  ASSERT_FALSE(open->empty());
+  for (const Candidate& c : *open) EXPECT_NE(c.knob, "test.loop.dead");
+}
+
+TEST(RegionParts, ABrokenMappingIsAFindingNotARanking) {
+  kernels::KernelSpec k;
+  k.name = "toy_regions";
+  k.regions = {{.name = "main", .function_substring = "main"},
+               {.name = "tail", .function_substring = "tail"},
+               {.name = "copy", .function_substring = "copy", .harness = true}};
+  auto split = [](std::vector<std::pair<std::string, double>> shares) {
+    Feedback f;
+    for (auto& [c, v] : shares) f.attribution.push_back({c, v, ""});
+    return f;
+  };
+  std::vector<Attribution> parts;
+  std::vector<std::string> findings;
+  add_region_parts(k, split({{"kernel:toy_regions/main", 0.45}, {"kernel:toy_regions/tail", 0.15},
+                             {"kernel:toy_regions/copy", 0.3}, {"unattributed", 0.1}}),
+                   parts, findings);
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[0].component, "kernel:toy_regions/main");
+  EXPECT_NEAR(parts[0].share, 0.75, 1e-9);  // of the kernel's own regions
+  // The main region matched nothing (inlined): 17% of the kernel's own work is no ranking.
+  parts.clear();
+  findings.clear();
+  add_region_parts(k, split({{"kernel:toy_regions/tail", 0.1}, {"kernel:toy_regions/copy", 0.4}, {"unattributed", 0.5}}),
+                   parts, findings);
+  EXPECT_TRUE(parts.empty());
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_NE(findings[0].find("broken region mapping of toy_regions"), std::string::npos) << findings[0];
+  EXPECT_NE(findings[0].find("main matched none"), std::string::npos) << findings[0];
+  // Every region matched but they cover a third of the kernel's own instructions: broken too.
+  findings.clear();
+  add_region_parts(k, split({{"kernel:toy_regions/main", 0.1}, {"kernel:toy_regions/tail", 0.1}, {"unattributed", 0.8}}),
+                   parts, findings);
+  EXPECT_TRUE(parts.empty());
+  EXPECT_NE(findings.at(0).find("cover 20%"), std::string::npos) << findings[0];
 }
 
 TEST(GateScoreTest, FewerFailingConditionsWinThenLessViolation) {

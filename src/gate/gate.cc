@@ -227,7 +227,10 @@ class Runner {
     say("loading the model");
     RECUR_ASSIGN_OR_RETURN(model_path_, resolve_model_path(*spec_.engine));
     RECUR_ASSIGN_OR_RETURN(model_, load_model(model_path_));
-    RECUR_ASSIGN_OR_RETURN(pool_, ThreadPool::create({.threads = spec_.threads, .pin = true}));
+    // The engine's own pool settings (engine.pool_spin_us polls before sleeping): a gate
+    // measures what `recur generate` and `recur serve` run.
+    RECUR_ASSIGN_OR_RETURN(ThreadPoolOptions po, engine_pool_options(options_.base, spec_.threads));
+    RECUR_ASSIGN_OR_RETURN(pool_, ThreadPool::create(po));
     return ok_status();
   }
 

@@ -482,6 +482,29 @@ Result<GateSpec> parse_gate_spec(std::string_view toml_text, std::string_view pa
   return spec;
 }
 
+Result<GateSpec> respec(const GateSpec& spec, std::vector<Arm> arms, const std::vector<std::string>& conditions) {
+  GateSpec out = spec;
+  out.arms = std::move(arms);
+  out.conditions.clear();
+  out.requests.clear();
+  ConditionContext ctx;
+  for (const Arm& a : out.arms) ctx.arms.push_back(a.name);
+  ctx.has_engine = out.engine.has_value();
+  ctx.has_kernel = out.kernel.has_value();
+  ctx.has_program = out.program.has_value();
+  for (size_t i = 0; i < conditions.size(); ++i) {
+    Condition c;
+    c.text = conditions[i];
+    c.source = ExprSource{.file = spec.path, .line = 0, .column = 0, .label = fmt::format("derived condition {}", i + 1)};
+    RECUR_ASSIGN_OR_RETURN(c.expr, parse_expr(c.text, c.source));
+    const size_t first_request = out.requests.size();
+    RECUR_RETURN_IF_ERROR(check_condition(c.expr, c.text, c.source, ctx, out.requests));
+    RECUR_RETURN_IF_ERROR(check_arm_pairs(out, c, first_request));
+    out.conditions.push_back(std::move(c));
+  }
+  return out;
+}
+
 Result<GateSpec> load_gate_spec(const std::string& path, const KnobRegistry& registry) {
   RECUR_ASSIGN_OR_RETURN(std::string text, read_text_file(path, "the gate spec"));
   return parse_gate_spec(text, path, registry);

@@ -123,6 +123,10 @@ Result<GateSpec> parse_gate_spec(std::string_view toml_text, std::string_view pa
                                  const KnobRegistry& registry = KnobRegistry::global());
 Result<GateSpec> load_gate_spec(const std::string& path, const KnobRegistry& registry = KnobRegistry::global());
 
+// `spec`'s workload with other arms and conditions, checked as parse_gate_spec checks them: the
+// agent's paired A/B of two configurations on a gate's own workload.
+Result<GateSpec> respec(const GateSpec& spec, std::vector<Arm> arms, const std::vector<std::string>& conditions);
+
 // The kernel workload of one arm: [workload.kernel] with the arm's kernel and shape, where it
 // has them (parse_gate_spec checked that the resulting shape fits the kernel). spec.kernel must
 // be set.
