@@ -3,7 +3,8 @@
 # (seconds): an episode whose start already passes (the right answer: change nothing), one that
 # no knob can pass (the right answer: an honest stop), and one the kernel variant fixes. Scored
 # for the built-in and the random proposer: the JSON's runs and summary, the page and each
-# run's report, --fail-unmet, --verify (including a suite whose [expect] lies), usage errors.
+# run's report, --fail-unmet, --verify (including a suite whose [expect] lies), usage errors; and
+# a fresh episode with a per-layer cause the built-in proposer must bind to its layer.
 # Usage: agent_eval_cli_test.sh /path/to/recur SOURCE_DIR
 set -u
 RECUR="$1"
@@ -142,5 +143,62 @@ PYEOF
 else
   echo "agent_eval_cli_test: scoring skipped (no AVX2: the rmsnorm gate's best variant is scalar here)"
 fi
+
+# A fresh episode written here with a per-layer cause: layer 1 of a kaka hybrid (attention at 1
+# and 3) keeps its KV cache in fp8 and the logits drift from the fp32 configuration. Nothing in
+# recur knows this model, layer or episode; the built-in proposer must localize the error to
+# layer 1's attention, bind the per-layer knob to that layer, and keep no decoy.
+mkdir -p "$T/fresh/gates"
+cat > "$T/fresh/gates/gate.toml" <<'TOML'
+name = "fresh-layer"
+conditions = ["tokens_equal(cand vs ref)", "logits_max_rel_err(cand vs ref) <= 5e-4"]
+[workload]
+threads = 1
+[workload.engine]
+model = "synthetic"
+prompts = ["Once upon a time", "In a hole in the ground there lived"]
+decode_tokens = 24
+[workload.engine.synthetic]
+arch = "hybrid"
+dim = 256
+layers = 4
+pattern = "kaka"
+kda_head_dim = 64
+heads = 4
+kv_heads = 2
+ffn = 512
+vocab = 4096
+context = 512
+seed = 29
+[arms.cand]
+[arms.ref]
+"engine.kv_dtype.layer[1]" = "f32"
+TOML
+cat > "$T/fresh/episode.toml" <<'TOML'
+name = "fresh-layer"
+description = "one attention layer's KV cache holds fp8 and the logits drift"
+gate = "gates/gate.toml"
+budget_s = 30
+max_experiments = 30
+[start]
+"engine.kv_dtype.layer[1]" = "fp8_e4m3"
+[search]
+fixed = ["core.isa"]
+[expect]
+passes = true
+root_cause = ["engine.kv_dtype.layer[1]=(f32|bf16)"]
+decoys = ["engine.kv_dtype.layer[3]", "kernel.attention_decode.variant", "engine.tp.reduce_dtype"]
+[expect.verify]
+"engine.kv_dtype.layer[1]" = "f32"
+TOML
+"$RECUR" agent eval "$T/fresh" --verify --quiet >"$T/fresh.verify" || fail "fresh episode: the start must fail and f32 pass: $(cat "$T/fresh.verify")"
+"$RECUR" agent eval "$T/fresh" --journal "$T/fresh/j.db" --json --quiet --fail-unmet >"$T/fresh.json" ||
+  fail "fresh per-layer episode: $(head -c 2000 "$T/fresh.json")"
+$PY - "$T/fresh.json" <<'PYEOF' || fail "fresh per-layer episode JSON: $(head -c 2000 "$T/fresh.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))["runs"][0]
+assert r["outcome_met"] and r["root_cause_named"] and not r["decoys_kept"], r
+assert r["changes"] and r["changes"][0].startswith("engine.kv_dtype.layer[1]="), r["changes"]
+PYEOF
 
 finish agent_eval_cli_test

@@ -77,6 +77,7 @@ struct ProposerScore {
   // absent (the text says which).
   std::optional<double> speedup_vs_random;
   std::optional<double> outcome_rate_vs_random;  // this outcome rate / random's
+  bool random_median_not_reached = false;        // this one has a median, the random proposer none
 };
 
 std::vector<ProposerScore> summarize(const std::vector<EvalRun>& runs);

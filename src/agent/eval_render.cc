@@ -67,6 +67,8 @@ std::string summary_line(const ProposerScore& s) {
                              : ", median probe-s-to-pass: not reached (half or more of the runs did not pass)";
   line += fmt::format(", wasted {:.1f} of {:.1f} probe s ({})", s.wasted_s, s.probe_s, percent(s.wasted_s, s.probe_s));
   if (s.speedup_vs_random) line += fmt::format(", {:.2f}x faster to pass than random", *s.speedup_vs_random);
+  if (s.random_median_not_reached)
+    line += ", the random proposer's median probe-s-to-pass was not reached (it passed under half of its runs)";
   if (s.outcome_rate_vs_random) line += fmt::format(", outcome rate {:.2f}x random's", *s.outcome_rate_vs_random);
   if (s.errors) line += fmt::format(", {} run(s) ended in an error", s.errors);
   return line;
@@ -137,6 +139,7 @@ json eval_json(const EvalResult& r) {
                               {"median_s_to_pass", optional_json(s.median_s_to_pass)}, {"probe_s", s.probe_s},
                               {"wasted_s", s.wasted_s}, {"speedup_vs_random", optional_json(s.speedup_vs_random)},
                               {"outcome_rate_vs_random", optional_json(s.outcome_rate_vs_random)},
+                              {"random_median_not_reached", s.random_median_not_reached},
                               {"summary", summary_line(s)}});
   return j;
 }

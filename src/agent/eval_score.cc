@@ -20,6 +20,12 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+std::string start_value(const std::map<std::string, std::string>& start, const std::string& knob) {
+  if (auto it = start.find(knob); it != start.end()) return it->second;
+  const KnobSpec* spec = KnobRegistry::global().find(knob);
+  return spec ? spec->default_value : "";
+}
+
 // Probe seconds of experiments testing a change that did not stay in effect: reverted (every
 // step of its ladder), or kept although the episode calls the knob a decoy (no real effect).
 double wasted_seconds(const LoopResult& r, const std::optional<Expect>& expect) {
@@ -30,6 +36,12 @@ double wasted_seconds(const LoopResult& r, const std::optional<Expect>& expect) 
   double wasted = 0;
   for (const LoggedExperiment& e : r.experiments) {
     if (e.spec.config_diff.empty()) continue;
+    // A diff that puts knobs back to the start is the final ablation, a verification, not a
+    // change that was tried (proposals never lead back to a visited configuration).
+    const bool put_back = std::all_of(e.spec.config_diff.begin(), e.spec.config_diff.end(), [&](const auto& kv) {
+      return kv.second == start_value(r.start, kv.first);
+    });
+    if (put_back) continue;
     for (const auto& [k, v] : e.spec.config_diff) {
       const bool decoy = expect && is_decoy(*expect, k);
       if (!kept.count(k + "=" + v) || decoy) {
@@ -113,6 +125,7 @@ std::vector<ProposerScore> summarize(const std::vector<EvalRun>& runs) {
       if (base.median_s_to_pass && s.median_s_to_pass && *s.median_s_to_pass > 0)
         s.speedup_vs_random = *base.median_s_to_pass / *s.median_s_to_pass;
       if (base.outcome_rate > 0) s.outcome_rate_vs_random = s.outcome_rate / base.outcome_rate;
+      s.random_median_not_reached = !base.median_s_to_pass && s.median_s_to_pass && &s != &*random;
     }
   }
   return out;

@@ -66,6 +66,7 @@ TEST(Expect, RefusesMalformedTablesWithThePosition) {
       {"[expect]\nroot_cause = [\"test.proposer.color=purple\"]\n", "test.proposer.color"},
       {"[expect]\npasses = false\n[expect.verify]\n\"test.proposer.color\" = \"blue\"\n", "nothing to verify"},
       {"[expect]\nroot_causes = []\n", "root_causes"},
+      {"[expect]\nroot_cause = [\"test.proposer.color=(((((red)))))\"]\n", "at most 200 bytes and 4 nested groups"},
   };
   for (const auto& [text, wanted] : cases) {
     auto e = parse(text);
@@ -132,6 +133,8 @@ TEST(Eval, ScoreCountsWastedSecondsAndTheOutcome) {
                    experiment(3, {{"test.proposer.other", "8"}}, Decision::kKeep, 3),       // a decoy kept
                    experiment(4, {{"test.proposer.color", "green"}}, Decision::kNone, 0.25),
                    experiment(5, {{"test.proposer.color", "green"}}, Decision::kKeep, 3.25)};
+  // The final ablation puts a kept knob back to its start value: a verification, not waste.
+  r.experiments.push_back(experiment(6, {{"test.proposer.color", "red"}}, Decision::kRevert, 7));
   EvalRun s = score_run(ep, r);
   EXPECT_DOUBLE_EQ(s.wasted_s, 0.5 + 2 + 3);
   EXPECT_TRUE(s.outcome_met);
@@ -193,6 +196,8 @@ TEST(Eval, SummaryMediansCountRunsThatNeverPassedAndCompareWithRandom) {
   const auto t = summarize({scored("random", false, std::nullopt), scored("random", true, 3.0), scored("builtin", true, 1.0)});
   EXPECT_FALSE(t[0].median_s_to_pass);
   EXPECT_FALSE(t[1].speedup_vs_random);
+  EXPECT_TRUE(t[1].random_median_not_reached);
+  EXPECT_FALSE(t[0].random_median_not_reached);
 }
 
 TEST(RandomProposer, DrawsReproduciblyFromTheUnfixedUntriedChanges) {

@@ -18,6 +18,18 @@ bool is_literal(std::string_view pattern) {
   });
 }
 
+constexpr size_t kMaxPatternBytes = 200;
+constexpr int kMaxPatternNesting = 4;
+
+int nesting(std::string_view pattern) {
+  int depth = 0, most = 0;
+  for (char c : pattern) {
+    if (c == '(' || c == '[') most = std::max(most, ++depth);
+    if ((c == ')' || c == ']') && depth > 0) --depth;
+  }
+  return most;
+}
+
 std::string value_or_default(const std::map<std::string, std::string>& m, const std::string& knob) {
   if (auto it = m.find(knob); it != m.end()) return it->second;
   const KnobSpec* spec = KnobRegistry::global().find(knob);
@@ -52,6 +64,12 @@ Result<Expect> parse_expect(gate::TomlTable& t, const KnobRegistry& registry) {
     ExpectedChange c{entry.substr(0, eq), entry.substr(eq + 1)};
     if (registry.find(c.knob) == nullptr)
       return unexpected(t.error_at(at, "root_cause", fmt::format("'{}': unknown knob '{}'", entry, c.knob)));
+    // std::regex compiles and matches by recursion: a long or deeply nested pattern could
+    // exhaust the stack, so patterns stay the size of a knob value's alternatives.
+    if (c.value_pattern.size() > kMaxPatternBytes || nesting(c.value_pattern) > kMaxPatternNesting)
+      return unexpected(t.error_at(at, "root_cause",
+                                   fmt::format("'{}': a value pattern may have at most {} bytes and {} nested groups",
+                                               entry.substr(0, 80), kMaxPatternBytes, kMaxPatternNesting)));
     try {
       std::regex check(c.value_pattern, std::regex::ECMAScript);
     } catch (const std::regex_error& err) {
@@ -123,7 +141,9 @@ ExpectMatch match_expect(const Expect& e, const std::map<std::string, std::strin
     auto it = changed.find(c.knob);
     if (it == changed.end() || !c.matches(it->second)) m.missing.push_back(c.text());
   }
-  for (const auto& [k, v] : changed) {
+  for (const auto& entry : changed) {
+    const std::string& k = entry.first;  // named, not bound: lambdas may not capture bindings (clang-14)
+    const std::string& v = entry.second;
     const bool expected = std::any_of(e.root_cause.begin(), e.root_cause.end(),
                                       [&](const ExpectedChange& c) { return c.knob == k; });
     if (is_decoy(e, k)) m.decoys_kept.push_back(k + "=" + v);

@@ -89,7 +89,9 @@ std::string render_suite_check(const std::vector<EpisodeCheck>& checks) {
                          gate::outcome_name(g.wanted), gate::outcome_name(g.got), g.tries, g.tries == 1 ? "y" : "ies",
                          g.wall_s, g.reason);
   }
-  out += fmt::format("{} of {} episodes behave as their [expect] says (skipped ones count as behaving)\n", ok, checks.size());
+  const auto skipped = std::count_if(checks.begin(), checks.end(), [](const EpisodeCheck& c) { return !c.skipped.empty(); });
+  out += fmt::format("{} of {} episodes behave as their [expect] says{}\n", ok, checks.size(),
+                     skipped ? fmt::format(" ({} skipped: their expected fix cannot run on this CPU)", skipped) : "");
   return out;
 }
 
