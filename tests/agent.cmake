@@ -7,7 +7,9 @@ endif()
 # Both shipped episodes solved from their starting configurations with a reduced budget.
 if(RECUR_BUILD_TESTS)
   add_test(NAME episodes_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/episodes_test.sh $<TARGET_FILE:recur> ${CMAKE_SOURCE_DIR})
-  set_tests_properties(episodes_test PROPERTIES LABELS "e2e" TIMEOUT 600)
+  # Alone (RUN_SERIAL): its speed gates time kernels and the engine, and two other tests on
+  # two cores pushed a 0.81 ratio to 0.93 and a 2.9 ratio to 1.75 (both failing their bounds).
+  set_tests_properties(episodes_test PROPERTIES LABELS "e2e" TIMEOUT 600 RUN_SERIAL TRUE)
 endif()
 # An external command proposer that follows `next` solves kda-replayssm; refusals are fed back.
 if(RECUR_BUILD_TESTS)

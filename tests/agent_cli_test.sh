@@ -28,8 +28,21 @@ grep -q -- "--episode" "$T/err" || fail "usage error should name --episode: $(ca
 "$RECUR" agent run --episode "$T/episode.toml" --proposer magic 2>"$T/err"; [ $? = 2 ] || fail "bad proposer should exit 2"
 grep -qF "expected builtin, random[:SEED]" "$T/err" || fail "bad proposer message: $(cat "$T/err")"
 printf 'gate = "nope.toml"\n' > "$T/bad.toml"
-"$RECUR" agent run --episode "$T/bad.toml" 2>"$T/err"; [ $? != 0 ] || fail "a missing gate file must fail"
+"$RECUR" agent run --episode "$T/bad.toml" 2>"$T/err"; [ $? = 2 ] || fail "a malformed episode (missing gate file) is a usage error: exit 2"
 grep -q "bad.toml" "$T/err" || fail "the error should name the episode: $(cat "$T/err")"
+
+# max_experiments is exact: a limit of 2 runs two experiments (the gate and the first
+# attribution probe), never a third, and the run ends saying why.
+sed 's/^budget_s = 300$/budget_s = 300\nmax_experiments = 2/' "$T/episode.toml" > "$T/limit.toml"
+grep -q '^max_experiments = 2$' "$T/limit.toml" || fail "the limit episode lacks max_experiments"
+"$RECUR" agent run --episode "$T/limit.toml" --journal "$T/limit.db" --json >"$T/limit.json" 2>/dev/null
+[ $? = 1 ] || fail "a run stopped at its experiment limit exits 1"
+$PY - "$T/limit.json" <<'PYEOF' || fail "experiment limit: $(head -c 1500 "$T/limit.json")"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert len(j["experiments"]) == 2, [e["probe"] for e in j["experiments"]]
+assert "2 experiments (the limit)" in j["outcome"], j["outcome"]
+PYEOF
 
 # Start, wait until at least two experiments are done, then SIGKILL.
 "$RECUR" agent run --episode "$T/episode.toml" --journal "$J" --run crash >"$T/run.out" 2>"$T/run.err" &

@@ -260,7 +260,8 @@ Result<Evidence> time_split_evidence(const gate::GateSpec& spec, const std::stri
     if (a.component == kUnattributed || a.share <= 0) continue;
     ev.components.push_back(a);
     ev.findings.push_back(fmt::format("{} takes {:.0f}% of the {} ({})", a.component, 100 * a.share,
-                                      cb ? "excess time" : "time", a.evidence));
+                                      a.evidence.find(" against ") != std::string::npos ? "excess time" : "time",
+                                      a.evidence));
   }
   return ev;
 }

@@ -27,6 +27,10 @@ Feedback failed_feedback(const ExperimentSpec& spec, const Error& error, double 
 }
 
 Result<LoggedExperiment> ExperimentLog::run(const ExperimentSpec& spec, const Probe& probe, const Decide& decide) {
+  if (step_limit_ >= 0 && next_step_ >= step_limit_) {
+    limited_ = true;
+    return make_error(ErrorCode::kFailedPrecondition, "{} experiments (the limit)", next_step_);
+  }
   const int64_t step = next_step_++;
   RECUR_ASSIGN_OR_RETURN(ExperimentRecord rec, journal_.plan(run_id_, step, spec));
   LoggedExperiment out{.step = step, .spec = spec};

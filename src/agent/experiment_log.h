@@ -49,6 +49,11 @@ class ExperimentLog {
   // After `limit` experiments run (not replayed) by this log, run() refuses with kFailedPrecondition
   // and paused() turns true: the caller stops without ending the run.
   void set_new_experiment_limit(int limit) { new_limit_ = limit; }
+  // A run's hard experiment count (the episode's max_experiments): run() at step `limit` refuses
+  // with kFailedPrecondition before planning anything, and limited() turns true; the caller ends
+  // the run there.
+  void set_step_limit(int64_t limit) { step_limit_ = limit; }
+  bool limited() const { return limited_; }
   bool paused() const { return paused_; }
   int new_experiments() const { return new_experiments_; }
 
@@ -71,6 +76,8 @@ class ExperimentLog {
   Feedback last_;
   bool has_last_ = false;
   int new_limit_ = -1;
+  int64_t step_limit_ = -1;
+  bool limited_ = false;
   int new_experiments_ = 0;
   bool paused_ = false;
 };

@@ -77,11 +77,13 @@ class Loop {
         budget_s_(o.budget_s.value_or(ep.budget_s)) {
     log_.set_progress(o.progress, budget_s_);
     if (o.max_new_experiments) log_.set_new_experiment_limit(*o.max_new_experiments);
+    log_.set_step_limit(o.max_experiments.value_or(ep.max_experiments));
   }
 
   // A run that reached max_new_experiments stays `running` in the journal: resume continues it.
   Result<LoopResult> run() {
     Result<LoopResult> r = run_steps();
+    if (!r && log_.limited() && !log_.paused()) return end_at_limit();
     if (r || !log_.paused()) return r;
     LoopResult out;
     out.run = run_;
@@ -108,6 +110,7 @@ class Loop {
     std::set<KnobMap> visited = {config};
     RECUR_ASSIGN_OR_RETURN(LoggedExperiment g, gate(config, "the starting configuration passes the gate", {}, nullptr));
     GateState state = gate_state_from_feedback(gate_with_candidate(ep_, config), g.feedback);
+    note_state(state);
     int inconclusive_reruns = 0, iteration = 0;
     std::string stop;
     while (true) {
@@ -116,6 +119,7 @@ class Loop {
         ++inconclusive_reruns;
         RECUR_ASSIGN_OR_RETURN(g, gate(config, "a second measurement decides the inconclusive gate", {}, nullptr));
         state = gate_state_from_feedback(gate_with_candidate(ep_, config), g.feedback);
+        note_state(state);
         continue;
       }
       if (!(stop = out_of_budget()).empty()) break;
@@ -153,7 +157,9 @@ class Loop {
         config = apply_change(config, p->change);
         visited.insert(config);
         state = gate_state_from_feedback(gate_with_candidate(ep_, config), g.feedback);
+        note_state(state);
         inconclusive_reruns = 0;
+        findings_.push_back(*f);
         out.findings.push_back(std::move(*f));
       }
       if (!kept) break;
@@ -174,6 +180,40 @@ class Loop {
     RECUR_ASSIGN_OR_RETURN(out.run, log_.journal().find_run(std::to_string(run_.id)));
     return out;
   }
+
+  // The experiment limit stopped the run between probes: the configuration is the journal's
+  // (base + kept diffs), the findings those kept so far.
+  Result<LoopResult> end_at_limit() {
+    LoopResult out;
+    out.run = run_;
+    out.episode = ep_.path;
+    out.start = ep_.start;
+    out.passed = passed_;
+    out.findings = findings_;
+    out.spent_s = log_.spent_s();
+    out.replayed = log_.replayed();
+    out.final_gate = final_gate_;
+    out.outcome = passed_ ? fmt::format("gate pass after {} experiments; the ablation stopped at the limit of {}",
+                                        log_.steps(), log_.steps())
+                          : fmt::format("gate {} after {} experiments: {}; stopped: {} experiments (the limit)",
+                                        final_outcome_, log_.steps(), final_gate_, log_.steps());
+    RECUR_ASSIGN_OR_RETURN(out.experiments, load_experiments());
+    RECUR_ASSIGN_OR_RETURN(auto plan, log_.journal().resume_plan(run_.id));
+    out.final_config = KnobMap(plan.config.begin(), plan.config.end());
+    RECUR_RETURN_IF_ERROR(log_.journal().end_run(run_.id, "done", out.outcome));
+    RECUR_ASSIGN_OR_RETURN(out.run, log_.journal().find_run(std::to_string(run_.id)));
+    return out;
+  }
+
+  // What end_at_limit reports: kept up to date as the run goes.
+  void note_state(const GateState& s) {
+    passed_ = s.passed();
+    final_gate_ = s.verdict.reason;
+    final_outcome_ = std::string(gate::outcome_name(s.verdict.outcome));
+  }
+  bool passed_ = false;
+  std::string final_gate_, final_outcome_ = "not evaluated";
+  std::vector<Finding> findings_;
 
   static constexpr size_t kMaxRejections = 3;
   static constexpr std::string_view kStoppedPrefix = "stopped: ";
@@ -339,6 +379,11 @@ class Loop {
                     decide ? decide : [](const Feedback&) { return Decision::kNone; });
   }
 
+  // The experiment limit is a hard one: a change whose validation would run past it is not
+  // started or is abandoned between its probes (the budget in seconds may be overrun by the
+  // probe that spends it; a count is exact).
+  bool at_experiment_limit() const { return log_.steps() >= o_.max_experiments.value_or(ep_.max_experiments); }
+
   // Validates one change cheapest first; returns the finding when it is kept (and leaves the
   // new gate experiment in `g`).
   Result<std::optional<Finding>> ladder(const Proposal& p, const KnobMap& config, const GateState& state,
@@ -353,6 +398,7 @@ class Loop {
     // Tier 1: the variant the change selects must pass check against float64, and when the gate
     // fails on numerics it must also be clearly more accurate than the variant it replaces.
     const gate::Condition* deciding = state.deciding(spec);
+    if (at_experiment_limit()) return std::optional<Finding>();
     if (auto kv = kernel_variant_of(p.change)) {
       RECUR_ASSIGN_OR_RETURN(LoggedExperiment c, check_variant(spec, kv->first, kv->second, diff));
       if (c.decision == Decision::kRevert) return std::optional<Finding>();
@@ -385,6 +431,7 @@ class Loop {
     }
 
     // Tier 2: when the gate times the candidate's kernel, the new variant must be faster.
+    if (at_experiment_limit()) return std::optional<Finding>();
     bool paired = false;  // a paired timing of the change against the current configuration decided
     const gate::KernelWorkload w = kernel_workload_for(spec, ep_.candidate);
     if (deciding && condition_times_kernel(*deciding, ep_.candidate) && spec.kernel &&
@@ -408,6 +455,7 @@ class Loop {
 
     // A speed condition decides: keep only a significant gain in a paired, interleaved A/B of the
     // current configuration against the change on the gate's own workload.
+    if (at_experiment_limit()) return std::optional<Finding>();
     if (!paired && deciding && condition_is_speed(*deciding, ep_.candidate)) {
       RECUR_ASSIGN_OR_RETURN(std::optional<LoggedExperiment> ab, paired_ab(spec, config, next, *deciding, p, diff));
       if (ab) {
@@ -417,6 +465,7 @@ class Loop {
     }
 
     // The gate decides: keep only what brings it strictly closer to passing.
+    if (at_experiment_limit()) return std::optional<Finding>();
     const GateScore before = gate_score(state.verdict);
     const gate::GateSpec next_spec = gate_with_candidate(ep_, next);
     RECUR_ASSIGN_OR_RETURN(LoggedExperiment ng, gate(next, p.hypothesis, diff, [&](const Feedback& f) {
@@ -507,8 +556,10 @@ class Loop {
       if (a.decision != Decision::kKeep) continue;
       config = without;
       state = gate_state_from_feedback(spec, a.feedback);
+      note_state(state);
       g = a;
       std::erase_if(out.findings, [&](const Finding& f) { return f.knob == k; });
+      std::erase_if(findings_, [&](const Finding& f) { return f.knob == k; });
     }
     return ok_status();
   }

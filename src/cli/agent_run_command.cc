@@ -64,7 +64,11 @@ agent::LoopOptions loop_options(const RunFlags& f, agent::Proposer* proposer) {
 
 int run_agent(const RunFlags& f) {
   auto episode = agent::load_episode(f.episode);
-  if (!episode) return report_failure(episode.error());
+  if (!episode) {
+    // A malformed or missing episode (or its gate) is the user's to fix: usage, not a failed gate.
+    std::fprintf(stderr, "recur: %s\n", episode.error().to_string().c_str());
+    return kExitUsage;
+  }
   auto proposer = agent::make_proposer(f.proposer, f.proposer_options);
   if (!proposer) return report_failure(proposer.error());
   return finish(agent::run_episode(*episode, loop_options(f, proposer->get())), f);

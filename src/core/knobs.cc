@@ -146,8 +146,13 @@ Status Config::set_assignment(std::string_view assignment) {
 }
 
 void KnobReads::record(std::string_view name) {
+  // By content, not address: names formatted in a loop ("...layer[3]") reuse one buffer.
+  const uint64_t key = std::hash<std::string_view>{}(name) | 1;  // 0 marks an empty slot
+  std::atomic<uint64_t>& slot = seen_[key % kSeen];
+  if (slot.load(std::memory_order_relaxed) == key) return;
   std::lock_guard lock(mu_);
   if (names_.find(name) == names_.end()) names_.emplace(name);
+  slot.store(key, std::memory_order_relaxed);
 }
 
 std::vector<std::string> KnobReads::names() const {

@@ -12,6 +12,8 @@
 #pragma once
 
 #include <cstdint>
+#include <array>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -70,6 +72,10 @@ class KnobReads {
   std::vector<std::string> names() const;  // sorted; indexed knobs with their index
 
  private:
+  // Hot paths read the same names again and again: a name already recorded is found by its hash
+  // without the lock, so a tracked configuration times like any other.
+  static constexpr size_t kSeen = 64;
+  std::array<std::atomic<uint64_t>, kSeen> seen_{};
   mutable std::mutex mu_;
   std::set<std::string, std::less<>> names_;
 };

@@ -70,10 +70,13 @@ TEST(Knobs, TrackedReadsFollowTheConfigAndItsCopies) {
   std::thread t([&] { (void)copy.get_int("engine.tp"); });
   t.join();
   (void)c.get("engine.kv_dtype.layer[3]");
+  for (int i = 0; i < 3; ++i) (void)c.get("engine.kv_dtype.layer[" + std::to_string(i) + "]");  // one buffer reused
+  (void)c.get("engine.kv_dtype.layer[3]");  // again: no second entry
   (void)c.get("no.such.knob");  // an error, not a read
   Config other(r);
   (void)other.get("sampling.temp");  // another configuration
-  EXPECT_EQ(reads->names(), (std::vector<std::string>{"engine.kv_dtype.layer[3]", "engine.tp"}));
+  EXPECT_EQ(reads->names(), (std::vector<std::string>{"engine.kv_dtype.layer[0]", "engine.kv_dtype.layer[1]",
+                                                      "engine.kv_dtype.layer[2]", "engine.kv_dtype.layer[3]", "engine.tp"}));
 }
 
 }  // namespace

@@ -104,26 +104,32 @@ Result<TimeSplitResult> measure_time_split(const Model& model, ThreadPool& pool,
   f.hypothesis = fmt::format("the engine's {} time of {} is split by component", what, a.name);
   f.add_metric("total_us", out.a.total_us, "us");
   if (b) f.add_metric("reference_total_us", out.b.total_us, "us");
-  // Shares of a's time, or of a's excess over b (per component where a is slower).
+  // Shares of a's excess over b (per component where a is slower) when a is slower overall;
+  // else (no b, or a already the faster) of a's own time: what is left to gain is where a spends it.
+  const bool excess = b && out.a.total_us > out.b.total_us;
+  if (b && !excess)
+    f.notes.push_back(fmt::format("{} is not slower than {} overall ({:.0f} us against {:.0f} us a run): the shares "
+                                  "are of {}'s own time",
+                                  a.name, b->name, out.a.total_us, out.b.total_us, a.name));
   std::vector<std::pair<std::string, double>> parts;
   double whole = 0;
   for (const auto& [c, us] : out.a.us_by_component) {
     double v = us;
-    if (b) {
+    if (excess) {
       auto it = out.b.us_by_component.find(c);
       v = std::max(0.0, us - (it == out.b.us_by_component.end() ? 0.0 : it->second));
     }
     parts.emplace_back(c, v);
     whole += v;
   }
-  if (b && whole <= 0) f.notes.push_back(fmt::format("{} is not slower than {} in any component", a.name, b->name));
+  if (excess && whole <= 0) f.notes.push_back(fmt::format("{} is not slower than {} in any component", a.name, b->name));
   std::stable_sort(parts.begin(), parts.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
   for (const auto& [c, v] : parts) {
     if (whole <= 0 || (v <= 0 && !c.empty())) continue;
     const double own = out.a.us_by_component[c];
     f.attribution.push_back(
         {label(c), v / whole,
-         b ? fmt::format("{:.0f} us per run under {} against {:.0f} us under {}", own, a.name,
+         excess ? fmt::format("{:.0f} us per run under {} against {:.0f} us under {}", own, a.name,
                          out.b.us_by_component.count(c) ? out.b.us_by_component.at(c) : 0.0, b->name)
            : fmt::format("{:.0f} us of {:.0f} us per run (self time of its zones)", own, out.a.total_us)});
   }

@@ -4,9 +4,10 @@
 // belongs to (engine_zone_component), and the shares of the total are the attribution (a
 // decomposition: zones of no known component go to `unattributed`, never dropped).
 //
-// With a reference arm b, both are split and the attribution is the time a spends over b per
-// component (only components where a is slower; the shares are of that excess), so a
-// comparison between arms names what got slower, not what is big.
+// With a reference arm b, both are split; when a is slower overall the attribution is the time
+// a spends over b per component (only components where a is slower; the shares are of that
+// excess), so a comparison between arms names what got slower, not what is big. When a is
+// already the faster, what is left to gain is where a spends its time: its own split.
 // Not thread-safe (the tracer is process-wide; one measurement at a time).
 #pragma once
 
