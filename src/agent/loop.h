@@ -3,14 +3,17 @@
 //   2. if it fails, attribute the gap to components with the cheapest probe that can
 //      (evidence.h);
 //   3-4. ask the proposer for a hypothesis and a change to a knob tagged with the top
-//      component, and validate it cheapest first (the probe ladder): check.kernel (tier 1)
-//      when the knob selects a kernel variant, bench.kernel against the current variant
-//      (tier 2) when the gate times that kernel, then the gate; keep the change only when
-//      the gate is strictly closer to passing (gate_state.h), else revert it;
+//      component (and read by the gate's workload), and validate it cheapest first (the probe
+//      ladder): check.kernel (tier 1) when the knob selects a kernel variant, bench.kernel
+//      against the current variant (tier 2) when the gate times that kernel, which must show a
+//      significant gain, else under a speed condition a paired A/B of the current configuration
+//      against the change on the gate's workload (bench.ab), then the gate; keep the change
+//      only when the gate is strictly closer to passing (gate_state.h), else revert it;
 //   A proposer may also ask for an experiment that changes no knob (a "patch" built as a
 //   candidate, a read-only "probe"); its record comes back as the next state's last_feedback.
 //   5. repeat until the gate passes, the proposer has nothing left, or the budget (probe
-//      seconds) or experiment limit is spent.
+//      seconds) or experiment limit (exact) is spent; after a pass with two or more knobs
+//      changed, an ablation drops each change the gate passes without.
 // Every probe is a journal experiment, and the loop is a deterministic function of their
 // Feedback, so `recur agent resume` replays a killed run and continues where it stopped.
 // Not thread-safe (one run at a time: probes time things).
