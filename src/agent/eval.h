@@ -82,6 +82,9 @@ struct ProposerScore {
 
 std::vector<ProposerScore> summarize(const std::vector<EvalRun>& runs);
 
+// The median (0 for none); infinite values (runs that never passed) stay infinite.
+double median_of(std::vector<double> v);
+
 struct EvalResult {
   std::vector<EvalRun> runs;
   std::vector<ProposerScore> scores;

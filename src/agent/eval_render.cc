@@ -50,13 +50,6 @@ std::string fraction(int n, int d) { return fmt::format("{}/{}", n, d); }
 
 std::string seconds(double s) { return fmt::format("{:.1f}", s); }
 
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 std::string percent(double part, double whole) { return whole > 0 ? fmt::format("{:.0f}%", 100 * part / whole) : "-"; }
 
 std::string summary_line(const ProposerScore& s) {

@@ -14,17 +14,6 @@ namespace {
 
 constexpr double kNever = std::numeric_limits<double>::infinity();
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-std::string start_value(const std::map<std::string, std::string>& start, const std::string& knob) {
-  if (auto it = start.find(knob); it != start.end()) return it->second;
-  const KnobSpec* spec = KnobRegistry::global().find(knob);
-  return spec ? spec->default_value : "";
-}
 
 // Probe seconds of experiments testing a change that did not stay in effect: reverted (every
 // step of its ladder), or kept although the episode calls the knob a decoy (no real effect).
@@ -39,7 +28,7 @@ double wasted_seconds(const LoopResult& r, const std::optional<Expect>& expect) 
     // A diff that puts knobs back to the start is the final ablation, a verification, not a
     // change that was tried (proposals never lead back to a visited configuration).
     const bool put_back = std::all_of(e.spec.config_diff.begin(), e.spec.config_diff.end(), [&](const auto& kv) {
-      return kv.second == start_value(r.start, kv.first);
+      return kv.second == value_or_default(r.start, kv.first);
     });
     if (put_back) continue;
     for (const auto& [k, v] : e.spec.config_diff) {
@@ -54,6 +43,13 @@ double wasted_seconds(const LoopResult& r, const std::optional<Expect>& expect) 
 }
 
 }  // namespace
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
 
 EvalRun score_run(const Episode& episode, const LoopResult& r) {
   EvalRun run;
@@ -114,7 +110,7 @@ std::vector<ProposerScore> summarize(const std::vector<EvalRun>& runs) {
     s.outcome_rate = s.runs ? double(s.outcome_met) / s.runs : 0;
     s.root_cause_accuracy = s.feasible_runs ? double(s.root_cause_named) / s.feasible_runs : 0;
     if (!to_pass[s.proposer].empty()) {
-      const double m = median(to_pass[s.proposer]);
+      const double m = median_of(to_pass[s.proposer]);
       if (m != kNever) s.median_s_to_pass = m;
     }
   }

@@ -30,13 +30,13 @@ int nesting(std::string_view pattern) {
   return most;
 }
 
-std::string value_or_default(const std::map<std::string, std::string>& m, const std::string& knob) {
-  if (auto it = m.find(knob); it != m.end()) return it->second;
+}  // namespace
+
+std::string value_or_default(const std::map<std::string, std::string>& config, const std::string& knob) {
+  if (auto it = config.find(knob); it != config.end()) return it->second;
   const KnobSpec* spec = KnobRegistry::global().find(knob);
   return spec ? spec->default_value : "";
 }
-
-}  // namespace
 
 bool ExpectedChange::matches(std::string_view value) const {
   try {

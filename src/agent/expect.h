@@ -46,6 +46,9 @@ struct Expect {
 // pattern without a concrete [expect.verify] value, a verify value its pattern does not match.
 Result<Expect> parse_expect(gate::TomlTable& t, const KnobRegistry& registry);
 
+// The value a configuration gives a knob: its assignment, else the knob's default.
+std::string value_or_default(const std::map<std::string, std::string>& config, const std::string& knob);
+
 // Whether `knob` is one of the decoys (an indexed knob belongs to a decoy family).
 bool is_decoy(const Expect& e, std::string_view knob);
 

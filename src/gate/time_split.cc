@@ -48,9 +48,7 @@ Result<TimeSplit> split_once(const Model& model, ThreadPool& pool, const EngineW
     std::map<std::string, double> us;
     double total = 0;
     for (const analyze::Zone& z : tree.zones()) {
-      const std::string_view parent =
-          z.parent == analyze::kNoZone ? std::string_view() : table.name(tree.zone(z.parent).event);
-      std::string c = engine_zone_component(table.name(z.event), parent);
+      std::string c = engine_zone_component(table.name(z.event));
       us[c] += double(z.self_ns) * 1e-3;
       total += double(z.self_ns) * 1e-3;
     }
@@ -71,8 +69,7 @@ std::string label(const std::string& c) { return c.empty() ? std::string(kUnattr
 
 }  // namespace
 
-std::string engine_zone_component(std::string_view zone, std::string_view parent) {
-  (void)parent;  // the rules need only the zone's own name today; a parent tells projections apart
+std::string engine_zone_component(std::string_view zone) {
   for (const ZoneRule& r : kZoneRules)
     if (r.zone == zone) return std::string(r.component);
   return "";

@@ -23,9 +23,8 @@
 namespace recur::gate {
 
 // The component an engine zone's self time belongs to ("matvec" -> "kernel:gemm", "attention"
-// -> "engine:attention", ...); "" for a zone this table does not know. `parent` is the
-// enclosing zone's name ("" for a root).
-std::string engine_zone_component(std::string_view zone, std::string_view parent);
+// -> "engine:attention", ...); "" for a zone this table does not know.
+std::string engine_zone_component(std::string_view zone);
 
 // Every component engine_zone_component can return, and the zone names it knows: the agent's
 // component -> knob map must cover each (agent/component_knobs.h; its test checks).
