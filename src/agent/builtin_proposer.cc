@@ -17,9 +17,13 @@ Result<std::optional<Proposal>> BuiltinProposer::propose(const AgentState& state
     findings += (findings.empty() ? "" : "; ") + f;
   }
   Proposal p;
-  p.hypothesis = fmt::format("{} explains {:.0f}% of `{}` ({}){}; {} {} -> {} ({}) should close the gap", c.component,
-                             a ? 100 * a->share : 0.0, state.evidence.condition, a ? a->evidence : "",
-                             findings.empty() ? "" : "; " + findings, c.knob, c.from, c.value, c.why);
+  // The prediction when the change model has one ("fp8_e4m3 -> bf16 (significand 4 -> 8 bits)
+  // should cut its error ~16x, taking ... to ~..."), else only the direction.
+  const std::string effect = c.prediction.empty() ? fmt::format("{} -> {} ({}) should close the gap", c.from, c.value, c.why)
+                                                  : fmt::format("{} ({})", c.prediction, c.why);
+  p.hypothesis = fmt::format("{} explains {:.0f}% of `{}` ({}){}; {} {}", c.component, a ? 100 * a->share : 0.0,
+                             state.evidence.condition, a ? a->evidence : "", findings.empty() ? "" : "; " + findings,
+                             c.knob, effect);
   p.change = std::move(c);
   return std::optional<Proposal>(std::move(p));
 }

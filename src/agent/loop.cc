@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "agent/builtin_proposer.h"
+#include "agent/candidate_rank.h"
 #include "agent/component_knobs.h"
 #include "agent/evidence.h"
 #include "agent/gate_state.h"
@@ -360,8 +361,10 @@ class Loop {
     return out;
   }
 
+  // `annotate` adds notes to the gate's record before it is journaled (a prediction's check).
   Result<LoggedExperiment> gate(const KnobMap& config, std::string hypothesis, KnobDiff diff,
-                                const std::function<Decision(const Feedback&)>& decide) {
+                                const std::function<Decision(const Feedback&)>& decide,
+                                const std::function<void(Feedback&)>& annotate = {}) {
     const gate::GateSpec spec = gate_with_candidate(ep_, config);
     return log_.run({.hypothesis = std::move(hypothesis), .probe = "gate", .tier = gate_tier(spec), .config_diff = diff},
                     [&]() -> Result<Feedback> {
@@ -374,6 +377,7 @@ class Loop {
                       go.track_reads_of = ep_.candidate;
                       RECUR_ASSIGN_OR_RETURN(gate::GateResult r, gate::run_gate(spec, go));
                       if (r.knobs_read) r.feedback.notes.push_back(knobs_read_note(*r.knobs_read));
+                      if (annotate) annotate(r.feedback);
                       return std::move(r.feedback);
                     },
                     decide ? decide : [](const Feedback&) { return Decision::kNone; });
@@ -468,10 +472,21 @@ class Loop {
     if (at_experiment_limit()) return std::optional<Finding>();
     const GateScore before = gate_score(state.verdict);
     const gate::GateSpec next_spec = gate_with_candidate(ep_, next);
-    RECUR_ASSIGN_OR_RETURN(LoggedExperiment ng, gate(next, p.hypothesis, diff, [&](const Feedback& f) {
-                             const GateScore after = gate_score(gate_state_from_feedback(next_spec, f).verdict);
-                             return closer_to_pass(after, before) ? Decision::kKeep : Decision::kRevert;
-                           }));
+    // The hypothesis's prediction, checked against what this gate run measures.
+    const ChangeOutlook outlook =
+        outlook_of(p.change, {.spec = &spec, .gate = &state, .evidence = &ev, .candidate_arm = ep_.candidate});
+    RECUR_ASSIGN_OR_RETURN(
+        LoggedExperiment ng,
+        gate(
+            next, p.hypothesis, diff,
+            [&](const Feedback& f) {
+              const GateScore after = gate_score(gate_state_from_feedback(next_spec, f).verdict);
+              return closer_to_pass(after, before) ? Decision::kKeep : Decision::kRevert;
+            },
+            [&](Feedback& f) {
+              if (std::string n = prediction_note(outlook, gate_state_from_feedback(next_spec, f)); !n.empty())
+                f.notes.push_back(std::move(n));
+            }));
     if (ng.decision != Decision::kKeep) return std::optional<Finding>();
     const GateScore after = gate_score(gate_state_from_feedback(next_spec, ng.feedback).verdict);
     g = ng;

@@ -5,7 +5,8 @@
 //   {"episode": {"name", "description"}, "iteration", "config": {knob: value},
 //    "gate": {"outcome", "reason", "conditions": [{"text", "outcome", "details"}]},
 //    "evidence": {"condition", "components": [{"component", "share", "evidence"}], "findings": [...]},
-//    "next": [{"knob", "value", "from", "component", "why"}],   (open changes, most promising first)
+//    "next": [{"knob", "value", "from", "component", "why", "expected_gain", "prediction"}],
+//            (open changes, by expected gain: docs/agent.md "Ranking")
 //    "last_feedback": the latest experiment's Feedback record,
 //    "tried": ["knob=value", ...], "rejected": [why earlier answers were refused], "fixed": [...],
 //    "knobs": [{"name", "type", "choices", "default", "current", "components", "help"}]}
@@ -28,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/builtin_proposer.h"
+#include "agent/candidate_rank.h"
 #include "agent/openai_proposer.h"
 #include "agent/proposer_protocol.h"
 #include "agent/random_proposer.h"
@@ -90,6 +92,9 @@ Result<std::vector<Candidate>> open_changes(const AgentState& state) {
       out.push_back(std::move(c));
     }
   }
+  const gate::GateSpec spec = gate_with_candidate(*state.episode, state.config);
+  rank_changes(out, {.spec = &spec, .gate = &state.gate, .evidence = &state.evidence,
+                     .candidate_arm = state.episode->candidate});
   return out;
 }
 

@@ -41,11 +41,12 @@ struct AgentState {
   std::vector<std::string> rejected;        // why this iteration's earlier proposals were refused
 };
 
-// The changes still open from this state, most promising first: for each attributed component
-// (most responsible first), the untried single-knob changes of the knobs tagged with it
-// (search_space.h), without fixed knobs, knobs the gate's workload did not read under the
-// current configuration (GateState::live_knobs, when known) and changes back to a visited
-// configuration.
+// The changes still open from this state, most promising first: for each attributed component,
+// the untried single-knob changes of the knobs tagged with it (search_space.h), without fixed
+// knobs, knobs the gate's workload did not read under the current configuration
+// (GateState::live_knobs, when known) and changes back to a visited configuration, ranked by
+// expected gain (candidate_rank.h: the component's measured share times the change model's
+// prediction; a change predicted to break a holding condition last).
 // Each candidate's `component` is the component that led to it. This is the built-in
 // proposer's order, and what external proposers get as suggestions (`next`).
 Result<std::vector<Candidate>> open_changes(const AgentState& state);

@@ -163,7 +163,13 @@ json state_json(const AgentState& s) {
   json next = json::array();
   if (auto open = open_changes(s)) {
     for (const Candidate& c : *open)
-      next.push_back({{"knob", c.knob}, {"value", c.value}, {"from", c.from}, {"component", c.component}, {"why", c.why}});
+      next.push_back({{"knob", c.knob},
+                      {"value", c.value},
+                      {"from", c.from},
+                      {"component", c.component},
+                      {"why", c.why},
+                      {"expected_gain", c.expected_gain},
+                      {"prediction", c.prediction}});
   }
   j["next"] = next;
   j["last_feedback"] = s.last_feedback ? feedback_to_json(*s.last_feedback) : json(nullptr);

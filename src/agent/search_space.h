@@ -27,6 +27,10 @@ struct Candidate {
   std::string from;       // the current value
   std::string component;  // the attributed component that led here
   std::string why;        // one line: "variant neighbour: division divide -> rsqrt_rcp_newton"
+  // Set by rank_changes (candidate_rank.h): the fraction of the deciding metric the change is
+  // predicted to remove, and the prediction in words ("" when the change model has none).
+  double expected_gain = 0;
+  std::string prediction;
   std::string key() const { return knob + "=" + value; }
 };
 
