@@ -53,6 +53,8 @@ class ExperimentLog {
   // with kFailedPrecondition before planning anything, and limited() turns true; the caller ends
   // the run there.
   void set_step_limit(int64_t limit) { step_limit_ = limit; }
+  // The next run() would be refused by the step limit: a change's validation stops here.
+  bool at_step_limit() const { return step_limit_ >= 0 && next_step_ >= step_limit_; }
   bool limited() const { return limited_; }
   bool paused() const { return paused_; }
   int new_experiments() const { return new_experiments_; }

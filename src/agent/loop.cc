@@ -5,55 +5,23 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
+#include "agent/ablation.h"
 #include "agent/builtin_proposer.h"
-#include "agent/candidate_rank.h"
 #include "agent/component_knobs.h"
 #include "agent/evidence.h"
 #include "agent/gate_state.h"
+#include "agent/gate_step.h"
 #include "agent/loop_actions.h"
-#include "gate/gate.h"
-#include "gate/kernel_probe.h"
-#include "kernels/registry.h"
+#include "agent/probe_ladder.h"
+#include "agent/run_paths.h"
 
 namespace recur::agent {
 
 namespace {
 
 namespace fs = std::filesystem;
-using KnobMap = std::map<std::string, std::string>;
-
-int gate_tier(const gate::GateSpec& spec) {
-  int t = 0;
-  for (const gate::MetricRequest& r : spec.requests) t = std::max(t, r.def->tier);
-  return t;
-}
-
-bool condition_times_kernel(const gate::Condition& c, std::string_view candidate) {
-  for (const gate::MetricRequest& r : metric_calls(c.expr)) {
-    if (is_kernel_time(r.def->source) && (r.arm == candidate || r.vs == candidate)) return true;
-  }
-  return false;
-}
-
-bool condition_is_speed(const gate::Condition& c, std::string_view candidate) {
-  for (const gate::MetricRequest& r : metric_calls(c.expr))
-    if ((r.arm == candidate || r.vs == candidate) &&
-        (r.def->source == gate::MetricSource::kEngineThroughput || is_kernel_time(r.def->source)))
-      return true;
-  return false;
-}
-
-bool condition_is_numeric(const gate::Condition& c) {
-  for (const gate::MetricRequest& r : metric_calls(c.expr))
-    if (r.def->source == gate::MetricSource::kEnginePair || r.def->source == gate::MetricSource::kKernelCheck) return true;
-  return false;
-}
-
-Result<Config> to_config(const KnobMap& m) {
-  Config c;
-  for (const auto& [k, v] : m) RECUR_RETURN_IF_ERROR(c.set(k, v));
-  return c;
-}
 
 // The honest ending when the attribution points where no knob acts.
 std::string code_change_finding(const Evidence& ev) {
@@ -64,18 +32,12 @@ std::string code_change_finding(const Evidence& ev) {
   return fmt::format("; no knob acts on {}: a code change is needed there", list);
 }
 
-std::string metric_text(const Feedback& f, std::string_view name) {
-  const Metric* m = f.find_metric(name);
-  if (m == nullptr) return "";
-  if (m->ci95) return fmt::format("{:.3g} [{:.3g}, {:.3g}]", m->value, m->ci95->first, m->ci95->second);
-  return fmt::format("{:.3g}", m->value);
-}
-
 class Loop {
  public:
   Loop(const Episode& ep, const LoopOptions& o, Journal& journal, RunRecord run, Proposer& proposer)
       : ep_(ep), o_(o), run_(std::move(run)), proposer_(proposer), log_(journal, run_.id),
-        budget_s_(o.budget_s.value_or(ep.budget_s)) {
+        paths_(RunPaths::of(o.journal, run_.name)), gate_(ep, log_, paths_, o.progress),
+        ladder_(ep, log_, gate_, o.progress), budget_s_(o.budget_s.value_or(ep.budget_s)) {
     log_.set_progress(o.progress, budget_s_);
     if (o.max_new_experiments) log_.set_new_experiment_limit(*o.max_new_experiments);
     log_.set_step_limit(o.max_experiments.value_or(ep.max_experiments));
@@ -109,7 +71,8 @@ class Loop {
     out.start = ep_.start;
     KnobMap config = ep_.start;
     std::set<KnobMap> visited = {config};
-    RECUR_ASSIGN_OR_RETURN(LoggedExperiment g, gate(config, "the starting configuration passes the gate", {}, nullptr));
+    RECUR_ASSIGN_OR_RETURN(LoggedExperiment g,
+                           gate_.run(config, "the starting configuration passes the gate", {}, nullptr));
     GateState state = gate_state_from_feedback(gate_with_candidate(ep_, config), g.feedback);
     note_state(state);
     int inconclusive_reruns = 0, iteration = 0;
@@ -118,21 +81,18 @@ class Loop {
       if (state.passed()) break;
       if (state.verdict.outcome == gate::Outcome::kInconclusive && inconclusive_reruns < 2) {
         ++inconclusive_reruns;
-        RECUR_ASSIGN_OR_RETURN(g, gate(config, "a second measurement decides the inconclusive gate", {}, nullptr));
+        RECUR_ASSIGN_OR_RETURN(g, gate_.run(config, "a second measurement decides the inconclusive gate", {}, nullptr));
         state = gate_state_from_feedback(gate_with_candidate(ep_, config), g.feedback);
         note_state(state);
         continue;
       }
       if (!(stop = out_of_budget()).empty()) break;
-      // Instruction-count dumps go beside the run's report, as the gate's traces do.
-      const std::string callgrind_dir = (fs::path(o_.journal).parent_path() / run_.name / "callgrind").string();
+      // Instruction-count dumps and traces go beside the run's report.
       RECUR_ASSIGN_OR_RETURN(Evidence ev, attribute_gap(ep_, config, state, log_,
                                                         {.instruction_counts = o_.instruction_counts &&
                                                                                instruction_counts_affordable(),
-                                                         .callgrind_dir = callgrind_dir,
-                                                         .trace_dir = (fs::path(o_.journal).parent_path() /
-                                                                       run_.name / "traces")
-                                                                          .string()}));
+                                                         .callgrind_dir = paths_.callgrind_dir(),
+                                                         .trace_dir = paths_.trace_dir()}));
       AgentState as{.episode = &ep_, .config = config, .gate = state, .evidence = ev, .tried = {},
                     .visited = visited, .iteration = ++iteration, .allow_patches = o_.allow_patches};
       bool kept = false;
@@ -152,7 +112,7 @@ class Loop {
         }
         as.rejected.clear();
         as.tried.insert(p->change.key());
-        RECUR_ASSIGN_OR_RETURN(std::optional<Finding> f, ladder(*p, config, state, ev, g));
+        RECUR_ASSIGN_OR_RETURN(std::optional<Finding> f, ladder_.validate(*p, config, state, ev, g));
         if (!f) continue;
         kept = true;
         config = apply_change(config, p->change);
@@ -165,7 +125,15 @@ class Loop {
       }
       if (!kept) break;
     }
-    if (state.passed()) RECUR_RETURN_IF_ERROR(ablate(config, state, g, out));
+    if (state.passed()) {
+      RECUR_ASSIGN_OR_RETURN(AblationResult a, ablate_kept_changes(ep_, gate_, [this] { return out_of_budget().empty(); },
+                                                                  config, state, g));
+      note_state(state);
+      for (const std::string& k : a.dropped) {
+        std::erase_if(out.findings, [&](const Finding& f) { return f.knob == k; });
+        std::erase_if(findings_, [&](const Finding& f) { return f.knob == k; });
+      }
+    }
     out.passed = state.passed();
     out.final_config = config;
     out.final_gate = state.verdict.reason;
@@ -232,7 +200,7 @@ class Loop {
                    [&]() -> Result<Feedback> { return proposal_feedback(as); },
                    [](const Feedback&) { return Decision::kNone; }));
       if (e.feedback.verdict == Verdict::kConfirmed) {
-        std::optional<Proposal> p = decode_proposal(e.feedback);
+        RECUR_ASSIGN_OR_RETURN(std::optional<Proposal> p, recorded_proposal(e));
         if (p->kind == ActionKind::kSet) return p;
         // A patch or probe: run it, show the proposer its record, ask again.
         RECUR_RETURN_IF_ERROR(run_action(*p, as));
@@ -274,56 +242,36 @@ class Loop {
     const Proposal& x = **p;
     f.verdict = Verdict::kConfirmed;
     f.hypothesis = x.hypothesis;
-    if (x.kind != ActionKind::kSet) {
-      // Everything a replay needs to run the same experiment again.
-      f.notes = {x.kind == ActionKind::kPatch ? "action: patch" : "action: probe"};
-      if (x.kind == ActionKind::kProbe) f.notes.push_back("probe: " + x.probe);
-      for (const auto& [k, v] : x.args) f.notes.push_back(fmt::format("arg: {}={}", k, v));
-      if (x.kind == ActionKind::kPatch) f.artifacts["patch"] = x.patch;
-      return f;
-    }
-    f.notes = {"change: " + x.change.knob + "=" + x.change.value, "from: " + x.change.from,
-               "component: " + x.change.component, "why: " + x.change.why};
-    f.add_metric("open_changes", double(open_changes(as).value_or(std::vector<Candidate>{}).size()));
+    // Everything a replay needs to run the same experiment again, typed, in its own field.
+    f.action = proposal_to_json(x).dump();
+    if (x.kind == ActionKind::kSet)
+      f.add_metric("open_changes", double(open_changes(as).value_or(std::vector<Candidate>{}).size()));
     return f;
   }
 
-  static std::optional<Proposal> decode_proposal(const Feedback& f) {
-    Proposal p;
-    p.hypothesis = f.hypothesis;
-    for (const std::string& n : f.notes) {
-      auto field = [&](std::string_view prefix) -> std::optional<std::string> {
-        if (!n.starts_with(prefix)) return std::nullopt;
-        return n.substr(prefix.size());
-      };
-      if (auto v = field("change: ")) {
-        const size_t eq = v->find('=');
-        p.change.knob = v->substr(0, eq);
-        p.change.value = eq == std::string::npos ? "" : v->substr(eq + 1);
-      }
-      if (auto v = field("from: ")) p.change.from = *v;
-      if (auto v = field("component: ")) p.change.component = *v;
-      if (auto v = field("why: ")) p.change.why = *v;
-      if (auto v = field("action: ")) p.kind = *v == "patch" ? ActionKind::kPatch : ActionKind::kProbe;
-      if (auto v = field("probe: ")) p.probe = *v;
-      if (auto v = field("arg: ")) {
-        const size_t eq = v->find('=');
-        p.args[v->substr(0, eq)] = eq == std::string::npos ? "" : v->substr(eq + 1);
-      }
-    }
-    if (auto it = f.artifacts.find("patch"); it != f.artifacts.end()) p.patch = it->second;
-    return p;
+  // The proposal a propose experiment recorded (its action field); a record without one is a
+  // journal this version cannot replay, said as such.
+  Result<std::optional<Proposal>> recorded_proposal(const LoggedExperiment& e) const {
+    if (e.feedback.action.empty())
+      return make_error(ErrorCode::kFailedPrecondition,
+                        "run {}: step {} recorded a proposal without its action (a journal from an older recur); start "
+                        "a new run",
+                        run_.name, e.step);
+    auto j = nlohmann::json::parse(e.feedback.action, nullptr, /*allow_exceptions=*/false);
+    auto p = proposal_from_json(j);
+    if (!p) return make_error(ErrorCode::kParse, "run {}: step {}: {}", run_.name, e.step, p.error().message());
+    return std::optional<Proposal>(std::move(*p));
   }
 
   // One proposer-requested experiment (a journal experiment, so a resume replays its record).
   Status run_action(const Proposal& p, const AgentState& as) {
     const bool patch = p.kind == ActionKind::kPatch;
-    const std::string patch_path =
-        (fs::path(o_.journal).parent_path() / run_.name / "patches" / fmt::format("step-{}.patch", log_.steps())).string();
+    const std::string patch_path = paths_.patch_file(log_.steps());
     RECUR_ASSIGN_OR_RETURN(
         LoggedExperiment e,
-        log_.run({.hypothesis = p.hypothesis, .probe = patch ? "candidate.build" : p.probe + ".kernel",
-                  .tier = patch || p.probe == "bench" ? 2 : 1, .config_diff = {}},
+        log_.run({.hypothesis = p.hypothesis,
+                  .probe = patch ? "candidate.build" : fmt::format("{}.kernel", probe_kind_name(p.probe)),
+                  .tier = patch || p.probe == ProbeKind::kBench ? 2 : 1, .config_diff = {}},
                  [&]() -> Result<Feedback> {
                    return patch ? run_patch_action(p, o_.candidate, patch_path) : run_probe_action(p, as.config);
                  },
@@ -361,257 +309,15 @@ class Loop {
     return out;
   }
 
-  // `annotate` adds notes to the gate's record before it is journaled (a prediction's check).
-  Result<LoggedExperiment> gate(const KnobMap& config, std::string hypothesis, KnobDiff diff,
-                                const std::function<Decision(const Feedback&)>& decide,
-                                const std::function<void(Feedback&)>& annotate = {}) {
-    const gate::GateSpec spec = gate_with_candidate(ep_, config);
-    return log_.run({.hypothesis = std::move(hypothesis), .probe = "gate", .tier = gate_tier(spec), .config_diff = diff},
-                    [&]() -> Result<Feedback> {
-                      gate::GateRunOptions go;
-                      // Traces a gate records (zone_time_us) go beside the run's report.
-                      go.artifact_dir = (fs::path(o_.journal).parent_path() / run_.name / "traces").string();
-                      go.progress = [this](std::string_view line) {
-                        if (o_.progress) o_.progress(fmt::format("    {}", line));
-                      };
-                      go.track_reads_of = ep_.candidate;
-                      RECUR_ASSIGN_OR_RETURN(gate::GateResult r, gate::run_gate(spec, go));
-                      if (r.knobs_read) r.feedback.notes.push_back(knobs_read_note(*r.knobs_read));
-                      if (annotate) annotate(r.feedback);
-                      return std::move(r.feedback);
-                    },
-                    decide ? decide : [](const Feedback&) { return Decision::kNone; });
-  }
-
-  // The experiment limit is a hard one: a change whose validation would run past it is not
-  // started or is abandoned between its probes (the budget in seconds may be overrun by the
-  // probe that spends it; a count is exact).
-  bool at_experiment_limit() const { return log_.steps() >= o_.max_experiments.value_or(ep_.max_experiments); }
-
-  // Validates one change cheapest first; returns the finding when it is kept (and leaves the
-  // new gate experiment in `g`).
-  Result<std::optional<Finding>> ladder(const Proposal& p, const KnobMap& config, const GateState& state,
-                                        const Evidence& ev, LoggedExperiment& g) {
-    const KnobDiff diff = {{p.change.knob, p.change.value}};
-    const KnobMap next = apply_change(config, p.change);
-    RECUR_ASSIGN_OR_RETURN(Config next_cfg, to_config(next));
-    RECUR_ASSIGN_OR_RETURN(Config cur_cfg, to_config(config));
-    const gate::GateSpec spec = gate_with_candidate(ep_, config);
-    std::string gain;
-
-    // Tier 1: the variant the change selects must pass check against float64, and when the gate
-    // fails on numerics it must also be clearly more accurate than the variant it replaces.
-    const gate::Condition* deciding = state.deciding(spec);
-    if (at_experiment_limit()) return std::optional<Finding>();
-    if (auto kv = kernel_variant_of(p.change)) {
-      RECUR_ASSIGN_OR_RETURN(LoggedExperiment c, check_variant(spec, kv->first, kv->second, diff));
-      if (c.decision == Decision::kRevert) return std::optional<Finding>();
-      if (deciding && condition_is_numeric(*deciding) && !p.change.from.empty()) {
-        RECUR_ASSIGN_OR_RETURN(LoggedExperiment was, check_variant(spec, kv->first, p.change.from, {}));
-        const Metric* now = c.feedback.find_metric("max_rel");
-        const Metric* before = was.feedback.find_metric("max_rel");
-        if (now && before && !(now->value < 0.5 * before->value)) {
-          RECUR_ASSIGN_OR_RETURN(
-              LoggedExperiment r,
-              log_.run({.hypothesis = fmt::format("{} {} is more accurate than {} (max_rel {:.3g} vs {:.3g})", kv->first,
-                                                  kv->second, p.change.from, now->value, before->value),
-                        .probe = "analyze.compare", .tier = 0, .config_diff = diff},
-                       [&]() -> Result<Feedback> {
-                         Feedback f;
-                         f.probe = "analyze.compare";
-                         f.subject = fmt::format("check.kernel {} {} vs {}", kv->first, kv->second, p.change.from);
-                         f.verdict = Verdict::kRefuted;
-                         f.add_metric("max_rel_ratio", before->value > 0 ? now->value / before->value : 1.0);
-                         f.notes.push_back("not at least 2x more accurate than the current variant: it cannot close a "
-                                           "numerics gap");
-                         return f;
-                       },
-                       [](const Feedback&) { return Decision::kRevert; }));
-          (void)r;
-          return std::optional<Finding>();
-        }
-        gain = fmt::format("check: max_rel {:.3g} -> {:.3g}", before ? before->value : 0.0, now ? now->value : 0.0);
-      }
-    }
-
-    // Tier 2: when the gate times the candidate's kernel, the new variant must be faster.
-    if (at_experiment_limit()) return std::optional<Finding>();
-    bool paired = false;  // a paired timing of the change against the current configuration decided
-    const gate::KernelWorkload w = kernel_workload_for(spec, ep_.candidate);
-    if (deciding && condition_times_kernel(*deciding, ep_.candidate) && spec.kernel &&
-        p.change.knob == fmt::format("kernel.{}.variant", w.kernel)) {
-      RECUR_ASSIGN_OR_RETURN(
-          LoggedExperiment b,
-          log_.run({.hypothesis = fmt::format("{} {} is faster than {} ({})", w.kernel, p.change.value, p.change.from,
-                                              p.change.why),
-                    .probe = "bench.kernel", .tier = 2, .config_diff = diff},
-                   [&]() -> Result<Feedback> {
-                     RECUR_ASSIGN_OR_RETURN(gate::KernelMeasurement m, gate::measure_kernel_ratio(w, next_cfg, cur_cfg, {}));
-                     return std::move(m.feedback);
-                   },
-                   // Only a significant gain goes on: an undecided ratio is no measurable effect.
-                   [](const Feedback& f) { return f.verdict == Verdict::kConfirmed ? Decision::kNone : Decision::kRevert; }));
-      gain += fmt::format("{}bench: time ratio {} ({})", gain.empty() ? "" : "; ", metric_text(b.feedback, "ratio"),
-                          verdict_name(b.feedback.verdict));
-      if (b.decision == Decision::kRevert) return std::optional<Finding>();
-      paired = true;
-    }
-
-    // A speed condition decides: keep only a significant gain in a paired, interleaved A/B of the
-    // current configuration against the change on the gate's own workload.
-    if (at_experiment_limit()) return std::optional<Finding>();
-    if (!paired && deciding && condition_is_speed(*deciding, ep_.candidate)) {
-      RECUR_ASSIGN_OR_RETURN(std::optional<LoggedExperiment> ab, paired_ab(spec, config, next, *deciding, p, diff));
-      if (ab) {
-        gain += fmt::format("{}paired A/B: {}", gain.empty() ? "" : "; ", ab->feedback.notes.empty() ? "" : ab->feedback.notes.front());
-        if (ab->decision == Decision::kRevert) return std::optional<Finding>();
-      }
-    }
-
-    // The gate decides: keep only what brings it strictly closer to passing.
-    if (at_experiment_limit()) return std::optional<Finding>();
-    const GateScore before = gate_score(state.verdict);
-    const gate::GateSpec next_spec = gate_with_candidate(ep_, next);
-    // The hypothesis's prediction, checked against what this gate run measures.
-    const ChangeOutlook outlook =
-        outlook_of(p.change, {.spec = &spec, .gate = &state, .evidence = &ev, .candidate_arm = ep_.candidate});
-    RECUR_ASSIGN_OR_RETURN(
-        LoggedExperiment ng,
-        gate(
-            next, p.hypothesis, diff,
-            [&](const Feedback& f) {
-              const GateScore after = gate_score(gate_state_from_feedback(next_spec, f).verdict);
-              return closer_to_pass(after, before) ? Decision::kKeep : Decision::kRevert;
-            },
-            [&](Feedback& f) {
-              if (std::string n = prediction_note(outlook, gate_state_from_feedback(next_spec, f)); !n.empty())
-                f.notes.push_back(std::move(n));
-            }));
-    if (ng.decision != Decision::kKeep) return std::optional<Finding>();
-    const GateScore after = gate_score(gate_state_from_feedback(next_spec, ng.feedback).verdict);
-    g = ng;
-    Finding f{.step = ng.step, .hypothesis = p.hypothesis, .knob = p.change.knob, .from = p.change.from,
-              .to = p.change.value, .component = p.change.component, .evidence = ev.findings, .gain = gain};
-    f.gain += fmt::format("{}gate: {} -> {}", f.gain.empty() ? "" : "; ", before.to_string(), after.to_string());
-    return std::optional<Finding>(std::move(f));
-  }
-
-  // The paired A/B of the current configuration (arm `cur`) against the change (arm `new`) on the
-  // gate's workload, by the deciding condition's speed metric: a ratio whose CI clears 1 in the
-  // change's favour passes (kept so far), one that does not is no measurable effect (reverted),
-  // one against it is a slowdown (reverted). nullopt when the metric has no paired form.
-  Result<std::optional<LoggedExperiment>> paired_ab(const gate::GateSpec& spec, const KnobMap& config, const KnobMap& next,
-                                                    const gate::Condition& deciding, const Proposal& p,
-                                                    const KnobDiff& diff) {
-    std::string condition;
-    for (const gate::MetricRequest& r : metric_calls(deciding.expr)) {
-      if (r.arm != ep_.candidate && r.vs != ep_.candidate) continue;
-      if (r.def->source == gate::MetricSource::kEngineThroughput)
-        condition = r.def->name.starts_with("prefill") ? "prefill_ratio(new vs cur) > 1" : "decode_ratio(new vs cur) > 1";
-      else if (is_kernel_time(r.def->source))
-        condition = "time_ratio(new vs cur) < 1";
-      if (!condition.empty()) break;
-    }
-    if (condition.empty()) return std::optional<LoggedExperiment>();
-    const gate::Arm* cand = spec.find_arm(ep_.candidate);
-    gate::Arm cur = cand ? *cand : gate::Arm{}, nw = cur;
-    cur.name = "cur";
-    cur.knobs.assign(config.begin(), config.end());
-    nw.name = "new";
-    nw.knobs.assign(next.begin(), next.end());
-    RECUR_ASSIGN_OR_RETURN(gate::GateSpec ab, gate::respec(spec, {cur, nw}, {condition}));
-    RECUR_ASSIGN_OR_RETURN(
-        LoggedExperiment e,
-        log_.run({.hypothesis = fmt::format("{}={} is measurably faster than {} on the gate's workload (paired: `{}`)",
-                                            p.change.knob, p.change.value, p.change.from, condition),
-                  .probe = "bench.ab", .tier = gate_tier(ab), .config_diff = diff},
-                 [&]() -> Result<Feedback> {
-                   gate::GateRunOptions go;
-                   go.progress = [this](std::string_view line) {
-                     if (o_.progress) o_.progress(fmt::format("    {}", line));
-                   };
-                   RECUR_ASSIGN_OR_RETURN(gate::GateResult r, gate::run_gate(ab, go));
-                   Feedback f = std::move(r.feedback);
-                   f.probe = "bench.ab";
-                   const char* what = r.verdict.outcome == gate::Outcome::kPass   ? "a significant gain"
-                                      : r.verdict.outcome == gate::Outcome::kFail ? "slower"
-                                                                                  : "no measurable effect";
-                   f.notes.insert(f.notes.begin(), fmt::format("{}: {}", what, r.verdict.reason));
-                   return f;
-                 },
-                 [](const Feedback& f) { return f.verdict == Verdict::kConfirmed ? Decision::kNone : Decision::kRevert; }));
-    return std::optional<LoggedExperiment>(std::move(e));
-  }
-
-  // After a pass with two or more knobs changed: each changed knob is put back to its start
-  // value in turn, and when the gate still passes without it the change is dropped (kept
-  // experiment: its diff is the start value). The root cause lists only changes whose removal
-  // hurts. Stops early when the budget is spent.
-  Status ablate(KnobMap& config, GateState& state, LoggedExperiment& g, LoopResult& out) {
-    std::vector<std::string> changed;
-    for (const auto& [k, v] : config)
-      if (auto it = ep_.start.find(k); it == ep_.start.end() || it->second != v) changed.push_back(k);
-    if (changed.size() < 2) return ok_status();
-    for (const std::string& k : changed) {
-      if (!out_of_budget().empty()) break;
-      KnobMap without = config;
-      std::string back;
-      if (auto it = ep_.start.find(k); it != ep_.start.end()) back = it->second;
-      else if (const KnobSpec* spec = KnobRegistry::global().find(k)) back = spec->default_value;
-      without[k] = back;
-      const gate::GateSpec spec = gate_with_candidate(ep_, without);
-      RECUR_ASSIGN_OR_RETURN(
-          LoggedExperiment a,
-          gate(without, fmt::format("ablation: without {}={} (back to {}) the gate still passes, so the change no longer "
-                                    "matters",
-                                    k, config.at(k), back),
-               {{k, back}}, [&](const Feedback& f) {
-                 return gate_state_from_feedback(spec, f).passed() ? Decision::kKeep : Decision::kRevert;
-               }));
-      if (a.decision != Decision::kKeep) continue;
-      config = without;
-      state = gate_state_from_feedback(spec, a.feedback);
-      note_state(state);
-      g = a;
-      std::erase_if(out.findings, [&](const Finding& f) { return f.knob == k; });
-      std::erase_if(findings_, [&](const Finding& f) { return f.knob == k; });
-    }
-    return ok_status();
-  }
-
-  // check.kernel of one variant (on the gate's kernel workload when it is that kernel's); each
-  // (kernel, variant) runs once per run and is reused, which a replay reproduces.
-  Result<LoggedExperiment> check_variant(const gate::GateSpec& spec, const std::string& kernel,
-                                         const std::string& variant, const KnobDiff& diff) {
-    const std::string key = kernel + "/" + variant;
-    if (auto it = checks_.find(key); it != checks_.end()) return it->second;
-    gate::KernelWorkload w = kernel_workload_for(spec, ep_.candidate);
-    if (w.kernel != kernel) w = gate::KernelWorkload{.kernel = kernel, .budget_s = 1, .seeds = {1}};
-    RECUR_ASSIGN_OR_RETURN(
-        LoggedExperiment c,
-        log_.run({.hypothesis = fmt::format("{} variant {} is correct (check against float64)", kernel, variant),
-                  .probe = "check.kernel", .tier = 1, .config_diff = diff},
-                 [&]() -> Result<Feedback> {
-                   Config cfg;
-                   RECUR_RETURN_IF_ERROR(cfg.set(fmt::format("kernel.{}.variant", kernel), variant));
-                   RECUR_ASSIGN_OR_RETURN(gate::KernelCheckMeasurement m, gate::measure_kernel_check(w, cfg, nullptr, {}));
-                   return std::move(m.feedback);
-                 },
-                 [&diff](const Feedback& f) {
-                   // Checking the variant in use (no diff) measures a baseline; it reverts nothing.
-                   return f.verdict == Verdict::kConfirmed || diff.empty() ? Decision::kNone : Decision::kRevert;
-                 }));
-    checks_[key] = c;
-    return c;
-  }
-
   const Episode& ep_;
   const LoopOptions& o_;
-  std::map<std::string, LoggedExperiment> checks_;
   RunRecord run_;
   Proposer& proposer_;
   std::string proposer_stopped_;  // why the proposer stopped, when it gave a reason
   ExperimentLog log_;
+  RunPaths paths_;
+  GateStep gate_;
+  ProbeLadder ladder_;
   double budget_s_;
 };
 

@@ -16,6 +16,10 @@
 //      changed, an ablation drops each change the gate passes without.
 // Every probe is a journal experiment, and the loop is a deterministic function of their
 // Feedback, so `recur agent resume` replays a killed run and continues where it stopped.
+// Where each part lives: the iteration and the run's endings here (loop.cc); attribution in
+// evidence.h; the order of changes in candidate_rank.h; a proposal as a typed value, journaled
+// as JSON, in proposal.h; one change's validation in probe_ladder.h; the gate experiment in
+// gate_step.h; the final ablation in ablation.h; the run's artifact folders in run_paths.h.
 // Not thread-safe (one run at a time: probes time things).
 #pragma once
 
@@ -30,6 +34,7 @@
 #include "agent/episode.h"
 #include "agent/experiment_log.h"
 #include "agent/journal.h"
+#include "agent/probe_ladder.h"
 #include "agent/proposer.h"
 
 namespace recur::agent {
@@ -51,16 +56,6 @@ struct LoopOptions {
   // How a patch is built and judged: tree, build command, runner, budgets (its patch, kernel,
   // variant, shape and hypothesis come from the action).
   CandidateOptions candidate;
-};
-
-// One kept change and why: the root cause the agent found.
-struct Finding {
-  int64_t step = 0;  // the gate experiment that kept it
-  std::string hypothesis;
-  std::string knob, from, to;
-  std::string component;
-  std::vector<std::string> evidence;  // attribution findings at the time
-  std::string gain;                   // "bench: 1.11x faster [1.08, 1.14]; gate: 2 -> 1 failing"
 };
 
 struct LoopResult {

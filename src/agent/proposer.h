@@ -21,6 +21,7 @@
 #include "agent/episode.h"
 #include "agent/evidence.h"
 #include "agent/gate_state.h"
+#include "agent/proposal.h"
 #include "agent/search_space.h"
 #include "core/status.h"
 
@@ -50,21 +51,6 @@ struct AgentState {
 // Each candidate's `component` is the component that led to it. This is the built-in
 // proposer's order, and what external proposers get as suggestions (`next`).
 Result<std::vector<Candidate>> open_changes(const AgentState& state);
-
-// What a proposer asks for: a knob change (the loop's step 4), or an experiment whose record
-// comes back as the next state's last_feedback without changing the configuration: a code
-// change built as a candidate (docs/candidates.md) or one read-only probe.
-enum class ActionKind { kSet, kPatch, kProbe };
-
-struct Proposal {
-  std::string hypothesis;
-  Candidate change;  // kSet
-  ActionKind kind = ActionKind::kSet;
-  std::string patch;  // kPatch: a unified diff against the tree the run started in
-  std::string probe;  // kProbe: "check" or "bench"
-  // kPatch: optional kernel, variant, shape; kProbe: kernel, variant, vs, shape, budget_s.
-  std::map<std::string, std::string> args;
-};
 
 class Proposer {
  public:

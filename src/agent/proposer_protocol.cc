@@ -69,7 +69,7 @@ size_t object_end(std::string_view text, size_t open) {
 constexpr size_t kMaxPatchBytes = size_t{256} << 10;
 
 // An optional string member that becomes one word of a command line (a kernel, variant, shape).
-Status take_word(const json& j, const char* key, std::string_view who, std::map<std::string, std::string>& out) {
+Status take_word(const json& j, const char* key, std::string_view who, std::string& out) {
   if (!j.contains(key)) return ok_status();
   const json& v = j[key];
   if (!v.is_string() || v.get_ref<const std::string&>().empty() || v.get_ref<const std::string&>().size() > 100 ||
@@ -77,7 +77,7 @@ Status take_word(const json& j, const char* key, std::string_view who, std::map<
       v.get_ref<const std::string&>().front() == '-')
     return invalid_argument("proposer '{}': member '{}' must be one word (no spaces or quotes, no leading '-'), got {}",
                             who, key, excerpt(v.dump()));
-  out[key] = v.get<std::string>();
+  out = v.get<std::string>();
   return ok_status();
 }
 
@@ -101,7 +101,15 @@ Result<std::optional<Proposal>> parse_patch_action(const json& j, const AgentSta
   if (!j.contains("hypothesis") || !j["hypothesis"].is_string())
     return invalid_argument("proposer '{}': member 'hypothesis' must be a string", who);
   p.hypothesis = j["hypothesis"];
-  for (const char* key : {"kernel", "variant", "shape"}) RECUR_RETURN_IF_ERROR(take_word(j, key, who, p.args));
+  std::string shape;
+  RECUR_RETURN_IF_ERROR(take_word(j, "kernel", who, p.target.kernel));
+  RECUR_RETURN_IF_ERROR(take_word(j, "variant", who, p.target.variant));
+  RECUR_RETURN_IF_ERROR(take_word(j, "shape", who, shape));
+  if (!shape.empty()) {
+    auto s = parse_kernel_shape(p.target.kernel, shape);
+    if (!s) return invalid_argument("proposer '{}': {}", who, s.error().message());
+    p.target.shape = std::move(*s);
+  }
   return std::optional<Proposal>(std::move(p));
 }
 
@@ -112,23 +120,32 @@ Result<std::optional<Proposal>> parse_probe_action(const json& j, std::string_vi
     return invalid_argument("proposer '{}': \"probe\" needs member 'probe': \"check\" or \"bench\" (read-only kernel "
                             "probes), got {}",
                             who, excerpt(j.value("probe", json()).dump()));
-  p.probe = j["probe"];
+  p.probe = j["probe"] == "check" ? ProbeKind::kCheck : ProbeKind::kBench;
   const json args = j.value("args", json::object());
   if (!args.is_object() || !args.contains("kernel"))
     return invalid_argument("proposer '{}': \"probe\" needs 'args' with 'kernel' (and optionally variant, vs, shape, "
                             "budget_s)",
                             who);
-  for (const char* key : {"kernel", "variant", "vs", "shape"}) RECUR_RETURN_IF_ERROR(take_word(args, key, who, p.args));
-  if (kernels::KernelRegistry::global().find(p.args["kernel"]) == nullptr)
-    return invalid_argument("proposer '{}': unknown kernel '{}' (recur kernels lists them)", who, p.args["kernel"]);
+  std::string shape;
+  RECUR_RETURN_IF_ERROR(take_word(args, "kernel", who, p.target.kernel));
+  RECUR_RETURN_IF_ERROR(take_word(args, "variant", who, p.target.variant));
+  RECUR_RETURN_IF_ERROR(take_word(args, "vs", who, p.target.vs));
+  RECUR_RETURN_IF_ERROR(take_word(args, "shape", who, shape));
+  if (kernels::KernelRegistry::global().find(p.target.kernel) == nullptr)
+    return invalid_argument("proposer '{}': unknown kernel '{}' (recur kernels lists them)", who, p.target.kernel);
+  if (!shape.empty()) {
+    auto s = parse_kernel_shape(p.target.kernel, shape);
+    if (!s) return invalid_argument("proposer '{}': {}", who, s.error().message());
+    p.target.shape = std::move(*s);
+  }
   if (args.contains("budget_s")) {
     if (!args["budget_s"].is_number() || !(args["budget_s"].get<double>() > 0) || args["budget_s"].get<double>() > 30)
       return invalid_argument("proposer '{}': args.budget_s must be a number of seconds in (0, 30]", who);
-    p.args["budget_s"] = fmt::format("{}", args["budget_s"].get<double>());
+    p.target.budget_s = args["budget_s"].get<double>();
   }
   p.hypothesis = j.contains("hypothesis") && j["hypothesis"].is_string()
                      ? j["hypothesis"].get<std::string>()
-                     : fmt::format("{} of {} answers the proposer's question", p.probe, p.args["kernel"]);
+                     : fmt::format("{} of {} answers the proposer's question", probe_kind_name(p.probe), p.target.kernel);
   return std::optional<Proposal>(std::move(p));
 }
 

@@ -121,7 +121,7 @@ TEST(ParseAction, PatchAndProbeActions) {
   ASSERT_TRUE(p && *p) << (p ? "stop" : p.error().message());
   EXPECT_EQ((*p)->kind, ActionKind::kPatch);
   EXPECT_EQ((*p)->patch, diff);
-  EXPECT_EQ((*p)->args.at("kernel"), "rmsnorm");
+  EXPECT_EQ((*p)->target.kernel, "rmsnorm");
   auto bad = parse_action(json{{"action", "patch"}, {"patch", "not a diff"}, {"hypothesis", "h"}}, f.state, "test");
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message().find("not a unified diff"), std::string::npos) << bad.error().message();
@@ -130,9 +130,21 @@ TEST(ParseAction, PatchAndProbeActions) {
                         f.state, "test");
   ASSERT_TRUE(q && *q) << (q ? "stop" : q.error().message());
   EXPECT_EQ((*q)->kind, ActionKind::kProbe);
-  EXPECT_EQ((*q)->probe, "check");
-  EXPECT_EQ((*q)->args.at("variant"), "scalar");
-  EXPECT_EQ((*q)->args.at("budget_s"), "1");
+  EXPECT_EQ((*q)->probe, ProbeKind::kCheck);
+  EXPECT_EQ((*q)->target.variant, "scalar");
+  EXPECT_EQ((*q)->target.budget_s, 1.0);
+  // A shape is parsed against the kernel's parameters when the proposal is accepted.
+  auto shaped = parse_action(json::parse(R"({"action": "probe", "probe": "bench", "args": {"kernel": "rmsnorm",
+                                             "shape": "M8"}})"),
+                             f.state, "test");
+  ASSERT_TRUE(shaped && *shaped) << (shaped ? "stop" : shaped.error().message());
+  ASSERT_TRUE((*shaped)->target.shape);
+  EXPECT_EQ((*shaped)->target.shape->find("M"), 8);
+  auto bad_shape = parse_action(json::parse(R"({"action": "probe", "probe": "bench", "args": {"kernel": "rmsnorm",
+                                                "shape": "Q9"}})"),
+                                f.state, "test");
+  ASSERT_FALSE(bad_shape);
+  EXPECT_NE(bad_shape.error().message().find("Q9"), std::string::npos) << bad_shape.error().message();
   EXPECT_EQ(state_json(f.state)["actions"], json({"set", "patch", "probe", "stop"}));
 }
 
@@ -169,6 +181,67 @@ TEST(ChatUrl, BaseOrFullUrl) {
   EXPECT_EQ(parse_chat_url("http://localhost:9")->chat_path, "/v1/chat/completions");
   for (std::string_view bad : {"localhost:8000/v1", "ftp://x/v1", "http://", "http://h/v1?key=1"})
     EXPECT_FALSE(parse_chat_url(bad)) << bad;
+}
+
+}  // namespace
+}  // namespace recur::agent
+
+namespace recur::agent {
+namespace {
+
+TEST(Proposal, JsonRoundTripsEveryKind) {
+  Proposal set;
+  set.hypothesis = "h";
+  set.change = {.knob = "engine.kv_dtype.layer[3]", .value = "bf16", .from = "fp8_e4m3",
+                .component = "engine:kv_cache/layer[3]", .why = "another choice", .expected_gain = 0.84,
+                .prediction = "should cut its error ~16x"};
+  auto back = proposal_from_json(json::parse(proposal_to_json(set).dump()));
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(back->kind, ActionKind::kSet);
+  EXPECT_EQ(back->change.key(), set.change.key());
+  EXPECT_EQ(back->change.from, "fp8_e4m3");
+  EXPECT_EQ(back->change.component, set.change.component);
+  EXPECT_DOUBLE_EQ(back->change.expected_gain, 0.84);
+  EXPECT_EQ(back->change.prediction, set.change.prediction);
+
+  Proposal probe;
+  probe.kind = ActionKind::kProbe;
+  probe.probe = ProbeKind::kBench;
+  probe.target = {.kernel = "rmsnorm", .variant = "scalar", .vs = "avx2", .shape = parse_kernel_shape("rmsnorm", "M8").value(),
+                  .budget_s = 1.5};
+  const json pj = proposal_to_json(probe);
+  EXPECT_EQ(pj["target"]["shape"]["M"], 8);  // a typed shape, not "M8"
+  auto pb = proposal_from_json(pj);
+  ASSERT_TRUE(pb) << pb.error().message();
+  EXPECT_EQ(pb->probe, ProbeKind::kBench);
+  EXPECT_EQ(pb->target.shape, probe.target.shape);
+  EXPECT_EQ(pb->target.budget_s, 1.5);
+  EXPECT_EQ(pb->target.vs, "avx2");
+
+  Proposal patch;
+  patch.kind = ActionKind::kPatch;
+  patch.patch = "--- a/x\n+++ b/x\n";
+  auto pp = proposal_from_json(proposal_to_json(patch));
+  ASSERT_TRUE(pp) << pp.error().message();
+  EXPECT_EQ(pp->patch, patch.patch);
+  EXPECT_FALSE(pp->target.shape);
+}
+
+TEST(Proposal, ErrorsNameTheMember) {
+  auto expect_error = [](const char* text, const char* want) {
+    auto p = proposal_from_json(json::parse(text));
+    ASSERT_FALSE(p) << text;
+    EXPECT_NE(p.error().message().find(want), std::string::npos) << p.error().message();
+  };
+  expect_error(R"({"kind": "jump"})", "action.kind");
+  expect_error(R"({"kind": "set"})", "action.change");
+  expect_error(R"({"kind": "set", "change": {"knob": 3, "value": "x"}})", "action.change.knob");
+  expect_error(R"({"kind": "probe", "probe": "check", "target": {"kernel": "rmsnorm", "shape": {"Q": 1}}})",
+               "action.target.shape.Q");
+  expect_error(R"({"kind": "probe", "probe": "check", "target": {"kernel": "rmsnorm", "shape": {"M": 0}}})",
+               "action.target.shape");
+  expect_error(R"({"kind": "probe", "probe": "fly", "target": {"kernel": "rmsnorm"}})", "action.probe");
+  expect_error(R"([1])", "action: expected an object");
 }
 
 }  // namespace

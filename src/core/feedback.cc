@@ -95,6 +95,8 @@ const Metric* Feedback::find_metric(std::string_view name) const {
 
 Status validate_feedback(const Feedback& f) {
   if (f.probe.empty()) return invalid_argument("feedback: probe: empty");
+  if (!f.action.empty() && !json::parse(f.action, nullptr, /*allow_exceptions=*/false).is_object())
+    return invalid_argument("feedback: action: not a JSON object");
   if (f.tier < 0 || f.tier > 4) return invalid_argument("feedback: tier: {} is outside 0..4", f.tier);
   if (!(f.cost_s >= 0) || !std::isfinite(f.cost_s))
     return invalid_argument("feedback: cost_s: {} is not a finite non-negative number", f.cost_s);
@@ -147,6 +149,10 @@ nlohmann::json feedback_to_json(const Feedback& f) {
   j["notes"] = f.notes;
   j["next"] = f.next;
   j["artifacts"] = f.artifacts;
+  if (!f.action.empty()) {
+    json a = json::parse(f.action, nullptr, /*allow_exceptions=*/false);
+    j["action"] = a.is_object() ? a : json(f.action);  // validate_feedback refuses the latter
+  }
   return j;
 }
 
@@ -206,6 +212,10 @@ Result<Feedback> feedback_from_json(const json& j) {
       if (!value.is_string()) return parse_error("feedback: artifacts.{}: expected a string", key);
       f.artifacts[key] = value.get<std::string>();
     }
+  }
+  if (auto it = j.find("action"); it != j.end() && !it->is_null()) {
+    if (!it->is_object()) return parse_error("feedback: action: expected an object, got {}", it->type_name());
+    f.action = it->dump();
   }
   return f;
 }

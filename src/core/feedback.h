@@ -63,6 +63,10 @@ struct Feedback {
   std::vector<std::string> notes;
   std::vector<std::string> next;
   std::map<std::string, std::string> artifacts;
+  // The action the experiment carried out, a JSON object as text ("" = none): the agent's typed
+  // proposal (agent/proposal.h). The record holds it as an object in its own member "action",
+  // so a resumed run replays exactly what was proposed.
+  std::string action;
 
   // Appends a metric and returns it for further edits.
   Metric& add_metric(std::string name, double value, std::string unit = "");

@@ -24,6 +24,7 @@ Feedback example() {
   f.notes = {"compute-bound"};
   f.next = {"bench.kernel kda_decode variant=hoisted"};
   f.artifacts = {{"trace", "runs/12/trace.json"}};
+  f.action = R"({"kind":"set","change":{"knob":"k","value":"v"}})";
   return f;
 }
 
@@ -42,6 +43,8 @@ TEST(Feedback, JsonRoundTripKeepsEveryField) {
   EXPECT_EQ(back->metrics[0].unit, "us");
   EXPECT_TRUE(back->attribution_is_decomposition);
   EXPECT_EQ(back->artifacts.at("trace"), "runs/12/trace.json");
+  EXPECT_EQ(nlohmann::json::parse(back->action), nlohmann::json::parse(f.action));
+  EXPECT_TRUE(feedback_to_json(f)["action"].is_object());  // its own member, an object, not text
 }
 
 TEST(Feedback, JsonMatchesTheDesignExampleShape) {
@@ -64,6 +67,12 @@ TEST(Feedback, ParseErrorsNameTheField) {
   ASSERT_FALSE(bad_metric);
   EXPECT_NE(bad_metric.error().message().find("metrics[0].value"), std::string::npos) << bad_metric.error().message();
   EXPECT_FALSE(feedback_from_json_text("{not json"));
+  auto bad_action = feedback_from_json_text(R"({"probe":"p","tier":1,"cost_s":0,"verdict":"failed","action":"set"})");
+  ASSERT_FALSE(bad_action);
+  EXPECT_NE(bad_action.error().message().find("action: expected an object"), std::string::npos);
+  Feedback text_action = example();
+  text_action.action = "change: k=v";
+  EXPECT_FALSE(validate_feedback(text_action));
   EXPECT_FALSE(feedback_from_json_text(R"({"probe":"p","tier":1.5,"cost_s":0,"verdict":"failed"})"));
 }
 
