@@ -158,18 +158,21 @@ Result<Evidence> kernel_numerics_evidence(const Episode& ep, const gate::GateSpe
   return ev;
 }
 
-// The gate's engine model and a pool like the gate's, for a probe outside the gate.
+// The gate's engine model and the candidate's engine pool (its engine.pool_spin_us, the gate's
+// thread count), for a probe outside the gate; the probe's Feedback states those conditions.
 struct WorkloadEngine {
   std::string path;
   std::unique_ptr<Model> model;
+  ThreadPoolOptions pool_options;
   std::unique_ptr<ThreadPool> pool;
+  std::string conditions() const { return probe_conditions_note(*pool, pool_options); }
 };
-Result<WorkloadEngine> load_workload_engine(const gate::GateSpec& spec) {
+Result<WorkloadEngine> load_workload_engine(const gate::GateSpec& spec, const Config& candidate) {
   WorkloadEngine e;
   RECUR_ASSIGN_OR_RETURN(e.path, gate::resolve_model_path(*spec.engine));
   RECUR_ASSIGN_OR_RETURN(e.model, load_model(e.path));
-  RECUR_ASSIGN_OR_RETURN(ThreadPoolOptions po, engine_pool_options(Config(), spec.threads));  // as the gate's
-  RECUR_ASSIGN_OR_RETURN(e.pool, ThreadPool::create(po));
+  RECUR_ASSIGN_OR_RETURN(e.pool_options, engine_pool_options(candidate, spec.threads));
+  RECUR_ASSIGN_OR_RETURN(e.pool, ThreadPool::create(e.pool_options));
   return e;
 }
 
@@ -186,12 +189,13 @@ Result<Evidence> op_error_evidence(const gate::GateSpec& spec, const std::string
                                          cand, ref, ev.condition),
                .probe = "check.engine_ops", .tier = 3, .config_diff = {}},
               [&]() -> Result<Feedback> {
-                RECUR_ASSIGN_OR_RETURN(WorkloadEngine e, load_workload_engine(spec));
+                RECUR_ASSIGN_OR_RETURN(WorkloadEngine e, load_workload_engine(spec, ca));
                 gate::OpErrorOptions o;
                 o.prompts = w.prompts;
                 o.decode_tokens = w.decode_tokens;
                 RECUR_ASSIGN_OR_RETURN(gate::OpErrorsResult r,
                                        gate::measure_op_errors(*e.model, e.path, *e.pool, o, {cand, ca}, {ref, cb}));
+                r.feedback.notes.push_back(e.conditions());
                 return std::move(r.feedback);
               },
               [](const Feedback&) { return Decision::kNone; }));
@@ -247,12 +251,13 @@ Result<Evidence> time_split_evidence(const gate::GateSpec& spec, const std::stri
                                               cand, ev.condition, cand, other.empty() ? "the reference" : other),
                .probe = "analyze.time_split", .tier = 3, .config_diff = {}},
               [&]() -> Result<Feedback> {
-                RECUR_ASSIGN_OR_RETURN(WorkloadEngine e, load_workload_engine(spec));
+                RECUR_ASSIGN_OR_RETURN(WorkloadEngine e, load_workload_engine(spec, ca));
                 const gate::NamedConfig a{cand, ca};
                 std::optional<gate::NamedConfig> b;
                 if (cb) b = gate::NamedConfig{other, *cb};
                 RECUR_ASSIGN_OR_RETURN(gate::TimeSplitResult r,
                                        gate::measure_time_split(*e.model, *e.pool, w, phase, a, b ? &*b : nullptr, trace_out));
+                r.feedback.notes.push_back(e.conditions());
                 return std::move(r.feedback);
               },
               [](const Feedback&) { return Decision::kNone; }));

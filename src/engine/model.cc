@@ -3,6 +3,10 @@
 #include "engine/hybrid.h"
 #include "engine/llama.h"
 
+#include <fmt/format.h>
+
+#include "core/cpu_features.h"
+
 namespace recur {
 
 // Where the weights live while the model runs (docs/engine.md "Weights in memory"; anon decodes
@@ -36,6 +40,15 @@ RECUR_KNOB(engine_pool_spin_us,
 Result<ThreadPoolOptions> engine_pool_options(const Config& knobs, int threads) {
   RECUR_ASSIGN_OR_RETURN(int64_t spin, knobs.get_int("engine.pool_spin_us"));
   return ThreadPoolOptions{.threads = threads, .pin = true, .spin_us = int(spin)};
+}
+
+std::string probe_conditions_note(const ThreadPool& pool, const ThreadPoolOptions& options) {
+  const std::string polling = pool.spins() ? fmt::format("polling {} us before sleeping", options.spin_us)
+                              : options.spin_us > 0 ? "sleeping at once (more threads than CPUs: polling is off)"
+                                                    : "sleeping at once";
+  return fmt::format("probe conditions: {} thread{}, {}, {} (engine.pool_spin_us), ISA {} (core.isa)", pool.size(),
+                     pool.size() == 1 ? "" : "s", options.pin ? "pinned" : "not pinned", polling,
+                     isa_name(active_isa()));
 }
 
 Result<ModelLoadOptions> model_load_options(const Config& knobs) {

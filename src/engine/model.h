@@ -136,6 +136,11 @@ Result<ModelLoadOptions> model_load_options(const Config& knobs);
 // engine.pool_spin_us says.
 Result<ThreadPoolOptions> engine_pool_options(const Config& knobs, int threads);
 
+// The conditions a probe ran the engine (or a kernel) under, for its Feedback: "probe conditions:
+// 2 threads, pinned, polling 200 us before sleeping (engine.pool_spin_us), ISA avx512 (core.isa)".
+// Kernel probes and engine probes that disagree on these measure different things.
+std::string probe_conditions_note(const ThreadPool& pool, const ThreadPoolOptions& options);
+
 // Reads general.architecture and loads a llama or hybrid model, its bytes held as the knob
 // engine.weights_memory says (mmap: the file mapped; anon: read into huge-page anonymous memory).
 Result<std::unique_ptr<Model>> load_model(const std::string& path, const Config& knobs);

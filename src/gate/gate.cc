@@ -229,13 +229,14 @@ class Runner {
     RECUR_ASSIGN_OR_RETURN(model_, load_model(model_path_));
     // The engine's own pool settings (engine.pool_spin_us polls before sleeping): a gate
     // measures what `recur generate` and `recur serve` run.
-    RECUR_ASSIGN_OR_RETURN(ThreadPoolOptions po, engine_pool_options(options_.base, spec_.threads));
-    RECUR_ASSIGN_OR_RETURN(pool_, ThreadPool::create(po));
+    RECUR_ASSIGN_OR_RETURN(pool_options_, engine_pool_options(options_.base, spec_.threads));
+    RECUR_ASSIGN_OR_RETURN(pool_, ThreadPool::create(pool_options_));
     return ok_status();
   }
 
   Result<GateResult> finish() {
     GateResult r = evaluate_gate(spec_, std::move(values_), std::move(probes_), elapsed_s());
+    if (pool_) r.feedback.notes.push_back(probe_conditions_note(*pool_, pool_options_));
     // A program workload reads its knobs in other processes, out of sight.
     if (reads_ && !spec_.program) r.knobs_read = reads_->names();
     say(fmt::format("verdict {}", outcome_name(r.verdict.outcome)));
@@ -251,6 +252,7 @@ class Runner {
   std::vector<Feedback> probes_;
   std::string model_path_;
   std::unique_ptr<Model> model_;
+  ThreadPoolOptions pool_options_;
   std::unique_ptr<ThreadPool> pool_;
 };
 

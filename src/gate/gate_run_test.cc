@@ -12,6 +12,8 @@
 
 #include "gate/program_probe.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 namespace recur::gate {
@@ -98,6 +100,12 @@ TEST_F(GateRun, TensorParallelAgreementOnATinySyntheticModelPasses) {
   EXPECT_NE(r->feedback.notes[0].find("gate pass: all 3 conditions pass; the tightest is condition "),
             std::string::npos)
       << r->feedback.notes[0];
+  // The conditions the engine ran under are stated: the engine's own pool (engine.pool_spin_us).
+  const auto conditions = std::find_if(r->feedback.notes.begin(), r->feedback.notes.end(),
+                                       [](const std::string& n) { return n.starts_with("probe conditions: "); });
+  ASSERT_NE(conditions, r->feedback.notes.end());
+  EXPECT_NE(conditions->find("engine.pool_spin_us"), std::string::npos) << *conditions;
+  EXPECT_NE(conditions->find("pinned"), std::string::npos) << *conditions;
   EXPECT_FALSE(progress.empty());
 }
 

@@ -162,8 +162,12 @@ Result<Feedback> bench_kernel_targets(const KernelBenchTarget& candidate, const 
   } else {
     f.notes.push_back("hardware counters unavailable (" + hw.why + "); `--callgrind` counts instructions instead");
   }
-  f.notes.push_back(fmt::format("isa {}; {} variant needs {}; cache flush {}", isa_name(active_isa()), variant.name,
-                                isa_name(variant.isa), options.flush_cache ? "before every sample" : "off"));
+  // The conditions, stated: a registered kernel runs on the calling thread alone (no pool, so no
+  // wake-ups), which the engine's multi-threaded call of the same kernel does not share.
+  f.notes.push_back(fmt::format("probe conditions: 1 thread (the kernel called directly, no pool), isa {}; {} variant "
+                                "needs {}; cache flush {}",
+                                isa_name(active_isa()), variant.name, isa_name(variant.isa),
+                                options.flush_cache ? "before every sample" : "off"));
   if (baseline && !cross && r.decision.verdict == BenchVerdict::kInconclusive)
     f.next.push_back(fmt::format("recur bench {} --variant {} --vs {} --shape {} --budget-s {:.0f}", spec.name, variant.name,
                                  baseline->variant->name, shape.to_string(), 2 * bo.budget_s));
