@@ -3,6 +3,7 @@
 // per-layer component binds a per-layer knob to its layer. Runs a small hybrid model (MoE, TP).
 #include "agent/component_knobs.h"
 
+#include <algorithm>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -54,6 +55,12 @@ TEST(ComponentKnobs, EveryComponentTheEngineNamesMapsToKnobsOrIsDeclaredKnobless
     }
     EXPECT_NEAR(sum, 1.0, 1e-9);
     EXPECT_TRUE(split->feedback.attribution_is_decomposition);
+    // The model's one attention layer (pattern kkka) is named: layer 3's attention, not "attention".
+    const auto attention = std::find_if(split->feedback.attribution.begin(), split->feedback.attribution.end(),
+                                        [](const Attribution& a) { return a.component.starts_with("engine:attention"); });
+    ASSERT_NE(attention, split->feedback.attribution.end());
+    EXPECT_EQ(attention->component, "engine:attention/layer[3]");
+    EXPECT_NE(attention->evidence.find("by layer: 3 100%"), std::string::npos) << attention->evidence;
   }
   gate::OpErrorOptions o;
   o.decode_tokens = 3;
@@ -109,7 +116,8 @@ TEST(ComponentKnobs, TheTimeSplitBetweenArmsNamesWhatGotSlower) {
                                         arm("slow", {{"kernel.gemm.precision", "bf16x6"}}), &fast, "");
   ASSERT_TRUE(split.has_value()) << split.error().message();
   ASSERT_FALSE(split->feedback.attribution.empty());
-  EXPECT_EQ(split->feedback.attribution.front().component, "kernel:gemm");
+  EXPECT_TRUE(component_matches("kernel:gemm", split->feedback.attribution.front().component))
+      << split->feedback.attribution.front().component;
   EXPECT_GT(split->feedback.attribution.front().share, 0.5);
   EXPECT_GT(split->a.us_by_component.at("kernel:gemm"), split->b.us_by_component.at("kernel:gemm"));
 }

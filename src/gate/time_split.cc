@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
@@ -32,6 +33,16 @@ constexpr ZoneRule kZoneRules[] = {
     {"step", "engine:forward"},
 };
 
+// The layer a zone's work belongs to: its own `layer` arg or its nearest enclosing zone's; -1
+// outside every layer (the LM head, sampling).
+int layer_of(const analyze::ZoneTree& tree, const trace::EventTable& table, const analyze::Zone& z) {
+  for (const analyze::Zone* at = &z;;) {
+    if (auto l = table.int_arg(at->event, "layer")) return int(*l);
+    if (at->parent == analyze::kNoZone) return -1;
+    at = &tree.zones()[at->parent];
+  }
+}
+
 Result<TimeSplit> split_once(const Model& model, ThreadPool& pool, const EngineWorkload& w, SplitPhase phase,
                              const NamedConfig& arm, trace::EventTable* last) {
   EngineBenchOptions o{.prefill_tokens = w.prefill_tokens,
@@ -40,19 +51,23 @@ Result<TimeSplit> split_once(const Model& model, ThreadPool& pool, const EngineW
                        .warmup_runs = 0};
   RECUR_RETURN_IF_ERROR(bench_engine(model, pool, o, arm.config));  // untraced, untimed
   std::map<std::string, std::vector<double>> samples;
+  std::map<std::pair<std::string, int>, std::vector<double>> layer_samples;
   std::vector<double> totals;
   const int runs = std::max(3, std::min(w.runs, 5));
   for (int i = 0; i < runs; ++i) {
     RECUR_ASSIGN_OR_RETURN(trace::EventTable table, traced_engine_run(model, pool, o, arm.config));
     analyze::ZoneTree tree(table);
     std::map<std::string, double> us;
+    std::map<std::pair<std::string, int>, double> layer_us;
     double total = 0;
     for (const analyze::Zone& z : tree.zones()) {
       std::string c = engine_zone_component(table.name(z.event));
       us[c] += double(z.self_ns) * 1e-3;
+      layer_us[{c, layer_of(tree, table, z)}] += double(z.self_ns) * 1e-3;
       total += double(z.self_ns) * 1e-3;
     }
     for (const auto& [c, v] : us) samples[c].push_back(v);
+    for (const auto& [key, v] : layer_us) layer_samples[key].push_back(v);
     totals.push_back(total);
     if (last && i + 1 == runs) *last = std::move(table);
   }
@@ -61,8 +76,52 @@ Result<TimeSplit> split_once(const Model& model, ThreadPool& pool, const EngineW
     v.resize(totals.size(), 0.0);
     s.us_by_component[c] = probe::median(v);
   }
+  for (auto& [key, v] : layer_samples) {
+    v.resize(totals.size(), 0.0);
+    s.us_by_layer[key.first][key.second] = probe::median(v);
+  }
   s.total_us = probe::median(totals);
   return s;
+}
+
+// A component's time by layer in this split (its excess over `ref` when given), largest first.
+std::vector<std::pair<int, double>> by_layer(const TimeSplit& a, const TimeSplit* ref, const std::string& c) {
+  std::vector<std::pair<int, double>> out;
+  auto it = a.us_by_layer.find(c);
+  if (it == a.us_by_layer.end()) return out;
+  for (const auto& [layer, us] : it->second) {
+    double v = us;
+    if (ref) {
+      auto rc = ref->us_by_layer.find(c);
+      if (rc != ref->us_by_layer.end())
+        if (auto rl = rc->second.find(layer); rl != rc->second.end()) v = std::max(0.0, us - rl->second);
+    }
+    if (v > 0) out.emplace_back(layer, v);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
+  return out;
+}
+
+// "; by layer: 3 61%, 1 20%, 0 12%" (the three largest), and the layer that dominates, if one does.
+struct LayerDetail {
+  std::string text;
+  std::optional<int> dominant;
+};
+LayerDetail layer_detail(const std::vector<std::pair<int, double>>& layers) {
+  LayerDetail d;
+  double sum = 0;
+  for (const auto& [l, v] : layers) sum += v;
+  if (sum <= 0 || layers.empty() || (layers.size() == 1 && layers[0].first < 0)) return d;
+  // Half of the whole and twice the next layer: two layers sharing a component evenly never
+  // name one of them on noise.
+  const double next = layers.size() > 1 ? layers[1].second : 0.0;
+  if (layers[0].first >= 0 && layers[0].second >= 0.5 * sum && layers[0].second >= 2 * next) d.dominant = layers[0].first;
+  d.text = "; by layer:";
+  for (size_t i = 0; i < layers.size() && i < 3; ++i)
+    d.text += fmt::format("{} {} {:.0f}%", i ? "," : "", layers[i].first < 0 ? std::string("outside layers")
+                                                                              : std::to_string(layers[i].first),
+                          100 * layers[i].second / sum);
+  return d;
 }
 
 std::string label(const std::string& c) { return c.empty() ? std::string(kUnattributed) : c; }
@@ -124,11 +183,13 @@ Result<TimeSplitResult> measure_time_split(const Model& model, ThreadPool& pool,
   for (const auto& [c, v] : parts) {
     if (whole <= 0 || (v <= 0 && !c.empty())) continue;
     const double own = out.a.us_by_component[c];
+    const LayerDetail layers = c.empty() ? LayerDetail{} : layer_detail(by_layer(out.a, excess ? &out.b : nullptr, c));
     f.attribution.push_back(
-        {label(c), v / whole,
-         excess ? fmt::format("{:.0f} us per run under {} against {:.0f} us under {}", own, a.name,
-                         out.b.us_by_component.count(c) ? out.b.us_by_component.at(c) : 0.0, b->name)
-           : fmt::format("{:.0f} us of {:.0f} us per run (self time of its zones)", own, out.a.total_us)});
+        {layers.dominant ? fmt::format("{}/layer[{}]", c, *layers.dominant) : label(c), v / whole,
+         (excess ? fmt::format("{:.0f} us per run under {} against {:.0f} us under {}", own, a.name,
+                               out.b.us_by_component.count(c) ? out.b.us_by_component.at(c) : 0.0, b->name)
+                 : fmt::format("{:.0f} us of {:.0f} us per run (self time of its zones)", own, out.a.total_us)) +
+             layers.text});
   }
   // A decomposition names its remainder, even when every zone had a component.
   if (whole > 0 && std::none_of(f.attribution.begin(), f.attribution.end(),

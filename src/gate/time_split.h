@@ -4,6 +4,11 @@
 // belongs to (engine_zone_component), and the shares of the total are the attribution (a
 // decomposition: zones of no known component go to `unattributed`, never dropped).
 //
+// A component whose time (or excess) sits mostly in one layer (at least half of it, and twice the
+// next layer's) is named with
+// that layer ("engine:attention/layer[3]"), so a per-layer knob binds to it (search_space.h);
+// each share's evidence lists its largest layers.
+//
 // With a reference arm b, both are split; when a is slower overall the attribution is the time
 // a spends over b per component (only components where a is slower; the shares are of that
 // excess), so a comparison between arms names what got slower, not what is big. When a is
@@ -34,6 +39,9 @@ enum class SplitPhase { kDecode, kPrefill };
 
 struct TimeSplit {
   std::map<std::string, double> us_by_component;  // per run (median over runs), "" = unattributed
+  // The same by layer (the `layer` arg of the zone or its nearest enclosing zone; -1 = outside
+  // any layer): component -> layer -> us per run (median over runs).
+  std::map<std::string, std::map<int, double>> us_by_layer;
   double total_us = 0;
 };
 
