@@ -32,4 +32,12 @@ std::vector<std::string> knobless_components(const Evidence& ev) {
   return out;
 }
 
+std::string patch_request(const Evidence& ev) {
+  if (ev.components.empty() || !knobs_for_component(ev.components.front().component).empty()) return "";
+  const Attribution& top = ev.components.front();
+  return fmt::format("the largest part of `{}` is {} ({:.0f}%: {}), which no knob acts on: a code change is needed "
+                     "there; propose a patch (action \"patch\") that makes it cheaper",
+                     ev.condition, top.component, 100 * top.share, top.evidence);
+}
+
 }  // namespace recur::agent

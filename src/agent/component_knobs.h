@@ -32,4 +32,10 @@ bool declared_without_knobs(std::string_view component);
 // The evidence's components (with their shares) that no knob acts on: "engine:norm (12%)".
 std::vector<std::string> knobless_components(const Evidence& ev);
 
+// When the component the attribution ranks first is one no knob acts on: the request for a code
+// change there, for a proposer that may submit patches ("the largest part of `decode_ratio(...)`
+// is engine:norm (60%), which no knob acts on: a code change is needed there; propose a patch"),
+// else "".
+std::string patch_request(const Evidence& ev);
+
 }  // namespace recur::agent

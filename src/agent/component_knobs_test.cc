@@ -127,6 +127,13 @@ TEST(ComponentKnobs, KnoblessComponentsAreTheFinding) {
   ev.components = {{.component = "engine:norm", .share = 0.6, .evidence = ""},
                    {.component = "kernel:gemm", .share = 0.4, .evidence = ""}};
   EXPECT_EQ(knobless_components(ev), std::vector<std::string>{"engine:norm (60%)"});
+  // The top component is knobless: a patch-capable proposer is asked for a code change there.
+  ev.condition = "decode_ratio(cand vs base) >= 2";
+  const std::string request = patch_request(ev);
+  EXPECT_NE(request.find("engine:norm (60%"), std::string::npos) << request;
+  EXPECT_NE(request.find("propose a patch"), std::string::npos) << request;
+  std::swap(ev.components[0], ev.components[1]);  // a knob acts on the largest: no request
+  EXPECT_EQ(patch_request(ev), "");
 }
 
 }  // namespace

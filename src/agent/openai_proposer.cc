@@ -37,6 +37,7 @@ The user message is the state as JSON:
 - last_feedback: the latest experiment's record; tried: changes already tried from this configuration
 - rejected: why your earlier answers were refused (do not repeat them)
 - fixed: knobs you must not change; knobs: the relevant knobs with type, choices, current value and components
+- knobless: measured components no knob acts on; patch_request (when present): the largest component is one of them, so a code change is what is needed
 
 Answer with exactly one JSON object and nothing else:
 {"action": "set", "knobs": {"KNOB": "VALUE"}, "hypothesis": "why this change should close the gap"}

@@ -1,5 +1,7 @@
 #include "agent/proposer_protocol.h"
 
+#include "agent/component_knobs.h"
+
 #include <algorithm>
 #include <set>
 
@@ -191,6 +193,10 @@ json state_json(const AgentState& s) {
   j["next"] = next;
   j["last_feedback"] = s.last_feedback ? feedback_to_json(*s.last_feedback) : json(nullptr);
   j["actions"] = s.allow_patches ? json{"set", "patch", "probe", "stop"} : json{"set", "probe", "stop"};
+  // Where no knob acts: the honest finding, and for a patch-capable run the request for a patch.
+  j["knobless"] = knobless_components(s.evidence);
+  if (s.allow_patches)
+    if (std::string request = patch_request(s.evidence); !request.empty()) j["patch_request"] = std::move(request);
   j["rejected"] = s.rejected;
   j["fixed"] = s.episode->fixed;
   Config current;

@@ -146,6 +146,14 @@ TEST(ParseAction, PatchAndProbeActions) {
   ASSERT_FALSE(bad_shape);
   EXPECT_NE(bad_shape.error().message().find("Q9"), std::string::npos) << bad_shape.error().message();
   EXPECT_EQ(state_json(f.state)["actions"], json({"set", "patch", "probe", "stop"}));
+  // Evidence whose largest component no knob acts on asks a patch-capable proposer for a patch.
+  f.state.evidence.components.insert(f.state.evidence.components.begin(), {"engine:norm", 0.7, "self time"});
+  const json with = state_json(f.state);
+  ASSERT_TRUE(with.contains("patch_request"));
+  EXPECT_NE(with["patch_request"].get<std::string>().find("engine:norm"), std::string::npos);
+  EXPECT_EQ(with["knobless"][0], "engine:norm (70%)");
+  f.state.allow_patches = false;
+  EXPECT_FALSE(state_json(f.state).contains("patch_request"));
 }
 
 TEST(CompactState, KeepsTheRelevantKnobsAndCutsLongText) {
