@@ -377,6 +377,15 @@ Result<Evidence> attribute_gap(const Episode& episode, const std::map<std::strin
   if (throughput && spec.program && !spec.program->background.empty()) {
     RECUR_ASSIGN_OR_RETURN(ev, timeline_evidence(spec, episode.candidate, log, options.trace_dir, std::move(ev)));
     if (!ev.components.empty()) return ev;
+  } else if (throughput && spec.program) {
+    // A program that cannot write a trace leaves the knob difference as the only lead.
+    std::string reference;
+    for (const gate::MetricRequest& r : calls)
+      if (r.def->source == gate::MetricSource::kEngineThroughput && touches_candidate(r))
+        reference = r.arm == episode.candidate ? r.vs : r.arm;
+    auto split = program_time_split_evidence(spec, episode.candidate, reference, log, options.trace_dir, ev);
+    if (split && !split->components.empty()) return split;
+    if (!split) ev.findings.push_back(fmt::format("no traced run of the program: {}", split.error().message()));
   }
   if (throughput && spec.engine && !spec.program) {
     RECUR_ASSIGN_OR_RETURN(ev, time_split_evidence(spec, episode.candidate, calls, log, options.trace_dir, std::move(ev)));

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -14,6 +15,7 @@
 #include "analyze/overlap.h"
 #include "analyze/trace_labels.h"
 #include "gate/program_probe.h"
+#include "gate/time_split.h"
 
 namespace recur::agent {
 
@@ -74,7 +76,96 @@ void add_lock_components(const analyze::LocksResult& locks, Evidence& ev) {
   }
 }
 
+// The folder a timeline probe writes its trace to ("" = a temporary one), created.
+Result<fs::path> trace_folder(const std::string& trace_dir) {
+  std::error_code ec;
+  const fs::path dir =
+      trace_dir.empty() ? fs::temp_directory_path() / fmt::format("recur-timeline-{}", getpid()) : fs::path(trace_dir);
+  fs::create_directories(dir, ec);
+  if (ec) return io_error("timeline evidence: cannot create {}: {}", dir.string(), ec.message());
+  return dir;
+}
+
+// The candidate's time by component in a program's trace (analyze.time_split over its zones, as
+// the engine's are split), one journal experiment: against the reference arm's traced run when
+// `reference` is given (what got slower), else the candidate's own time. `run` runs the
+// candidate's program first; a trace already written by another experiment is reused.
+Result<LoggedExperiment> program_time_split(const gate::GateSpec& spec, const gate::NamedConfig& candidate,
+                                            const std::optional<gate::NamedConfig>& reference,
+                                            const std::string& trace_path, bool run, ExperimentLog& log,
+                                            const std::string& condition) {
+  return log.run(
+      {.hypothesis = reference ? fmt::format("in traced runs of {} and {}, the components where {} spends more time "
+                                             "explain `{}`",
+                                             candidate.name, reference->name, candidate.name, condition)
+                               : fmt::format("in a traced run of {}, the components where the program spends its time "
+                                             "bound `{}`",
+                                             candidate.name, condition),
+       .probe = "analyze.time_split", .tier = run || reference ? 3 : 0, .config_diff = {}},
+      [&]() -> Result<Feedback> {
+        double seconds = 0;
+        if (run) {
+          RECUR_ASSIGN_OR_RETURN(gate::ProgramRun r, gate::run_program_traced(spec, candidate, trace_path));
+          seconds += r.seconds;
+        }
+        RECUR_ASSIGN_OR_RETURN(analyze::LoadedTrace t, analyze::load_trace(trace_path));
+        const gate::TimeSplit a = gate::split_trace(*t.table);
+        std::optional<gate::TimeSplit> b;
+        std::string reference_trace;
+        if (reference) {
+          reference_trace = fs::path(trace_path).replace_extension("").replace_extension("").string() + "-" +
+                            reference->name + ".json.gz";
+          RECUR_ASSIGN_OR_RETURN(gate::ProgramRun r, gate::run_program_traced(spec, *reference, reference_trace));
+          seconds += r.seconds;
+          RECUR_ASSIGN_OR_RETURN(analyze::LoadedTrace rt, analyze::load_trace(reference_trace));
+          b = gate::split_trace(*rt.table);
+        }
+        Feedback f = gate::time_split_feedback(
+            a, candidate.name, b ? &*b : nullptr, reference ? reference->name : "",
+            reference ? fmt::format("program time by component, arm {} against {}", candidate.name, reference->name)
+                      : fmt::format("program time by component, arm {}", candidate.name));
+        f.hypothesis = fmt::format("the program's time under {} is split by component", candidate.name);
+        f.cost_s = seconds;
+        f.artifacts["trace"] = trace_path;
+        if (reference) f.artifacts["reference_trace"] = reference_trace;
+        return f;
+      },
+      [](const Feedback&) { return Decision::kNone; });
+}
+
+void add_split_findings(const Feedback& split, Evidence& ev, bool as_components) {
+  for (const Attribution& a : split.attribution) {
+    if (a.component == kUnattributed || a.share <= 0) continue;
+    if (as_components) ev.components.push_back(a);
+    ev.findings.push_back(fmt::format("{} takes {:.0f}% of the program's traced {} ({})", a.component, 100 * a.share,
+                                      a.evidence.find(" against ") != std::string::npos ? "excess time" : "time",
+                                      a.evidence));
+  }
+}
+
 }  // namespace
+
+Result<Evidence> program_time_split_evidence(const gate::GateSpec& spec, const std::string& candidate,
+                                             const std::string& reference, ExperimentLog& log,
+                                             const std::string& trace_dir, Evidence ev) {
+  const gate::Arm* arm = spec.find_arm(candidate);
+  if (arm == nullptr) return not_found("gate {}: no arm '{}'", spec.name, candidate);
+  RECUR_ASSIGN_OR_RETURN(Config config, gate::arm_config(spec, *arm, Config()));
+  std::optional<gate::NamedConfig> ref;
+  if (const gate::Arm* r = reference.empty() ? nullptr : spec.find_arm(reference)) {
+    RECUR_ASSIGN_OR_RETURN(Config rc, gate::arm_config(spec, *r, Config()));
+    if (rc.overrides() != config.overrides()) ref = gate::NamedConfig{reference, std::move(rc)};
+  }
+  RECUR_ASSIGN_OR_RETURN(fs::path dir, trace_folder(trace_dir));
+  const std::string trace_path = (dir / fmt::format("{}-{}-step{}.json.gz", spec.name, candidate, log.steps())).string();
+  RECUR_ASSIGN_OR_RETURN(LoggedExperiment split, program_time_split(spec, {candidate, config}, ref, trace_path, true,
+                                                                    log, ev.condition));
+  if (split.feedback.verdict == Verdict::kFailed)
+    return make_error(ErrorCode::kFailedPrecondition, "{}",
+                      split.feedback.notes.empty() ? "the traced run failed" : split.feedback.notes.front());
+  add_split_findings(split.feedback, ev, true);
+  return ev;
+}
 
 Result<Evidence> timeline_evidence(const gate::GateSpec& spec, const std::string& candidate, ExperimentLog& log,
                                    const std::string& trace_dir, Evidence ev) {
@@ -84,10 +175,7 @@ Result<Evidence> timeline_evidence(const gate::GateSpec& spec, const std::string
   RECUR_ASSIGN_OR_RETURN(Config config, gate::arm_config(spec, *arm, Config()));
   RECUR_ASSIGN_OR_RETURN(analyze::Selector background, analyze::Selector::parse(w.background));
   RECUR_ASSIGN_OR_RETURN(analyze::Selector foreground, analyze::Selector::parse(w.foreground));
-  std::error_code ec;
-  const fs::path dir = trace_dir.empty() ? fs::temp_directory_path() / fmt::format("recur-timeline-{}", getpid()) : fs::path(trace_dir);
-  fs::create_directories(dir, ec);
-  if (ec) return io_error("timeline evidence: cannot create {}: {}", dir.string(), ec.message());
+  RECUR_ASSIGN_OR_RETURN(fs::path dir, trace_folder(trace_dir));
   // Named by the journal step of the overlap experiment: unique in the run, also after a resume
   // (whose log counts its new experiments from 0 again).
   const std::string trace_path = (dir / fmt::format("{}-{}-step{}.json.gz", spec.name, candidate, log.steps())).string();
@@ -154,6 +242,11 @@ Result<Evidence> timeline_evidence(const gate::GateSpec& spec, const std::string
     ev.findings.push_back(fmt::format("{}: {}", a.component, a.evidence));
   }
   ev.findings.push_back(overlap_line);
+  // 3. Where the candidate's time goes in the same trace: context for the proposer (the overlap
+  // and the locks rank the components; a split of the whole is not the gap).
+  RECUR_ASSIGN_OR_RETURN(LoggedExperiment split, program_time_split(spec, {candidate, config}, std::nullopt, used_trace,
+                                                                    false, log, ev.condition));
+  add_split_findings(split.feedback, ev, false);
   // The background's own thread, when it rarely overlaps: the knobs of that thread come next.
   const std::string kThreadNote = "background thread: ";
   for (const std::string& n : overlap.feedback.notes)

@@ -6,6 +6,8 @@
 //                    overlaps, and how many of its zones never do;
 //   analyze.locks    who waited on which lock while which thread held it, in which zone (the
 //                    GIL is traced as a lock by the Python bindings).
+// A third experiment splits the same trace's time by component (analyze.time_split, findings
+// only: the overlap and the locks rank).
 // Components: `lock:<mutex, lower case>` for each lock waited on (share of the wait time, the
 // waiters, the holders and where they held it), then `thread:<the background's thread>` when the
 // background rarely overlaps the foreground. Nothing here knows an episode.
@@ -24,5 +26,13 @@ namespace recur::agent {
 // temporary folder).
 Result<Evidence> timeline_evidence(const gate::GateSpec& spec, const std::string& candidate, ExperimentLog& log,
                                    const std::string& trace_dir, Evidence ev);
+
+// A program workload without a declared timeline: one traced run of the candidate (the program's
+// trace flag) and, when `reference` names an arm with other knobs, one of the reference; their
+// zones' self time by component (gate/time_split.h), the candidate's excess over the reference
+// (or its own time), as the components. An error when the program wrote no trace.
+Result<Evidence> program_time_split_evidence(const gate::GateSpec& spec, const std::string& candidate,
+                                             const std::string& reference, ExperimentLog& log,
+                                             const std::string& trace_dir, Evidence ev);
 
 }  // namespace recur::agent

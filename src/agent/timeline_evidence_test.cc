@@ -176,7 +176,7 @@ TEST_F(TimelineEvidence, AGilWaitAndASerializedTransferAreAttributedToTheLockThe
   EXPECT_TRUE(has_finding(*r, "lock:gil: kv_transfer (1/20) waited"));
 
   const std::vector<ExperimentRecord> e = experiments();
-  ASSERT_EQ(e.size(), 2u);
+  ASSERT_EQ(e.size(), 3u);
   EXPECT_EQ(e[0].spec.probe, "analyze.overlap");
   EXPECT_EQ(e[0].spec.tier, 3);
   ASSERT_TRUE(e[0].feedback.has_value());
@@ -190,6 +190,11 @@ TEST_F(TimelineEvidence, AGilWaitAndASerializedTransferAreAttributedToTheLockThe
   EXPECT_EQ(e[1].feedback->artifacts.at("trace"), trace);  // the same run's trace
   ASSERT_FALSE(e[1].feedback->attribution.empty());
   EXPECT_EQ(e[1].feedback->attribution[0].component, "lock:gil");
+  // The same trace split by component: context in the findings, not a ranking.
+  EXPECT_EQ(e[2].spec.probe, "analyze.time_split");
+  EXPECT_EQ(e[2].spec.tier, 0);
+  EXPECT_TRUE(has_finding(*r, "op:moe_dispatch takes"));
+  EXPECT_TRUE(has_finding(*r, "lock:gil takes"));
 }
 
 TEST_F(TimelineEvidence, ATransferThatHidesBehindTheForegroundExplainsNothing) {
@@ -200,18 +205,19 @@ TEST_F(TimelineEvidence, ATransferThatHidesBehindTheForegroundExplainsNothing) {
   ASSERT_TRUE(r.has_value()) << r.error().message();
   EXPECT_TRUE(r->components.empty());  // no lock waits, and the background overlaps
   EXPECT_TRUE(has_finding(*r, "for 100.0% of its time; 0 of its zones never overlap it"));
-  EXPECT_EQ(experiments().size(), 2u);
+  EXPECT_EQ(experiments().size(), 3u);
 }
 
 // attribute_gap: a throughput condition on a program gate with a timeline reads the timeline;
-// without one, or when the timeline explains nothing, the knobs in which the arms differ.
+// without one, the time split of the candidate's traced run against the reference arm's; when
+// the timeline explains nothing, the knobs in which the arms differ.
 TEST_F(TimelineEvidence, AttributeGapUsesTheTimelineAndFallsBackToTheConfigDiff) {
   auto ev = attribute(kGate, "off");
   ASSERT_TRUE(ev.has_value()) << ev.error().message();
   ASSERT_FALSE(ev->components.empty());
   EXPECT_EQ(ev->components[0].component, "lock:gil");
   EXPECT_EQ(ev->condition, "prefill_ratio(cand vs base) >= 0.95");
-  EXPECT_EQ(experiments().size(), 2u);
+  EXPECT_EQ(experiments().size(), 3u);
 
   std::string no_timeline(kGate);
   no_timeline.erase(no_timeline.find("[workload.program.timeline]"),
@@ -219,21 +225,27 @@ TEST_F(TimelineEvidence, AttributeGapUsesTheTimelineAndFallsBackToTheConfigDiff)
   ev = attribute(no_timeline, "off");
   ASSERT_TRUE(ev.has_value()) << ev.error().message();
   std::vector<ExperimentRecord> e = experiments();
-  ASSERT_EQ(e.size(), 3u);
-  EXPECT_EQ(e[2].spec.probe, "analyze.config_diff");
+  ASSERT_EQ(e.size(), 4u);
+  EXPECT_EQ(e[3].spec.probe, "analyze.time_split");
+  EXPECT_EQ(e[3].spec.tier, 3);  // two traced runs: cand, then base
   ASSERT_FALSE(ev->components.empty());
-  EXPECT_EQ(ev->components[0].component, "lock:gil");  // python.release_gil's components
-  EXPECT_NE(ev->components[0].evidence.find("python.release_gil: off vs true"), std::string::npos)
+  // The candidate's excess over base is its GIL zones (520 us of the 1450 us it spends over base;
+  // the rest is in zones of no known component), measured, not a knob count.
+  EXPECT_EQ(ev->components[0].component, "lock:gil");
+  EXPECT_NEAR(ev->components[0].share, 520.0 / 1450.0, 1e-6);
+  EXPECT_NE(ev->components[0].evidence.find("520 us per run under cand against 0 us under base"), std::string::npos)
       << ev->components[0].evidence;
+  EXPECT_EQ(e[3].feedback->artifacts.count("reference_trace"), 1u);
 
   // A timeline that shows no cause (the transfer overlaps): the config diff after it.
   ev = attribute(kGate, "on");
   ASSERT_TRUE(ev.has_value()) << ev.error().message();
   e = experiments();
-  ASSERT_EQ(e.size(), 6u);
-  EXPECT_EQ(e[3].spec.probe, "analyze.overlap");
-  EXPECT_EQ(e[4].spec.probe, "analyze.locks");
-  EXPECT_EQ(e[5].spec.probe, "analyze.config_diff");
+  ASSERT_EQ(e.size(), 8u);
+  EXPECT_EQ(e[4].spec.probe, "analyze.overlap");
+  EXPECT_EQ(e[5].spec.probe, "analyze.locks");
+  EXPECT_EQ(e[6].spec.probe, "analyze.time_split");
+  EXPECT_EQ(e[7].spec.probe, "analyze.config_diff");
   EXPECT_TRUE(has_finding(*ev, "for 100.0% of its time"));
 }
 
@@ -244,7 +256,7 @@ TEST_F(TimelineEvidence, AProgramThatWritesNoTraceFailsItsExperimentsNotTheAttri
   auto ev = attribute(kGate, "off");
   ASSERT_TRUE(ev.has_value()) << ev.error().message();
   const std::vector<ExperimentRecord> e = experiments();
-  ASSERT_EQ(e.size(), 3u);
+  ASSERT_EQ(e.size(), 4u);
   ASSERT_TRUE(e[0].feedback.has_value());
   EXPECT_EQ(e[0].feedback->verdict, Verdict::kFailed);
   std::string notes;
@@ -252,7 +264,8 @@ TEST_F(TimelineEvidence, AProgramThatWritesNoTraceFailsItsExperimentsNotTheAttri
   EXPECT_NE(notes.find("(arm cand): run with --trace"), std::string::npos) << notes;
   EXPECT_NE(notes.find("but wrote no trace there"), std::string::npos) << notes;
   EXPECT_EQ(e[1].feedback->verdict, Verdict::kFailed);
-  EXPECT_EQ(e[2].spec.probe, "analyze.config_diff");
+  EXPECT_EQ(e[2].feedback->verdict, Verdict::kFailed);  // the split of the trace that is not there
+  EXPECT_EQ(e[3].spec.probe, "analyze.config_diff");
   ASSERT_FALSE(ev->components.empty());
   EXPECT_EQ(ev->components[0].component, "lock:gil");
 }
@@ -268,7 +281,7 @@ TEST_F(TimelineEvidence, AResumedRunReplaysTheTimelineAndKeepsEarlierTraces) {
   ExperimentLog resumed(*journal_, run_id_);  // what resume_run builds
   auto again = timeline_evidence(serialized, "cand", resumed, trace_dir(), Evidence{});
   ASSERT_TRUE(again.has_value()) << again.error().message();
-  EXPECT_EQ(resumed.replayed(), 2);
+  EXPECT_EQ(resumed.replayed(), 3);
   EXPECT_EQ(resumed.new_experiments(), 0);
   ASSERT_EQ(again->components.size(), first->components.size());
   EXPECT_EQ(again->components[0].evidence, first->components[0].evidence);
@@ -278,8 +291,8 @@ TEST_F(TimelineEvidence, AResumedRunReplaysTheTimelineAndKeepsEarlierTraces) {
   auto next = timeline_evidence(overlapped, "cand", resumed, trace_dir(), Evidence{});
   ASSERT_TRUE(next.has_value()) << next.error().message();
   const std::vector<ExperimentRecord> e = experiments();
-  ASSERT_EQ(e.size(), 4u);
-  EXPECT_NE(e[2].feedback->artifacts.at("trace"), first_trace);
+  ASSERT_EQ(e.size(), 6u);
+  EXPECT_NE(e[3].feedback->artifacts.at("trace"), first_trace);
   std::ifstream in(first_trace);
   const std::string kept((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_TRUE(kept == kSerializedTrace) << first_trace << " was overwritten";

@@ -22,7 +22,8 @@ constexpr std::string_view kUnattributed = "unattributed";
 struct ZoneRule {
   std::string_view zone, component;
 };
-// Zone names of the engine (RECUR_ZONE in src/engine) and what their self time is. Container
+// Zone names of the engine (RECUR_ZONE in src/engine; "GIL", the Python bindings' lock zones,
+// trace/external_lock.h) and what their self time is. Container
 // zones' self time is the work between their children: a layer's norms and residual adds, the
 // MLP's activation, the attention's core over the KV cache, the KDA mixer's gated norm.
 constexpr ZoneRule kZoneRules[] = {
@@ -30,7 +31,7 @@ constexpr ZoneRule kZoneRules[] = {
     {"attention", "engine:attention"},  {"mlp", "engine:activation"},        {"kda_mixer", "engine:kda_mixer"},
     {"layer", "engine:norm"},           {"all_reduce", "op:all_reduce"},     {"all_gather", "op:all_reduce"},
     {"moe.dispatch", "op:moe_dispatch"}, {"moe.combine", "op:moe_combine"},  {"forward", "engine:forward"},
-    {"step", "engine:forward"},
+    {"step", "engine:forward"},         {"GIL", "lock:gil"},
 };
 
 // The layer a zone's work belongs to: its own `layer` arg or its nearest enclosing zone's; -1
@@ -56,19 +57,11 @@ Result<TimeSplit> split_once(const Model& model, ThreadPool& pool, const EngineW
   const int runs = std::max(3, std::min(w.runs, 5));
   for (int i = 0; i < runs; ++i) {
     RECUR_ASSIGN_OR_RETURN(trace::EventTable table, traced_engine_run(model, pool, o, arm.config));
-    analyze::ZoneTree tree(table);
-    std::map<std::string, double> us;
-    std::map<std::pair<std::string, int>, double> layer_us;
-    double total = 0;
-    for (const analyze::Zone& z : tree.zones()) {
-      std::string c = engine_zone_component(table.name(z.event));
-      us[c] += double(z.self_ns) * 1e-3;
-      layer_us[{c, layer_of(tree, table, z)}] += double(z.self_ns) * 1e-3;
-      total += double(z.self_ns) * 1e-3;
-    }
-    for (const auto& [c, v] : us) samples[c].push_back(v);
-    for (const auto& [key, v] : layer_us) layer_samples[key].push_back(v);
-    totals.push_back(total);
+    const TimeSplit one = split_trace(table);
+    for (const auto& [c, v] : one.us_by_component) samples[c].push_back(v);
+    for (const auto& [c, layers] : one.us_by_layer)
+      for (const auto& [l, v] : layers) layer_samples[{c, l}].push_back(v);
+    totals.push_back(one.total_us);
     if (last && i + 1 == runs) *last = std::move(table);
   }
   TimeSplit s;
@@ -128,6 +121,19 @@ std::string label(const std::string& c) { return c.empty() ? std::string(kUnattr
 
 }  // namespace
 
+TimeSplit split_trace(const trace::EventTable& table) {
+  analyze::ZoneTree tree(table);
+  TimeSplit s;
+  for (const analyze::Zone& z : tree.zones()) {
+    const std::string c = engine_zone_component(table.name(z.event));
+    const double us = double(z.self_ns) * 1e-3;
+    s.us_by_component[c] += us;
+    s.us_by_layer[c][layer_of(tree, table, z)] += us;
+    s.total_us += us;
+  }
+  return s;
+}
+
 std::string engine_zone_component(std::string_view zone) {
   for (const ZoneRule& r : kZoneRules)
     if (r.zone == zone) return std::string(r.component);
@@ -141,6 +147,55 @@ std::vector<std::string> engine_zone_components() {
   return out;
 }
 
+Feedback time_split_feedback(const TimeSplit& a, std::string_view a_name, const TimeSplit* b, std::string_view b_name,
+                             std::string subject) {
+  Feedback f;
+  f.probe = "analyze.time_split";
+  f.tier = 3;
+  f.subject = std::move(subject);
+  f.add_metric("total_us", a.total_us, "us");
+  if (b) f.add_metric("reference_total_us", b->total_us, "us");
+  // Shares of a's excess over b (per component where a is slower) when a is slower overall;
+  // else (no b, or a already the faster) of a's own time: what is left to gain is where a spends it.
+  const bool excess = b && a.total_us > b->total_us;
+  if (b && !excess)
+    f.notes.push_back(fmt::format("{} is not slower than {} overall ({:.0f} us against {:.0f} us a run): the shares "
+                                  "are of {}'s own time",
+                                  a_name, b_name, a.total_us, b->total_us, a_name));
+  std::vector<std::pair<std::string, double>> parts;
+  double whole = 0;
+  for (const auto& [c, us] : a.us_by_component) {
+    double v = us;
+    if (excess) {
+      auto it = b->us_by_component.find(c);
+      v = std::max(0.0, us - (it == b->us_by_component.end() ? 0.0 : it->second));
+    }
+    parts.emplace_back(c, v);
+    whole += v;
+  }
+  if (excess && whole <= 0) f.notes.push_back(fmt::format("{} is not slower than {} in any component", a_name, b_name));
+  std::stable_sort(parts.begin(), parts.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
+  for (const auto& [c, v] : parts) {
+    if (whole <= 0 || (v <= 0 && !c.empty())) continue;
+    const double own = a.us_by_component.at(c);
+    const LayerDetail layers = c.empty() ? LayerDetail{} : layer_detail(by_layer(a, excess ? b : nullptr, c));
+    f.attribution.push_back(
+        {layers.dominant ? fmt::format("{}/layer[{}]", c, *layers.dominant) : label(c), v / whole,
+         (excess ? fmt::format("{:.0f} us per run under {} against {:.0f} us under {}", own, a_name,
+                               b->us_by_component.count(c) ? b->us_by_component.at(c) : 0.0, b_name)
+                 : fmt::format("{:.0f} us of {:.0f} us per run (self time of its zones)", own, a.total_us)) +
+             layers.text});
+  }
+  // A decomposition names its remainder, even when every zone had a component.
+  if (whole > 0 && std::none_of(f.attribution.begin(), f.attribution.end(),
+                                [](const Attribution& x) { return x.component == kUnattributed; }))
+    f.attribution.push_back({std::string(kUnattributed), 0.0, "zones of no known component"});
+  f.attribution_is_decomposition = whole > 0;
+  f.verdict = whole > 0 ? Verdict::kConfirmed : Verdict::kInconclusive;
+  return f;
+}
+
+
 Result<TimeSplitResult> measure_time_split(const Model& model, ThreadPool& pool, const EngineWorkload& w,
                                           SplitPhase phase, const NamedConfig& a, const NamedConfig* b,
                                           const std::string& trace_out) {
@@ -151,52 +206,12 @@ Result<TimeSplitResult> measure_time_split(const Model& model, ThreadPool& pool,
   if (b) {
     RECUR_ASSIGN_OR_RETURN(out.b, split_once(model, pool, w, phase, *b, nullptr));
   }
-  Feedback& f = out.feedback;
-  f.probe = "analyze.time_split";
-  f.tier = 3;
   const std::string what = phase == SplitPhase::kPrefill ? "prefill" : "decode";
-  f.subject = b ? fmt::format("engine {} time by component, arm {} against {}", what, a.name, b->name)
-                : fmt::format("engine {} time by component, arm {}", what, a.name);
+  out.feedback = time_split_feedback(out.a, a.name, b ? &out.b : nullptr, b ? b->name : "",
+                                     b ? fmt::format("engine {} time by component, arm {} against {}", what, a.name, b->name)
+                                       : fmt::format("engine {} time by component, arm {}", what, a.name));
+  Feedback& f = out.feedback;
   f.hypothesis = fmt::format("the engine's {} time of {} is split by component", what, a.name);
-  f.add_metric("total_us", out.a.total_us, "us");
-  if (b) f.add_metric("reference_total_us", out.b.total_us, "us");
-  // Shares of a's excess over b (per component where a is slower) when a is slower overall;
-  // else (no b, or a already the faster) of a's own time: what is left to gain is where a spends it.
-  const bool excess = b && out.a.total_us > out.b.total_us;
-  if (b && !excess)
-    f.notes.push_back(fmt::format("{} is not slower than {} overall ({:.0f} us against {:.0f} us a run): the shares "
-                                  "are of {}'s own time",
-                                  a.name, b->name, out.a.total_us, out.b.total_us, a.name));
-  std::vector<std::pair<std::string, double>> parts;
-  double whole = 0;
-  for (const auto& [c, us] : out.a.us_by_component) {
-    double v = us;
-    if (excess) {
-      auto it = out.b.us_by_component.find(c);
-      v = std::max(0.0, us - (it == out.b.us_by_component.end() ? 0.0 : it->second));
-    }
-    parts.emplace_back(c, v);
-    whole += v;
-  }
-  if (excess && whole <= 0) f.notes.push_back(fmt::format("{} is not slower than {} in any component", a.name, b->name));
-  std::stable_sort(parts.begin(), parts.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
-  for (const auto& [c, v] : parts) {
-    if (whole <= 0 || (v <= 0 && !c.empty())) continue;
-    const double own = out.a.us_by_component[c];
-    const LayerDetail layers = c.empty() ? LayerDetail{} : layer_detail(by_layer(out.a, excess ? &out.b : nullptr, c));
-    f.attribution.push_back(
-        {layers.dominant ? fmt::format("{}/layer[{}]", c, *layers.dominant) : label(c), v / whole,
-         (excess ? fmt::format("{:.0f} us per run under {} against {:.0f} us under {}", own, a.name,
-                               out.b.us_by_component.count(c) ? out.b.us_by_component.at(c) : 0.0, b->name)
-                 : fmt::format("{:.0f} us of {:.0f} us per run (self time of its zones)", own, out.a.total_us)) +
-             layers.text});
-  }
-  // A decomposition names its remainder, even when every zone had a component.
-  if (whole > 0 && std::none_of(f.attribution.begin(), f.attribution.end(),
-                                [](const Attribution& x) { return x.component == kUnattributed; }))
-    f.attribution.push_back({std::string(kUnattributed), 0.0, "zones of no known component"});
-  f.attribution_is_decomposition = whole > 0;
-  f.verdict = whole > 0 ? Verdict::kConfirmed : Verdict::kInconclusive;
   f.notes.push_back(fmt::format("{} traced run(s) of {} prompt + {} decode tokens per arm; medians per component",
                                 std::max(3, std::min(w.runs, 5)), w.prefill_tokens,
                                 phase == SplitPhase::kPrefill ? 1 : w.decode_tokens));

@@ -24,6 +24,7 @@
 #include "core/status.h"
 #include "engine/model.h"
 #include "gate/engine_probe.h"
+#include "trace/event_table.h"
 
 namespace recur::gate {
 
@@ -49,6 +50,14 @@ struct TimeSplitResult {
   TimeSplit a, b;  // b empty without a reference arm
   Feedback feedback;
 };
+
+// One trace's zones, self time summed by component and layer (a program's trace as the engine's).
+TimeSplit split_trace(const trace::EventTable& table);
+
+// The record of a split (against b when given, as above): probe analyze.time_split, the shares
+// as its attribution (a decomposition), totals as metrics. The caller adds hypothesis and cost.
+Feedback time_split_feedback(const TimeSplit& a, std::string_view a_name, const TimeSplit* b, std::string_view b_name,
+                             std::string subject);
 
 // Splits arm a's time (and b's, when b is given) on the workload: kDecode runs the workload's
 // prompt and decode tokens, kPrefill its prompt with one decode token.
