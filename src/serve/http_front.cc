@@ -159,7 +159,12 @@ struct HttpFront::Loop {
   void accept_all() {
     for (;;) {
       const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd < 0) return;  // EAGAIN, or out of descriptors: the backlog holds the rest
+      if (fd < 0) {
+        // Out of descriptors: the backlog holds the rest; pause, or the level-triggered listen
+        // socket would spin this thread until a connection closes.
+        if (errno == EMFILE || errno == ENFILE) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        return;
+      }
       if (open.load() >= options.max_connections) {
         send_now(fd, error_response({503, fmt::format("the server has {} connections open; retry later",
                                                       options.max_connections), "server_error", "", "too_many_connections"}));
