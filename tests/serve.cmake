@@ -6,3 +6,8 @@ if(RECUR_BUILD_TESTS)
   add_test(NAME serve_batching_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/serve_batching_test.sh $<TARGET_FILE:recur> ${CMAKE_SOURCE_DIR})
   set_tests_properties(serve_batching_test PROPERTIES LABELS "e2e" TIMEOUT 120)
 endif()
+# Slow, abandoning and oversized clients; /health under load (serve_hardening_client.py).
+if(RECUR_BUILD_TESTS)
+  add_test(NAME serve_hardening_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/serve_hardening_test.sh $<TARGET_FILE:recur> ${CMAKE_SOURCE_DIR})
+  set_tests_properties(serve_hardening_test PROPERTIES LABELS "e2e" TIMEOUT 90)
+endif()

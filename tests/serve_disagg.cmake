@@ -18,3 +18,8 @@ if(RECUR_BUILD_TESTS)
   add_test(NAME serve_disagg_cancel_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/serve_disagg_cancel_test.sh $<TARGET_FILE:recur>)
   set_tests_properties(serve_disagg_cancel_test PROPERTIES LABELS "e2e" TIMEOUT 60)
 endif()
+# Peer authentication of the workers, reservation tokens and expiry.
+if(RECUR_BUILD_TESTS)
+  add_test(NAME serve_disagg_auth_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/serve_disagg_auth_test.sh $<TARGET_FILE:recur>)
+  set_tests_properties(serve_disagg_auth_test PROPERTIES LABELS "e2e" TIMEOUT 60)
+endif()

@@ -1,5 +1,6 @@
 # Shared by the disaggregated-serving tests: `. "$(dirname "$0")/serve_disagg_lib.sh"` first.
 #   T, RECUR_CACHE_DIR   a fresh temporary directory (also the model cache); serve_port (serve_port.sh)
+#   RECUR_PEER_KEY       the key the roles show each other (exported: every process launched has it)
 #   PIDS                 the processes a test started (append with PIDS="$PIDS $!")
 #   stop_workers         SIGTERM to each (a worker's transfer engine then unlinks its shared
 #                        memory), then SIGKILL, and removes /dev/shm/recur-kv.recur-<role>-PID*
@@ -16,6 +17,7 @@
 . "$(dirname "$0")/serve_port.sh"
 T="$(mktemp -d)"
 export RECUR_CACHE_DIR="$T"
+export RECUR_PEER_KEY="peer-$$-$(date +%s%N)"
 PIDS=""
 stop_workers() {
   for p in $PIDS; do kill "$p" 2>/dev/null; done

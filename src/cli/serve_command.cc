@@ -8,6 +8,7 @@
 #include "engine/model_cache.h"
 #include "engine/gguf.h"
 #include "engine/model_config.h"
+#include "serve/bearer_auth.h"
 #include "serve/encode_server.h"
 #include "serve/image_encoder.h"
 #include "serve/role_workers.h"
@@ -24,7 +25,15 @@ struct ServeFlags {
   std::string batching = "on";
   std::string encode_url;    // --role all: images encoded by this encode worker instead of in process
   std::string vision_model;  // --role all|encode: the vision encoder GGUF (empty: the embedded default)
+  std::string api_key_file, peer_key_file;
 };
+
+// The keys from --api-key-file / RECUR_API_KEY (else --api-key) and --peer-key-file / RECUR_PEER_KEY.
+Status load_serve_keys(ServeFlags& f) {
+  RECUR_ASSIGN_OR_RETURN(f.options.api_key, serve::load_secret(f.api_key_file, "RECUR_API_KEY", f.options.api_key));
+  RECUR_ASSIGN_OR_RETURN(f.options.peer_key, serve::load_secret(f.peer_key_file, "RECUR_PEER_KEY", ""));
+  return ok_status();
+}
 
 // The hidden size of the model at `path` (what image embeddings must have); the default model's
 // without one.
@@ -48,6 +57,7 @@ Status install_serve_image_encoder(const ServeFlags& f) {
 }
 
 int run_serve(ServeFlags f) {
+  if (auto keys = load_serve_keys(f); !keys) return report_failure(keys.error());
   if (f.role == "encode") {
     Result<int> dim = serve_model_dim(f.options.model_path);
     if (!dim) return report_failure(dim.error());
@@ -103,7 +113,20 @@ void register_serve(CLI::App& app, Invocation& inv) {
   cmd->add_option("--model-name", o.model_id, "the model id clients send (default: the file name without .gguf)");
   cmd->add_option("--host", o.host, "address to bind")->capture_default_str();
   cmd->add_option("--port", o.port, "port (0 = any free port, printed on stderr)")->check(CLI::Range(0, 65535))->capture_default_str();
-  cmd->add_option("--api-key", o.api_key, "require 'Authorization: Bearer KEY' on every route but /health");
+  cmd->add_option("--api-key", o.api_key, "require 'Authorization: Bearer KEY' on every route but /health (shows in "
+                                          "`ps`: prefer --api-key-file or RECUR_API_KEY)");
+  cmd->add_option("--api-key-file", f->api_key_file, "read the API key from this file (one line); also RECUR_API_KEY");
+  cmd->add_option("--peer-key-file", f->peer_key_file, "--role prefill|decode|router: the key they show each other, "
+                                                       "from this file (one line); also RECUR_PEER_KEY. Required by those roles");
+  cmd->add_option("--kv-reserve-timeout-s", f->roles.kv_reserve_timeout_s,
+                  "decode: a receive slot reserved but not used this long is released")
+      ->check(CLI::Range(1, 3600))->capture_default_str();
+  cmd->add_option("--read-timeout-s", o.read_timeout_s, "a request's headers and body must arrive within this many "
+                                                        "seconds of its first byte (408 and close beyond)")
+      ->check(CLI::Range(1, 3600))->capture_default_str();
+  cmd->add_option("--request-timeout-s", o.request_timeout_s, "a generation's deadline from its arrival (408 beyond; "
+                                                              "a request's \"timeout\" field may lower it)")
+      ->check(CLI::Range(1, 86400))->capture_default_str();
   cmd->add_option("--workers", o.workers, "engine workers, each with its own thread pool and batch")->check(CLI::Range(1, 256))->capture_default_str();
   cmd->add_option("--threads", o.threads_per_worker, "threads per engine worker (0 = CPUs / workers)")->check(CLI::Range(0, 1024))->capture_default_str();
   cmd->add_option("--batching", f->batching, "continuous batching (off: one sequence per worker, a session per request)")

@@ -6,6 +6,7 @@
 #include <httplib.h>
 
 #include "core/clock.h"
+#include "serve/bearer_auth.h"
 #include "serve/encode_wire.h"
 #include "serve/image_decode.h"
 #include "serve/role_protocol.h"
@@ -17,19 +18,13 @@ Status run_encode_worker(const ServeOptions& options, const std::string& vision_
   RECUR_ASSIGN_OR_RETURN(std::unique_ptr<ImageEncoder> encoder, local_image_encoder(vision_model, out_dim));
   RECUR_RETURN_IF_ERROR(encoder->encode(RgbImage{1, 1, {0, 0, 0}}));  // load now: errors at startup
   std::atomic<int64_t> images{0}, failed{0}, encode_ns{0};
-  httplib::Server svr;
-  const int http_threads = options.http_threads;
-  svr.new_task_queue = [http_threads] { return new httplib::ThreadPool(size_t(http_threads)); };
+  HttpFront svr;
+  FrontOptions front = front_options(options);
   // A front end sends the pixels it decoded as a PPM data: URI: room for the largest image it accepts.
   const size_t largest_ppm_uri = (size_t(kMaxImagePixels) * 3 + 64) / 3 * 4 + 128;
-  svr.set_payload_max_length(std::max(options.max_body_bytes, largest_ppm_uri));
-  const std::string bearer = "Bearer " + options.api_key;
-  svr.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
-    if (options.api_key.empty() || req.path == "/health" || req.get_header_value("Authorization") == bearer)
-      return httplib::Server::HandlerResponse::Unhandled;
-    role_send_error(res, {401, "missing or wrong API key", "invalid_request_error", "", "invalid_api_key"});
-    return httplib::Server::HandlerResponse::Handled;
-  });
+  front.max_body_bytes = std::max(options.max_body_bytes, largest_ppm_uri);
+  svr.set_payload_max_length(front.max_body_bytes);
+  require_bearer_key(svr, options.api_key);
   svr.Post("/v1/encode", [&](const httplib::Request& req, httplib::Response& res) {
     auto uri = parse_encode_request(req.body);
     if (!uri) return role_send_error(res, uri.error());
@@ -58,7 +53,7 @@ Status run_encode_worker(const ServeOptions& options, const std::string& vision_
         "# TYPE recur_encode_seconds_total counter\nrecur_encode_seconds_total {}\n",
         images.load(), failed.load(), double(encode_ns.load()) * 1e-9);
   });
-  return serve_until_signal(svr, options, "encode worker, " + encoder->describe());
+  return serve_until_signal(svr, options, front, "encode worker, " + encoder->describe());
 }
 
 }  // namespace recur::serve

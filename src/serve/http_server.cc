@@ -12,7 +12,9 @@
 
 #include "core/clock.h"
 #include "engine/model.h"
+#include "serve/bearer_auth.h"
 #include "serve/engine_workers.h"
+#include "serve/job_output.h"
 #include "serve/live_jobs.h"
 #include "serve/openai_json.h"
 #include "serve/serve.h"
@@ -22,6 +24,17 @@ namespace recur::serve {
 namespace {
 
 using nlohmann::json;
+
+// When a request's generation is given up: --request-timeout-s after arrival, or sooner when
+// the request's "timeout" asks.
+struct RequestDeadline {
+  double seconds = 0;
+  int64_t at_ns = 0;
+};
+RequestDeadline request_deadline(int64_t arrival_ns, int server_limit_s, std::optional<double> requested_s) {
+  const double seconds = std::min(double(server_limit_s), requested_s.value_or(double(server_limit_s)));
+  return {seconds, arrival_ns + int64_t(seconds * 1e9)};
+}
 
 struct ServerState {
   const ServeOptions& options;
@@ -50,35 +63,61 @@ std::string route_label(const std::string& path) {
   return "other";
 }
 
-// Compares without an early exit, so response timing does not reveal the key's prefix.
-bool same_secret(std::string_view a, std::string_view b) {
-  unsigned diff = a.size() != b.size();
-  for (size_t i = 0; i < a.size(); ++i) diff |= unsigned(uint8_t(a[i]) ^ uint8_t(i < b.size() ? b[i] : 0));
-  return diff == 0;
-}
-
-bool authorized(const ServerState& s, const httplib::Request& req) {
-  if (s.options.api_key.empty() || req.path == "/health") return true;
-  return same_secret(req.get_header_value("Authorization"), "Bearer " + s.options.api_key);
-}
-
 std::string stream_error_event(const ApiError& error) { return sse_event(error.to_json()); }
 
-// Streams the job's text as SSE chunks; a failed write means the client left: cancel the job.
+constexpr std::chrono::milliseconds kClientCheckInterval{100};
+
+// Cancels `job`: a running one is freed by the scheduler at its next step; a queued one leaves the
+// queue now (finished as cancelled), so that it holds no place there either.
+void cancel_job(ServerState& s, const std::shared_ptr<Job>& job) {
+  job->cancel();
+  if (s.queue.remove(job)) JobOutput::finish_cancelled(*job, s.metrics);
+}
+
+// The job's next update; or, when its client closed the connection or its deadline passed, the
+// job cancelled and why.
+expected<Job::Update, ApiError> next_update(ServerState& s, const std::shared_ptr<Job>& job,
+                                            const RequestDeadline& deadline) {
+  auto u = job->wait_update_for(kClientCheckInterval);
+  if (u && u->result) return std::move(*u);  // finished: nothing left to cancel
+  // Checked at every update too (text arrives every step while a generation runs): one poll().
+  if (http_client_gone()) {
+    cancel_job(s, job);
+    return unexpected(ApiError{499, "the client closed the connection: the generation was cancelled",
+                               "invalid_request_error", "", "client_closed"});
+  }
+  if (now_ns() >= deadline.at_ns) {
+    cancel_job(s, job);
+    return unexpected(ApiError{408, fmt::format("the request ran past its deadline of {:g} s (the request's 'timeout', "
+                                                "at most --request-timeout-s) and was cancelled", deadline.seconds),
+                               "invalid_request_error", "timeout", "request_timeout"});
+  }
+  return u ? std::move(*u) : Job::Update{};
+}
+
+// Streams the job's text as SSE chunks; a failed write means the client left: cancel the job. A
+// passed deadline ends the stream with an error event (code request_timeout), then [DONE].
 void stream_job(ServerState& s, std::shared_ptr<Job> job, ResponseMeta meta, bool include_usage,
-                httplib::Response& res) {
+                RequestDeadline deadline, httplib::Response& res) {
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [job, meta, include_usage](size_t, httplib::DataSink& sink) {
+      [&s, job, meta, include_usage, deadline](size_t, httplib::DataSink& sink) {
         auto write = [&](const std::string& text) {
           if (sink.write(text.data(), text.size())) return true;
           job->cancel();
           return false;
         };
+        auto end = [&] {
+          if (!write(std::string(kSseDone))) return false;
+          sink.done();
+          return true;
+        };
         bool first = true;
         for (;;) {
-          Job::Update u = job->wait_update();
+          auto next = next_update(s, job, deadline);
+          if (!next) return next.error().code == "client_closed" ? false : write(stream_error_event(next.error())) && end();
+          Job::Update& u = *next;
           if (!u.text.empty() || (first && meta.kind == CompletionRequest::Kind::kChat)) {
             if (!write(sse_event(stream_chunk(meta, u.text, first, std::nullopt, include_usage)))) return false;
             first = false;
@@ -93,9 +132,7 @@ void stream_job(ServerState& s, std::shared_ptr<Job> job, ResponseMeta meta, boo
                 !write(sse_event(usage_chunk(meta, {r.prompt_tokens, r.completion_tokens}))))
               return false;
           }
-          if (!write(std::string(kSseDone))) return false;
-          sink.done();
-          return true;
+          return end();
         }
       },
       [&s, job](bool success) {
@@ -104,14 +141,19 @@ void stream_job(ServerState& s, std::shared_ptr<Job> job, ResponseMeta meta, boo
       });
 }
 
-void answer_whole(ServerState& s, const std::shared_ptr<Job>& job, const ResponseMeta& meta, httplib::Response& res) {
+void answer_whole(ServerState& s, const std::shared_ptr<Job>& job, const ResponseMeta& meta,
+                  const RequestDeadline& deadline, httplib::Response& res) {
   std::string text;
   JobResult result;
   for (;;) {
-    Job::Update u = job->wait_update();
-    text += u.text;
-    if (u.result) {
-      result = *u.result;
+    auto u = next_update(s, job, deadline);
+    if (!u) {
+      s.live.remove(job);
+      return send_error(res, u.error());  // a client that left reads nothing; the log counts it
+    }
+    text += u->text;
+    if (u->result) {
+      result = *u->result;
       break;
     }
   }
@@ -128,6 +170,7 @@ void handle_generation(ServerState& s, CompletionRequest::Kind kind, const httpl
   const int64_t arrival = now_ns();
   auto parsed = kind == CompletionRequest::Kind::kChat ? parse_chat_request(req.body) : parse_completion_request(req.body);
   if (!parsed) return send_error(res, parsed.error());
+  const RequestDeadline deadline = request_deadline(arrival, s.options.request_timeout_s, parsed->timeout_s);
   auto prepared = prepare_request(*parsed, s.model_id, s.model);
   if (!prepared) return send_error(res, prepared.error());
   auto job = std::make_shared<Job>(std::move(*prepared), arrival);
@@ -145,18 +188,13 @@ void handle_generation(ServerState& s, CompletionRequest::Kind kind, const httpl
   ResponseMeta meta{kind, fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", s.next_id.fetch_add(1)),
                     int64_t(std::time(nullptr)), s.model_id};
   if (parsed->stream)
-    stream_job(s, job, std::move(meta), parsed->include_usage, res);
+    stream_job(s, job, std::move(meta), parsed->include_usage, deadline, res);
   else
-    answer_whole(s, job, meta, res);
+    answer_whole(s, job, meta, deadline, res);
 }
 
 void install_routes(httplib::Server& svr, ServerState& s) {
-  svr.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) {
-    if (authorized(s, req)) return httplib::Server::HandlerResponse::Unhandled;
-    send_error(res, {401, "missing or incorrect API key: send the header 'Authorization: Bearer <key>'",
-                     "invalid_request_error", "", "invalid_api_key"});
-    return httplib::Server::HandlerResponse::Handled;
-  });
+  require_bearer_key(svr, s.options.api_key);
   svr.Get("/health", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(R"({"status":"ok"})", "application/json");
   });
@@ -205,11 +243,14 @@ void block_stop_signals() {
   std::signal(SIGPIPE, SIG_IGN);  // a client that left must not kill the server
 }
 
-Status serve_until_signal(httplib::Server& server, const ServeOptions& options, std::string_view what,
-                          const std::function<void()>& on_stop) {
+FrontOptions front_options(const ServeOptions& options) {
+  return {.handler_threads = size_t(options.http_threads), .max_body_bytes = options.max_body_bytes,
+          .read_timeout_s = options.read_timeout_s};
+}
+
+Status serve_until_signal(HttpFront& server, const ServeOptions& options, const FrontOptions& front,
+                          std::string_view what, const std::function<void()>& on_stop) {
   sigset_t signals = stop_signals();
-  server.set_tcp_nodelay(true);  // SSE chunks are small: Nagle would hold each one for an ACK
-  server.set_keep_alive_timeout(2);
   // httplib listens with a backlog of 5 (compiled into Debian's libcpp-httplib): 16 clients
   // connecting at once to a busy server overflow it, the kernel falls back to SYN cookies and
   // some connections get no response. listen() again on the bound socket raises it.
@@ -224,18 +265,19 @@ Status serve_until_signal(httplib::Server& server, const ServeOptions& options, 
   } else if (!server.bind_to_port(options.host, port)) {
     port = -1;
   }
-  if (port < 0)
+  if (port < 0 || listen_fd < 0)
     return io_error("cannot listen on {}:{} (in use, or not an address of this host)", options.host, options.port);
-  if (listen_fd >= 0) ::listen(listen_fd, kServeListenBacklog);
+  ::listen(listen_fd, kServeListenBacklog);
   fmt::print(stderr, "listening on http://{}:{} ({})\n", options.host, port, what);
-  std::thread listener([&server] { server.listen_after_bind(); });
+  Status served = ok_status();
+  std::thread listener([&] { served = server.run(listen_fd, front); });
   int received = 0;
   sigwait(&signals, &received);
   fmt::print(stderr, "recur serve: {} received, shutting down\n", received == SIGTERM ? "SIGTERM" : "SIGINT");
   if (on_stop) on_stop();
-  server.stop();
+  server.stop_front();
   listener.join();
-  return ok_status();
+  return served;
 }
 
 Status run_server(const ServeOptions& options) {
@@ -250,18 +292,15 @@ Status run_server(const ServeOptions& options) {
                                      .scheduler = {.max_sequences = options.max_seqs,
                                                    .max_batch_tokens = options.max_batch_tokens}};
   RECUR_ASSIGN_OR_RETURN(auto workers, EngineWorkers::start(*model, worker_options, s.queue, s.metrics, options.knobs));
-  httplib::Server svr;
-  const int http_threads = options.http_threads;
-  svr.new_task_queue = [http_threads] { return new httplib::ThreadPool(size_t(http_threads)); };
+  HttpFront svr;
   svr.set_payload_max_length(options.max_body_bytes);
-  svr.set_read_timeout(30);
   install_routes(svr, s);
   const std::string batching = workers->batching() ? fmt::format("batching up to {} sequences, {} tokens per forward",
                                                                  options.max_seqs, options.max_batch_tokens)
                                                    : std::string("one sequence per worker");
   const std::string what = fmt::format("model {}, {} worker{}, {}, queue {}", id, options.workers,
                                        options.workers == 1 ? "" : "s", batching, options.queue_size);
-  RECUR_RETURN_IF_ERROR(serve_until_signal(svr, options, what, [&s] {
+  RECUR_RETURN_IF_ERROR(serve_until_signal(svr, options, front_options(options), what, [&s] {
     s.stopping.store(true);
     s.live.cancel_all();
     s.queue.close();

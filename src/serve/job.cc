@@ -20,8 +20,13 @@ void Job::finish(JobResult result) {
 }
 
 Job::Update Job::wait_update() {
+  for (;;)
+    if (auto u = wait_update_for(std::chrono::hours(1))) return std::move(*u);
+}
+
+std::optional<Job::Update> Job::wait_update_for(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mu_);
-  cv_.wait(lock, [&] { return !pending_.empty() || result_.has_value(); });
+  if (!cv_.wait_for(lock, timeout, [&] { return !pending_.empty() || result_.has_value(); })) return std::nullopt;
   Update u;
   u.text.swap(pending_);
   if (result_) u.result = *result_;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -41,6 +42,9 @@ class Job {
     std::optional<JobResult> result;
   };
   Update wait_update();
+  // The same, giving up after `timeout` (nothing then), so that the waiter can check on its client
+  // and its deadline.
+  std::optional<Update> wait_update_for(std::chrono::milliseconds timeout);
   void cancel() { cancelled_.store(true, std::memory_order_relaxed); }
 
  private:

@@ -29,6 +29,16 @@ std::shared_ptr<Job> JobQueue::try_pop_if(const std::function<bool(const Job&)>&
   return job;
 }
 
+bool JobQueue::remove(const std::shared_ptr<Job>& job) {
+  std::lock_guard lock(mu_);
+  for (auto it = jobs_.begin(); it != jobs_.end(); ++it)
+    if (*it == job) {
+      jobs_.erase(it);
+      return true;
+    }
+  return false;
+}
+
 void JobQueue::close() {
   {
     std::lock_guard lock(mu_);

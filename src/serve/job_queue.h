@@ -25,6 +25,9 @@ class JobQueue {
   // The oldest job if there is one and `admit` accepts it, else null at once (a batching
   // scheduler takes work only while it has room, and leaves the rest queued in order).
   std::shared_ptr<Job> try_pop_if(const std::function<bool(const Job&)>& admit);
+  // Takes `job` out if it is still waiting (its client left: its place goes to the next request);
+  // false when a worker took it already.
+  bool remove(const std::shared_ptr<Job>& job);
   void close();
   size_t depth() const;
   size_t capacity() const { return capacity_; }

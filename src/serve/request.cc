@@ -125,6 +125,14 @@ expected<void, ApiError> parse_common(const json& doc, CompletionRequest& r) {
   auto ignore_eos = boolean(doc, "ignore_eos");
   if (!ignore_eos) return unexpected(ignore_eos.error());
   r.sampling.ignore_eos = *ignore_eos;
+  if (const json* v = field(doc, "timeout")) {
+    if (!v->is_number()) return unexpected(schema_error("timeout", "'timeout' must be a number of seconds, got {}", type_name(*v)));
+    const double t = v->get<double>();
+    if (!(t > 0.0) || t > kMaxTimeoutSeconds)
+      return unexpected(bad_request("timeout", "out_of_range", "'timeout' is {}; expected seconds above 0, at most {}", t,
+                                    kMaxTimeoutSeconds));
+    r.timeout_s = t;
+  }
   if (const json* v = field(doc, "stream_options")) {
     if (!v->is_object())
       return unexpected(schema_error("stream_options", "'stream_options' must be an object, got {}", type_name(*v)));

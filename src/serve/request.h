@@ -20,6 +20,7 @@ namespace recur::serve {
 
 inline constexpr size_t kMaxStopSequences = 4;
 inline constexpr size_t kMaxStopBytes = 256;
+inline constexpr double kMaxTimeoutSeconds = 86400;
 
 // An image part of a chat message (OpenAI's {"type":"image_url","image_url":{"url":...}}):
 // decoded and encoded later (image_prompt.h), where the model is known.
@@ -57,6 +58,7 @@ struct CompletionRequest {
   SamplingRequest sampling;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  std::optional<double> timeout_s;  // "timeout": lowers the server's --request-timeout-s for this request
 };
 
 expected<CompletionRequest, ApiError> parse_completion_request(std::string_view body);

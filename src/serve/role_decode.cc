@@ -4,10 +4,12 @@
 // (batch_scheduler.h, as `--role all` runs it) installs each admitted request's state in a fresh
 // sequence of its batch and decodes every running request together, one forward per step.
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <thread>
 #include <unistd.h>
 
@@ -18,6 +20,7 @@
 #include "core/thread_pool.h"
 #include "engine/sequence_state.h"
 #include "serve/batch_scheduler.h"
+#include "serve/bearer_auth.h"
 #include "serve/job_queue.h"
 #include "serve/kv_metrics.h"
 #include "serve/live_jobs.h"
@@ -32,10 +35,23 @@ using nlohmann::json;
 
 constexpr std::chrono::milliseconds kDecodeReceiveTimeout{10000};
 
+// A receive slot: free; reserved by a router (which holds its token) until it sends /decode or
+// /kv/release, or until the reservation expires; or receiving (a /decode copies its state out).
 struct DecodeSlot {
-  bool reserved = false;
+  enum class State { kFree, kReserved, kReceiving };
+  State state = State::kFree;
   uint64_t generation = 0;
+  std::string token;        // names the reservation in /decode and /kv/release
+  int64_t expires_ns = 0;   // kReserved: released by the next reserve after this
 };
+
+// 128 random bits as hex: a reservation's token (only its holder can use or release the slot).
+std::string new_slot_token() {
+  std::random_device random;  // /dev/urandom
+  std::string token;
+  for (int i = 0; i < 4; ++i) token += fmt::format("{:08x}", uint32_t(random()));
+  return token;
+}
 
 // A request whose prompt state arrived: the verified layer blocks and the prompt's last logits,
 // waiting for the scheduler to install them (decode_import_prompt). Only this worker's queue
@@ -92,12 +108,17 @@ class DecodeWorker {
   static Result<std::unique_ptr<DecodeWorker>> create(const RoleOptions& o);
   ~DecodeWorker();
   void handle_reserve(httplib::Response& res);
+  // Takes the slot `msg` names for a /decode: its token must be the reservation's.
+  expected<int, ApiError> claim(const json& msg);
   void handle_release(const httplib::Request& req, httplib::Response& res);
   void handle_decode(const httplib::Request& req, httplib::Response& res);
   void cancel_all() { live_.cancel_all(); }
   std::string metrics() const {
     std::string out = metrics_.render(queue_->depth(), queue_->capacity());
     kv_metrics_.render(out);
+    out += fmt::format("# HELP recur_kv_reservations_expired_total receive slots released because their reservation "
+                       "went unused for --kv-reserve-timeout-s\n# TYPE recur_kv_reservations_expired_total counter\n"
+                       "recur_kv_reservations_expired_total {}\n", expired_reservations_.load());
     return out;
   }
 
@@ -122,6 +143,8 @@ class DecodeWorker {
   std::mutex slots_mu_;
   std::vector<DecodeSlot> slots_;
   uint64_t next_generation_ = 1;
+  int64_t reserve_timeout_ns_ = 0;
+  std::atomic<uint64_t> expired_reservations_{0};
   Metrics metrics_;
   KvTransferMetrics kv_metrics_;
   std::unique_ptr<JobQueue> queue_;  // received requests waiting for a batch slot (bounded: 429)
@@ -150,6 +173,7 @@ Result<std::unique_ptr<DecodeWorker>> DecodeWorker::create(const RoleOptions& o)
   w->shm_name_ = segment;
   w->tcp_name_ = fmt::format("{}:{}/{}", host, w->engine_->port(), segment);
   w->slots_.resize(size_t(o.kv_slots));
+  w->reserve_timeout_ns_ = int64_t(o.kv_reserve_timeout_s) * 1'000'000'000;
   w->queue_ = std::make_unique<JobQueue>(o.serve.queue_size);
   const SchedulerOptions so{.max_sequences = o.serve.max_seqs, .max_batch_tokens = o.serve.max_batch_tokens,
                             .import_prompt = decode_import_prompt};
@@ -167,10 +191,17 @@ DecodeWorker::~DecodeWorker() {
 void DecodeWorker::handle_reserve(httplib::Response& res) {
   if (queue_->depth() >= queue_->capacity()) return send_queue_full(res);  // a prefill now would be wasted
   std::lock_guard lock(slots_mu_);
+  const int64_t now = now_ns();
+  for (DecodeSlot& slot : slots_)  // a router that reserved and never came back (died, or never meant to)
+    if (slot.state == DecodeSlot::State::kReserved && slot.expires_ns <= now) {
+      slot = {};
+      expired_reservations_.fetch_add(1);
+    }
   for (size_t i = 0; i < slots_.size(); ++i) {
-    if (slots_[i].reserved) continue;
-    slots_[i] = {.reserved = true, .generation = next_generation_++};
-    role_send_json(res, {{"slot", i}, {"generation", slots_[i].generation},
+    if (slots_[i].state != DecodeSlot::State::kFree) continue;
+    slots_[i] = {.state = DecodeSlot::State::kReserved, .generation = next_generation_++, .token = new_slot_token(),
+                 .expires_ns = now + reserve_timeout_ns_};
+    role_send_json(res, {{"slot", i}, {"generation", slots_[i].generation}, {"token", slots_[i].token},
                          {"area_offset", region_.segment_offset + i * layout_.sequence_bytes()},
                          {"shm", shm_name_}, {"tcp", tcp_name_}, {"slot_bytes", layout_.sequence_bytes()}});
     return;
@@ -182,13 +213,42 @@ void DecodeWorker::handle_reserve(httplib::Response& res) {
 
 void DecodeWorker::release(int slot) {
   std::lock_guard lock(slots_mu_);
-  if (slot >= 0 && size_t(slot) < slots_.size()) slots_[size_t(slot)].reserved = false;
+  slots_[size_t(slot)] = {};
+}
+
+// The slot `msg` names ("slot", "token"), when it is reserved under that token; else a 400 (no
+// such slot) or 409 (not reserved, expired, or someone else's reservation).
+expected<int, ApiError> reserved_slot(const json& msg, std::vector<DecodeSlot>& slots) {
+  const json slot_field = msg.value("slot", json());
+  const json token_field = msg.value("token", json());
+  if (!slot_field.is_number_integer() || slot_field.get<int64_t>() < 0 || size_t(slot_field.get<int64_t>()) >= slots.size())
+    return unexpected(bad_request("slot", "bad_slot", "'slot' must be one of this worker's {} slots, got {}", slots.size(),
+                                  slot_field.dump()));
+  if (!token_field.is_string())
+    return unexpected(bad_request("token", "bad_slot", "'token' must be the reservation's token (a string)"));
+  const int slot = int(slot_field.get<int64_t>());
+  const DecodeSlot& s = slots[size_t(slot)];
+  if (s.state != DecodeSlot::State::kReserved || !same_secret(token_field.get<std::string>(), s.token))
+    return unexpected(ApiError{409, fmt::format("slot {} is not reserved under this token (released, expired, or "
+                                                "another request's)", slot), "invalid_request_error", "token",
+                               "slot_not_owned"});
+  return slot;
+}
+
+expected<int, ApiError> DecodeWorker::claim(const json& msg) {
+  std::lock_guard lock(slots_mu_);
+  auto slot = reserved_slot(msg, slots_);
+  if (slot) slots_[size_t(*slot)].state = DecodeSlot::State::kReceiving;  // no longer expires
+  return slot;
 }
 
 void DecodeWorker::handle_release(const httplib::Request& req, httplib::Response& res) {
   auto msg = role_parse_body(req.body);
   if (!msg) return role_send_error(res, msg.error());
-  release(msg->value("slot", -1));
+  std::lock_guard lock(slots_mu_);
+  auto slot = reserved_slot(*msg, slots_);
+  if (!slot) return role_send_error(res, slot.error());
+  slots_[size_t(*slot)] = {};
   role_send_json(res, {{"released", true}});
 }
 
@@ -267,10 +327,9 @@ void DecodeWorker::relay(const std::shared_ptr<DecodeJob>& job, httplib::Respons
 void DecodeWorker::handle_decode(const httplib::Request& req, httplib::Response& res) {
   auto msg = role_parse_body(req.body);
   if (!msg) return role_send_error(res, msg.error());
-  const int slot = msg->value("slot", -1);
-  if (slot < 0 || size_t(slot) >= slots_.size())
-    return role_send_error(res, bad_request("slot", "bad_slot", "decode: slot {} is not one of this worker's {}", slot,
-                                            slots_.size()));
+  auto claimed = claim(*msg);
+  if (!claimed) return role_send_error(res, claimed.error());
+  const int slot = *claimed;
   Result<std::shared_ptr<DecodeJob>> job = internal_error("unset");
   try {
     job = receive(*msg, slot);
@@ -296,16 +355,18 @@ void DecodeWorker::handle_decode(const httplib::Request& req, httplib::Response&
 
 Status run_decode_worker(const RoleOptions& options) {
   block_stop_signals();
+  RECUR_RETURN_IF_ERROR(role_check_peer_key(options.serve, "decode"));
   RECUR_ASSIGN_OR_RETURN(std::unique_ptr<DecodeWorker> w, DecodeWorker::create(options));
-  httplib::Server svr;
+  HttpFront svr;
+  require_bearer_key(svr, options.serve.peer_key, /*metrics_open=*/true);
+  FrontOptions front = front_options(options.serve);
   // Each streaming /decode holds a thread for its request's life: room for them and for reserves.
-  const size_t http_threads = size_t(std::max(options.serve.http_threads, options.serve.max_seqs + 8));
-  svr.new_task_queue = [http_threads] { return new httplib::ThreadPool(http_threads); };
+  front.handler_threads = size_t(std::max(options.serve.http_threads, options.serve.max_seqs + 8));
   role_add_worker_routes(svr, "decode", [&w] { return w->metrics(); });
   svr.Post("/kv/reserve", [&w](const httplib::Request&, httplib::Response& res) { w->handle_reserve(res); });
   svr.Post("/kv/release", [&w](const httplib::Request& req, httplib::Response& res) { w->handle_release(req, res); });
   svr.Post("/decode", [&w](const httplib::Request& req, httplib::Response& res) { w->handle_decode(req, res); });
-  return serve_until_signal(svr, options.serve, "decode worker", [&w] { w->cancel_all(); });
+  return serve_until_signal(svr, options.serve, front, "decode worker", [&w] { w->cancel_all(); });
 }
 
 }  // namespace recur::serve

@@ -16,6 +16,7 @@
 #include "core/clock.h"
 #include "core/thread_pool.h"
 #include "engine/sequence_state.h"
+#include "serve/bearer_auth.h"
 #include "serve/kv_metrics.h"
 #include "serve/role_protocol.h"
 #include "serve/role_workers.h"
@@ -209,11 +210,13 @@ void PrefillWorker::handle_prefill(const httplib::Request& req, httplib::Respons
 
 Status run_prefill_worker(const RoleOptions& options) {
   block_stop_signals();
+  RECUR_RETURN_IF_ERROR(role_check_peer_key(options.serve, "prefill"));
   RECUR_ASSIGN_OR_RETURN(std::unique_ptr<PrefillWorker> w, PrefillWorker::create(options));
-  httplib::Server svr;
+  HttpFront svr;
+  require_bearer_key(svr, options.serve.peer_key, /*metrics_open=*/true);
   role_add_worker_routes(svr, "prefill", [&w] { return w->metrics(); });
   svr.Post("/prefill", [&w](const httplib::Request& req, httplib::Response& res) { w->handle_prefill(req, res); });
-  return serve_until_signal(svr, options.serve, "prefill worker");
+  return serve_until_signal(svr, options.serve, front_options(options.serve), "prefill worker");
 }
 
 }  // namespace recur::serve

@@ -71,6 +71,12 @@ void role_add_worker_routes(httplib::Server& server, std::string_view role, std:
   });
 }
 
+Status role_check_peer_key(const ServeOptions& options, std::string_view role) {
+  if (!options.peer_key.empty()) return ok_status();
+  return invalid_argument("--role {} needs a peer key shared by the router and its workers: set RECUR_PEER_KEY or "
+                          "--peer-key-file FILE (docs/serve.md, \"Authentication\")", role);
+}
+
 Result<std::string> role_kv_transfer_mode(const Config& knobs) { return knobs.get("serve.kv_transfer"); }
 
 void role_put_prompt_embeddings(nlohmann::json& msg, const PreparedRequest& p) {

@@ -6,16 +6,19 @@
 // first token itself with the request's sampler. Slots are sized for a sequence of the model's
 // whole context; both sides derive the same layout from the same model.
 //
+// Every route but GET /health needs "Authorization: Bearer <peer key>" (bearer_auth.h).
 // Control messages (JSON bodies, errors as OpenAI error JSON with a 4xx/5xx status):
-//   decode  POST /kv/reserve {}  -> {slot, generation, area_offset, shm, tcp, slot_bytes}
-//   decode  POST /kv/release {slot}
+//   decode  POST /kv/reserve {}  -> {slot, generation, token, area_offset, shm, tcp, slot_bytes}
+//             (the slot is released unless a /decode or /kv/release naming it and its token comes
+//             within --kv-reserve-timeout-s)
+//   decode  POST /kv/release {slot, token}  (409 when the token is not the slot's reservation's)
 //   prefill POST /prefill {request, prompt_ids, shm, tcp, area_offset, generation, slot_bytes,
 //             and for a chat with images: embedding_dim, embedding_row, embeddings}
 //             -> {prompt_tokens, bytes, transfer_seconds (layer 0 sent to all complete),
 //                 prefill_seconds (forward start to all complete), hook_seconds (the forward
 //                 thread's time exporting and queueing layers), tail_seconds (forward end to all
 //                 complete), transport}
-//   decode  POST /decode {request, slot, generation, prompt_ids, max_tokens, temperature, top_p,
+//   decode  POST /decode {request, slot, token, generation, prompt_ids, max_tokens, temperature, top_p,
 //             seed, stop_at_eos, stop} -> 200 and newline-delimited JSON: {"text": ...} lines,
 //             then {"finish_reason", "completion_tokens"} or {"error": {...}}
 #pragma once
@@ -78,6 +81,10 @@ std::string json_text_line(const nlohmann::json& j);
 // test can act at a known point (kill a worker mid-transfer, queue requests behind a held one).
 // Without the variable, or without the file, returns at once.
 void role_fault_hold(const char* env);
+
+// The disaggregated roles need a peer key (RECUR_PEER_KEY or --peer-key-file): an error naming
+// both when `options` has none.
+Status role_check_peer_key(const ServeOptions& options, std::string_view role);
 
 // GET /health ({"status":"ok","role":ROLE}) and GET /metrics (what `metrics` renders).
 void role_add_worker_routes(httplib::Server& server, std::string_view role, std::function<std::string()> metrics);

@@ -32,6 +32,7 @@ struct RoleOptions {
   std::vector<std::string> decode_urls;    // router: of each decode worker
   std::string kv_listen = "127.0.0.1:0";   // decode: the transfer engine's TCP address
   int kv_slots = 4;                        // decode: receive slots (requests between reserve and decode)
+  int kv_reserve_timeout_s = 30;           // decode: a reservation unused this long is released
 };
 
 Status run_prefill_worker(const RoleOptions& options);

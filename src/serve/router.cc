@@ -9,7 +9,10 @@
 // before any text was relayed is retried once on each other decode worker; otherwise it fails
 // with a 502 error JSON (an error event when streaming). A streaming client that leaves is seen
 // when its next piece cannot be written: the router closes the decode worker's stream, which
-// cancels the generation there, and counts the request "cancelled" (the worker stays up).
+// cancels the generation there, and counts the request "cancelled" (the worker stays up); so does
+// a non-streamed client whose connection closed (http_client_gone, checked per relayed piece).
+// The router reaches its workers with the peer key (bearer_auth.h) and names each reservation's
+// token in /decode and /kv/release.
 #include <atomic>
 #include <ctime>
 #include <filesystem>
@@ -21,6 +24,7 @@
 #include <httplib.h>
 
 #include "engine/gguf.h"
+#include "serve/bearer_auth.h"
 #include "serve/kv_metrics.h"
 #include "serve/openai_json.h"
 #include "serve/prompt.h"
@@ -56,12 +60,12 @@ std::string router_unreachable_text(httplib::Error e) {
 }
 
 // `failure`, when given, receives why the worker could not be reached (refused, reset mid-answer).
-std::optional<WorkerReply> router_post(const RouterWorker& w, const std::string& path, const json& body,
-                                       std::string* failure = nullptr) {
+std::optional<WorkerReply> router_post(const RouterWorker& w, const std::string& peer_key, const std::string& path,
+                                       const json& body, std::string* failure = nullptr) {
   httplib::Client cli(w.url);
   cli.set_connection_timeout(2);
   cli.set_read_timeout(60);
-  auto r = cli.Post(path, json_text(body), "application/json");
+  auto r = cli.Post(path, {{"Authorization", "Bearer " + peer_key}}, json_text(body), "application/json");
   if (!r) {
     if (failure != nullptr) *failure = router_unreachable_text(r.error());
     return std::nullopt;
@@ -160,7 +164,7 @@ void Router::count(const std::string& outcome) {
 expected<Router::Placement, ApiError> Router::reserve() {
   std::optional<ApiError> last;
   for (RouterWorker* w : order(decode_, next_decode_)) {
-    auto r = router_post(*w, "/kv/reserve", json::object());
+    auto r = router_post(*w, options_.serve.peer_key, "/kv/reserve", json::object());
     w->up.store(r.has_value());
     if (!r) continue;
     if (r->status == 200) return Placement{w, r->body};
@@ -172,6 +176,7 @@ expected<Router::Placement, ApiError> Router::reserve() {
 
 expected<json, ApiError> Router::prefill(const PreparedRequest& p, int64_t request, const Placement& at) {
   json msg = at.reservation;
+  msg.erase("token");  // the reservation's: only the decode messages need it
   msg["request"] = request;
   msg["prompt_ids"] = p.prompt_ids;
   role_put_prompt_embeddings(msg, p);  // a chat's images, encoded by this process (image_encoder.h)
@@ -183,7 +188,7 @@ expected<json, ApiError> Router::prefill(const PreparedRequest& p, int64_t reque
     if (!first) count("prefill_retried");
     first = false;
     std::string failure;
-    auto r = router_post(*w, "/prefill", msg, &failure);
+    auto r = router_post(*w, options_.serve.peer_key, "/prefill", msg, &failure);
     w->up.store(r.has_value());
     if (!r) {
       lost += fmt::format("{}prefill worker {}: {}", lost.empty() ? "" : "; ", w->url, failure);
@@ -202,7 +207,7 @@ expected<json, ApiError> Router::prefill(const PreparedRequest& p, int64_t reque
 
 expected<json, ApiError> Router::decode(const PreparedRequest& p, int64_t request, const Placement& at,
                                         const std::function<bool(const json&)>& on_line) {
-  const json msg = {{"request", request}, {"slot", at.reservation.at("slot")},
+  const json msg = {{"request", request}, {"slot", at.reservation.at("slot")}, {"token", at.reservation.at("token")},
                     {"generation", at.reservation.at("generation")}, {"prompt_ids", p.prompt_ids},
                     {"max_tokens", p.options.max_new_tokens}, {"temperature", p.options.sampling.temperature},
                     {"top_p", p.options.sampling.top_p}, {"seed", p.options.sampling.seed},
@@ -214,7 +219,7 @@ expected<json, ApiError> Router::decode(const PreparedRequest& p, int64_t reques
   req.method = "POST";
   req.path = "/decode";
   req.body = json_text(msg);
-  req.headers = {{"Content-Type", "application/json"}};
+  req.headers = {{"Content-Type", "application/json"}, {"Authorization", "Bearer " + options_.serve.peer_key}};
   std::string pending, error_body;
   std::optional<json> last;
   int status = 0;
@@ -281,7 +286,9 @@ expected<json, ApiError> Router::attempt(const PreparedRequest& p, const Placeme
   auto pre = prefill(p, request, at);
   if (!pre) {
     lost = !reachable(*at.decode);
-    if (!lost) router_post(*at.decode, "/kv/release", {{"slot", at.reservation.at("slot")}});
+    if (!lost)
+      router_post(*at.decode, options_.serve.peer_key, "/kv/release",
+                  {{"slot", at.reservation.at("slot")}, {"token", at.reservation.at("token")}});
     if (lost)  // the transfer failed because its target went away: say so
       return unexpected(ApiError{502, fmt::format("decode worker {} was lost during the transfer ({})",
                                                   at.decode->url, pre.error().message),
@@ -333,10 +340,10 @@ void Router::handle_generation(CompletionRequest::Kind kind, const httplib::Requ
     std::string text;
     auto done = generate(*p, std::move(*placed), [&](const json& line) {
       text += line.at("text").get<std::string>();
-      return true;
+      return !http_client_gone();  // a client that left: closing the decode stream cancels there
     });
     if (!done) {
-      count("error");
+      count(router_client_left(done.error()) ? "cancelled" : "error");
       return role_send_error(res, done.error());
     }
     count("ok");
@@ -414,22 +421,14 @@ Status run_router(const RoleOptions& options) {
   block_stop_signals();
   if (options.prefill_urls.empty() || options.decode_urls.empty())
     return invalid_argument("--role router needs --prefill URL[,URL...] and --decode URL[,URL...]");
+  RECUR_RETURN_IF_ERROR(role_check_peer_key(options.serve, "router"));
   // The router only tokenizes: it maps the file rather than copying the weights (engine.weights_memory).
   RECUR_ASSIGN_OR_RETURN(gguf::File file, gguf::read(options.serve.model_path, FileMemory::kMap));
   RECUR_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, model_from_file(std::move(file), {.regroup_q8_0 = false, .regroup_f16 = false}));
   Router router(options, std::move(model));
-  httplib::Server svr;
-  const int http_threads = options.serve.http_threads;
-  svr.new_task_queue = [http_threads] { return new httplib::ThreadPool(size_t(http_threads)); };
+  HttpFront svr;
   svr.set_payload_max_length(options.serve.max_body_bytes);
-  const std::string key = options.serve.api_key;
-  svr.set_pre_routing_handler([key](const httplib::Request& req, httplib::Response& res) {
-    if (key.empty() || req.path == "/health" || req.get_header_value("Authorization") == "Bearer " + key)
-      return httplib::Server::HandlerResponse::Unhandled;
-    role_send_error(res, {401, "missing or incorrect API key: send the header 'Authorization: Bearer <key>'",
-                          "invalid_request_error", "", "invalid_api_key"});
-    return httplib::Server::HandlerResponse::Handled;
-  });
+  require_bearer_key(svr, options.serve.api_key);
   svr.Get("/health", [&router](const httplib::Request&, httplib::Response& res) { router.handle_health(res); });
   svr.Get("/metrics", [&router](const httplib::Request&, httplib::Response& res) {
     res.set_content(router.metrics(), "text/plain; version=0.0.4");
@@ -445,7 +444,7 @@ Status run_router(const RoleOptions& options) {
   svr.Post("/v1/chat/completions", [&router](const httplib::Request& req, httplib::Response& res) {
     router.handle_generation(CompletionRequest::Kind::kChat, req, res);
   });
-  return serve_until_signal(svr, options.serve,
+  return serve_until_signal(svr, options.serve, front_options(options.serve),
                                  fmt::format("router over {} prefill and {} decode workers",
                                              options.prefill_urls.size(), options.decode_urls.size()));
 }

@@ -18,7 +18,9 @@ namespace recur::serve {
 struct ServeOptions {
   std::string host = "127.0.0.1";
   int port = 8000;             // 0 = any free port
-  std::string api_key;         // empty = no authentication
+  std::string api_key;         // empty = no authentication (--api-key-file, RECUR_API_KEY)
+  std::string peer_key;        // disaggregated roles: what workers and the router show each other
+                               // (--peer-key-file, RECUR_PEER_KEY; required by those roles)
   std::string model_path;      // GGUF file
   std::string model_id;        // the name clients send; empty = the file's stem
   int workers = 1;             // engine workers, each with its own pool (and batch)
@@ -29,6 +31,8 @@ struct ServeOptions {
   size_t queue_size = 64;      // requests waiting for a worker before 429
   int http_threads = 32;       // connections served at once (keep-alive holds one each)
   size_t max_body_bytes = 1 << 20;
+  int read_timeout_s = 10;      // a request's head and body must arrive within this (408)
+  int request_timeout_s = 600;  // a generation's deadline from arrival (a request's "timeout" may lower it)
   Config knobs;
 };
 

@@ -7,11 +7,8 @@
 #include <string_view>
 
 #include "core/status.h"
+#include "serve/http_front.h"
 #include "serve/serve.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace recur::serve {
 
@@ -20,10 +17,13 @@ namespace recur::serve {
 // first, before any thread starts.
 void block_stop_signals();
 
+// The front's options from the command line's: --http-threads, --max-body, --read-timeout-s.
+FrontOptions front_options(const ServeOptions& options);
+
 // Binds options.host:options.port (0: any free port), raises the listen backlog, prints
-// "listening on http://HOST:PORT (<what>)" on stderr and serves until SIGTERM/SIGINT; then runs
-// `on_stop`, stops the server and joins its listener.
-Status serve_until_signal(httplib::Server& server, const ServeOptions& options, std::string_view what,
-                          const std::function<void()>& on_stop = nullptr);
+// "listening on http://HOST:PORT (<what>)" on stderr and serves through the front (http_front.h)
+// until SIGTERM/SIGINT; then runs `on_stop`, stops the front and waits for the requests under way.
+Status serve_until_signal(HttpFront& server, const ServeOptions& options, const FrontOptions& front,
+                          std::string_view what, const std::function<void()>& on_stop = nullptr);
 
 }  // namespace recur::serve
