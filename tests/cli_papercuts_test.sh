@@ -23,6 +23,20 @@ out=$("$RECUR" model new m.gguf --force --json --dim 32 --layers 1 --heads 2 --v
 echo "$out" | /usr/bin/python3 -c 'import json,sys; j=json.load(sys.stdin); assert j["path"]=="m.gguf" and j["parameters"]>0, j' ||
   fail "model new --json: $out"
 
+# trace convert --json (merge has it too).
+out=$("$RECUR" trace convert "$SRC/fuzz/corpus/fuzz_trace_reader/object_form.json" t.pftrace --json 2>"$T/err") ||
+  fail "trace convert --json: $(cat "$T/err")"
+echo "$out" | /usr/bin/python3 -c 'import json,sys; j=json.load(sys.stdin); assert j["format"]=="perfetto" and j["events"]>0, j' ||
+  fail "trace convert --json: $out"
+
+# serve checks its flags before loading (or writing) a model.
+"$RECUR" serve --max-seqs 8 --max-batch-tokens 4 >/dev/null 2>"$T/err"
+[ $? = 2 ] || fail "serve --max-seqs 8 --max-batch-tokens 4 should exit 2: $(cat "$T/err")"
+grep -q -- "--max-batch-tokens" "$T/err" || fail "serve's flag error should name --max-batch-tokens: $(cat "$T/err")"
+"$RECUR" serve --role router >/dev/null 2>"$T/err"
+[ $? = 2 ] || fail "serve --role router without workers should exit 2: $(cat "$T/err")"
+[ ! -d "$T/models" ] || fail "serve wrote the default model before refusing its flags"
+
 # generate --trace into a folder that does not exist: refused before loading any model.
 "$RECUR" generate --trace /nonexistent/x.json -n 1 >/dev/null 2>"$T/err"
 [ $? = 2 ] || fail "generate --trace /nonexistent/x.json should exit 2: $(cat "$T/err")"

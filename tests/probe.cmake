@@ -5,3 +5,5 @@ if(RECUR_BUILD_TESTS)
 endif()
 # Programs started by probes die with a killed recur (core/spawn.h).
 recur_e2e_test(probe_children_test TIMEOUT 60)
+# A roofline measured under load is re-measured or flagged (probe/sysinfo_conditions.h).
+recur_e2e_test(sysinfo_disturbed_test TIMEOUT 60)

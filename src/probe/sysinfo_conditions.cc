@@ -38,8 +38,10 @@ bool should_remeasure(const MeasureConditions& cached, const Roofline& r, std::o
   if (disturbance(cached, r).empty()) return false;
   const double quiet = quiet_load(cached.logical_cpus);
   if (!load_now || *load_now > quiet) return false;  // it would be no better now
-  // Loaded then and quiet now: measure at once. A noisy spread alone: at most every kRemeasureAfterS.
-  if (cached.load_before && *cached.load_before > quiet) return true;
+  // Loaded then and clearly quieter now (by a CPU's worth: the 1-minute average moves slowly, so
+  // two calls seconds apart never both measure): at once. A noisy spread alone: at most every
+  // kRemeasureAfterS.
+  if (cached.load_before && *cached.load_before > quiet) return *cached.load_before - *load_now >= 1.0;
   return cached.measured_unix <= 0 || now_unix - cached.measured_unix >= kRemeasureAfterS;
 }
 

@@ -7,8 +7,9 @@
 //   quiet load       = 0.25 x logical CPUs + 0.5 (the 1-minute load average, /proc/loadavg)
 //   disturbed        = the load before measuring was above the quiet load, or a peak's spread
 //                      ((max - min) / median) was above kMaxQuietSpread
-//   measured again   = when a cached roofline is disturbed, the machine is quiet now, and the
-//                      cached one is older than kRemeasureAfterS (so a machine that is always
+//   measured again   = when a cached roofline is disturbed and the machine is quiet now: at once
+//                      when it was loaded then (and the load fell by at least 1 since), else when
+//                      the cached one is older than kRemeasureAfterS (so a machine that is always
 //                      noisy is not measured on every call)
 // Pure functions except current_load(); thread-safe.
 #pragma once

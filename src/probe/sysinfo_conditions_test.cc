@@ -45,6 +45,8 @@ TEST(SysinfoConditions, LoadDuringTheMeasurementIsRemeasuredOnceQuiet) {
   EXPECT_TRUE(should_remeasure(loaded, steady(), 0.4, 1001)) << "quiet now: measure again at once";
   EXPECT_FALSE(should_remeasure(loaded, steady(), 5.0, 1001)) << "still loaded: a new measurement would be no better";
   EXPECT_FALSE(should_remeasure(loaded, steady(), std::nullopt, 1001)) << "load unknown now";
+  // Just above quiet then, just below now: the 1-minute average barely moved; no flapping.
+  EXPECT_FALSE(should_remeasure(conditions(1.6, 1000), steady(), 1.4, 1003));
 }
 
 TEST(SysinfoConditions, ANoisySpreadIsRemeasuredAtMostEveryTenMinutes) {
