@@ -52,8 +52,7 @@ extern "C" void on_termination_signal(int sig) {
 // In the child, between fork and exec: async-signal-safe calls only.
 [[noreturn]] void exec_child(const SpawnSpec& spec, char* const* argv, char* const* envp, pid_t parent, int report_fd) {
   if (spec.own_process_group) ::setpgid(0, 0);
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) ::_exit(127);  // the parent died before prctl: follow it
+  die_with_parent(parent);
   const int fds[3] = {spec.stdin_fd, spec.stdout_fd, spec.stderr_fd};
   for (int target = 0; target < 3; ++target)
     if (fds[target] >= 0 && ::dup2(fds[target], target) < 0) break;
@@ -69,6 +68,17 @@ extern "C" void on_termination_signal(int sig) {
 }
 
 }  // namespace
+
+void die_with_parent(pid_t parent) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) ::_exit(127);  // the parent died before prctl: follow it
+}
+
+ChildRegistration::ChildRegistration(pid_t pid, bool group) : slot_(register_child(group ? -pid : pid)) {}
+
+ChildRegistration::~ChildRegistration() {
+  if (slot_ >= 0) g_children[slot_].store(0);
+}
 
 SpawnedChild::SpawnedChild(pid_t pid, bool group) : pid_(pid), group_(group), slot_(register_child(group ? -pid : pid)) {}
 

@@ -57,6 +57,24 @@ class SpawnedChild {
 // kIo naming argv[0] when the program cannot be started (not found, not executable).
 Result<SpawnedChild> spawn_child(const SpawnSpec& spec);
 
+// For children started by a fork/exec of their own (candidates' builds and runners): registers
+// `pid` (its group when `group`) for the termination-signal cleanup while alive. Destroy it when
+// the child has been reaped.
+class ChildRegistration {
+ public:
+  ChildRegistration(pid_t pid, bool group);
+  ~ChildRegistration();
+  ChildRegistration(const ChildRegistration&) = delete;
+  ChildRegistration& operator=(const ChildRegistration&) = delete;
+
+ private:
+  int slot_;
+};
+
+// In a forked child just before exec (after any change of user: that clears it): die by SIGKILL
+// with `parent`, and exit at once if it is already gone. Async-signal-safe.
+void die_with_parent(pid_t parent);
+
 // Installs the SIGTERM/SIGINT/SIGHUP handlers that kill registered children, then let the signal
 // take its default action. Idempotent; a handler installed by someone else is left alone.
 void kill_children_on_termination_signals();
