@@ -18,7 +18,27 @@ packages=(
   libopenmpi-dev openmpi-bin
   # tests only: tests/agent_report_cli_test.sh renders the agent's HTML report headless
   chromium
+  # tests only: the official npm client libraries (tests/npm, docs/dependencies.md); npm below
+  nodejs
 )
+
+# The npm test clients (tests/npm/package.json, pinned by its package-lock.json) into the ignored
+# tests/npm/node_modules; run after the packages are in place.
+install_npm_test_clients() {
+  local dir
+  dir="$(cd "$(dirname "$0")/.." && pwd)/tests/npm"
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "setup: npm missing; the npm client tests will be skipped"
+    return 0
+  fi
+  if [ -d "$dir/node_modules" ] && [ "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]; then
+    echo "setup: npm test clients present"
+    return 0
+  fi
+  echo "setup: installing the npm test clients into $dir/node_modules"
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+}
+
 
 missing=()
 for p in "${packages[@]}"; do
@@ -27,8 +47,12 @@ for p in "${packages[@]}"; do
   fi
 done
 
+# Debian's npm package, unless an npm is already there (NodeSource's nodejs bundles its own).
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#packages[@]} packages present"
+  install_npm_test_clients
   exit 0
 fi
 
@@ -44,4 +68,5 @@ echo "setup: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+install_npm_test_clients
 echo "setup: done"

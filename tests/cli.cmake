@@ -8,3 +8,5 @@ if(RECUR_BUILD_TESTS)
   add_dependencies(cli_test recur)
   gtest_discover_tests(cli_test DISCOVERY_MODE PRE_TEST PROPERTIES LABELS "e2e")
 endif()
+# A newcomer's papercuts and run names that would leave the journal's folder (issue 24).
+recur_e2e_test(cli_papercuts_test TIMEOUT 120)

@@ -17,6 +17,8 @@
 
 #include <fmt/format.h>
 
+#include "core/spawn.h"
+
 namespace recur::agent {
 
 namespace {
@@ -82,6 +84,7 @@ Result<std::unique_ptr<KernelRunnerProcess>> KernelRunnerProcess::start(const Ru
   for (const std::string& a : launch.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   const bool drop_root = geteuid() == 0;
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid == 0) {
     // Only async-signal-safe calls until exec.
@@ -93,6 +96,7 @@ Result<std::unique_ptr<KernelRunnerProcess>> KernelRunnerProcess::start(const Ru
     close_range(kRunnerShmFd + 1, ~0U, 0);
     if (!launch.cwd.empty() && chdir(launch.cwd.c_str()) != 0) _exit(126);
     if (drop_root && (setgroups(0, nullptr) != 0 || setgid(kNobody) != 0 || setuid(kNobody) != 0)) _exit(125);
+    die_with_parent(parent);  // after setuid, which clears it: a killed agent takes its runner along
     execvp(argv[0], argv.data());
     _exit(127);
   }

@@ -14,6 +14,8 @@
 
 #include <fmt/format.h>
 
+#include "core/spawn.h"
+
 namespace recur::agent {
 
 namespace {
@@ -67,9 +69,11 @@ StepResult run_logged(const std::vector<std::string>& argv, const std::string& c
     r.first_errors = fmt::format("cannot open {}: {}", log_path, std::strerror(errno));
     return r;
   }
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid == 0) {
     setpgid(0, 0);
+    die_with_parent(parent);  // a killed agent takes its builds along (core/spawn.h)
     const int null_fd = ::open("/dev/null", O_RDONLY);
     dup2(null_fd, 0);
     dup2(log_fd, 1);
@@ -83,6 +87,8 @@ StepResult run_logged(const std::vector<std::string>& argv, const std::string& c
     r.first_errors = fmt::format("fork failed: {}", std::strerror(errno));
     return r;
   }
+  if (pid > 0) setpgid(pid, pid);
+  ChildRegistration registered(pid, true);
   int status = 0;
   while (true) {
     const pid_t w = waitpid(pid, &status, WNOHANG);

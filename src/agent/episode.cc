@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "agent/knob_table.h"
+#include "agent/run_name.h"
 #include "gate/toml_reader.h"
 #include "kernels/registry.h"
 
@@ -28,6 +29,8 @@ Result<Episode> parse_episode(std::string_view toml_text, std::string_view path,
   TomlTable top(root, file, "the top level");
   RECUR_ASSIGN_OR_RETURN(gate::DocumentTitle title, gate::read_title(top, file));
   ep.name = title.name;
+  // The name is the default run's prefix, and runs are folders: it must be a safe run name.
+  RECUR_RETURN_IF_ERROR(check_run_name(ep.name, fmt::format("{}: name", file)));
   ep.description = title.description;
   RECUR_ASSIGN_OR_RETURN(auto budget, top.number("budget_s", 1, 86400));
   if (budget) ep.budget_s = *budget;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/journal_schema.h"
+#include "agent/run_name.h"
 #include "agent/sqlite_db.h"
 
 namespace recur::agent {
@@ -121,13 +122,14 @@ Journal::~Journal() = default;
 const std::string& Journal::path() const { return db_->path(); }
 
 Result<std::unique_ptr<Journal>> Journal::open(const std::string& path, const JournalOptions& options) {
-  RECUR_ASSIGN_OR_RETURN(auto db, SqliteDb::open(path, options.create, options.busy_timeout_ms));
-  RECUR_RETURN_IF_ERROR(prepare_journal_db(*db, options.synchronous_full));
+  RECUR_ASSIGN_OR_RETURN(auto db, SqliteDb::open(path, options.create, options.busy_timeout_ms, options.read_only));
+  if (options.read_only) RECUR_RETURN_IF_ERROR(check_journal_schema(*db));
+  else RECUR_RETURN_IF_ERROR(prepare_journal_db(*db, options.synchronous_full));
   return std::unique_ptr<Journal>(new Journal(std::move(db)));
 }
 
 Result<RunRecord> Journal::begin_run(std::string_view name, std::string_view episode, const KnobDiff& base_config) {
-  if (name.empty()) return invalid_argument("journal {}: begin run: the run name is empty", path());
+  RECUR_RETURN_IF_ERROR(check_run_name(name, fmt::format("journal {}: begin run", path())));
   const std::string step = fmt::format("begin run '{}'", name);
   RECUR_ASSIGN_OR_RETURN(Transaction tx, Transaction::begin(*db_, step));
   RECUR_ASSIGN_OR_RETURN(Statement ins, db_->prepare("INSERT INTO runs (name, episode, base_config, created_at) "

@@ -50,6 +50,9 @@ struct JournalOptions {
   bool create = true;            // false: the file must already exist (`recur journal show`)
   bool synchronous_full = true;  // false: synchronous=NORMAL (survives kill -9, not power loss)
   int busy_timeout_ms = 10000;
+  // Readers (`recur journal show`): opened read-only; the file is never written, not even
+  // switched to WAL (a journal that never ran an experiment stays as it was).
+  bool read_only = false;
 };
 
 struct RunRecord {

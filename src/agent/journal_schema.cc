@@ -64,6 +64,11 @@ Status prepare_journal_db(SqliteDb& db, bool synchronous_full) {
     RECUR_RETURN_IF_ERROR(tx.commit());
     RECUR_ASSIGN_OR_RETURN(version, db.query_text("PRAGMA user_version", "read the schema version"));
   }
+  return check_journal_schema(db);
+}
+
+Status check_journal_schema(SqliteDb& db) {
+  RECUR_ASSIGN_OR_RETURN(std::string version, db.query_text("PRAGMA user_version", "read the schema version"));
   if (version != fmt::format("{}", kJournalSchemaVersion))
     return unsupported("journal {}: schema version {}; this recur reads version {}", db.path(), version,
                        kJournalSchemaVersion);

@@ -13,5 +13,7 @@ inline constexpr int kJournalSchemaVersion = 1;
 // synchronous=FULL or NORMAL and foreign_keys=ON, then creates the tables of a new file or checks
 // the version of an existing one (PRAGMA user_version).
 Status prepare_journal_db(SqliteDb& db, bool synchronous_full);
+// The schema version only (read-only connections): unsupported when it is not this recur's.
+Status check_journal_schema(SqliteDb& db);
 
 }  // namespace recur::agent

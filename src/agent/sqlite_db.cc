@@ -78,14 +78,15 @@ std::optional<double> Statement::column_optional_double(int i) const {
   return column_double(i);
 }
 
-Result<std::unique_ptr<SqliteDb>> SqliteDb::open(const std::string& path, bool create, int busy_timeout_ms) {
+Result<std::unique_ptr<SqliteDb>> SqliteDb::open(const std::string& path, bool create, int busy_timeout_ms, bool read_only) {
   sqlite3* db = nullptr;
-  const int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_FULLMUTEX;
+  const int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0)) |
+                    SQLITE_OPEN_FULLMUTEX;
   const int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     sqlite3_close(db);
-    if (!create && rc == SQLITE_CANTOPEN) return not_found("journal {}: no such journal ({})", path, msg);
+    if ((!create || read_only) && rc == SQLITE_CANTOPEN) return not_found("journal {}: no such journal ({})", path, msg);
     return io_error("journal {}: open: {} ({})", path, msg, sqlite3_errstr(rc));
   }
   sqlite3_extended_result_codes(db, 1);

@@ -54,7 +54,9 @@ class Statement {
 class SqliteDb {
  public:
   // create=false: the file must exist.
-  static Result<std::unique_ptr<SqliteDb>> open(const std::string& path, bool create, int busy_timeout_ms);
+  // read_only: SQLITE_OPEN_READONLY (never creates, never writes; `create` is ignored).
+  static Result<std::unique_ptr<SqliteDb>> open(const std::string& path, bool create, int busy_timeout_ms,
+                                                bool read_only = false);
   ~SqliteDb();
   SqliteDb(const SqliteDb&) = delete;
   SqliteDb& operator=(const SqliteDb&) = delete;

@@ -16,6 +16,7 @@
 
 #include "agent/loop.h"
 #include "agent/report.h"
+#include "agent/run_name.h"
 #include "agent/summary.h"
 #include "cli/agent.h"
 
@@ -123,7 +124,13 @@ void register_run(CLI::App& agent, Invocation& inv) {
   cmd->add_option("--episode", f->episode, "episode file (TOML; episodes/*.toml)")->required();
   cmd->add_option("--budget-s", f->budget_s, "probe seconds to spend (default: the episode's budget_s)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--run", f->run, "run name (default: <episode>-<n>, the next free n); an existing name resumes it");
+  cmd->add_option("--run", f->run, "run name (default: <episode>-<n>, the next free n); an existing name resumes it")
+      ->check(CLI::Validator(
+          [](const std::string& name) {
+            Status s = agent::check_run_name(name, "--run");
+            return s ? std::string() : s.error().message();
+          },
+          "NAME"));
   common_flags(cmd, *f);
   cmd->callback([&inv, f] { inv.run = [f] { return run_agent(*f); }; });
 }

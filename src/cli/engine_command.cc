@@ -14,6 +14,7 @@
 #include "engine/model_cache.h"
 #include "gate/op_errors.h"
 #include "probe/sysinfo.h"
+#include "probe/sysinfo_conditions.h"
 
 namespace recur::cli {
 namespace {
@@ -25,8 +26,19 @@ struct EngineBenchFlags {
   bool json = false;
 };
 
+// `first` (when not empty), then `rest`.
+std::vector<std::string> notes_with(std::string first, std::string rest) {
+  std::vector<std::string> out;
+  if (!first.empty()) out.push_back(std::move(first));
+  out.push_back(std::move(rest));
+  return out;
+}
+
 int run_engine_bench(const EngineBenchFlags& f) {
-  auto model = load_model(f.model, global_config());
+  // No -m: the embedded default, as generate and serve use.
+  auto path = f.model.empty() || f.model == "default" ? default_model_path() : Result<std::string>(f.model);
+  if (!path) return report_failure(path.error());
+  auto model = load_model(*path, global_config());
   if (!model) return report_failure(model.error());
   auto pool_options = engine_pool_options(global_config(), f.threads);
   if (!pool_options) return report_failure(pool_options.error());
@@ -57,10 +69,10 @@ int run_engine_bench(const EngineBenchFlags& f) {
           {{"name", "decode_tok_s"}, {"value", r->median_decode()}, {"range", {dmin, dmax}}, {"unit", "tok/s"}},
           {{"name", "decode_weight_gb_s"}, {"value", gbs}, {"unit", "GB/s"}},
           {{"name", "bandwidth_frac"}, {"value", frac}}}},
-        {"notes", {fmt::format("{} runs after {} warm-up; batch {}; prefill {} tokens, decode {} tokens; {:.1f} MB of weights per "
+        {"notes", notes_with(suspect_fraction_note("read bandwidth", frac), fmt::format("{} runs after {} warm-up; batch {}; prefill {} tokens, decode {} tokens; {:.1f} MB of weights per "
                                "decoded token; roofline {:.1f} GB/s ({} threads)",
                                f.options.runs, f.options.warmup_runs, f.options.batch, f.options.prefill_tokens, f.options.decode_tokens,
-                               r->weight_bytes_per_token / 1e6, bandwidth, threads)}},
+                               r->weight_bytes_per_token / 1e6, bandwidth, threads))},
         {"artifacts", nlohmann::json::object()}};
     print_json(j);
     return kExitOk;
@@ -72,6 +84,7 @@ int run_engine_bench(const EngineBenchFlags& f) {
              dmax, f.options.decode_tokens, f.options.runs, f.options.batch);
   fmt::print("roofline  {:.1f} MB/token -> {:.1f} GB/s = {:.0f}% of the measured {:.1f} GB/s\n",
              r->weight_bytes_per_token / 1e6, gbs, 100 * frac, bandwidth);
+  if (std::string n = suspect_fraction_note("read bandwidth", frac); !n.empty()) fmt::print("          {}\n", n);
   return kExitOk;
 }
 
@@ -133,7 +146,7 @@ void register_engine(CLI::App& app, Invocation& inv) {
   auto f = std::make_shared<EngineBenchFlags>();
   auto* bench = engine->add_subcommand("bench", "Prefill and decode tokens/s of a GGUF model over fresh sessions, "
                                                 "medians over runs, with the decode bandwidth roofline");
-  bench->add_option("-m,--model", f->model, "GGUF model file")->required();
+  bench->add_option("-m,--model", f->model, "GGUF model file (default: the embedded default model, as generate uses)");
   bench->add_option("--prefill", f->options.prefill_tokens, "prompt tokens")->check(CLI::Range(1, 1 << 16))->capture_default_str();
   bench->add_option("--decode", f->options.decode_tokens, "decoded tokens")->check(CLI::Range(1, 1 << 16))->capture_default_str();
   bench->add_option("--runs", f->options.runs, "timed runs")->check(CLI::Range(1, 1000))->capture_default_str();

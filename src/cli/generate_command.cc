@@ -1,5 +1,8 @@
 // `recur generate`: run a model on a prompt, stream tokens to stdout, report tok/s on stderr.
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include <fmt/format.h>
@@ -29,11 +32,24 @@ struct GenerateFlags {
 };
 
 int run_generate(const GenerateFlags& f) {
+  // The trace is written after generating: a path that cannot be written is refused first.
+  if (!f.trace.empty()) {
+    const std::filesystem::path dir = std::filesystem::absolute(f.trace).parent_path();
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec) || access(dir.c_str(), W_OK) != 0) {
+      std::fprintf(stderr, "recur: generate: --trace %s: the folder %s does not exist or is not writable\n",
+                   f.trace.c_str(), dir.c_str());
+      return kExitUsage;
+    }
+  }
   std::string path = f.model;
   if (path.empty()) {
     auto d = default_model_path();
     if (!d) return report_failure(d.error());
     path = *d;
+    fmt::print(stderr, "recur: no -m: the embedded default model ({}), a synthetic model with RANDOM weights: the "
+                       "text is meaningless (it exercises the engine); pass -m with a real GGUF model for text\n",
+               path);
   }
   auto model = load_model(path, global_config());
   if (!model) return report_failure(model.error());

@@ -141,7 +141,7 @@ int run_journal_show(const JournalFlags& f) {
                  f.list ? "both" : "neither");
     return kExitUsage;
   }
-  auto j = agent::Journal::open(f.db, {.create = false});
+  auto j = agent::Journal::open(f.db, {.create = false, .read_only = true});
   if (!j) return report_failure(j.error());
   return f.list ? list_runs(**j, f.json) : show_run(**j, f);
 }

@@ -6,6 +6,7 @@
 #include "cli/cli.h"
 #include "core/cpu_features.h"
 #include "core/log.h"
+#include "core/spawn.h"
 
 namespace recur {
 // The dispatch level is a knob like any other, so an experiment can lower it with --set.
@@ -35,6 +36,9 @@ int main(int argc, char** argv) {
   app.add_option("--set", assignments, "Set a knob for this run: --set name=value (repeatable; recur knobs lists them)")
       ->type_name("NAME=VALUE");
 
+  // --set, --isa and --log-level may also follow the verb (`recur generate --set k=v`): a verb
+  // passes the options it does not know up to recur (set before the verbs, which inherit it).
+  app.fallthrough();
   cli::Invocation inv;
   cli::register_all_commands(app, inv);
 
@@ -59,6 +63,8 @@ int main(int argc, char** argv) {
     if (auto s = set_isa_cap(*parse_isa(isa)); !s) return cli::report_failure(s.error());
   }
   if (!inv.run) return cli::kExitUsage;
+  // A killed recur takes the programs its probes started with it (core/spawn.h).
+  kill_children_on_termination_signals();
   try {
     return inv.run();
   } catch (const std::exception& e) {

@@ -1,6 +1,7 @@
 // `recur model inspect FILE`: what a GGUF model file holds (metadata, tensors), or why it is broken.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include <fmt/format.h>
@@ -83,9 +84,16 @@ struct NewFlags {
   std::string pattern = "kkka";
   int kda_heads = 0, kda_key_heads = 0, kda_head_dim = 128, conv = 4, experts = 0, experts_used = 2;
   bool shared_expert = false;
+  bool force = false;  // overwrite an existing OUT
+  bool json = false;
 };
 
 int run_new(const NewFlags& f) {
+  std::error_code ec;
+  if (!f.force && std::filesystem::exists(f.out, ec)) {
+    std::fprintf(stderr, "recur: model new: %s exists; pass --force to overwrite it\n", f.out.c_str());
+    return kExitUsage;
+  }
   SyntheticModelOptions o;
   ModelConfig& c = o.config;
   c.arch = f.arch == "hybrid" ? Arch::kHybrid : Arch::kLlama;
@@ -121,7 +129,12 @@ int run_new(const NewFlags& f) {
     const bool w8a8_scale = t.name.ends_with(".scale") && o.dtype == gguf::TensorType::kI8;  // not a parameter
     if (!w8a8_scale) params += t.elements();
   }
-  fmt::print(stderr, "recur: wrote {} ({} {}, {:.1f}M parameters, {:.1f} MiB, seed {})\n", f.out,
+  if (f.json) {
+    print_json({{"path", f.out}, {"arch", arch_name(c.arch)}, {"dtype", f.dtype}, {"parameters", params},
+                {"tensor_bytes", bytes}, {"seed", f.seed}, {"tensors", written->tensors.size()}});
+    return kExitOk;
+  }
+  fmt::print(stderr, "recur: wrote {} ({} {}, {:.1f}M parameters, {:.1f} MiB, seed {}; random weights)\n", f.out,
              arch_name(c.arch), f.dtype, double(params) / 1e6, double(bytes) / (1 << 20), f.seed);
   return kExitOk;
 }
@@ -160,6 +173,8 @@ void register_model(CLI::App& app, Invocation& inv) {
   create->add_option("--experts", nf->experts, "hybrid: MoE experts (0 = dense SwiGLU)")->check(CLI::Range(0, 1024))->capture_default_str();
   create->add_option("--experts-used", nf->experts_used, "hybrid: experts per token (top-k)")->check(CLI::Range(1, 1024))->capture_default_str();
   create->add_flag("--shared-expert", nf->shared_expert, "hybrid: add a shared expert");
+  create->add_flag("--force", nf->force, "overwrite OUT when it exists (refused otherwise)");
+  create->add_flag("--json", nf->json, "Print what was written as a JSON object");
   create->callback([&inv, nf] { inv.run = [nf] { return run_new(*nf); }; });
 }
 

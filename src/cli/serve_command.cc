@@ -1,6 +1,8 @@
 // `recur serve`: the OpenAI-compatible server (docs/serve.md); --role prefill|decode|router run the
 // disaggregated roles (serve/role_workers.h).
+#include <filesystem>
 #include <memory>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -56,7 +58,28 @@ Status install_serve_image_encoder(const ServeFlags& f) {
   return ok_status();
 }
 
+// The flags that need no model, checked before one is loaded (or the default written): a
+// mistake costs no model load. The libraries check them again where they are used.
+Status check_serve_flags(const ServeFlags& f) {
+  const serve::ServeOptions& o = f.options;
+  if (f.batching == "on" && o.max_batch_tokens < o.max_seqs)
+    return invalid_argument("--max-batch-tokens is {}; expected at least --max-seqs ({}), so that every running "
+                            "sequence's decode token fits in one forward",
+                            o.max_batch_tokens, o.max_seqs);
+  if (!f.encode_url.empty() && !f.encode_url.starts_with("http://"))
+    return invalid_argument("--encode '{}': expected http://host:port of a `recur serve --role encode` worker", f.encode_url);
+  if (f.role == "router" && (f.roles.prefill_urls.empty() || f.roles.decode_urls.empty()))
+    return invalid_argument("--role router needs --prefill URL[,URL...] and --decode URL[,URL...]");
+  for (const auto& [flag, path] : {std::pair{"-m", o.model_path}, std::pair{"--vision-model", f.vision_model}}) {
+    std::error_code ec;
+    if (!path.empty() && !std::filesystem::is_regular_file(path, ec))
+      return invalid_argument("{} {}: no such file (expected a GGUF model file)", flag, path);
+  }
+  return ok_status();
+}
+
 int run_serve(ServeFlags f) {
+  if (Status s = check_serve_flags(f); !s) return report_failure(s.error());
   if (auto keys = load_serve_keys(f); !keys) return report_failure(keys.error());
   if (f.role == "encode") {
     Result<int> dim = serve_model_dim(f.options.model_path);

@@ -42,6 +42,12 @@ void print_human(const SystemInfo& s) {
     fmt::print(" L{}{} {}{}", c.level, c.type == "Data" ? "d" : c.type == "Instruction" ? "i" : "",
                human_bytes(c.size_bytes), c.shared_by_cpus > 1 ? fmt::format(" (x{} cpus)", c.shared_by_cpus) : "");
   fmt::print("\nroofline   measured {}{}\n", s.measured_at, s.from_cache ? fmt::format(", cached in {}", s.cache_path) : "");
+  if (s.conditions.load_before)
+    fmt::print("           load {:.2f} before measuring ({} CPUs)\n", *s.conditions.load_before, s.conditions.logical_cpus);
+  if (!s.disturbed.empty())
+    fmt::print("           DISTURBED: {}: fractions of this roofline may be too high; measured again when the "
+               "machine is quiet (or --refresh)\n",
+               s.disturbed);
   const Roofline& r = s.roofline;
   print_peak("read bandwidth", r.read_bw_1t);
   print_peak("read bandwidth", r.read_bw_all);

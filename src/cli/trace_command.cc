@@ -77,6 +77,7 @@ int run_stats(const StatsFlags& f) {
 
 struct ConvertFlags {
   std::string in, out, format;
+  bool json = false;
 };
 
 Result<trace::TraceFormat> output_format(const std::string& path, const std::string& name) {
@@ -91,8 +92,14 @@ int run_convert(const ConvertFlags& f) {
   auto format = output_format(f.out, f.format);
   if (!format) return report_failure(format.error());
   if (auto s = trace::write_trace(*t, f.out, *format); !s) return report_failure(s.error());
+  const bool json_format = *format == trace::TraceFormat::kChromeJson;
+  if (f.json) {
+    print_json({{"input", f.in}, {"output", f.out}, {"format", json_format ? "json" : "perfetto"}, {"events", t->size()},
+                {"processes", t->processes().size()}, {"tracks", t->tracks().size()}});
+    return kExitOk;
+  }
   std::fprintf(stderr, "recur: wrote %zu events to %s (%s)\n", t->size(), f.out.c_str(),
-               *format == trace::TraceFormat::kChromeJson ? "Chrome JSON" : "Perfetto protobuf");
+               json_format ? "Chrome JSON" : "Perfetto protobuf");
   return kExitOk;
 }
 
@@ -142,6 +149,7 @@ void register_trace(CLI::App& app, Invocation& inv) {
   cv->add_option("OUT", conv->out, "output trace")->required();
   cv->add_option("--format", conv->format, "json or perfetto (default: from OUT)")
       ->check(CLI::IsMember({"json", "perfetto"}));
+  cv->add_flag("--json", conv->json, "Print a JSON summary");
   cv->callback([&inv, conv] { inv.run = [conv] { return run_convert(*conv); }; });
 
   auto merge = std::make_shared<MergeFlags>();

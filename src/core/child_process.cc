@@ -1,9 +1,10 @@
 #include "core/child_process.h"
 
+#include "core/spawn.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -62,33 +63,16 @@ Result<ChildResult> run_child(const std::vector<std::string>& argv, const ChildL
   Pipe out, err;
   if (pipe2(out.fd, O_CLOEXEC) != 0 || pipe2(err.fd, O_CLOEXEC) != 0)
     return io_error("{}: pipe: {}", argv[0], std::strerror(errno));
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, out.fd[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, err.fd[1], 2);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);  // its own group: a kill reaches its children
-  posix_spawnattr_setpgroup(&attr, 0);
-  pid_t pid = 0;
   const auto start = Clock::now();
   std::vector<std::string> env_entries;
-  std::vector<char*> env_ptrs;
-  char** child_env = environ;
-  if (!limits.env.empty()) {
-    env_entries = child_environment(limits.env);
-    for (std::string& e : env_entries) env_ptrs.push_back(e.data());
-    env_ptrs.push_back(nullptr);
-    child_env = env_ptrs.data();
-  }
-  int rc = posix_spawn(&pid, args[0], &fa, &attr, args.data(), child_env);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) return io_error("cannot run '{}': {}", argv[0], std::strerror(rc));
+  if (!limits.env.empty()) env_entries = child_environment(limits.env);
+  const int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  // Its own group: a kill reaches its children; spawn_child makes it die with this process.
+  auto spawned = spawn_child({.argv = argv, .stdin_fd = devnull, .stdout_fd = out.fd[1], .stderr_fd = err.fd[1],
+                              .env = limits.env.empty() ? nullptr : &env_entries, .own_process_group = true});
+  if (devnull >= 0) close(devnull);
+  if (!spawned) return unexpected<Error>(spawned.error());
+  SpawnedChild child = std::move(*spawned);
   close(out.fd[1]);
   close(err.fd[1]);
   out.fd[1] = err.fd[1] = -1;
@@ -110,23 +94,20 @@ Result<ChildResult> run_child(const std::vector<std::string>& argv, const ChildL
       err_open = drain(err.fd[0], r.err_tail, limits.stderr_tail_bytes, true, ignored);
   }
   // Both pipes closed does not mean it exited: wait, still within the time limit.
-  int status = 0;
+  int exit_code = -1;
   for (bool killed = false;;) {
     if (!killed && (r.timed_out || overflow)) {
-      kill(-pid, SIGKILL);
+      child.kill_now();
       killed = true;
     }
-    pid_t w = waitpid(pid, &status, killed ? 0 : WNOHANG);
-    if (w == pid) break;
-    if (w < 0 && errno != EINTR) return io_error("{}: waitpid: {}", argv[0], std::strerror(errno));
-    if (w == 0) {
-      if (std::chrono::duration<double>(Clock::now() - start).count() >= limits.timeout_s) r.timed_out = true;
-      else usleep(2000);
-    }
+    RECUR_ASSIGN_OR_RETURN(exit_code, killed ? child.wait() : child.poll());
+    if (exit_code >= 0) break;
+    if (std::chrono::duration<double>(Clock::now() - start).count() >= limits.timeout_s) r.timed_out = true;
+    else usleep(2000);
   }
   r.truncated = overflow;
   if (overflow) r.out.resize(limits.max_stdout_bytes);
-  r.exit_code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+  r.exit_code = exit_code;
   r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return r;
 }

@@ -152,9 +152,10 @@ json Server::call_tool(const Request& r, std::string_view version) const {
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   LOG_INFO("mcp: tools/call {} -> {} ({:.2f} s)", tool->name, out.is_error ? "error" : "ok", seconds);
-  // Clients before 2025-06-18 know no structuredContent: they get the JSON as the text.
-  const bool structured = has_structured_content(version);
-  std::string text = structured ? out.text : to_line(out.structured);
+  // Clients before 2025-06-18 know no structuredContent: they get the JSON as the text. An error is
+  // its reason as text, without structuredContent (it would not match the tool's outputSchema).
+  const bool structured = has_structured_content(version) && !out.is_error;
+  std::string text = structured || out.is_error ? out.text : to_line(out.structured);
   json result = {{"content", json::array({{{"type", "text"}, {"text", std::move(text)}}})}, {"isError", out.is_error}};
   if (structured) result["structuredContent"] = std::move(out.structured);
   return rpc_result(r.id, finish(std::move(result), version == kStatelessVersion));

@@ -122,7 +122,10 @@ TEST(McpServer, ToolCallsReturnStructuredContentAndToolErrors) {
   EXPECT_EQ(bad["content"][0]["text"], "echo: arguments.text: expected a string, got 3");
   json failed = call(s, R"({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"fail","arguments":{"text":"x"}}})")["result"];
   EXPECT_EQ(failed["isError"], true);
-  EXPECT_EQ(failed["structuredContent"]["error"], "it broke");
+  // An error is text only: a structuredContent would have to match the tool's outputSchema.
+  EXPECT_EQ(failed["content"][0]["text"], "it broke");
+  EXPECT_FALSE(failed.contains("structuredContent")) << failed.dump();
+  EXPECT_FALSE(bad.contains("structuredContent")) << bad.dump();
 }
 
 TEST(McpServer, OldSessionsGetJsonAsTextAndNoOutputSchema) {
@@ -133,6 +136,9 @@ TEST(McpServer, OldSessionsGetJsonAsTextAndNoOutputSchema) {
   json ok = call(s, R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}})")["result"];
   EXPECT_FALSE(ok.contains("structuredContent"));
   EXPECT_EQ(json::parse(ok["content"][0]["text"].get<std::string>())["text"], "hi");
+  json failed = call(s, R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fail","arguments":{"text":"x"}}})")["result"];
+  EXPECT_EQ(failed["isError"], true);
+  EXPECT_EQ(failed["content"][0]["text"], "it broke");
 }
 
 TEST(McpServer, StatelessRequestsCarryTheirVersion) {

@@ -5,7 +5,6 @@ namespace recur::mcp {
 ToolResult tool_error(std::string reason) {
   ToolResult r;
   r.is_error = true;
-  r.structured = {{"error", reason}};
   r.text = std::move(reason);
   return r;
 }

@@ -1,6 +1,8 @@
 // An MCP tool: its name, description, JSON Schemas for input and output, and the function that
 // runs it. Tools never throw and never fail at the protocol level: a failure is a ToolResult
-// with is_error and the reason (the client's model reads it and can correct the call).
+// with is_error and the reason (the client's model reads it and can correct the call). An error
+// result is text only: structuredContent must match the tool's outputSchema (clients such as the
+// official SDK validate it), and an error has no such record.
 #pragma once
 
 #include <cstddef>
@@ -17,7 +19,7 @@ struct CallBudget {
 };
 
 struct ToolResult {
-  nlohmann::json structured = nlohmann::json::object();  // structuredContent (matches outputSchema)
+  nlohmann::json structured = nlohmann::json::object();  // structuredContent (matches outputSchema); unused on errors
   std::string text;                                      // one short line for people
   bool is_error = false;
 };

@@ -1,7 +1,5 @@
 // bench_command (bench_kernel.h): whole programs, fork/exec to exit, wall time.
 #include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,31 +8,20 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/spawn.h"
 #include "probe/bench_kernel.h"
-
-extern char** environ;
 
 namespace recur::probe {
 namespace {
 
 // Runs argv to completion with stdout/stderr on /dev/null; returns the exit status or an error.
+// The program dies with this process (core/spawn.h).
 Result<int> run_once(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-  pid_t pid = 0;
-  int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return io_error("bench cmd: cannot run '{}': {}", argv[0], std::strerror(rc));
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return io_error("bench cmd: waitpid: {}", std::strerror(errno));
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return WEXITSTATUS(status);
+  const int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  auto child = spawn_child({.argv = argv, .stdout_fd = null_fd, .stderr_fd = null_fd});
+  if (null_fd >= 0) close(null_fd);
+  if (!child) return io_error("bench cmd: {}", child.error().message());
+  return child->wait();
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "probe/sysinfo_conditions.h"
+
 namespace recur::probe {
 
 MachinePeaks peaks_from(const Roofline& roofline, const std::vector<CacheLevel>& caches) {
@@ -68,12 +70,22 @@ std::string working_set_summary(uint64_t bytes, const std::vector<CacheLevel>& c
                      human_bytes(data.back().size_bytes));
 }
 
+std::vector<std::string> suspect_notes(const RooflineReport& r) {
+  std::vector<std::string> out;
+  // In cache, more than DRAM bandwidth is real; out of cache it is not.
+  if (!r.in_cache)
+    if (std::string n = suspect_fraction_note("DRAM bandwidth", r.bandwidth_frac); !n.empty()) out.push_back(n);
+  if (std::string n = suspect_fraction_note("fp32 FMA peak", r.compute_frac); !n.empty()) out.push_back(n);
+  return out;
+}
+
 std::string roofline_summary(const RooflineReport& r) {
   std::string s = fmt::format("{}: {:.2f} of measured DRAM bandwidth ({:.1f} GB/s), {:.2f} of fp32 FMA peak ({:.1f} GFLOP/s); "
                               "intensity {:.3g} FLOP/B vs ridge {:.3g}{}",
                               r.memory_bound ? "memory-bound" : "compute-bound", r.bandwidth_frac, r.gbps, r.compute_frac,
                               r.gflops, r.intensity, r.ridge,
                               r.in_cache ? " (working set fits in cache: more than DRAM bandwidth is possible)" : "");
+  for (const std::string& n : suspect_notes(r)) s += "; " + n;
   if (r.beyond_roofline)
     s += fmt::format("; BEYOND THE ROOFLINE: {:.1f}x faster than the speed of light ({:.3g} s): work is being skipped",
                      r.beyond_factor, r.bound_s);

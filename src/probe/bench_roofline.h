@@ -51,7 +51,11 @@ RooflineReport analyze_roofline(double bytes, double flops, double seconds, uint
                                 const MachinePeaks& peaks);
 
 // "memory-bound: 0.31 of DRAM bandwidth (12.2 GB/s), 0.02 of FMA peak; working set 1.0 MiB in L2"
+// (with the suspect_notes appended).
 std::string roofline_summary(const RooflineReport& r);
+// Fractions above kSuspectRooflineFrac (probe/sysinfo_conditions.h) that physics does not
+// allow: DRAM bandwidth when the working set does not fit the caches, and the FMA peak.
+std::vector<std::string> suspect_notes(const RooflineReport& r);
 // "1.0 MiB: fits L2 (1 MiB)" against the caches.
 std::string working_set_summary(uint64_t bytes, const std::vector<CacheLevel>& caches);
 std::string human_bytes(uint64_t bytes);

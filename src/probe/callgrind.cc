@@ -1,7 +1,6 @@
 #include "probe/callgrind.h"
 
 #include <fcntl.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <valgrind/callgrind.h>
@@ -19,31 +18,25 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/spawn.h"
 #include "probe/kernel_harness.h"
 
-extern char** environ;
 
 namespace recur::probe {
 namespace {
 
 namespace fs = std::filesystem;
 
+// valgrind runs in this process group and dies with this process (core/spawn.h).
 Result<int> spawn_wait(const std::vector<std::string>& argv, const std::string& log_path) {
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 2, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = 0;
-  int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return unsupported("callgrind: cannot run '{}': {} (install valgrind)", argv[0], std::strerror(rc));
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return io_error("callgrind: waitpid: {}", std::strerror(errno));
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  const int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  const int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  auto child = spawn_child({.argv = argv, .stdout_fd = null_fd, .stderr_fd = log_fd});
+  for (int fd : {null_fd, log_fd})
+    if (fd >= 0) close(fd);
+  if (log_fd < 0) return io_error("callgrind: cannot write its log {}", log_path);
+  if (!child) return unsupported("callgrind: {} (install valgrind)", child.error().message());
+  return child->wait();
 }
 
 std::string tail_of(const std::string& path, size_t max_chars) {

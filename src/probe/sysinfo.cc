@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "probe/roofline_measure.h"
+#include "probe/sysinfo_conditions.h"
 #include "probe/sysinfo_json.h"
 
 namespace recur {
@@ -170,19 +171,36 @@ Result<SystemInfo> load_or_measure_sysinfo(bool refresh) {
     }
   }
   auto hit = cache.rooflines.find(now.isa);
+  const int64_t now_unix = int64_t(std::time(nullptr));
   if (!refresh && hit != cache.rooflines.end()) {
-    now.roofline = hit->second.roofline;
-    now.measured_at = hit->second.measured_at;
-    now.from_cache = true;
-    return now;
+    const CachedRoofline& c = hit->second;
+    if (!should_remeasure(c.conditions, c.roofline, current_load(), now_unix)) {
+      now.roofline = c.roofline;
+      now.measured_at = c.measured_at;
+      now.conditions = c.conditions;
+      now.disturbed = disturbance(c.conditions, c.roofline);
+      now.from_cache = true;
+      return now;
+    }
+    LOG_INFO("{}: the cached roofline was measured on a disturbed machine ({}); the machine is quiet now, measuring again",
+             path.string(), disturbance(c.conditions, c.roofline));
   }
 
   LOG_INFO("measuring this machine's roofline at isa {} (a few seconds)...", now.isa);
   RECUR_ASSIGN_OR_RETURN(auto pool, ThreadPool::create({.threads = 0, .pin = true}));
+  now.conditions.logical_cpus = now.logical_cpus;
+  now.conditions.load_before = current_load();
   now.roofline = measure_roofline(*pool, now.caches);
+  now.conditions.load_after = current_load();
+  now.conditions.measured_unix = now_unix;
   now.measured_at = utc_now_iso();
+  now.disturbed = disturbance(now.conditions, now.roofline);
+  if (!now.disturbed.empty())
+    LOG_WARN("the roofline was measured on a disturbed machine ({}); fractions of it may come out above 1; it is "
+             "measured again once the machine is quiet (or: recur sysinfo --refresh)",
+             now.disturbed);
   cache.machine = now;
-  cache.rooflines[now.isa] = {now.roofline, now.measured_at};
+  cache.rooflines[now.isa] = {now.roofline, now.measured_at, now.conditions};
   if (auto s = write_atomically(path, sysinfo_cache_to_json(cache)); !s)
     LOG_WARN("could not cache the roofline: {}", s.error().message());
   return now;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,14 @@ struct Roofline {
   PeakMeasurement int8_dot_1t;      // GOP/s of int8 dot products (vpdpbusd), one thread
 };
 
+// The conditions a roofline was measured under (probe/sysinfo_conditions.h judges them).
+struct MeasureConditions {
+  std::optional<double> load_before;  // 1-minute load average before measuring (absent: unknown)
+  std::optional<double> load_after;   // and after (includes the measurement's own threads)
+  int logical_cpus = 0;
+  int64_t measured_unix = 0;          // 0: unknown
+};
+
 struct SystemInfo {
   int logical_cpus = 0;
   int physical_cores = 0;
@@ -53,6 +62,8 @@ struct SystemInfo {
   std::vector<CacheLevel> caches;
   Roofline roofline;
   std::string measured_at;          // ISO-8601 UTC
+  MeasureConditions conditions;     // load and time of the measurement
+  std::string disturbed;            // why the roofline is not to be trusted ("" when it is)
   std::string cache_path;           // where it was cached
   bool from_cache = false;
 };
@@ -60,8 +71,8 @@ struct SystemInfo {
 // Machine facts that need no measurement.
 SystemInfo describe_machine();
 
-// Loads the cached roofline, or measures (and caches) it when absent, stale (other CPU), or
-// when refresh is set.
+// Loads the cached roofline, or measures (and caches) it when absent, stale (other CPU), measured
+// on a disturbed machine that is quiet now (probe/sysinfo_conditions.h), or when refresh is set.
 Result<SystemInfo> load_or_measure_sysinfo(bool refresh);
 
 // The cached peaks only, for probes that divide by them; measures on first use.

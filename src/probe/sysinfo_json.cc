@@ -70,6 +70,28 @@ Result<Roofline> roofline_from_json(const json& j, const std::string& where) {
   return r;
 }
 
+json conditions_to_json(const MeasureConditions& c) {
+  json j = {{"logical_cpus", c.logical_cpus}, {"measured_unix", c.measured_unix}};
+  j["load_before"] = c.load_before ? json(*c.load_before) : json(nullptr);
+  j["load_after"] = c.load_after ? json(*c.load_after) : json(nullptr);
+  return j;
+}
+
+// Optional in the cache (older files lack it): absent or null fields stay unknown.
+MeasureConditions conditions_from_json(const json& j, int logical_cpus) {
+  MeasureConditions c;
+  c.logical_cpus = logical_cpus;
+  if (!j.is_object()) return c;
+  auto number = [&j](const char* key) -> std::optional<double> {
+    auto it = j.find(key);
+    return it != j.end() && it->is_number() ? std::optional<double>(it->get<double>()) : std::nullopt;
+  };
+  c.load_before = number("load_before");
+  c.load_after = number("load_after");
+  if (auto t = number("measured_unix")) c.measured_unix = int64_t(*t);
+  return c;
+}
+
 }  // namespace
 
 json sysinfo_to_json(const SystemInfo& info) {
@@ -77,6 +99,8 @@ json sysinfo_to_json(const SystemInfo& info) {
   j["isa"] = info.isa;
   j["roofline"] = roofline_to_json(info.roofline);
   j["measured_at"] = info.measured_at;
+  j["conditions"] = conditions_to_json(info.conditions);
+  j["disturbed"] = info.disturbed.empty() ? json(nullptr) : json(info.disturbed);
   j["from_cache"] = info.from_cache;
   j["cache_path"] = info.cache_path;
   return j;
@@ -85,7 +109,9 @@ json sysinfo_to_json(const SystemInfo& info) {
 std::string sysinfo_cache_to_json(const SysinfoCache& cache) {
   json rooflines = json::object();
   for (const auto& [isa, c] : cache.rooflines)
-    rooflines[isa] = {{"measured_at", c.measured_at}, {"roofline", roofline_to_json(c.roofline)}};
+    rooflines[isa] = {{"measured_at", c.measured_at},
+                      {"conditions", conditions_to_json(c.conditions)},
+                      {"roofline", roofline_to_json(c.roofline)}};
   json j = {{"schema", SysinfoCache::kSchema}, {"machine", machine_to_json(cache.machine)},
             {"rooflines", rooflines}};
   return j.dump(2) + "\n";
@@ -112,6 +138,7 @@ Result<SysinfoCache> parse_sysinfo_cache(std::string_view text) {
     auto r = it.value().find("roofline");
     if (r == it.value().end()) return parse_error("{}: missing field 'roofline'", where);
     RECUR_ASSIGN_OR_RETURN(c.roofline, roofline_from_json(*r, where + ".roofline"));
+    c.conditions = conditions_from_json(it.value().value("conditions", json()), cache.machine.logical_cpus);
     cache.rooflines[it.key()] = std::move(c);
   }
   return cache;

@@ -15,6 +15,7 @@ namespace recur {
 struct CachedRoofline {
   Roofline roofline;
   std::string measured_at;
+  MeasureConditions conditions;  // absent fields in caches written before they were recorded
 };
 struct SysinfoCache {
   // 2: the scalar FMA peak became SSE2-packed (caches of 1 hold a 4x lower scalar peak).

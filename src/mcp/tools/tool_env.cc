@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "agent/loop.h"
+#include "agent/run_name.h"
 #include "core/child_process.h"
 #include "gate/program_probe.h"
 #include "mcp/path_guard.h"
@@ -62,7 +63,8 @@ Result<JournalArgs> journal_arguments(const ToolEnv& env, const json& args) {
   JournalArgs out;
   RECUR_ASSIGN_OR_RETURN(out.journal, path_argument(env, args, "journal", agent::kDefaultJournal));
   out.run = args.value("run", "");
-  if (!out.run.empty()) RECUR_RETURN_IF_ERROR(check_word(out.run, "arguments.run"));
+  // A run name becomes a folder beside the journal (agent/run_name.h); an id is digits, also a valid name.
+  if (!out.run.empty()) RECUR_RETURN_IF_ERROR(agent::check_run_name(out.run, "arguments.run"));
   return out;
 }
 

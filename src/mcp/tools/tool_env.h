@@ -40,7 +40,7 @@ ToolResult run_probe(const ToolEnv& env, const std::vector<std::string>& args, c
 Result<std::string> path_argument(const ToolEnv& env, const nlohmann::json& args, std::string_view key,
                                   std::string_view fallback = "");
 // The `journal` (confined; default runs/journal.db) and optional `run` (a name or id, no
-// leading '-') arguments of the journal and agent tools.
+// leading '-', no path: agent/run_name.h) arguments of the journal and agent tools.
 struct JournalArgs {
   std::string journal;
   std::string run;  // "" when absent
