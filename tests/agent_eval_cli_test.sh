@@ -110,6 +110,8 @@ assert b["rms-noop"]["outcome_met"] and b["rms-noop"]["changes"] == [] and b["rm
 assert b["rms-noop"]["expected"] == "no change"
 assert b["rms-1000x"]["outcome_met"] and not b["rms-1000x"]["passed"] and b["rms-1000x"]["root_cause_named"] is None
 assert b["rms-1000x"]["expected"] == "honest stop"
+# The honest ending says what was reached and what the gate needs.
+assert "best reached" in b["rms-1000x"]["outcome"] and "the gate needs >= 1e+03" in b["rms-1000x"]["outcome"], b["rms-1000x"]["outcome"]
 for r in runs:
     assert r["report"] and os.path.isfile(r["report"]), r
     assert 0 <= r["wasted_s"] <= r["probe_s"] + 1e-9, r

@@ -28,35 +28,6 @@ int direction_of(const gate::MetricRequest& r, std::string_view cand) {
   }
 }
 
-// A comparison `call OP number` (either side) inside a condition's conjunctions.
-struct Bound {
-  gate::MetricRequest request;
-  bool upper = false;  // the metric must stay at or below `limit`
-  double limit = 0;
-};
-void collect_bounds(const gate::Expr& e, std::vector<Bound>& out) {
-  if (e.op == gate::ExprOp::kAnd) {
-    if (e.lhs) collect_bounds(*e.lhs, out);
-    if (e.rhs) collect_bounds(*e.rhs, out);
-    return;
-  }
-  if (!gate::is_comparison(e.op) || !e.lhs || !e.rhs) return;
-  const bool call_left = e.lhs->op == gate::ExprOp::kCall && e.rhs->op == gate::ExprOp::kNumber;
-  const bool call_right = e.rhs->op == gate::ExprOp::kCall && e.lhs->op == gate::ExprOp::kNumber;
-  if (!call_left && !call_right) return;
-  const bool less = e.op == gate::ExprOp::kLt || e.op == gate::ExprOp::kLe;
-  const bool greater = e.op == gate::ExprOp::kGt || e.op == gate::ExprOp::kGe;
-  if (!less && !greater) return;
-  out.push_back({gate::request_for_call(call_left ? *e.lhs : *e.rhs), call_left ? less : greater,
-                 call_left ? e.rhs->number : e.lhs->number});
-}
-
-std::optional<double> value_of(const GateState& g, const gate::MetricRequest& r) {
-  auto it = g.values.find(r.key());
-  if (it == g.values.end()) return std::nullopt;
-  return it->second.value.value;
-}
-
 Aim aim_of(const gate::MetricRequest& r) { return measures_error(r.def->source) ? Aim::kError : Aim::kTime; }
 
 std::string effect_words(const Prediction& p, Aim aim) {
@@ -117,9 +88,8 @@ ChangeOutlook outlook_of(const Candidate& c, const RankContext& ctx) {
   for (size_t i = 0; i < ctx.spec->conditions.size() && o.risk.empty(); ++i) {
     if (i >= ctx.gate->verdict.conditions.size() || ctx.gate->verdict.conditions[i].outcome != gate::Outcome::kPass)
       continue;
-    std::vector<Bound> bounds;
-    collect_bounds(ctx.spec->conditions[i].expr, bounds);
-    for (const Bound& b : bounds) {
+    const std::vector<MetricBound> bounds = metric_bounds(ctx.spec->conditions[i].expr);
+    for (const MetricBound& b : bounds) {
       const int d = direction_of(b.request, ctx.candidate_arm);
       const std::optional<double> v = value_of(*ctx.gate, b.request);
       const std::optional<Prediction> p = predict_change(c.from, c.value, aim_of(b.request));

@@ -121,6 +121,13 @@ TEST(CandidateRank, ARiskToAHoldingConditionRanksLast) {
   EXPECT_NE(cs[3].prediction.find("past 0.0001"), std::string::npos) << cs[3].prediction;
 }
 
+TEST(GateStateDistance, SaysWhatWasReachedAndWhatTheGateNeeds) {
+  const Fixture f = speed_fixture(1.2, 1e-7);
+  EXPECT_EQ(distance_to_pass(f.spec, f.state), "best reached 1.2 on `decode_ratio(cand vs base)`, the gate needs >= 2");
+  const Fixture passing = speed_fixture(2.5, 1e-7);
+  EXPECT_EQ(distance_to_pass(passing.spec, passing.state), "");
+}
+
 TEST(CandidateRank, ErrorConditionsPredictFromSignificandBits) {
   Fixture f = fixture(R"c("logits_max_rel_err(cand vs ref) <= 1e-4")c", {{"logits_max_rel_err(cand vs ref)", point(3e-3)}},
                       {{"engine:kv_cache/layer[3]", 0.9, "op errors"}, {"kernel:gemm", 0.1, "op errors"}});

@@ -14,6 +14,51 @@ const gate::Condition* GateState::deciding(const gate::GateSpec& spec) const {
   return &spec.conditions[size_t(verdict.deciding)];
 }
 
+namespace {
+
+void collect_bounds(const gate::Expr& e, std::vector<MetricBound>& out) {
+  if (e.op == gate::ExprOp::kAnd) {
+    if (e.lhs) collect_bounds(*e.lhs, out);
+    if (e.rhs) collect_bounds(*e.rhs, out);
+    return;
+  }
+  if (!gate::is_comparison(e.op) || !e.lhs || !e.rhs) return;
+  const bool call_left = e.lhs->op == gate::ExprOp::kCall && e.rhs->op == gate::ExprOp::kNumber;
+  const bool call_right = e.rhs->op == gate::ExprOp::kCall && e.lhs->op == gate::ExprOp::kNumber;
+  if (!call_left && !call_right) return;
+  const bool less = e.op == gate::ExprOp::kLt || e.op == gate::ExprOp::kLe;
+  const bool greater = e.op == gate::ExprOp::kGt || e.op == gate::ExprOp::kGe;
+  if (!less && !greater) return;
+  out.push_back({gate::request_for_call(call_left ? *e.lhs : *e.rhs), call_left ? less : greater,
+                 call_left ? e.rhs->number : e.lhs->number});
+}
+
+}  // namespace
+
+std::vector<MetricBound> metric_bounds(const gate::Expr& condition) {
+  std::vector<MetricBound> out;
+  collect_bounds(condition, out);
+  return out;
+}
+
+std::optional<double> value_of(const GateState& g, const gate::MetricRequest& r) {
+  auto it = g.values.find(r.key());
+  if (it == g.values.end()) return std::nullopt;
+  return it->second.value.value;
+}
+
+std::string distance_to_pass(const gate::GateSpec& spec, const GateState& g) {
+  const gate::Condition* c = g.deciding(spec);
+  if (c == nullptr) return "";
+  for (const MetricBound& b : metric_bounds(c->expr)) {
+    const std::optional<double> v = value_of(g, b.request);
+    if (!v || (b.upper ? *v <= b.limit : *v >= b.limit)) continue;  // this bound holds
+    return fmt::format("best reached {:.3g} on `{}`, the gate needs {} {:.3g}", *v, b.request.key(), b.upper ? "<=" : ">=",
+                       b.limit);
+  }
+  return "";
+}
+
 GateState gate_state_from_feedback(const gate::GateSpec& spec, const Feedback& f) {
   gate::MetricValues values;
   for (const gate::MetricRequest& r : spec.requests) {

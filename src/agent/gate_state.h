@@ -36,6 +36,21 @@ struct GateState {
 // Metric values from the Feedback's metrics (value and ci95), the verdict re-evaluated from them.
 GateState gate_state_from_feedback(const gate::GateSpec& spec, const Feedback& f);
 
+// A comparison `metric(...) OP number` (either side) in a condition, also inside its `and`s.
+struct MetricBound {
+  gate::MetricRequest request;
+  bool upper = false;  // the metric must stay at or below `limit` (else at or above)
+  double limit = 0;
+};
+std::vector<MetricBound> metric_bounds(const gate::Expr& condition);
+
+// The measured value of a metric call in this state, if measured.
+std::optional<double> value_of(const GateState& g, const gate::MetricRequest& r);
+
+// How far the deciding condition is from holding, for an honest ending: "best reached 0.54 on
+// `speedup(cand vs dot)`, the gate needs >= 2.5"; "" when it bounds no measured metric.
+std::string distance_to_pass(const gate::GateSpec& spec, const GateState& g);
+
 // Lexicographic: fewer failing conditions, then fewer inconclusive ones, then less violation
 // (over the comparisons that do not hold, the sum of log(lhs / rhs): how many e-folds each is
 // from its threshold).

@@ -77,6 +77,7 @@ class Loop {
     note_state(state);
     int inconclusive_reruns = 0, iteration = 0;
     std::string stop;
+    bool changes_exhausted = false;  // the proposer had nothing left (not the budget, not refusals)
     while (true) {
       if (state.passed()) break;
       if (state.verdict.outcome == gate::Outcome::kInconclusive && inconclusive_reruns < 2) {
@@ -108,6 +109,7 @@ class Loop {
                      ? fmt::format("the {} proposer stopped: {}", proposer_.name(), proposer_stopped_)
                      : fmt::format("the {} proposer has no untried change left for `{}`{}", proposer_.name(),
                                    ev.condition, code_change_finding(ev));
+          changes_exhausted = as.rejected.size() < kMaxRejections && proposer_stopped_.empty();
           break;
         }
         as.rejected.clear();
@@ -141,9 +143,10 @@ class Loop {
     out.replayed = log_.replayed();
     out.outcome = out.passed ? fmt::format("gate pass after {} experiments, {} change(s) kept, {:.1f} s of probes",
                                            log_.steps(), out.findings.size(), log_.spent_s())
-                             : fmt::format("gate {} after {} experiments: {}; stopped: {}",
+                             : fmt::format("gate {} after {} experiments: {}; stopped: {}{}",
                                            gate::outcome_name(state.verdict.outcome), log_.steps(),
-                                           state.verdict.reason, stop);
+                                           state.verdict.reason, stop,
+                                           honest_ending(config, state, changes_exhausted));
     RECUR_ASSIGN_OR_RETURN(out.experiments, load_experiments());
     RECUR_RETURN_IF_ERROR(log_.journal().end_run(run_.id, "done", out.outcome));
     RECUR_ASSIGN_OR_RETURN(out.run, log_.journal().find_run(std::to_string(run_.id)));
@@ -172,6 +175,14 @@ class Loop {
     RECUR_RETURN_IF_ERROR(log_.journal().end_run(run_.id, "done", out.outcome));
     RECUR_ASSIGN_OR_RETURN(out.run, log_.journal().find_run(std::to_string(run_.id)));
     return out;
+  }
+
+  // What the run reached and what the gate needs, and whether knobs ran out ("infeasible with these
+  // knobs") or budget did; nothing for a pass.
+  std::string honest_ending(const KnobMap& config, const GateState& state, bool changes_exhausted) const {
+    const std::string distance = distance_to_pass(gate_with_candidate(ep_, config), state);
+    if (distance.empty()) return "";
+    return fmt::format(". {}: {}", changes_exhausted ? "Infeasible with these knobs" : "Not reached", distance);
   }
 
   // What end_at_limit reports: kept up to date as the run goes.
