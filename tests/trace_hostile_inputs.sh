@@ -66,6 +66,8 @@ notes = json.load(open(sys.argv[1]))["notes"]
 assert any(n.startswith(sys.argv[2]) for n in notes), notes
 PY
 done
+expect 0 "$recur" analyze hta "$tmp/open.json"  # HTA names the file alone, as in its other notes
+contains "$tmp/out" "note: open.json: recovered: 1 B without E closed at track end"
 expect 0 "$recur" analyze overlap "$tmp/open.json" 'name=step' 'name=work'
 contains "$tmp/out" "note: $note"
 expect 0 "$recur" analyze diff "$tmp/open.json" "$tmp/open.json"
