@@ -90,10 +90,14 @@ BreakdownResult analyze_breakdown(const ZoneTree& tree, const BreakdownOptions& 
     if (th.zones++ == 0) th.first_ns = zn.begin;
     th.last_ns = std::max(th.last_ns, zn.end);
   }
+  bool by_path = options.by == BreakdownBy::kPath;
+  std::vector<uint64_t> ids;  // per row: its key id
   for (auto& [id, a] : acc) {
     std::sort(a.durs.begin(), a.durs.end());
     BreakdownRow row;
-    row.key = key_text(tree, id, options.by);
+    ids.push_back(id);
+    // Path texts wait until the rows are ordered (see below); other keys are short.
+    if (!by_path) row.key = key_text(tree, id, options.by);
     row.count = a.count;
     row.total_ns = a.total;
     row.self_ns = a.self;
@@ -104,9 +108,31 @@ BreakdownResult analyze_breakdown(const ZoneTree& tree, const BreakdownOptions& 
     row.share = r.self_total_ns > 0 ? double(a.self) / double(r.self_total_ns) : 0.0;
     r.rows.push_back(std::move(row));
   }
-  std::sort(r.rows.begin(), r.rows.end(), [](const BreakdownRow& x, const BreakdownRow& y) {
-    return x.self_ns != y.self_ns ? x.self_ns > y.self_ns : x.key < y.key;
+  std::vector<uint32_t> order(r.rows.size());
+  for (uint32_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::vector<uint32_t> path_rank = by_path ? tree.path_order() : std::vector<uint32_t>();
+  std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
+    const BreakdownRow& a = r.rows[x];
+    const BreakdownRow& b = r.rows[y];
+    if (a.self_ns != b.self_ns) return a.self_ns > b.self_ns;
+    return by_path ? path_rank[ids[x]] < path_rank[ids[y]] : a.key < b.key;
   });
+  std::vector<BreakdownRow> sorted;
+  sorted.reserve(order.size());
+  uint64_t text_bytes = 0;
+  if (by_path)
+    for (uint64_t id : ids) text_bytes += tree.path_length(uint32_t(id));
+  for (uint32_t k : order) {
+    BreakdownRow& row = sorted.emplace_back(std::move(r.rows[k]));
+    if (!by_path) continue;
+    // Every path text while they fit the budget; past it, only the rows that are shown.
+    if (text_bytes <= kPathTextBudget || sorted.size() <= options.top) {
+      row.key = tree.path(uint32_t(ids[k]));
+    } else {
+      ++r.keys_left_out;
+    }
+  }
+  r.rows = std::move(sorted);
   for (uint32_t tr = 0; tr < threads.size(); ++tr) {
     ThreadTime& th = threads[tr];
     if (th.zones == 0) continue;

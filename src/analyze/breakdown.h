@@ -1,7 +1,8 @@
 // breakdown: where the time goes, per name, zone path, category or thread, and per thread
 // how much of the trace it was busy, idle and waiting.
 //
-// Rows (over the selected zones): count, total duration, self time (duration minus the part
+// Rows (over the selected zones), ordered by self time, ties by key (paths segment by segment,
+// ZoneTree::path_order()): count, total duration, self time (duration minus the part
 // the zone's children on the same track cover, zone_tree.h), mean, p50, p99 and max duration
 // (nearest rank: the value at position ceil(p/100 * n) of the sorted durations), and share =
 // the row's self time / the self time of every selected zone. Self shares sum to 1, so the
@@ -40,6 +41,9 @@ struct BreakdownOptions {
 };
 
 struct BreakdownRow {
+  // The name, path, category or thread. Path texts of deep nesting can total gigabytes: past
+  // kPathTextBudget bytes of them, rows beyond the first `top` keep an empty key
+  // (counted in BreakdownResult::keys_left_out).
   std::string key;
   uint64_t count = 0;
   int64_t total_ns = 0, self_ns = 0;
@@ -61,6 +65,7 @@ struct BreakdownResult {
   int64_t self_total_ns = 0;
   int64_t span_ns = 0;  // first zone begin to last zone end of the whole trace
   uint64_t zones = 0;   // selected
+  uint64_t keys_left_out = 0;  // rows past `top` without their (path) key text, see BreakdownRow
 };
 
 BreakdownResult analyze_breakdown(const ZoneTree& tree, const BreakdownOptions& options);

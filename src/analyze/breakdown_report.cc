@@ -59,6 +59,11 @@ Feedback breakdown_feedback(const BreakdownOptions& options, const BreakdownResu
   } else {
     f.notes.push_back(fmt::format("'{}' selected no zone with self time", options.select.text()));
   }
+  if (r.keys_left_out > 0) {
+    f.notes.push_back(fmt::format("{} rows past the top {} have no key in details: their paths' texts total more than {} "
+                                  "MiB (nesting this deep); --top names more",
+                                  r.keys_left_out, options.top, kPathTextBudget >> 20));
+  }
   for (const ThreadTime& th : r.threads) {
     if (th.wait_ns > 0) f.notes.push_back(fmt::format("{} waited on locks for {}", th.label, format_ns(th.wait_ns)));
   }
@@ -69,7 +74,7 @@ Feedback breakdown_feedback(const BreakdownOptions& options, const BreakdownResu
 json breakdown_details(const BreakdownOptions& options, const BreakdownResult& r) {
   json rows = json::array();
   for (const BreakdownRow& row : r.rows) {
-    rows.push_back({{"key", row.key},
+    rows.push_back({{"key", row.key.empty() && r.keys_left_out > 0 ? json(nullptr) : json(row.key)},
                     {"count", row.count},
                     {"total_us", ns_to_us(row.total_ns)},
                     {"self_us", ns_to_us(row.self_ns)},

@@ -299,44 +299,68 @@ Result<CriticalPathResult> analyze_critical_path(const ZoneTree& tree, const Cri
     r.segments.push_back(std::move(s));
   }
 
-  std::map<std::string, PathComponent> components;
+  // Components keyed by kind and path id; texts are built once the order is known, and past
+  // kPathTextBudget bytes only for the rows shown (paths nested thousands deep total GBs).
+  struct Key {
+    int group;  // 0 "(dependency latency)", 1 "(idle)", 2 a zone path, 3 "wait: <path>"
+    uint32_t path;
+    bool operator<(const Key& o) const { return group != o.group ? group < o.group : path < o.path; }
+  };
+  std::map<Key, PathComponent> components;
   std::map<uint32_t, int64_t> per_track;
   for (const PathSegment& s : r.segments) {
-    std::string key;
+    Key key{0, 0};
     switch (s.kind) {
       case SegmentKind::kWork:
         r.work_ns += s.dur();
-        key = std::string(tree.zone_path(s.zone));
+        key = {2, tree.zone(s.zone).path};
         break;
       case SegmentKind::kWait:
         r.wait_ns += s.dur();
-        key = "wait: " + std::string(tree.zone_path(s.zone));
+        key = {3, tree.zone(s.zone).path};
         break;
       case SegmentKind::kIdle:
         r.idle_ns += s.dur();
-        key = "(idle)";
+        key = {1, 0};
         break;
       case SegmentKind::kFlow:
       case SegmentKind::kLock:
       case SegmentKind::kJoin:
         r.latency_ns += s.dur();
-        key = "(dependency latency)";
+        key = {0, 0};
         ++(s.kind == SegmentKind::kFlow ? r.flow_used : s.kind == SegmentKind::kLock ? r.lock_used : r.join_used);
         break;
     }
     if (!is_dependency(s.kind)) per_track[s.track] += s.dur();
     PathComponent& c = components[key];
-    c.component = key;
     c.ns += s.dur();
     ++c.segments;
   }
   int64_t len = r.length_ns();
-  for (auto& [key, c] : components) {
+  std::vector<uint32_t> rank = components.size() > 2 ? tree.path_order() : std::vector<uint32_t>();
+  std::vector<std::pair<Key, PathComponent>> ordered(components.begin(), components.end());
+  std::stable_sort(ordered.begin(), ordered.end(), [&](const auto& a, const auto& b) {
+    if (a.second.ns != b.second.ns) return a.second.ns > b.second.ns;
+    if (a.first.group != b.first.group) return a.first.group < b.first.group;
+    return a.first.group >= 2 && rank[a.first.path] < rank[b.first.path];
+  });
+  uint64_t text_bytes = 0;
+  for (const auto& [key, c] : ordered) text_bytes += key.group >= 2 ? tree.path_length(key.path) + 6 : 20;
+  for (auto& [key, c] : ordered) {
     c.share = len > 0 ? double(c.ns) / double(len) : 0.0;
+    bool named = text_bytes <= kPathTextBudget || r.components.size() < options.top;
+    switch (key.group) {
+      case 0: c.component = "(dependency latency)"; break;
+      case 1: c.component = "(idle)"; break;
+      default:
+        if (named) {
+          c.component = (key.group == 3 ? "wait: " : "") + tree.path(key.path);
+        } else {
+          ++r.components_unnamed;
+        }
+    }
     r.components.push_back(std::move(c));
   }
-  std::stable_sort(r.components.begin(), r.components.end(),
-                   [](const PathComponent& a, const PathComponent& b) { return a.ns > b.ns; });
   for (auto [tr, ns] : per_track) r.threads.push_back({tr, ns});
   std::stable_sort(r.threads.begin(), r.threads.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
   return r;

@@ -88,7 +88,10 @@ struct CriticalPathResult {
   uint32_t end_track = 0;
   int64_t work_ns = 0, wait_ns = 0, idle_ns = 0, latency_ns = 0;
   std::vector<PathSegment> segments;     // in time order; adjacent pieces of one zone merged
-  std::vector<PathComponent> components;  // largest first
+  std::vector<PathComponent> components;  // largest first (ties: path order, zone_tree.h)
+  // Components past `top` left without their text (component ""): paths nested so deep that
+  // their texts total more than kPathTextBudget.
+  uint64_t components_unnamed = 0;
   std::vector<std::pair<uint32_t, int64_t>> threads;  // time on the path per track, largest first
   size_t flow_edges = 0, lock_edges = 0, join_edges = 0;  // dependency edges in the graph
   size_t flow_used = 0, lock_used = 0, join_used = 0;     // on the path

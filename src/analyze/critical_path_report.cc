@@ -108,7 +108,11 @@ Feedback critical_path_feedback(const ZoneTree& tree, const CriticalPathOptions&
   if (r.wait_ns > 0)
     f.notes.push_back(fmt::format("{} of the path is waiting whose cause is not in the trace (no flow, lock or join found)",
                                   format_ns(r.wait_ns)));
-  if (!r.components.empty() && r.components.front().component.front() != '(')
+  if (r.components_unnamed > 0)
+    f.notes.push_back(fmt::format("{} components past the top {} have no name in details: their paths' texts total "
+                                  "more than {} MiB (nesting this deep)",
+                                  r.components_unnamed, options.top, kPathTextBudget >> 20));
+  if (!r.components.empty() && !r.components.front().component.empty() && r.components.front().component.front() != '(')
     f.next.push_back(fmt::format("recur analyze breakdown {} --by path --select 'path={}'", trace_name,
                                  r.components.front().component));
   return f;
@@ -118,7 +122,7 @@ json critical_path_details(const ZoneTree& tree, const CriticalPathResult& r) {
   const trace::EventTable& t = tree.table();
   json components = json::array();
   for (const PathComponent& c : r.components)
-    components.push_back({{"component", c.component}, {"us", ns_to_us(c.ns)}, {"share", c.share}, {"segments", c.segments}});
+    components.push_back({{"component", c.component.empty() ? json(nullptr) : json(c.component)}, {"us", ns_to_us(c.ns)}, {"share", c.share}, {"segments", c.segments}});
   json threads = json::array();
   for (auto [tr, ns] : r.threads) threads.push_back({{"thread", thread_label(t, tr)}, {"us", ns_to_us(ns)}});
   // Every segment, or for long paths the longest kMaxListed of them (in time order).

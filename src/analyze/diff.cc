@@ -17,31 +17,82 @@ struct Occurrence {
   int64_t begin, self;
 };
 
-// One trace's side of the diff: the end-to-end time and, per path, the self time of each
-// occurrence in scope (by begin).
+// The paths of both traces in one tree of segments, so BASE and CAND align by path without
+// joining path texts (20,000 nested zones have 400 MB+ of them): node 0 is the root "", a
+// node is (parent node, segment), and a node's parent has a smaller index.
+class JointPaths {
+ public:
+  JointPaths() : parent_{0}, segment_{""} {}
+  // The node of every path of `tree` (indexed by path id). The tree must outlive this.
+  std::vector<uint32_t> add(const ZoneTree& tree) {
+    std::vector<uint32_t> node(tree.path_count(), 0);
+    for (uint32_t p = 1; p < tree.path_count(); ++p) {  // a path's parent has a smaller id
+      uint32_t parent = node[tree.path_parent(p)];
+      std::string_view seg = tree.path_segment(p);
+      auto [it, added] = index_.try_emplace(Key{parent, seg}, uint32_t(parent_.size()));
+      if (added) {
+        parent_.push_back(parent);
+        segment_.push_back(seg);
+        length_.push_back((parent == 0 ? 0 : length_[parent] + 1) + seg.size());
+      }
+      node[p] = it->second;
+    }
+    return node;
+  }
+  size_t size() const { return parent_.size(); }
+  uint64_t length(uint32_t n) const { return length_[n]; }
+  std::vector<uint32_t> order() const { return segment_tree_order(parent_, segment_); }
+  std::string text(uint32_t n) const {
+    std::string out(length_[n], '/');
+    for (; n != 0; n = parent_[n]) out.replace(length_[n] - segment_[n].size(), segment_[n].size(), segment_[n]);
+    return out;
+  }
+
+ private:
+  struct Key {
+    uint32_t parent;
+    std::string_view segment;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const noexcept {
+      return std::hash<std::string_view>{}(k.segment) ^ (size_t(k.parent) * 0x9E3779B97F4A7C15ull);
+    }
+  };
+  std::vector<uint32_t> parent_;
+  std::vector<std::string_view> segment_;
+  std::vector<uint64_t> length_{0};
+  std::unordered_map<Key, uint32_t, KeyHash> index_;
+};
+
+// One trace's side of the diff: the end-to-end time and, per joint path node, the self time
+// of each occurrence in scope (by begin).
 struct Side {
   int64_t total_ns = 0;
   uint64_t roots = 0;
-  std::map<std::string, std::vector<Occurrence>, std::less<>> paths;
+  std::unordered_map<uint32_t, std::vector<Occurrence>> paths;
   std::map<std::string, uint64_t> named_threads;
   uint64_t unnamed_threads = 0;
 };
 
-Result<Side> collect(const ZoneTree& tree, const DiffOptions& options, std::string_view which) {
+Result<Side> collect(const ZoneTree& tree, const DiffOptions& options, std::string_view which, JointPaths& joint) {
   Side s;
+  std::vector<uint32_t> node_of_path = joint.add(tree);
   IntervalSet windows;
   std::vector<bool> is_root;
   if (options.root) {
     ZoneMatcher match(*options.root, tree);
     is_root.assign(tree.size(), false);
+    // Per zone: inside a root zone (parents precede their children in zone order).
+    std::vector<bool> under_root(tree.size(), false);
     std::vector<Interval> w;
     for (uint32_t z = 0; z < tree.size(); ++z) {
+      uint32_t p = tree.zone(z).parent;
+      under_root[z] = p != kNoZone && (is_root[p] || under_root[p]);
       if (!match.matches(z)) continue;
       is_root[z] = true;
       // Only the outermost: a root inside another root is already counted.
-      bool nested = false;
-      for (uint32_t p = tree.zone(z).parent; p != kNoZone && !nested; p = tree.zone(p).parent) nested = is_root[p];
-      if (nested) continue;
+      if (under_root[z]) continue;
       ++s.roots;
       s.total_ns += tree.zone(z).dur();
       w.push_back({tree.zone(z).begin, tree.zone(z).end});
@@ -61,14 +112,11 @@ Result<Side> collect(const ZoneTree& tree, const DiffOptions& options, std::stri
     auto it = std::upper_bound(ivs.begin(), ivs.end(), b, [](int64_t v, const Interval& iv) { return v < iv.begin; });
     return it != ivs.begin() && b < (it - 1)->end;
   };
-  std::unordered_map<uint32_t, std::vector<Occurrence>*> by_path;
   std::vector<bool> track_seen(tree.table().tracks().size(), false);
   for (uint32_t z = 0; z < tree.size(); ++z) {
     if (!in_scope(z)) continue;
     const Zone& zn = tree.zone(z);
-    auto [it, added] = by_path.try_emplace(zn.path, nullptr);
-    if (added) it->second = &s.paths[std::string(tree.path(zn.path))];
-    it->second->push_back({zn.begin, zn.self_ns});
+    s.paths[node_of_path[zn.path]].push_back({zn.begin, zn.self_ns});
     if (!track_seen[zn.track]) {
       track_seen[zn.track] = true;
       const trace::Track& tr = tree.table().tracks()[zn.track];
@@ -114,8 +162,9 @@ int64_t sum_self(const std::vector<Occurrence>& v) {
 }  // namespace
 
 Result<DiffResult> analyze_diff(const ZoneTree& base, const ZoneTree& cand, const DiffOptions& options) {
-  RECUR_ASSIGN_OR_RETURN(Side b, collect(base, options, "BASE"));
-  RECUR_ASSIGN_OR_RETURN(Side c, collect(cand, options, "CAND"));
+  JointPaths joint;
+  RECUR_ASSIGN_OR_RETURN(Side b, collect(base, options, "BASE", joint));
+  RECUR_ASSIGN_OR_RETURN(Side c, collect(cand, options, "CAND", joint));
   DiffResult r;
   r.measure = options.root ? fmt::format("root '{}'", options.root->text()) : "trace span";
   r.base_ns = b.total_ns;
@@ -126,9 +175,10 @@ Result<DiffResult> analyze_diff(const ZoneTree& base, const ZoneTree& cand, cons
   const int64_t delta = r.delta_ns();
   const int sign = delta >= 0 ? 1 : -1;
   static const std::vector<Occurrence> kNone;
-  auto add_row = [&](const std::string& path, const std::vector<Occurrence>& bo, const std::vector<Occurrence>& co) {
+  std::vector<uint32_t> row_node;  // per row: its joint path node (texts come last)
+  auto add_row = [&](uint32_t node, const std::vector<Occurrence>& bo, const std::vector<Occurrence>& co) {
     DiffRow row;
-    row.path = path;
+    row_node.push_back(node);
     row.base_count = bo.size();
     row.cand_count = co.size();
     row.base_self_ns = sum_self(bo);
@@ -144,12 +194,12 @@ Result<DiffResult> analyze_diff(const ZoneTree& base, const ZoneTree& cand, cons
     r.components_ns += row.delta_ns();
     r.rows.push_back(std::move(row));
   };
-  for (const auto& [path, bo] : b.paths) {
-    auto it = c.paths.find(path);
-    add_row(path, bo, it == c.paths.end() ? kNone : it->second);
+  for (uint32_t node = 1; node < joint.size(); ++node) {
+    auto bi = b.paths.find(node);
+    auto ci = c.paths.find(node);
+    if (bi == b.paths.end() && ci == c.paths.end()) continue;
+    add_row(node, bi == b.paths.end() ? kNone : bi->second, ci == c.paths.end() ? kNone : ci->second);
   }
-  for (const auto& [path, co] : c.paths)
-    if (!b.paths.contains(path)) add_row(path, kNone, co);
 
   r.unattributed_ns = delta - r.components_ns;
   for (const DiffRow& row : r.rows) {
@@ -167,9 +217,31 @@ Result<DiffResult> analyze_diff(const ZoneTree& base, const ZoneTree& cand, cons
   } else {
     r.unattributed_share = 1.0;  // nothing changed: the whole (zero) change is unexplained
   }
-  std::stable_sort(r.rows.begin(), r.rows.end(), [](const DiffRow& x, const DiffRow& y) {
-    return std::llabs(x.delta_ns()) > std::llabs(y.delta_ns());
+  // Largest |change| first, ties in path order; then the texts: all of them while they fit
+  // kPathTextBudget, else those of the rows shown (--top) and the first offsets (named in notes).
+  std::vector<uint32_t> rank = joint.order();
+  std::vector<uint32_t> order(r.rows.size());
+  for (uint32_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
+    int64_t dx = std::llabs(r.rows[x].delta_ns()), dy = std::llabs(r.rows[y].delta_ns());
+    return dx != dy ? dx > dy : rank[row_node[x]] < rank[row_node[y]];
   });
+  uint64_t text_bytes = 0;
+  for (uint32_t node : row_node) text_bytes += joint.length(node);
+  std::vector<DiffRow> sorted;
+  sorted.reserve(order.size());
+  size_t offsets_named = 0;
+  for (uint32_t k : order) {
+    DiffRow& row = sorted.emplace_back(std::move(r.rows[k]));
+    bool offset = row.share == 0 && row.delta_ns() != 0;
+    if (text_bytes <= kPathTextBudget || sorted.size() <= options.top || (offset && offsets_named < kNamedOffsets)) {
+      row.path = joint.text(row_node[k]);
+      offsets_named += offset;
+    } else {
+      ++r.paths_unnamed;
+    }
+  }
+  r.rows = std::move(sorted);
   return r;
 }
 

@@ -39,8 +39,11 @@ struct DiffOptions {
   size_t top = 15;               // rows in text and Feedback (all are in the result)
 };
 
+// Offsets named in the Feedback's notes.
+inline constexpr size_t kNamedOffsets = 3;
+
 struct DiffRow {
-  std::string path;
+  std::string path;  // "" past `top` when the paths' texts total more than kPathTextBudget
   uint64_t base_count = 0, cand_count = 0;
   int64_t base_self_ns = 0, cand_self_ns = 0;
   int64_t worst_delta_ns = 0;  // of the matched occurrence pair that moved most with the change
@@ -60,6 +63,8 @@ struct DiffResult {
   int64_t base_ns = 0, cand_ns = 0;
   uint64_t base_roots = 0, cand_roots = 0;
   std::vector<DiffRow> rows;  // every path in scope in either trace, largest |change| first
+                              // (ties: path order, zone_tree.h)
+  uint64_t paths_unnamed = 0;  // rows left without their path text (DiffRow::path)
   int64_t components_ns = 0;  // sum of the rows' changes
   int64_t unattributed_ns = 0;  // end-to-end change - components_ns
   int64_t gross_ns = 0, offsets_ns = 0;

@@ -81,12 +81,16 @@ Feedback diff_feedback(const DiffOptions& options, const DiffResult& r, std::str
   if (r.offsets_ns > 0) {
     std::vector<std::string> offsets;
     for (const DiffRow& row : r.rows) {
-      if (row.share == 0 && row.delta_ns() != 0 && offsets.size() < 3)
+      if (row.share == 0 && row.delta_ns() != 0 && offsets.size() < kNamedOffsets)
         offsets.push_back(fmt::format("{} {}", row.path, format_delta_ns(row.delta_ns())));
     }
     f.notes.push_back(fmt::format("offsets (moved against the change) {}: {}; shares are of the gross change {}",
                                   format_ns(r.offsets_ns), fmt::join(offsets, ", "), format_ns(r.gross_ns)));
   }
+  if (r.paths_unnamed > 0)
+    f.notes.push_back(fmt::format("{} rows past the top {} have no path in details: their texts total more than {} MiB "
+                                  "(nesting this deep)",
+                                  r.paths_unnamed, options.top, kPathTextBudget >> 20));
   if (!r.rows.empty() && r.rows.front().share > 0)
     f.next.push_back(fmt::format("recur analyze breakdown CAND --by path --select 'path={}'", r.rows.front().path));
   return f;
@@ -95,7 +99,7 @@ Feedback diff_feedback(const DiffOptions& options, const DiffResult& r, std::str
 json diff_details(const DiffOptions& options, const DiffResult& r) {
   json rows = json::array();
   for (const DiffRow& row : r.rows) {
-    json j = {{"path", row.path},
+    json j = {{"path", row.path.empty() && r.paths_unnamed > 0 ? json(nullptr) : json(row.path)},
               {"base_count", row.base_count},
               {"cand_count", row.cand_count},
               {"base_self_us", ns_to_us(row.base_self_ns)},

@@ -16,6 +16,7 @@
 #include "analyze/hta_rows.h"
 #include "analyze/hta_stats.h"
 #include "trace/trace_io.h"
+#include "trace/trace_tools.h"
 
 namespace recur::analyze {
 namespace {
@@ -38,6 +39,7 @@ struct RankPartial {
   HtaRankReport report;                 // figures: with the last step excluded
   std::optional<HtaRankFigures> whole;  // without exclusion, when this rank alone cannot decide
   std::vector<std::string> steps;
+  std::vector<std::string> notes;       // the reader's recoveries, "FILE: recovered: ..."
 };
 
 RankPartial analyze_rank(const HtaRows& rows, const trace::TraceInfo& info, std::string name,
@@ -48,6 +50,7 @@ RankPartial analyze_rank(const HtaRows& rows, const trace::TraceInfo& info, std:
   p.report.rank_assumed = !info.rank.has_value();
   p.report.rounded = rows.rounded;
   p.steps = rows.profiler_steps;
+  for (const std::string& note : trace::recovery_notes(info)) p.notes.push_back(p.report.file + ": " + note);
   if (!hta_filters_last_step(p.steps)) p.whole = measure(rows, options);
   p.report.figures = measure(exclude_last_profiler_step(rows), options);
   return p;
@@ -68,6 +71,7 @@ Result<HtaReport> assemble(std::vector<RankPartial> partials, std::string path) 
                               out.path, p.report.rank, it->second, p.report.file);
     }
     if (!out.last_step_excluded && p.whole) p.report.figures = std::move(*p.whole);
+    out.notes.insert(out.notes.end(), p.notes.begin(), p.notes.end());
     if (p.report.rank_assumed) {
       out.notes.push_back(fmt::format("{}: no distributedInfo.rank: rank 0 assumed", p.report.file));
     }
@@ -191,7 +195,7 @@ Result<HtaReport> analyze_hta(const std::string& path, const HtaOptions& options
   std::vector<std::optional<Error>> errors(files->size());
   parallel_for(files->size(), options.jobs, [&](size_t i) {
     const std::string& file = (*files)[i];
-    auto table = trace::read_trace(file);
+    auto table = trace::read_trace(file, options.limits);
     if (!table) {
       errors[i] = table.error();
       return;

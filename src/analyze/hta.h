@@ -25,6 +25,7 @@
 #include "analyze/hta_queue.h"
 #include "core/status.h"
 #include "trace/event_table.h"
+#include "trace/trace_io.h"
 
 namespace recur::analyze {
 
@@ -34,6 +35,7 @@ struct HtaOptions {
   // analyze_hta() only: before reading, reserve_heap() (hta_heap.h) for about three times the
   // JSON of the `jobs` largest traces. Process-wide: for the CLI, not for embedding.
   bool reserve_heap = false;
+  trace::ReadLimits limits;  // analyze_hta() only: what the reader may take in (trace_io.h)
 };
 
 // Everything measured on one rank's rows.

@@ -10,6 +10,10 @@
 namespace recur::analyze {
 namespace {
 
+void add_notes(const std::string& file, const trace::TraceInfo& info, std::vector<std::string>& notes) {
+  for (const std::string& note : trace::recovery_notes(info)) notes.push_back(file + ": " + note);
+}
+
 bool is_trace_file(const std::string& name) {
   for (const char* ext : {".json", ".json.gz", ".pftrace", ".perfetto-trace", ".pb"})
     if (name.ends_with(ext)) return true;
@@ -26,11 +30,15 @@ LoadedTrace loaded_from(trace::EventTable table) {
   return t;
 }
 
-Result<LoadedTrace> load_trace(const std::string& path) {
+Result<LoadedTrace> load_trace(const std::string& path, const trace::ReadLimits& limits) {
   std::error_code ec;
   if (!std::filesystem::is_directory(path, ec)) {
-    RECUR_ASSIGN_OR_RETURN(trace::EventTable t, trace::read_trace(path));
-    return loaded_from(std::move(t));
+    RECUR_ASSIGN_OR_RETURN(trace::EventTable t, trace::read_trace(path, limits));
+    std::vector<std::string> notes;
+    add_notes(path, t.info(), notes);
+    LoadedTrace out = loaded_from(std::move(t));
+    out.notes = std::move(notes);
+    return out;
   }
   std::vector<std::string> files;
   for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
@@ -40,15 +48,22 @@ Result<LoadedTrace> load_trace(const std::string& path) {
   if (files.empty()) return not_found("{}: no trace files (*.json, *.json.gz, *.pftrace) in this folder", path);
   std::sort(files.begin(), files.end());
   std::vector<trace::EventTable> tables;
+  std::vector<std::string> notes;
   for (const std::string& f : files) {
-    RECUR_ASSIGN_OR_RETURN(trace::EventTable t, trace::read_trace(f));
+    RECUR_ASSIGN_OR_RETURN(trace::EventTable t, trace::read_trace(f, limits));
+    add_notes(f, t.info(), notes);
     tables.push_back(std::move(t));
   }
-  if (tables.size() == 1) return loaded_from(std::move(tables.front()));
-  auto merged = trace::merge_traces(tables);
-  if (!merged) return unexpected(merged.error().with_context(path));
-  LoadedTrace out = loaded_from(std::move(*merged));
-  out.files = files.size();
+  LoadedTrace out;
+  if (tables.size() == 1) {
+    out = loaded_from(std::move(tables.front()));
+  } else {
+    auto merged = trace::merge_traces(tables);
+    if (!merged) return unexpected(merged.error().with_context(path));
+    out = loaded_from(std::move(*merged));
+    out.files = files.size();
+  }
+  out.notes = std::move(notes);
   return out;
 }
 

@@ -19,7 +19,7 @@ nlohmann::json zone_json(const ZoneTree& tree, uint32_t zone) {
   if (zone == kNoZone) return nullptr;
   const Zone& z = tree.zone(zone);
   return {{"name", tree.table().name(z.event)},
-          {"path", tree.zone_path(zone)},
+          {"path", tree.path_tail(z.path, kZonePathBytes)},
           {"thread", thread_label(tree.table(), z.track)},
           {"ts_us", ns_to_us(z.begin)},
           {"offset_us", ns_to_us(z.begin - tree.first_begin())},

@@ -19,7 +19,9 @@ inline double ns_to_us(int64_t ns) { return double(ns) / 1e3; }
 // "attention at +1.234 ms for 56.000 us on prefill (7/12)"; "-" for kNoZone.
 std::string zone_text(const ZoneTree& tree, uint32_t zone);
 // {"name", "path", "thread", "ts_us" (as in the file), "offset_us" (from the first zone),
-// "dur_us"}; null for kNoZone.
+// "dur_us"}; null for kNoZone. A path longer than kZonePathBytes is cut to ".../" and its
+// last whole segments (ZoneTree::path_tail): details list thousands of zones.
+inline constexpr size_t kZonePathBytes = 4096;
 nlohmann::json zone_json(const ZoneTree& tree, uint32_t zone);
 // Percent with one decimal: "61.3%".
 std::string percent(double share);

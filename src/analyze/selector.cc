@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include <fmt/format.h>
+#include <re2/re2.h>
 
 #include "analyze/trace_labels.h"
 
@@ -125,11 +126,13 @@ Result<SelectorTerm> parse_term(std::string_view selector, const Piece& piece) {
   term.number = parse_int(term.value);
   bool regex_op = term.op == SelectorOp::kMatch || term.op == SelectorOp::kNoMatch;
   if (regex_op) {
-    try {
-      term.regex = std::make_shared<const std::regex>(term.value, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      return term_error(selector, value_column, fmt::format("bad regex '{}': {}", term.value, e.what()));
+    RE2::Options options;
+    options.set_log_errors(false);  // the error is returned, not printed
+    auto re = std::make_shared<const RE2>(term.value, options);
+    if (!re->ok()) {
+      return term_error(selector, value_column, fmt::format("bad regex '{}': {}", term.value, re->error()));
     }
+    term.regex = std::move(re);
   } else if (term.key == SelectorKey::kStream && !term.number) {
     return term_error(selector, value_column, fmt::format("expected an integer stream id, got '{}'", term.value));
   }
@@ -154,17 +157,11 @@ bool text_matches(const SelectorTerm& term, std::string_view text) {
   switch (term.op) {
     case SelectorOp::kEqual: return text == term.value;
     case SelectorOp::kNotEqual: return text != term.value;
-    case SelectorOp::kMatch: return std::regex_search(text.begin(), text.end(), *term.regex);
-    case SelectorOp::kNoMatch: return !std::regex_search(text.begin(), text.end(), *term.regex);
+    case SelectorOp::kMatch: return RE2::PartialMatch(text, *term.regex);
+    case SelectorOp::kNoMatch: return !RE2::PartialMatch(text, *term.regex);
     case SelectorOp::kHas: return true;
   }
   return false;
-}
-
-// `path=a/b`: the path is a/b or ends in "/a/b".
-bool path_equals(const SelectorTerm& term, std::string_view path) {
-  const std::string& v = term.value;
-  return path == v || (path.size() > v.size() && path.ends_with(v) && path[path.size() - v.size() - 1] == '/');
 }
 
 bool arg_matches(const SelectorTerm& term, const trace::EventTable& t, size_t event) {
@@ -263,7 +260,8 @@ bool ZoneMatcher::term_matches(size_t k, uint32_t zone) const {
     case SelectorKey::kProcess: yes = text_matches(term, process_text(t, track.pid)); break;
     case SelectorKey::kPath:
       if (term.op == SelectorOp::kEqual || term.op == SelectorOp::kNotEqual) {
-        yes = path_equals(term, tree_->path(z.path)) == (term.op == SelectorOp::kEqual);
+        // `path=a/b`: the path is a/b or ends in "/a/b" (from the segments: no text built).
+        yes = tree_->path_ends_with(z.path, term.value) == (term.op == SelectorOp::kEqual);
       } else {
         yes = text_matches(term, tree_->path(z.path));
       }

@@ -1,6 +1,6 @@
 // Selectors: which zones an analysis looks at, in a compact text form for the CLI.
 //
-//   name~^nccl            regex (ECMAScript, searched anywhere) on the event name
+//   name~^nccl            regex (RE2 syntax, searched anywhere) on the event name
 //   name=step             exact name
 //   cat=kernel            category (cat~, cat!= and cat!~ as well)
 //   thread=prefill        thread name (else the tid's text); thread~^rank
@@ -12,6 +12,9 @@
 //   path~^step/layer\.[0-9]+/attention$   regex on the whole zone path
 //   *                     every zone
 //
+// Regexes are RE2 (github.com/google/re2/wiki/Syntax): linear time in the text, no recursion, so
+// any pattern on any name is safe (std::regex overflowed the stack on long Kineto names); no
+// backreferences or lookaround. A bad pattern is an error naming it and RE2's message.
 // Terms are joined by commas (AND); every key takes =, !=, ~ and !~. A comma inside (), [] or
 // {} of a regex, or escaped as "\,", does not split. Errors name the selector, the 1-based
 // column and what was expected:
@@ -22,13 +25,16 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "analyze/zone_tree.h"
 #include "core/status.h"
+
+namespace re2 {
+class RE2;
+}
 
 namespace recur::analyze {
 
@@ -41,7 +47,7 @@ struct SelectorTerm {
   SelectorOp op = SelectorOp::kEqual;
   std::string value;
   std::optional<int64_t> number;            // value as an integer, if it is one
-  std::shared_ptr<const std::regex> regex;  // for kMatch / kNoMatch
+  std::shared_ptr<const re2::RE2> regex;  // for kMatch / kNoMatch
   size_t column = 1;                        // 1-based, for messages
 };
 

@@ -48,6 +48,13 @@ TEST(Selector, ErrorsNameTheColumnAndWhatWasExpected) {
   EXPECT_EQ(parse_error_of("name=a,"), "selector 'name=a,': column 8: empty term (expected KEY=VALUE, KEY~REGEX, ...)");
 }
 
+TEST(Selector, BadRegexNamesThePatternAndTheEnginesMessage) {
+  // RE2's own wording after the pattern; no lookaround in a linear-time engine.
+  EXPECT_EQ(parse_error_of("name~a(b"), "selector 'name~a(b': column 6: bad regex 'a(b': missing ): a(b");
+  EXPECT_NE(parse_error_of("name~(?=x)").find("column 6: bad regex '(?=x)': invalid perl operator: (?="),
+            std::string::npos);
+}
+
 // Names of the zones a selector picks, in zone order.
 std::vector<std::string> picked(const ZoneTree& tree, std::string_view text) {
   auto s = Selector::parse(text);
@@ -95,6 +102,24 @@ TEST(Selector, MatchesEveryKey) {
   EXPECT_EQ(picked(tree, "path=step/layer.8"), V{"layer"});
   EXPECT_EQ(picked(tree, "*").size(), 7u);
   EXPECT_EQ(picked(tree, "name=nothing"), V{});
+}
+
+TEST(Selector, RegexOnALongNameRunsInLinearTime) {
+  // std::regex recursed per character and overflowed the stack on names like these (Kineto
+  // kernel names run to kilobytes; over MCP a model writes the pattern).
+  testing::TraceBuilder b;
+  uint32_t tr = b.thread(1, 1);
+  std::string long_ab(100000, 'a');
+  for (size_t i = 1; i < long_ab.size(); i += 2) long_ab[i] = 'b';
+  b.zone(tr, long_ab + "c", 0, 10).zone(tr, long_ab, 20, 30).zone(tr, std::string(100000, 'y') + "x" + "y", 40, 50);
+  trace::EventTable t = b.finish();
+  ZoneTree tree(t);
+  auto count = [&](std::string_view text) { return picked(tree, text).size(); };
+  EXPECT_EQ(count("name~^(a|b)*c$"), 1u);
+  EXPECT_EQ(count("name~(a|b)*c"), 1u);
+  EXPECT_EQ(count("name~.*x.*"), 1u);
+  EXPECT_EQ(count("name!~.*x.*"), 2u);
+  EXPECT_EQ(count("path~^(a|b)+$"), 1u);
 }
 
 }  // namespace

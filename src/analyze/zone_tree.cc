@@ -71,6 +71,7 @@ void ZoneTree::build_tracks() {
     return a < b;
   });
   zones_.resize(order.size());
+  jump_.assign(order.size(), kNoZone);
   track_begin_.assign(t.tracks().size() + 1, 0);
   for (uint32_t e : order) ++track_begin_[t.track(e) + 1];
   for (size_t k = 1; k < track_begin_.size(); ++k) track_begin_[k] += track_begin_[k - 1];
@@ -108,6 +109,17 @@ void ZoneTree::build_tracks() {
       if (to > from) parent.self_ns -= to - from;
       covered_end[p] = std::max(covered_end[p], to);
     }
+    // Jump pointer: the parent's jump's jump when the two jumps below have equal length, else
+    // the parent (skew-binary: any ancestor is reached in O(log depth) jumps).
+    uint32_t jump = kNoZone;
+    if (zn.parent != kNoZone) {
+      uint32_t p = zn.parent, pj = jump_[p];
+      uint32_t pjj = pj == kNoZone ? kNoZone : jump_[pj];
+      bool equal = pj != kNoZone && pjj != kNoZone &&
+                   zones_[p].depth - zones_[pj].depth == zones_[pj].depth - zones_[pjj].depth;
+      jump = equal ? pjj : p;
+    }
+    jump_[z] = jump;
     if (nests) open.push_back(z);
     if (z == 0 || zn.begin < first_begin_) first_begin_ = zn.begin;
     if (z == 0 || zn.end > last_end_) last_end_ = zn.end;
@@ -116,7 +128,7 @@ void ZoneTree::build_tracks() {
 
 void ZoneTree::assign_paths() {
   const trace::EventTable& t = *table_;
-  paths_.push_back({"", 0});  // path 0: the root, parent of every top-level path
+  paths_.push_back({});  // path 0: the root "", parent of every top-level path
   std::unordered_map<PathKey, uint32_t, PathKeyHash> index;
   // Base names: per name id, the index of its base name (names that differ only in "#N" share one).
   std::unordered_map<trace::StringId, uint32_t> base_of_name;
@@ -136,12 +148,87 @@ void ZoneTree::assign_paths() {
     auto [it, added] = index.try_emplace(key, uint32_t(paths_.size()));
     if (added) {
       std::string_view base = bases[key.base];
-      std::string seg = key.number == kNoNumber ? std::string(base) : fmt::format("{}.{}", base, key.number);
-      std::string text = parent_path == 0 ? seg : paths_[parent_path].text + "/" + seg;
-      paths_.push_back({std::move(text), parent_path});
+      Path p;
+      p.segment = key.number == kNoNumber ? std::string(base) : fmt::format("{}.{}", base, key.number);
+      p.parent = parent_path;
+      p.depth = paths_[parent_path].depth + 1;
+      p.length = (parent_path == 0 ? 0 : paths_[parent_path].length + 1) + p.segment.size();
+      paths_.push_back(std::move(p));
     }
     z.path = it->second;
   }
+}
+
+std::string ZoneTree::path(uint32_t path_id) const {
+  std::string text(paths_[path_id].length, '/');
+  for (uint32_t p = path_id; p != 0; p = paths_[p].parent) {
+    const Path& pp = paths_[p];
+    text.replace(pp.length - pp.segment.size(), pp.segment.size(), pp.segment);
+  }
+  return text;
+}
+
+std::string ZoneTree::path_tail(uint32_t path_id, size_t max_bytes) const {
+  if (paths_[path_id].length <= max_bytes) return path(path_id);
+  // The highest ancestor whose segment and those below it still fit after ".../".
+  uint64_t end = paths_[path_id].length;
+  auto start_of = [this](uint32_t p) { return paths_[p].length - paths_[p].segment.size(); };
+  uint32_t cut = path_id;
+  while (paths_[cut].parent != 0 && end - start_of(paths_[cut].parent) + 4 <= max_bytes) cut = paths_[cut].parent;
+  uint64_t from = start_of(cut);
+  std::string text(end - from + 4, '/');
+  text.replace(0, 3, "...");
+  for (uint32_t p = path_id;; p = paths_[p].parent) {
+    const Path& pp = paths_[p];
+    text.replace(4 + pp.length - pp.segment.size() - from, pp.segment.size(), pp.segment);
+    if (p == cut) break;
+  }
+  return text;
+}
+
+bool ZoneTree::path_ends_with(uint32_t path_id, std::string_view text) const {
+  // Compares `text` with the path's text from the end, one segment at a time; `pos` is how
+  // much of `text` is still unmatched.
+  size_t pos = text.size();
+  for (uint32_t p = path_id; p != 0; p = paths_[p].parent) {
+    std::string_view seg = paths_[p].segment;
+    if (pos <= seg.size()) {
+      // The rest of `text` ends this segment, at the path's start or after a '/'.
+      if (!seg.ends_with(text.substr(0, pos))) return false;
+      size_t before = seg.size() - pos;
+      return before == 0 || seg[before - 1] == '/';
+    }
+    if (text.substr(pos - seg.size(), seg.size()) != seg || text[pos - seg.size() - 1] != '/') return false;
+    pos -= seg.size() + 1;
+  }
+  return false;
+}
+
+std::vector<uint32_t> segment_tree_order(const std::vector<uint32_t>& parent, const std::vector<std::string_view>& segment) {
+  std::vector<std::vector<uint32_t>> children(parent.size());
+  for (uint32_t p = 1; p < parent.size(); ++p) children[parent[p]].push_back(p);
+  std::vector<uint32_t> rank(parent.size(), 0);
+  uint32_t next = 0;
+  std::vector<uint32_t> stack{0};  // iterative: paths may nest 10^5 deep
+  while (!stack.empty()) {
+    uint32_t p = stack.back();
+    stack.pop_back();
+    rank[p] = next++;
+    std::vector<uint32_t>& c = children[p];
+    std::sort(c.begin(), c.end(), [&segment](uint32_t a, uint32_t b) { return segment[a] > segment[b]; });
+    stack.insert(stack.end(), c.begin(), c.end());  // reversed: the smallest segment is popped first
+  }
+  return rank;
+}
+
+std::vector<uint32_t> ZoneTree::path_order() const {
+  std::vector<uint32_t> parent(paths_.size());
+  std::vector<std::string_view> segment(paths_.size());
+  for (uint32_t p = 0; p < paths_.size(); ++p) {
+    parent[p] = paths_[p].parent;
+    segment[p] = paths_[p].segment;
+  }
+  return segment_tree_order(parent, segment);
 }
 
 uint32_t ZoneTree::innermost_at(uint32_t track, int64_t t,
@@ -154,10 +241,17 @@ uint32_t ZoneTree::innermost_at(uint32_t track, int64_t t,
   auto it = std::upper_bound(first, last, t, [](int64_t v, const Zone& z) { return v < z.begin; });
   if (it == first) return kNoZone;
   uint32_t z = uint32_t(it - zones_.begin() - 1);
+  // Every ancestor begins at or before t, and ends are non-decreasing going up (a parent
+  // encloses its children): the covering ancestors are those with end > t, a run from some
+  // ancestor up to the root. Jump to the lowest of them, then skip upwards.
   while (z != kNoZone) {
-    const Zone& zn = zones_[z];
-    if (zn.begin <= t && t < zn.end && !(skip && skip(zn))) return z;
-    z = zn.parent;
+    if (t < zones_[z].end) {
+      if (!(skip && skip(zones_[z]))) return z;
+      z = zones_[z].parent;
+      continue;
+    }
+    uint32_t j = jump_[z];
+    z = j != kNoZone && zones_[j].end <= t ? j : zones_[z].parent;
   }
   return kNoZone;
 }

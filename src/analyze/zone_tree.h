@@ -16,6 +16,11 @@
 // traces with other step numbers align (diff tells repeats apart by order). Self time is the zone's
 // duration minus the part its children cover.
 //
+// Paths are interned as (parent path, segment) pairs, never stored as text: a trace nested
+// 20,000 deep has 20,000 distinct paths whose texts together run to gigabytes (issue #24), so
+// path() builds a text only when asked, and path_ends_with() / path_order() answer from the
+// segments. Memory is linear in zones and distinct paths.
+//
 // Built once per table (O(n log n)); immutable afterwards, so const methods are thread-safe.
 #pragma once
 
@@ -30,6 +35,9 @@
 namespace recur::analyze {
 
 inline constexpr uint32_t kNoZone = UINT32_MAX;
+// Path texts an analysis builds for its full (--json) output at most; past it, only the rows
+// it shows (`--top`) are named. 20,000 nested zones have paths totalling 400 MB+ of text.
+inline constexpr uint64_t kPathTextBudget = uint64_t(64) << 20;
 
 struct Zone {
   uint32_t event = 0;       // row in the EventTable
@@ -57,15 +65,31 @@ class ZoneTree {
   // The zone of an X event, or kNoZone for other events.
   uint32_t zone_of_event(size_t event) const { return event_zone_[event]; }
 
-  std::string_view path(uint32_t path_id) const { return paths_[path_id].text; }
+  // The path's text, built on each call (O(its length)): "step/layer.7/attention".
+  std::string path(uint32_t path_id) const;
   size_t path_count() const { return paths_.size(); }
   // The path of a zone's parent ("" for a root zone): path ids form a tree too.
   uint32_t path_parent(uint32_t path_id) const { return paths_[path_id].parent; }
+  // The last segment of a path ("attention"), its depth in segments (0 for the root path "")
+  // and the length of its text.
+  std::string_view path_segment(uint32_t path_id) const { return paths_[path_id].segment; }
+  uint32_t path_depth(uint32_t path_id) const { return paths_[path_id].depth; }
+  uint64_t path_length(uint32_t path_id) const { return paths_[path_id].length; }
+  // True when the path's text is `text` or ends in "/" + `text` (whole segments, as the
+  // selector's path=... means): O(text.size()), no path text built.
+  bool path_ends_with(uint32_t path_id, std::string_view text) const;
+  // Every path's rank in path order: segment by segment from the root, each segment compared
+  // as text, a path before its extensions. O(paths log paths), no path texts built.
+  std::vector<uint32_t> path_order() const;
+  // The path's text when it is at most max_bytes long; else ".../" and as many of its last
+  // whole segments as fit (for per-zone details: one deep zone's path can be a megabyte).
+  std::string path_tail(uint32_t path_id, size_t max_bytes) const;
   // The zone's path text.
-  std::string_view zone_path(uint32_t z) const { return path(zones_[z].path); }
+  std::string zone_path(uint32_t z) const { return path(zones_[z].path); }
 
   // The innermost zone on `track` that covers time t (begin <= t < end), skipping zones for
-  // which `skip` returns true (their ancestors are tried instead); kNoZone if none.
+  // which `skip` returns true (their ancestors are tried instead); kNoZone if none. O(log depth)
+  // plus the skipped zones (jump pointers over ancestors, not a walk up the parent chain).
   uint32_t innermost_at(uint32_t track, int64_t t,
                         const std::function<bool(const Zone&)>& skip = nullptr) const;
   // The first zone on `track` that begins at or after t, or kNoZone.
@@ -81,20 +105,30 @@ class ZoneTree {
 
  private:
   struct Path {
-    std::string text;
-    uint32_t parent;
+    std::string segment;  // "" for the root path
+    uint32_t parent = 0;
+    uint32_t depth = 0;
+    uint64_t length = 0;  // of the whole text
   };
   void build_tracks();
   void assign_paths();
 
   const trace::EventTable* table_;
   std::vector<Zone> zones_;
+  // Per zone: an ancestor (Myers' skew-binary jump pointers): climbing to the first ancestor
+  // that covers a time takes O(log depth) steps.
+  std::vector<uint32_t> jump_;
   std::vector<uint32_t> track_begin_;  // size tracks + 1
   std::vector<uint32_t> event_zone_;
   std::vector<Path> paths_;
   size_t non_nesting_ = 0;
   int64_t first_begin_ = 0, last_end_ = 0;
 };
+
+// Path order over any tree of segments (ZoneTree's paths, or paths joined across two trees):
+// node 0 is the root and every other node's parent has a smaller index. Returns each node's
+// rank: depth first, siblings by segment text. O(n log n); no texts joined.
+std::vector<uint32_t> segment_tree_order(const std::vector<uint32_t>& parent, const std::vector<std::string_view>& segment);
 
 // "name" or "name.N" (see above): the path segment of event i.
 std::string zone_segment(const trace::EventTable& table, size_t event);

@@ -1,6 +1,10 @@
 // ZoneTree: parents, paths, self time and look-ups on hand-built tracks.
 #include "analyze/zone_tree.h"
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "analyze/analyze_test_util.h"
@@ -130,6 +134,75 @@ TEST(ZoneTree, EmptyTableAndNonZoneEvents) {
   EXPECT_EQ(tree.zone_of_event(0), kNoZone);
   EXPECT_EQ(tree.innermost_at(tr, 10), kNoZone);
   EXPECT_EQ(tree.span_ns(), 0);
+}
+
+TEST(ZoneTree, PathsAnsweredFromSegments) {
+  trace::EventTable t = nested_trace();
+  ZoneTree tree(t);
+  uint32_t att = tree.zone(find_zone(tree, "attention")).path;
+  EXPECT_EQ(tree.path_segment(att), "attention");
+  EXPECT_EQ(tree.path_depth(att), 3u);
+  EXPECT_EQ(tree.path_length(att), std::string("step/layer.0/attention").size());
+  for (std::string_view yes : {"attention", "layer.0/attention", "step/layer.0/attention"}) {
+    EXPECT_TRUE(tree.path_ends_with(att, yes)) << yes;
+  }
+  for (std::string_view no : {"ttention", "/step/layer.0/attention", "x/step/layer.0/attention", "layer.0", "",
+                              "ayer.0/attention", "step/layer.0/attention/"}) {
+    EXPECT_FALSE(tree.path_ends_with(att, no)) << no;
+  }
+  // Path order: segment by segment, a path before its extensions.
+  std::vector<uint32_t> rank = tree.path_order();
+  std::vector<std::pair<uint32_t, std::string>> by_rank;
+  for (uint32_t p = 1; p < tree.path_count(); ++p) by_rank.emplace_back(rank[p], tree.path(p));
+  std::sort(by_rank.begin(), by_rank.end());
+  std::vector<std::string> texts;
+  for (auto& [r, text] : by_rank) texts.push_back(text);
+  EXPECT_EQ(texts, (std::vector<std::string>{"step", "step/layer.0", "step/layer.0/attention", "step/layer.1",
+                                             "step/layer.1/mark"}));
+}
+
+TEST(ZoneTree, NamesWithSlashesStillMatchWholeSegments) {
+  TraceBuilder b;
+  uint32_t tr = b.thread(1, 1);
+  b.zone(tr, "a/b", 0, 10).zone(tr, "c", 1, 2);
+  trace::EventTable t = b.finish();
+  ZoneTree tree(t);
+  uint32_t c = tree.zone(find_zone(tree, "c")).path;
+  EXPECT_EQ(tree.path(c), "a/b/c");
+  EXPECT_TRUE(tree.path_ends_with(c, "b/c"));  // as the text reads
+  EXPECT_TRUE(tree.path_ends_with(c, "a/b/c"));
+  EXPECT_FALSE(tree.path_ends_with(c, "/b/c"));
+}
+
+// 20,000 nested zones of one name: 20,000 distinct paths whose texts would total 400 MB.
+// Interned, the tree holds one segment per path; look-ups jump rather than walk the chain.
+TEST(ZoneTree, DeepNestingStaysLinear) {
+  constexpr int64_t kDepth = 20000;
+  TraceBuilder b;
+  uint32_t tr = b.thread(1, 1);
+  for (int64_t i = 0; i < kDepth; ++i) b.zone(tr, "f", i, 2 * kDepth - i);
+  trace::EventTable t = b.finish();
+  ZoneTree tree(t);
+  ASSERT_EQ(tree.size(), size_t(kDepth));
+  EXPECT_EQ(tree.path_count(), size_t(kDepth) + 1);
+  uint32_t deepest = tree.zone(uint32_t(kDepth - 1)).path;
+  EXPECT_EQ(tree.path_depth(deepest), uint32_t(kDepth));
+  EXPECT_EQ(tree.path_length(deepest), uint64_t(2 * kDepth - 1));
+  EXPECT_TRUE(tree.path_ends_with(deepest, "f/f/f"));
+  EXPECT_EQ(tree.path(tree.zone(2).path), "f/f/f");
+  EXPECT_EQ(tree.path_tail(deepest, 10), ".../f/f/f");  // 4 segments would need 11 bytes
+  EXPECT_EQ(tree.path_tail(deepest, 11), ".../f/f/f/f");
+  EXPECT_EQ(tree.path_tail(tree.zone(2).path, 5), "f/f/f");
+  // innermost_at from the deepest zone: at time 2*kDepth - 1 - k only the k+1 outermost zones
+  // still cover (zone i ends at 2*kDepth - i), so the answer is zone k.
+  for (int64_t k : {int64_t(0), int64_t(1), int64_t(777), kDepth / 2, kDepth - 2, kDepth - 1}) {
+    EXPECT_EQ(tree.innermost_at(tr, 2 * kDepth - 1 - k), uint32_t(k)) << k;
+  }
+  // Skipping: every zone of depth >= 100 skipped -> zone 99 wherever a deeper one covers.
+  auto skip_deep = [](const Zone& z) { return z.depth >= 100; };
+  EXPECT_EQ(tree.innermost_at(tr, kDepth, skip_deep), 99u);
+  std::vector<uint32_t> rank = tree.path_order();
+  for (uint32_t z = 1; z < 50; ++z) EXPECT_LT(rank[tree.zone(z - 1).path], rank[tree.zone(z).path]);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@ struct BreakdownFlags {
   std::string trace, select = "*", by = "name";
   size_t top = 20;
   bool json = false;
+  trace::ReadLimits limits;
 };
 
 int run_breakdown(const BreakdownFlags& fl) {
@@ -27,11 +28,11 @@ int run_breakdown(const BreakdownFlags& fl) {
   o.select = std::move(*sel);
   o.by = *by;
   o.top = fl.top;
-  auto t = analyze::load_trace(fl.trace);
+  auto t = analyze::load_trace(fl.trace, fl.limits);
   if (!t) return report_failure(t.error());
   analyze::BreakdownResult r = analyze::analyze_breakdown(*t->tree, o);
   return print_analysis(fl.json, analyze::breakdown_feedback(o, r, fl.trace), clock, analyze::breakdown_details(o, r),
-                        analyze::render_breakdown(*t->tree, o, r));
+                        analyze::render_breakdown(*t->tree, o, r), t->notes);
 }
 
 void register_breakdown(CLI::App& analyze, Invocation& inv) {
@@ -45,6 +46,7 @@ void register_breakdown(CLI::App& analyze, Invocation& inv) {
   cmd->add_option("--select", fl->select, "selector of the zones to count, e.g. 'thread=prefill' (default: all)")
       ->capture_default_str();
   cmd->add_option("--top", fl->top, "rows to show")->check(CLI::Range(1, 100000))->capture_default_str();
+  add_max_trace_bytes_option(cmd, fl->limits);
   add_json_flag(cmd, fl->json, "every row");
   cmd->callback([&inv, fl] { inv.run = [fl] { return run_breakdown(*fl); }; });
 }

@@ -15,6 +15,7 @@ struct CriticalPathFlags {
   std::string trace, join, end, ignore = "cat=Trace";
   size_t top = 15, segments = 40;
   bool json = false;
+  trace::ReadLimits limits;
 };
 
 int run_critical_path(const CriticalPathFlags& fl) {
@@ -39,12 +40,12 @@ int run_critical_path(const CriticalPathFlags& fl) {
   }
   o.top = fl.top;
   o.max_segments = fl.segments;
-  auto t = analyze::load_trace(fl.trace);
+  auto t = analyze::load_trace(fl.trace, fl.limits);
   if (!t) return report_failure(t.error());
   auto r = analyze::analyze_critical_path(*t->tree, o);
   if (!r) return report_failure(r.error());
   return print_analysis(fl.json, analyze::critical_path_feedback(*t->tree, o, *r, fl.trace), clock,
-                        analyze::critical_path_details(*t->tree, *r), analyze::render_critical_path(*t->tree, o, *r));
+                        analyze::critical_path_details(*t->tree, *r), analyze::render_critical_path(*t->tree, o, *r), t->notes);
 }
 
 void register_critical_path(CLI::App& analyze, Invocation& inv) {
@@ -67,6 +68,7 @@ void register_critical_path(CLI::App& analyze, Invocation& inv) {
   cmd->add_option("--segments", fl->segments, "path segments to list (the longest, in time order)")
       ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
+  add_max_trace_bytes_option(cmd, fl->limits);
   add_json_flag(cmd, fl->json, "the path");
   cmd->callback([&inv, fl] { inv.run = [fl] { return run_critical_path(*fl); }; });
 }

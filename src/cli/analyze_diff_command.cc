@@ -15,6 +15,7 @@ struct DiffFlags {
   std::string base, cand, root;
   size_t top = 15;
   bool json = false;
+  trace::ReadLimits limits;
 };
 
 int run_diff(const DiffFlags& fl) {
@@ -26,14 +27,14 @@ int run_diff(const DiffFlags& fl) {
     o.root = std::move(*root);
   }
   o.top = fl.top;
-  auto base = analyze::load_trace(fl.base);
+  auto base = analyze::load_trace(fl.base, fl.limits);
   if (!base) return report_failure(base.error());
-  auto cand = analyze::load_trace(fl.cand);
+  auto cand = analyze::load_trace(fl.cand, fl.limits);
   if (!cand) return report_failure(cand.error());
   auto r = analyze::analyze_diff(*base->tree, *cand->tree, o);
   if (!r) return report_failure(r.error());
   return print_analysis(fl.json, analyze::diff_feedback(o, *r, fl.base, fl.cand), clock, analyze::diff_details(o, *r),
-                        analyze::render_diff(o, *r));
+                        analyze::render_diff(o, *r), joined_notes(base->notes, cand->notes));
 }
 
 void register_diff(CLI::App& analyze, Invocation& inv) {
@@ -47,6 +48,7 @@ void register_diff(CLI::App& analyze, Invocation& inv) {
   cmd->add_option("--root", fl->root, "selector of the root zones whose total duration is the end-to-end time, "
                                       "e.g. 'name=step' (default: the trace span)");
   cmd->add_option("--top", fl->top, "components to show")->check(CLI::Range(1, 100000))->capture_default_str();
+  add_max_trace_bytes_option(cmd, fl->limits);
   add_json_flag(cmd, fl->json, "every path");
   cmd->callback([&inv, fl] { inv.run = [fl] { return run_diff(*fl); }; });
 }

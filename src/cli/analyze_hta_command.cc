@@ -17,17 +17,19 @@ struct HtaFlags {
   std::string path;
   bool json = false;
   unsigned jobs = 1;
+  trace::ReadLimits limits;
 };
 
 int run_hta(const HtaFlags& f) {
   AnalysisClock clock;
   analyze::HtaOptions options;
   options.jobs = f.jobs;
+  options.limits = f.limits;
   options.reserve_heap = true;  // a short process: huge pages for the reader's buffers
   auto report = analyze::analyze_hta(f.path, options);
   if (!report) return report_failure(report.error());
   return print_analysis(f.json, analyze::hta_feedback(*report), clock, analyze::hta_report_json(*report),
-                        analyze::hta_report_text(*report));
+                        analyze::hta_report_text(*report), {});
 }
 
 void register_hta(CLI::App& analyze, Invocation& inv) {
@@ -42,6 +44,7 @@ void register_hta(CLI::App& analyze, Invocation& inv) {
                   "a trace (.json, .json.gz) or a folder of them, one per rank (rank from distributedInfo.rank; "
                   "absent: rank 0)")
       ->required();
+  add_max_trace_bytes_option(cmd, f->limits);
   cmd->add_flag("--json", f->json, "Print the Feedback record (JSON) with every table under \"details\"");
   cmd->add_option("-j,--jobs", f->jobs, "ranks read at once (memory grows with each)")
       ->check(CLI::Range(1, 256))

@@ -15,6 +15,7 @@ struct LocksFlags {
   std::string trace, select = "*";
   size_t top = 10;
   bool json = false;
+  trace::ReadLimits limits;
 };
 
 int run_locks(const LocksFlags& fl) {
@@ -24,11 +25,11 @@ int run_locks(const LocksFlags& fl) {
   if (!sel) return report_failure(sel.error());
   o.select = std::move(*sel);
   o.top = fl.top;
-  auto t = analyze::load_trace(fl.trace);
+  auto t = analyze::load_trace(fl.trace, fl.limits);
   if (!t) return report_failure(t.error());
   analyze::LocksResult r = analyze::analyze_locks(*t->tree, o);
   return print_analysis(fl.json, analyze::locks_feedback(o, r, fl.trace), clock, analyze::locks_details(*t->tree, r),
-                        analyze::render_locks(o, r));
+                        analyze::render_locks(o, r), t->notes);
 }
 
 void register_locks(CLI::App& analyze, Invocation& inv) {
@@ -41,6 +42,7 @@ void register_locks(CLI::App& analyze, Invocation& inv) {
   cmd->add_option("--select", fl->select, "selector of the lock_wait zones to count, e.g. 'arg:mutex=kv_pool' (default: all)")
       ->capture_default_str();
   cmd->add_option("--top", fl->top, "waiter/holder rows per mutex")->check(CLI::Range(1, 100000))->capture_default_str();
+  add_max_trace_bytes_option(cmd, fl->limits);
   add_json_flag(cmd, fl->json, "every wait");
   cmd->callback([&inv, fl] { inv.run = [fl] { return run_locks(*fl); }; });
 }

@@ -15,6 +15,7 @@ struct OverlapFlags {
   std::string trace, a, b, by = "all";
   size_t top = 10;
   bool json = false;
+  trace::ReadLimits limits;
 };
 
 int run_overlap(const OverlapFlags& fl) {
@@ -30,11 +31,11 @@ int run_overlap(const OverlapFlags& fl) {
   o.b = std::move(*b);
   o.by = *by;
   o.max_listed = fl.top;
-  auto t = analyze::load_trace(fl.trace);
+  auto t = analyze::load_trace(fl.trace, fl.limits);
   if (!t) return report_failure(t.error());
   analyze::OverlapResult r = analyze::analyze_overlap(*t->tree, o);
   return print_analysis(fl.json, analyze::overlap_feedback(*t->tree, o, r, fl.trace), clock,
-                        analyze::overlap_details(*t->tree, o, r), analyze::render_overlap(*t->tree, o, r));
+                        analyze::overlap_details(*t->tree, o, r), analyze::render_overlap(*t->tree, o, r), t->notes);
 }
 
 void register_overlap(CLI::App& analyze, Invocation& inv) {
@@ -50,6 +51,7 @@ void register_overlap(CLI::App& analyze, Invocation& inv) {
   cmd->add_option("--by", fl->by, "compare within groups: all, track (thread), process, stream, rank")
       ->capture_default_str();
   cmd->add_option("--top", fl->top, "never-overlapped A zones to list")->check(CLI::Range(0, 100000))->capture_default_str();
+  add_max_trace_bytes_option(cmd, fl->limits);
   add_json_flag(cmd, fl->json, "every figure");
   cmd->callback([&inv, fl] { inv.run = [fl] { return run_overlap(*fl); }; });
 }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli.h"
+#include "cli/trace_input.h"
 #include "trace/event_table.h"
 #include "trace/trace_io.h"
 #include "trace/trace_tools.h"
@@ -21,6 +22,7 @@ using nlohmann::json;
 
 struct StatsFlags {
   std::string path;
+  trace::ReadLimits limits;
   bool json = false;
   size_t top = 10;
 };
@@ -31,9 +33,10 @@ std::string phase_name(char ph) {
 }
 
 int run_stats(const StatsFlags& f) {
-  auto t = trace::read_trace(f.path);
+  auto t = trace::read_trace(f.path, f.limits);
   if (!t) return report_failure(t.error());
   trace::TraceStats s = trace::trace_stats(*t, f.top);
+  std::vector<std::string> notes = trace::recovery_notes(t->info());
   if (f.json) {
     json phases = json::object();
     for (auto [ph, n] : s.phases) phases[phase_name(ph)] = n;
@@ -52,6 +55,9 @@ int run_stats(const StatsFlags& f) {
                 {"dropped_events", s.dropped_events},
                 {"unmatched_end_events", s.unmatched_end_events},
                 {"unclosed_begin_events", s.unclosed_begin_events},
+                {"invalid_utf8_bytes", t->info().invalid_utf8_bytes},
+                {"invalid_utf8_offsets", t->info().invalid_utf8_offsets},
+                {"notes", notes},
                 {"rank", s.rank ? json(*s.rank) : json(nullptr)},
                 {"world_size", s.world_size ? json(*s.world_size) : json(nullptr)}};
     print_json(out);
@@ -64,10 +70,7 @@ int run_stats(const StatsFlags& f) {
   fmt::print("  phases:{}\n", phases);
   if (s.rank) fmt::print("  rank {} of {}\n", *s.rank, s.world_size ? fmt::format("{}", *s.world_size) : "?");
   fmt::print("  dropped events: {}\n", s.dropped_events);
-  if (s.unmatched_end_events + s.unclosed_begin_events > 0) {
-    fmt::print("  recovered: {} E without B dropped, {} B without E closed at track end\n",
-               s.unmatched_end_events, s.unclosed_begin_events);
-  }
+  for (const std::string& note : notes) fmt::print("  {}\n", note);
   fmt::print("  top names by total duration:\n");
   for (const auto& n : s.top_names) {
     fmt::print("    {:>12.3f} ms {:>9}x  {}\n", double(n.total_dur_ns) / 1e6, n.count, n.name);
@@ -78,6 +81,7 @@ int run_stats(const StatsFlags& f) {
 struct ConvertFlags {
   std::string in, out, format;
   bool json = false;
+  trace::ReadLimits limits;
 };
 
 Result<trace::TraceFormat> output_format(const std::string& path, const std::string& name) {
@@ -87,8 +91,9 @@ Result<trace::TraceFormat> output_format(const std::string& path, const std::str
 }
 
 int run_convert(const ConvertFlags& f) {
-  auto t = trace::read_trace(f.in);
+  auto t = trace::read_trace(f.in, f.limits);
   if (!t) return report_failure(t.error());
+  warn_recovery_notes(f.in, t->info());
   auto format = output_format(f.out, f.format);
   if (!format) return report_failure(format.error());
   if (auto s = trace::write_trace(*t, f.out, *format); !s) return report_failure(s.error());
@@ -107,13 +112,15 @@ struct MergeFlags {
   std::vector<std::string> inputs;
   std::string out, format;
   bool json = false;
+  trace::ReadLimits limits;
 };
 
 int run_merge(const MergeFlags& f) {
   std::vector<trace::EventTable> tables;
   for (const std::string& path : f.inputs) {
-    auto t = trace::read_trace(path);
+    auto t = trace::read_trace(path, f.limits);
     if (!t) return report_failure(t.error());
+    warn_recovery_notes(path, t->info());
     tables.push_back(std::move(*t));
   }
   auto merged = trace::merge_traces(tables);
@@ -140,6 +147,7 @@ void register_trace(CLI::App& app, Invocation& inv) {
   st->add_option("FILE", stats->path, "trace: Chrome JSON (.json, .json.gz, Kineto) or Perfetto protobuf")->required();
   st->add_flag("--json", stats->json, "Print a JSON object");
   st->add_option("--top", stats->top, "names to list")->check(CLI::Range(0, 1000))->capture_default_str();
+  add_max_trace_bytes_option(st, stats->limits);
   st->callback([&inv, stats] { inv.run = [stats] { return run_stats(*stats); }; });
 
   auto conv = std::make_shared<ConvertFlags>();
@@ -150,6 +158,7 @@ void register_trace(CLI::App& app, Invocation& inv) {
   cv->add_option("--format", conv->format, "json or perfetto (default: from OUT)")
       ->check(CLI::IsMember({"json", "perfetto"}));
   cv->add_flag("--json", conv->json, "Print a JSON summary");
+  add_max_trace_bytes_option(cv, conv->limits);
   cv->callback([&inv, conv] { inv.run = [conv] { return run_convert(*conv); }; });
 
   auto merge = std::make_shared<MergeFlags>();
@@ -160,6 +169,7 @@ void register_trace(CLI::App& app, Invocation& inv) {
   mg->add_option("--format", merge->format, "json or perfetto (default: from the output name)")
       ->check(CLI::IsMember({"json", "perfetto"}));
   mg->add_flag("--json", merge->json, "Print a JSON summary");
+  add_max_trace_bytes_option(mg, merge->limits);
   mg->callback([&inv, merge] { inv.run = [merge] { return run_merge(*merge); }; });
 }
 

@@ -30,7 +30,8 @@ Result<EventTable> parse_chrome_json(std::string_view name, const PaddedBytes& j
 // Parses gzip-compressed Chrome JSON, inflating it a window at a time (~256 KiB, more only for
 // an event or top-level value larger than that), so peak memory is the compressed input, the
 // table and the window. Error offsets count uncompressed bytes (gzip errors: compressed).
-Result<EventTable> parse_chrome_json_gzip(std::string_view name, std::span<const uint8_t> gz);
+Result<EventTable> parse_chrome_json_gzip(std::string_view name, std::span<const uint8_t> gz,
+                                          const ReadLimits& limits = {});
 
 Status write_chrome_json(const EventTable& table, OutputFile& out);
 std::string chrome_json_string(const EventTable& table);

@@ -4,13 +4,16 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <algorithm>
 #include <functional>
+#include <vector>
 
 #include <simdjson.h>
 
 #include "core/cpu_features.h"
 #include "trace/chrome_json.h"
 #include "trace/json_scan.h"
+#include "trace/utf8.h"
 
 #ifndef RECUR_JSON_READER_NS
 #define RECUR_JSON_READER_NS json_fallback
@@ -413,11 +416,17 @@ class Reader {
     std::memcpy(batch_.data() + 1, data_ + b, len);
     batch_.data()[len + 1] = ']';
     batch_base_ = b;
+    replaced_at_.clear();
     sj::document doc;
-    if (auto err = parser_.iterate(reinterpret_cast<const char*>(batch_.data()), len + 2,
-                                   batch_.capacity() + PaddedBytes::kPadding).get(doc)) {
-      return fail(b, "invalid JSON: {}", simdjson::error_message(err));
+    auto err = parser_.iterate(reinterpret_cast<const char*>(batch_.data()), batch_.size(),
+                               batch_.capacity() + PaddedBytes::kPadding).get(doc);
+    if (err == simdjson::UTF8_ERROR) {
+      // Rare: invalid bytes become U+FFFD (noted with their offsets), and the batch is parsed again.
+      replace_invalid_utf8();
+      err = parser_.iterate(reinterpret_cast<const char*>(batch_.data()), batch_.size(),
+                            batch_.capacity() + PaddedBytes::kPadding).get(doc);
     }
+    if (err) return fail(b, "invalid JSON: {}", simdjson::error_message(err));
     sj::array arr;
     if (auto err = doc.get_array().get(arr)) return doc_fail(doc, b, err, "an event array");
     for (auto er : arr) {
@@ -428,10 +437,42 @@ class Reader {
     return ok_status();
   }
 
+  // Rewrites the batch with each invalid UTF-8 byte replaced by U+FFFD (3 bytes), remembering
+  // where, so offset_of() still maps batch positions to input offsets.
+  void replace_invalid_utf8() {
+    std::string_view in(reinterpret_cast<const char*>(batch_.data()), batch_.size());
+    std::string out;
+    out.reserve(in.size() + 64);
+    TraceInfo& info = table_.info();
+    size_t i = 0;
+    while (i < in.size()) {
+      if (uint8_t(in[i]) < 0x80) {
+        out += in[i++];
+      } else if (size_t len = utf8_sequence_length(in, i); len > 0) {
+        out.append(in.substr(i, len));
+        i += len;
+      } else {
+        replaced_at_.push_back(out.size());
+        if (info.invalid_utf8_offsets.size() < TraceInfo::kNotedUtf8Offsets) {
+          info.invalid_utf8_offsets.push_back(abs(batch_base_ + i - 1));  // batch byte 0 is the added '['
+        }
+        ++info.invalid_utf8_bytes;
+        out.append(kReplacementCharacter);
+        ++i;
+      }
+    }
+    batch_.reserve(out.size());
+    std::memcpy(batch_.data(), out.data(), out.size());
+    batch_.resize(out.size());
+  }
+
   size_t offset_of(const char* p) const {
     const char* start = reinterpret_cast<const char*>(batch_.data());
     if (p < start + 1 || p > start + batch_.size()) return batch_base_;
-    return batch_base_ + size_t(p - start - 1);
+    size_t at = size_t(p - start);
+    // Each U+FFFD before `at` stands for one input byte: 2 bytes fewer in the input.
+    size_t before = size_t(std::lower_bound(replaced_at_.begin(), replaced_at_.end(), at) - replaced_at_.begin());
+    return batch_base_ + at - 1 - 2 * before;
   }
   size_t offset_of(sj::value& v) {
     return offset_of(v.raw_json_token().data());
@@ -728,6 +769,7 @@ class Reader {
   size_t win_base_ = 0;
   size_t size_hint_;
   size_t batch_base_ = 0;  // window position of the batch being parsed
+  std::vector<size_t> replaced_at_;  // batch positions of the U+FFFD replace_invalid_utf8() wrote
   int64_t last_pid_ = INT64_MIN, last_tid_ = INT64_MIN;
   uint32_t last_track_ = 0;
 };
@@ -768,8 +810,9 @@ Result<EventTable> parse_chrome_json(std::string_view name, const PaddedBytes& j
   return json_fallback::parse_chrome_json_impl(name, json);
 }
 
-Result<EventTable> parse_chrome_json_gzip(std::string_view name, std::span<const uint8_t> gz) {
-  GzipReader reader(name, gz);
+Result<EventTable> parse_chrome_json_gzip(std::string_view name, std::span<const uint8_t> gz,
+                                          const ReadLimits& limits) {
+  GzipReader reader(name, gz, limits);
   if (use_haswell()) return json_haswell::parse_chrome_json_gzip_impl(name, reader);
   return json_fallback::parse_chrome_json_gzip_impl(name, reader);
 }

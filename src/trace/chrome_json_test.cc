@@ -455,5 +455,81 @@ TEST(ChromeJsonMalformed, MissingFileNamesIt) {
   EXPECT_NE(r.error().message().find("/nonexistent/trace.json: cannot open"), std::string::npos);
 }
 
+TEST(ChromeJsonMalformed, NonRegularFilesAreRefusedByName) {
+  // A directory once gave "internal error: std::bad_alloc"; /dev/zero was read forever; a FIFO
+  // would wait for a writer.
+  std::string dir = ::testing::TempDir() + "/recur_trace_dir";
+  std::filesystem::create_directories(dir);
+  auto r = read_trace(dir);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message(), dir + ": is a directory: expected a regular trace file");
+  r = read_trace("/dev/zero");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message(), "/dev/zero: is a character device: expected a regular trace file");
+  std::filesystem::remove(dir);
+}
+
+TEST(ChromeJsonMalformed, GzipStopsAtTheInflateLimit) {
+  // 4 MiB of one name from a few KB of gzip: refused at a 1 MiB limit, read under a 8 MiB one.
+  std::string json = R"({"traceEvents":[{"ph":"i","ts":1,"pid":1,"tid":1,"name":")" + std::string(4 << 20, 'a') + "\"}]}";
+  std::vector<uint8_t> gz = testing::gzip_member(json);
+  ASSERT_LT(gz.size(), 64u << 10);
+  auto r = parse_trace("bomb.json.gz", PaddedBytes::copy_of(gz), ReadLimits{.max_trace_bytes = 1 << 20});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code(), ErrorCode::kFailedPrecondition);
+  EXPECT_NE(r.error().message().find("bomb.json.gz: inflates to more than 1048576 bytes"), std::string::npos)
+      << r.error().message();
+  auto whole = gunzip("bomb.json.gz", gz, ReadLimits{.max_trace_bytes = 1 << 20});
+  ASSERT_FALSE(whole);
+  r = parse_trace("bomb.json.gz", PaddedBytes::copy_of(gz), ReadLimits{.max_trace_bytes = 8 << 20});
+  ASSERT_TRUE(r) << r.error().to_string();
+  EXPECT_EQ(r->size(), 1u);
+  // Exactly at the limit is fine.
+  EXPECT_TRUE(gunzip("exact.json.gz", gz, ReadLimits{.max_trace_bytes = json.size()}));
+  EXPECT_FALSE(gunzip("exact.json.gz", gz, ReadLimits{.max_trace_bytes = json.size() - 1}));
+}
+
+TEST(ChromeJsonMalformed, DefaultInflateLimitFollowsTheCompressedSize) {
+  ReadLimits d;
+  EXPECT_EQ(d.inflate_limit(1000), kMinDefaultInflateLimit);
+  EXPECT_EQ(d.inflate_limit(size_t(10) << 20), uint64_t(1000) << 20);  // 100x
+  EXPECT_EQ(d.inflate_limit(size_t(1) << 30), kMaxDefaultInflateLimit);
+  EXPECT_EQ(ReadLimits{.max_trace_bytes = 5}.inflate_limit(size_t(1) << 30), 5u);
+}
+
+// Invalid UTF-8 once rejected the whole trace, at the start of the ~64 KiB batch holding it.
+// Now each bad byte becomes U+FFFD and its exact offset is noted; later errors in the same
+// batch still report exact offsets.
+TEST(ChromeJson, InvalidUtf8IsReplacedAndItsOffsetNoted) {
+  std::string prefix;
+  for (int i = 0; i < 200; ++i) prefix += R"({"ph":"X","name":"pad","pid":1,"tid":1,"ts":1,"dur":1},)";
+  std::string json = "[" + prefix + R"({"ph":"X","pid":1,"tid":1,"ts":2,"dur":1,"name":"a)";
+  size_t bad1 = json.size();
+  json += "\xff";
+  json += "b\xc3\xa9";  // a valid é stays
+  size_t bad2 = json.size();
+  json += "\xc3(";  // a cut-short sequence: one bad byte
+  json += R"(","args":{"k":"v"}}])";
+  for (bool gz : {false, true}) {
+    SCOPED_TRACE(gz ? "gzip" : "plain");
+    auto r = gz ? parse_trace("u.json.gz", PaddedBytes::copy_of(testing::gzip_member(json)))
+                : parse_json_text(json, "u.json");
+    ASSERT_TRUE(r) << r.error().to_string();
+    EXPECT_EQ(r->info().invalid_utf8_bytes, 2u);
+    EXPECT_EQ(r->info().invalid_utf8_offsets, (std::vector<uint64_t>{bad1, bad2}));
+    size_t last = r->size() - 1;
+    EXPECT_EQ(r->name(last), "a\xEF\xBF\xBD" "b\xc3\xa9\xEF\xBF\xBD(");
+  }
+  // An error after a replacement in the same batch: the offset of the bad value itself.
+  std::string broken = "[" + prefix + R"({"ph":"X","pid":1,"tid":1,"ts":2,"dur":1,"name":")" + "\xff\xff" +
+                       R"("},{"ph":"X","ts":)";
+  size_t bad_ts = broken.size();
+  broken += R"("x","pid":1,"tid":1}])";
+  auto e = parse_json_text(broken, "e.json");
+  ASSERT_FALSE(e);
+  EXPECT_NE(e.error().message().find(fmt::format("e.json: byte {}: expected", bad_ts)), std::string::npos)
+      << e.error().message();
+}
+
 }  // namespace
 }  // namespace recur::trace

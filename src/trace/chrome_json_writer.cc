@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "trace/chrome_json.h"
+#include "trace/utf8.h"
 
 namespace recur::trace {
 namespace {
@@ -38,7 +39,7 @@ class JsonOut {
         continue;
       }
       if (c >= 0x80) {
-        size_t len = utf8_length(s, i);
+        size_t len = utf8_sequence_length(s, i);
         if (len > 0) {
           i += len;
           continue;
@@ -61,33 +62,6 @@ class JsonOut {
     }
     buf_.append(s.substr(run));
     ch('"');
-  }
-  // Length of the valid UTF-8 sequence starting at s[i] (a byte >= 0x80), or 0 if invalid.
-  static size_t utf8_length(std::string_view s, size_t i) {
-    auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-    unsigned char c = b(i);
-    size_t len;
-    uint32_t cp;
-    if (c >= 0xC2 && c <= 0xDF) {
-      len = 2;
-      cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      cp = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      cp = c & 0x07;
-    } else {
-      return 0;
-    }
-    if (i + len > s.size()) return 0;
-    for (size_t k = 1; k < len; ++k) {
-      if ((b(i + k) & 0xC0) != 0x80) return 0;
-      cp = (cp << 6) | (b(i + k) & 0x3F);
-    }
-    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) return 0;
-    if (cp >= 0xD800 && cp <= 0xDFFF) return 0;
-    return len;
   }
   void us(int64_t ns) {
     bool neg = ns < 0;

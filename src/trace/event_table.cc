@@ -430,6 +430,7 @@ void EventTable::append(const EventTable& other, int64_t pid_offset) {
   info_.dropped_events += other.info_.dropped_events;
   info_.unmatched_end_events += other.info_.unmatched_end_events;
   info_.unclosed_begin_events += other.info_.unclosed_begin_events;
+  info_.invalid_utf8_bytes += other.info_.invalid_utf8_bytes;
 }
 
 size_t EventTable::memory_bytes() const {

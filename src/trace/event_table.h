@@ -110,6 +110,11 @@ struct TraceInfo {
   // finalize()'s recovery counts for unbalanced B/E (docs/trace.md).
   uint64_t unmatched_end_events = 0;
   uint64_t unclosed_begin_events = 0;
+  // Invalid UTF-8 bytes the JSON reader replaced by U+FFFD, and the input byte offsets of the
+  // first kNotedUtf8Offsets of them (offsets do not survive append(); counts add up).
+  uint64_t invalid_utf8_bytes = 0;
+  std::vector<uint64_t> invalid_utf8_offsets;
+  static constexpr size_t kNotedUtf8Offsets = 8;
 };
 
 class EventTable {

@@ -1,5 +1,8 @@
 #include "trace/trace_io.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -49,13 +52,19 @@ bool is_gzip(std::span<const uint8_t> bytes) {
   return bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b;
 }
 
+uint64_t ReadLimits::inflate_limit(size_t compressed_bytes) const {
+  if (max_trace_bytes > 0) return max_trace_bytes;
+  uint64_t scaled = uint64_t(compressed_bytes) * kDefaultInflateRatio;
+  return std::clamp(scaled, kMinDefaultInflateLimit, kMaxDefaultInflateLimit);
+}
+
 struct GzipReader::State {
   z_stream z{};
   bool ok = false;
 };
 
-GzipReader::GzipReader(std::string_view name, std::span<const uint8_t> bytes)
-    : name_(name), bytes_(bytes), z_(std::make_unique<State>()) {
+GzipReader::GzipReader(std::string_view name, std::span<const uint8_t> bytes, const ReadLimits& limits)
+    : name_(name), bytes_(bytes), z_(std::make_unique<State>()), out_limit_(limits.inflate_limit(bytes.size())) {
   z_->ok = inflateInit2(&z_->z, 16 + MAX_WBITS) == Z_OK;
 }
 
@@ -78,6 +87,8 @@ size_t GzipReader::size_hint() const {
 Result<size_t> GzipReader::read(uint8_t* dst, size_t max) {
   if (!z_->ok) return internal_error("{}: inflateInit2 failed", name_);
   z_stream& z = z_->z;
+  // One byte past the limit may be inflated: that is how going over it is seen.
+  max = size_t(std::min<uint64_t>(max, out_limit_ + 1 - out_total_));
   size_t out = 0;
   while (out < max && !done_) {
     z.next_in = const_cast<Bytef*>(bytes_.data() + in_pos_);
@@ -115,11 +126,17 @@ Result<size_t> GzipReader::read(uint8_t* dst, size_t max) {
                          in_pos_, msg);
     }
   }
+  out_total_ += out;
+  if (out_total_ > out_limit_) {
+    return make_error(ErrorCode::kFailedPrecondition, "{}: inflates to more than {} bytes ({} compressed bytes; a gzip bomb?): "
+                              "the limit for this file (--max-trace-bytes raises it)",
+                              name_, out_limit_, bytes_.size());
+  }
   return out;
 }
 
-Result<PaddedBytes> gunzip(std::string_view name, std::span<const uint8_t> bytes) {
-  GzipReader gz(name, bytes);
+Result<PaddedBytes> gunzip(std::string_view name, std::span<const uint8_t> bytes, const ReadLimits& limits) {
+  GzipReader gz(name, bytes, limits);
   PaddedBytes out;
   // One byte more than the hint: read() sees the end of the stream without a second, larger
   // buffer when the hint is exact (the usual case).
@@ -137,32 +154,57 @@ Result<PaddedBytes> gunzip(std::string_view name, std::span<const uint8_t> bytes
 
 // ---- files ----
 
+namespace {
+
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+}  // namespace
+
 Result<PaddedBytes> read_file_bytes(const std::string& path) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return io_error("{}: cannot open: {}", path, std::strerror(errno));
-  PaddedBytes buf;
-  if (std::fseek(f, 0, SEEK_END) == 0) {
-    long size = std::ftell(f);
-    if (size > 0) buf.reserve(size_t(size));
-    std::fseek(f, 0, SEEK_SET);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer before it can be refused.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return io_error("{}: cannot open: {}", path, std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int e = errno;
+    ::close(fd);
+    return io_error("{}: cannot stat: {}", path, std::strerror(e));
   }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return io_error("{}: is {}: expected a regular trace file", path, file_kind(st.st_mode));
+  }
+  // Read up to the size stat gave, then on until end of file (a file still being written).
+  PaddedBytes buf(0);
+  buf.reserve(std::max<size_t>(4096, size_t(st.st_size) + 1));
   size_t n = 0;
   while (true) {
-    if (n == buf.capacity()) buf.reserve(std::max<size_t>(4096, buf.capacity() * 2));
-    size_t got = std::fread(buf.data() + n, 1, buf.capacity() - n, f);
-    n += got;
+    if (n == buf.capacity()) buf.reserve(buf.capacity() * 2);
+    ssize_t got = ::read(fd, buf.data() + n, buf.capacity() - n);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      int e = errno;
+      ::close(fd);
+      return io_error("{}: read failed: {}", path, std::strerror(e));
+    }
     if (got == 0) break;
+    n += size_t(got);
   }
-  bool err = std::ferror(f) != 0;
-  std::fclose(f);
-  if (err) return io_error("{}: read failed", path);
+  ::close(fd);
   buf.resize(n);
   return buf;
 }
 
-Result<EventTable> parse_trace(std::string_view name, PaddedBytes bytes) {
+Result<EventTable> parse_trace(std::string_view name, PaddedBytes bytes, const ReadLimits& limits) {
   // Gzip is inflated while it is parsed: the whole uncompressed text is never in memory.
-  if (is_gzip(bytes.span())) return parse_chrome_json_gzip(name, bytes.span());
+  if (is_gzip(bytes.span())) return parse_chrome_json_gzip(name, bytes.span(), limits);
   // JSON may start with whitespace, and "\n{" is also a valid start of a Perfetto trace (a
   // 123-byte first packet): text that looks like JSON is read as JSON first, and only if that
   // fails and the bytes could be protobuf is Perfetto tried (its error is reported only when
@@ -182,9 +224,9 @@ Result<EventTable> parse_trace(std::string_view name, PaddedBytes bytes) {
   return parse_perfetto(name, bytes.span());
 }
 
-Result<EventTable> read_trace(const std::string& path) {
+Result<EventTable> read_trace(const std::string& path, const ReadLimits& limits) {
   RECUR_ASSIGN_OR_RETURN(PaddedBytes bytes, read_file_bytes(path));
-  return parse_trace(path, std::move(bytes));
+  return parse_trace(path, std::move(bytes), limits);
 }
 
 TraceFormat format_for_path(std::string_view path) {

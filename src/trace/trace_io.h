@@ -5,7 +5,9 @@
 // its name), or Perfetto protobuf as written by write_trace(). write_trace() picks the format
 // from the file name: .json or .json.gz -> Chrome JSON, anything else (.pftrace, .pb,
 // .perfetto-trace) -> Perfetto protobuf. Errors name the file, the byte offset and what was
-// expected. Thread-safe (no shared state).
+// expected. Only regular files are read (a directory, a FIFO or /dev/zero is refused by name),
+// and gzip input may inflate only up to ReadLimits (a gzip bomb is refused, not inflated).
+// Thread-safe (no shared state).
 #pragma once
 
 #include <cstddef>
@@ -49,17 +51,31 @@ class PaddedBytes {
 
 enum class TraceFormat { kChromeJson, kPerfetto };
 
+// What a reader may take in. Deflate expands up to 1032:1, so a few MB of gzip can stand for
+// terabytes: the uncompressed size is capped. Real traces compress 5-20x (Kineto JSON ~10x),
+// so the default cap, 100x the compressed size but at least 256 MiB and at most 4 GiB, never
+// stops one in practice and stops a bomb after at most 4 GiB of inflating (a 3 MB bomb after
+// 300 MiB). max_trace_bytes (CLI: --max-trace-bytes) replaces the rule with a fixed cap.
+struct ReadLimits {
+  uint64_t max_trace_bytes = 0;  // 0: the default rule above
+  // The cap for this much compressed input.
+  uint64_t inflate_limit(size_t compressed_bytes) const;
+};
+inline constexpr uint64_t kMinDefaultInflateLimit = uint64_t(256) << 20;
+inline constexpr uint64_t kMaxDefaultInflateLimit = uint64_t(4) << 30;
+inline constexpr uint64_t kDefaultInflateRatio = 100;
+
 bool is_gzip(std::span<const uint8_t> bytes);
 // Inflates one or more concatenated gzip members. `name` prefixes errors.
-Result<PaddedBytes> gunzip(std::string_view name, std::span<const uint8_t> bytes);
+Result<PaddedBytes> gunzip(std::string_view name, std::span<const uint8_t> bytes, const ReadLimits& limits = {});
 
 // Inflates gzip data (one or more concatenated members, trailing zero bytes allowed) a piece
 // at a time, so a reader never needs the whole uncompressed text. `bytes` must outlive it.
-// Errors name the input, the byte offset in the compressed data and what was expected.
-// Not thread-safe.
+// Errors name the input, the byte offset in the compressed data and what was expected; more
+// uncompressed bytes than `limits` allow is an error naming the limit. Not thread-safe.
 class GzipReader {
  public:
-  GzipReader(std::string_view name, std::span<const uint8_t> bytes);
+  GzipReader(std::string_view name, std::span<const uint8_t> bytes, const ReadLimits& limits = {});
   ~GzipReader();
   GzipReader(const GzipReader&) = delete;
   GzipReader& operator=(const GzipReader&) = delete;
@@ -76,15 +92,17 @@ class GzipReader {
   std::span<const uint8_t> bytes_;
   std::unique_ptr<State> z_;
   size_t in_pos_ = 0;
+  uint64_t out_total_ = 0, out_limit_ = 0;
   bool done_ = false;
 };
 
-// Reads a whole file into a padded buffer.
+// Reads a whole regular file into a padded buffer; anything else (a directory, a FIFO, a
+// device) is an error naming the path and what it is.
 Result<PaddedBytes> read_file_bytes(const std::string& path);
 
 // Detects the format of bytes (gzip is inflated first) and parses them. `name` prefixes errors.
-Result<EventTable> parse_trace(std::string_view name, PaddedBytes bytes);
-Result<EventTable> read_trace(const std::string& path);
+Result<EventTable> parse_trace(std::string_view name, PaddedBytes bytes, const ReadLimits& limits = {});
+Result<EventTable> read_trace(const std::string& path, const ReadLimits& limits = {});
 
 // The format write_trace() would use for this path.
 TraceFormat format_for_path(std::string_view path);

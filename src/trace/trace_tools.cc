@@ -4,7 +4,32 @@
 #include <set>
 #include <unordered_map>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 namespace recur::trace {
+
+std::vector<std::string> recovery_notes(const TraceInfo& info) {
+  std::vector<std::string> notes;
+  if (info.unclosed_begin_events > 0) {
+    notes.push_back(fmt::format("recovered: {} B without E closed at track end: those zones end where their track's "
+                                "last event ends, so their durations are guesses, not measurements",
+                                info.unclosed_begin_events));
+  }
+  if (info.unmatched_end_events > 0) {
+    notes.push_back(fmt::format("recovered: {} E without B dropped", info.unmatched_end_events));
+  }
+  if (info.invalid_utf8_bytes > 0) {
+    std::string at = fmt::format("{}", fmt::join(info.invalid_utf8_offsets, ", "));
+    if (info.invalid_utf8_bytes > info.invalid_utf8_offsets.size()) at += ", ...";
+    notes.push_back(fmt::format("recovered: {} invalid UTF-8 byte{} replaced by U+FFFD{}", info.invalid_utf8_bytes,
+                                info.invalid_utf8_bytes == 1 ? "" : "s",
+                                info.invalid_utf8_offsets.empty()
+                                    ? ""
+                                    : fmt::format(" (at byte{} {})", info.invalid_utf8_bytes == 1 ? "" : "s", at)));
+  }
+  return notes;
+}
 
 TraceStats trace_stats(const EventTable& t, size_t top_n) {
   TraceStats s;

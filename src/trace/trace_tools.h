@@ -1,7 +1,7 @@
 // Whole-trace operations behind `recur trace stats` and `recur trace merge`.
 //
 // trace_stats() summarises a table: event and track counts, time span, events per phase, the
-// top names by total duration, dropped events and the B/E recovery counts. merge_traces()
+// top names by total duration, dropped events and the reader's recovery counts. merge_traces()
 // puts several ranks' traces into one table: each input keeps its events and times, its pids
 // move by rank << 22 (Linux pids are below 2^22) so ranks never share a process, and process
 // names gain a "rank N" prefix. Thread-safe (pure functions).
@@ -41,6 +41,12 @@ struct TraceStats {
 };
 
 TraceStats trace_stats(const EventTable& table, size_t top_n = 10);
+
+// The reader's recoveries (docs/trace.md, "Documented recoveries") as one line each, for every
+// output built on the table: B without E closed at track end (durations guessed, not
+// measured), E without B dropped, invalid UTF-8 replaced by U+FFFD (with the first offsets).
+// Empty when the input needed none.
+std::vector<std::string> recovery_notes(const TraceInfo& info);
 
 inline constexpr int kRankPidShift = 22;
 
