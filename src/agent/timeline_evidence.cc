@@ -76,6 +76,12 @@ void add_lock_components(const analyze::LocksResult& locks, Evidence& ev) {
   }
 }
 
+// The reader's recoveries (a zone closed at the track's end, a replaced byte) go first in the
+// record: a guessed duration must not pass for a measured one.
+void carry_recovery_notes(const analyze::LoadedTrace& t, Feedback& f) {
+  f.notes.insert(f.notes.begin(), t.notes.begin(), t.notes.end());
+}
+
 // The folder a timeline probe writes its trace to ("" = a temporary one), created.
 Result<fs::path> trace_folder(const std::string& trace_dir) {
   std::error_code ec;
@@ -125,6 +131,7 @@ Result<LoggedExperiment> program_time_split(const gate::GateSpec& spec, const ga
             reference ? fmt::format("program time by component, arm {} against {}", candidate.name, reference->name)
                       : fmt::format("program time by component, arm {}", candidate.name));
         f.hypothesis = fmt::format("the program's time under {} is split by component", candidate.name);
+        carry_recovery_notes(t, f);
         f.cost_s = seconds;
         f.artifacts["trace"] = trace_path;
         if (reference) f.artifacts["reference_trace"] = reference_trace;
@@ -195,6 +202,7 @@ Result<Evidence> timeline_evidence(const gate::GateSpec& spec, const std::string
                 analyze::OverlapOptions o{.a = background, .b = foreground};
                 const analyze::OverlapResult r = analyze::analyze_overlap(*t.tree, o);
                 Feedback f = analyze::overlap_feedback(*t.tree, o, r, trace_path);
+                carry_recovery_notes(t, f);
                 f.cost_s = run.seconds;
                 f.tier = 3;
                 f.artifacts["trace"] = trace_path;
@@ -206,6 +214,8 @@ Result<Evidence> timeline_evidence(const gate::GateSpec& spec, const std::string
               },
               [](const Feedback&) { return Decision::kNone; }));
   used_trace = overlap.feedback.artifacts.count("trace") ? overlap.feedback.artifacts.at("trace") : trace_path;
+  for (const std::string& n : overlap.feedback.notes)
+    if (n.find(": recovered: ") != std::string::npos) ev.findings.push_back(n);
   const Metric* share = overlap.feedback.find_metric("overlap_share");
   const Metric* never = overlap.feedback.find_metric("never_overlapped_zones");
   const Metric* busy = overlap.feedback.find_metric("a_busy_us");
@@ -228,6 +238,7 @@ Result<Evidence> timeline_evidence(const gate::GateSpec& spec, const std::string
                 RECUR_ASSIGN_OR_RETURN(analyze::LoadedTrace t, analyze::load_trace(used_trace));
                 const analyze::LocksResult r = analyze::analyze_locks(*t.tree, {});
                 Feedback f = analyze::locks_feedback({}, r, used_trace);
+                carry_recovery_notes(t, f);
                 f.artifacts["trace"] = used_trace;
                 Evidence lock_ev;
                 add_lock_components(r, lock_ev);

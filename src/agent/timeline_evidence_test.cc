@@ -270,6 +270,24 @@ TEST_F(TimelineEvidence, AProgramThatWritesNoTraceFailsItsExperimentsNotTheAttri
   EXPECT_EQ(ev->components[0].component, "lock:gil");
 }
 
+// A trace the reader had to repair (a B event never closed) says so in every record built on it
+// and in the findings: a guessed duration is not a measurement.
+TEST_F(TimelineEvidence, TheReadersRecoveriesReachTheRecordsAndTheFindings) {
+  std::string repaired(kSerializedTrace);
+  repaired.insert(repaired.rfind(']'), R"json(,
+{"name": "kv_transfer.send", "cat": "transfer", "ph": "B", "ts": 1300, "pid": 1, "tid": 20})json");
+  write("serialized.json", repaired);
+  auto r = timeline_evidence(spec(), "cand", *log_, trace_dir(), Evidence{});
+  ASSERT_TRUE(r.has_value()) << r.error().message();
+  EXPECT_TRUE(has_finding(*r, ": recovered: "));
+  for (const ExperimentRecord& e : experiments()) {
+    ASSERT_TRUE(e.feedback.has_value());
+    ASSERT_FALSE(e.feedback->notes.empty()) << e.spec.probe;
+    EXPECT_NE(e.feedback->notes.front().find(": recovered: "), std::string::npos)
+        << e.spec.probe << ": " << e.feedback->notes.front();
+  }
+}
+
 // A resumed run replays the timeline's experiments from the journal, and a new traced run then
 // keeps its own trace: the one a replayed experiment names is not overwritten.
 TEST_F(TimelineEvidence, AResumedRunReplaysTheTimelineAndKeepsEarlierTraces) {
