@@ -54,6 +54,9 @@ struct EvalRun {
   std::vector<std::string> decoys_kept, missing;
   int experiments = 0;
   double probe_s = 0, wasted_s = 0;
+  // Changes probed to a knob the gate's workload did not read under the configuration they were
+  // tried from (the latest gate's "knobs read" note): a probe that could not have mattered.
+  std::vector<std::string> dead_probes;
   std::optional<double> s_to_pass;  // probe seconds when the gate passed
   std::string outcome;              // the loop's line, or the error
   bool error = false;
@@ -72,6 +75,7 @@ struct ProposerScore {
   // absent when half or more did not pass.
   std::optional<double> median_s_to_pass;
   double probe_s = 0, wasted_s = 0;
+  int dead_probes = 0;  // over every run (EvalRun::dead_probes)
   // The random proposer's median probe-seconds-to-pass over this one's (higher: this one
   // passes sooner); absent without a random proposer in the eval or when either median is
   // absent (the text says which).

@@ -59,6 +59,7 @@ std::string summary_line(const ProposerScore& s) {
   line += s.median_s_to_pass ? fmt::format(", median probe-s-to-pass {:.1f} s", *s.median_s_to_pass)
                              : ", median probe-s-to-pass: not reached (half or more of the runs did not pass)";
   line += fmt::format(", wasted {:.1f} of {:.1f} probe s ({})", s.wasted_s, s.probe_s, percent(s.wasted_s, s.probe_s));
+  line += fmt::format(", {} probe(s) of knobs the workload did not read", s.dead_probes);
   if (s.speedup_vs_random) line += fmt::format(", {:.2f}x faster to pass than random", *s.speedup_vs_random);
   if (s.random_median_not_reached)
     line += ", the random proposer's median probe-s-to-pass was not reached (it passed under half of its runs)";
@@ -73,6 +74,7 @@ json run_json(const EvalRun& r) {
             {"expected", r.has_expect ? (!r.expect_passes ? "honest stop" : r.expect_no_change ? "no change" : "pass") : "pass"},
             {"changes", r.changes}, {"decoys_kept", r.decoys_kept}, {"root_cause_missing", r.missing},
             {"experiments", r.experiments}, {"probe_s", r.probe_s}, {"wasted_s", r.wasted_s}, {"outcome", r.outcome},
+            {"dead_probes", r.dead_probes},
             {"error", r.error}};
   j["root_cause_named"] = r.root_cause_named ? json(*r.root_cause_named) : json(nullptr);
   j["s_to_pass"] = r.s_to_pass ? json(*r.s_to_pass) : json(nullptr);
@@ -130,7 +132,8 @@ json eval_json(const EvalResult& r) {
                               {"root_cause_named", s.root_cause_named}, {"root_cause_accuracy", s.root_cause_accuracy},
                               {"passed", s.passed}, {"errors", s.errors},
                               {"median_s_to_pass", optional_json(s.median_s_to_pass)}, {"probe_s", s.probe_s},
-                              {"wasted_s", s.wasted_s}, {"speedup_vs_random", optional_json(s.speedup_vs_random)},
+                              {"wasted_s", s.wasted_s}, {"dead_probes", s.dead_probes},
+                              {"speedup_vs_random", optional_json(s.speedup_vs_random)},
                               {"outcome_rate_vs_random", optional_json(s.outcome_rate_vs_random)},
                               {"random_median_not_reached", s.random_median_not_reached},
                               {"summary", summary_line(s)}});

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "agent/eval.h"
+#include "agent/gate_state.h"
 
 namespace recur::agent {
 
@@ -42,6 +43,22 @@ double wasted_seconds(const LoopResult& r, const std::optional<Expect>& expect) 
   return wasted;
 }
 
+// Changes whose knob the latest gate's workload did not read (gate_state.h: the candidate arm's
+// "knobs read" note), once each; the ablation's put-backs verify, they are not tried. Program
+// workloads carry no note: nothing is known, nothing counted.
+std::vector<std::string> dead_probes(const LoopResult& r) {
+  std::optional<std::set<std::string>> live;  // as the latest gate before the experiment read them
+  std::set<std::string> dead;
+  for (const LoggedExperiment& e : r.experiments) {
+    if (live)
+      for (const auto& [k, v] : e.spec.config_diff)
+        if (v != value_or_default(r.start, k) && !live->count(k)) dead.insert(k + "=" + v);
+    if (e.spec.probe == "gate")
+      if (auto read = knobs_read_from(e.feedback)) live = std::move(read);
+  }
+  return {dead.begin(), dead.end()};
+}
+
 }  // namespace
 
 double median_of(std::vector<double> v) {
@@ -61,6 +78,7 @@ EvalRun score_run(const Episode& episode, const LoopResult& r) {
   run.experiments = int(r.experiments.size());
   run.probe_s = r.spent_s;
   run.wasted_s = wasted_seconds(r, episode.expect);
+  run.dead_probes = dead_probes(r);
   if (r.passed) run.s_to_pass = r.spent_s;
   const Expect expect = episode.expect.value_or(Expect{});
   run.has_expect = episode.expect.has_value();
@@ -98,6 +116,7 @@ std::vector<ProposerScore> summarize(const std::vector<EvalRun>& runs) {
     s.passed += r.passed;
     s.probe_s += r.probe_s;
     s.wasted_s += r.wasted_s;
+    s.dead_probes += int(r.dead_probes.size());
     if (r.root_cause_named) {
       ++s.feasible_runs;
       s.root_cause_named += *r.root_cause_named;

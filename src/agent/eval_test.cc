@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "agent/gate_state.h"
+
 #include "agent/eval.h"
 #include "agent/expect.h"
 #include "agent/proposer_test_fixture.h"
@@ -157,6 +159,26 @@ TEST(Eval, ScoreCountsWastedSecondsAndTheOutcome) {
   r.final_config = r.start;
   EXPECT_TRUE(score_run(ep, r).outcome_met);
   EXPECT_TRUE(*score_run(ep, r).root_cause_named);
+}
+
+// A change probed to a knob the latest gate's workload did not read is a dead probe; one the
+// gate read is not, and neither is the ablation's put-back.
+TEST(Eval, ScoreNamesProbesOfKnobsTheWorkloadDidNotRead) {
+  Episode ep;
+  ep.name = "paint";
+  LoopResult r;
+  r.start = {{"test.proposer.color", "red"}};
+  LoggedExperiment g = experiment(0, {}, Decision::kNone, 1);
+  g.spec.probe = "gate";
+  g.feedback.notes = {knobs_read_note({"test.proposer.color"})};
+  r.experiments = {g,
+                   experiment(1, {{"test.proposer.other", "8"}}, Decision::kRevert, 1),  // never read
+                   experiment(2, {{"test.proposer.color", "blue"}}, Decision::kRevert, 1),
+                   experiment(3, {{"test.proposer.color", "red"}}, Decision::kRevert, 1)};
+  EXPECT_EQ(score_run(ep, r).dead_probes, std::vector<std::string>{"test.proposer.other=8"});
+  // Before any gate said what it read (or for a program workload), nothing is known: none counted.
+  r.experiments.erase(r.experiments.begin());
+  EXPECT_TRUE(score_run(ep, r).dead_probes.empty());
 }
 
 EvalRun scored(std::string proposer, bool met, std::optional<double> to_pass, bool expect_passes = true) {

@@ -59,6 +59,21 @@ std::string distance_to_pass(const gate::GateSpec& spec, const GateState& g) {
   return "";
 }
 
+std::optional<std::set<std::string>> knobs_read_from(const Feedback& f) {
+  std::optional<std::set<std::string>> live;
+  for (const std::string& n : f.notes) {
+    if (!n.starts_with(kKnobsReadNote)) continue;
+    live.emplace();
+    std::string_view rest = std::string_view(n).substr(kKnobsReadNote.size());
+    while (!rest.empty()) {
+      const size_t comma = rest.find(", ");
+      live->emplace(rest.substr(0, comma));
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 2);
+    }
+  }
+  return live;
+}
+
 GateState gate_state_from_feedback(const gate::GateSpec& spec, const Feedback& f) {
   gate::MetricValues values;
   for (const gate::MetricRequest& r : spec.requests) {
@@ -69,18 +84,7 @@ GateState gate_state_from_feedback(const gate::GateSpec& spec, const Feedback& f
     values[r.key()] = v;
   }
   gate::GateResult r = gate::evaluate_gate(spec, values, {}, f.cost_s);
-  GateState state{std::move(r.verdict), std::move(r.values), std::nullopt};
-  for (const std::string& n : f.notes) {
-    if (!n.starts_with(kKnobsReadNote)) continue;
-    std::set<std::string> live;
-    std::string_view rest = std::string_view(n).substr(kKnobsReadNote.size());
-    while (!rest.empty()) {
-      const size_t comma = rest.find(", ");
-      live.emplace(rest.substr(0, comma));
-      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 2);
-    }
-    state.live_knobs = std::move(live);
-  }
+  GateState state{std::move(r.verdict), std::move(r.values), knobs_read_from(f)};
   return state;
 }
 

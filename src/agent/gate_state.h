@@ -20,6 +20,8 @@ namespace recur::agent {
 // ("knobs read under cand: a, b"); the loop writes it, gate_state_from_feedback reads it back.
 inline constexpr std::string_view kKnobsReadNote = "knobs read under the candidate arm: ";
 std::string knobs_read_note(const std::vector<std::string>& knobs);
+// The knobs a gate record's note names; nullopt when it has none (program workloads).
+std::optional<std::set<std::string>> knobs_read_from(const Feedback& f);
 
 struct GateState {
   gate::GateVerdict verdict;
