@@ -15,7 +15,7 @@ bool is_none(const json& v) { return v.is_null() || v == "none"; }
 bool is_text_format(const json& v) { return v.is_null() || (v.is_object() && v.value("type", json()) == "text"); }
 bool is_text_modality(const json& v) { return v.is_null() || v == json::array({"text"}); }
 bool is_empty_string(const json& v) { return v.is_null() || v == ""; }
-bool is_anything(const json&) { return false; }
+bool is_null(const json& v) { return v.is_null(); }
 
 enum class Applies { kBoth, kChat, kCompletion };
 
@@ -42,18 +42,18 @@ constexpr UnsupportedField kUnsupported[] = {
     {"audio", Applies::kChat, is_null_or_empty, "audio output"},
     {"modalities", Applies::kChat, is_text_modality, "output modalities other than [\"text\"]"},
     {"prediction", Applies::kChat, is_null_or_empty, "predicted outputs"},
-    {"web_search_options", Applies::kChat, is_null_or_empty, "web search"},
-    {"reasoning_effort", Applies::kChat, is_anything, "a reasoning effort (recur serves no reasoning model)"},
+    {"web_search_options", Applies::kChat, is_null, "web search"},
+    {"reasoning_effort", Applies::kChat, is_null, "a reasoning effort (recur serves no reasoning model)"},
     {"store", Applies::kChat, is_false, "storing the completion"},
     // vLLM's sampling extensions: a client that sets them expects them applied.
     {"top_k", Applies::kBoth, [](const json& v) { return v.is_null() || v == -1 || v == 0; }, "top-k sampling"},
     {"min_p", Applies::kBoth, is_zero, "min-p sampling"},
     {"repetition_penalty", Applies::kBoth, is_one, "a repetition penalty (only 1 is supported)"},
     {"use_beam_search", Applies::kBoth, is_false, "beam search"},
-    {"guided_json", Applies::kBoth, is_anything, "guided decoding"},
-    {"guided_regex", Applies::kBoth, is_anything, "guided decoding"},
-    {"guided_choice", Applies::kBoth, is_anything, "guided decoding"},
-    {"guided_grammar", Applies::kBoth, is_anything, "guided decoding"},
+    {"guided_json", Applies::kBoth, is_null, "guided decoding"},
+    {"guided_regex", Applies::kBoth, is_null, "guided decoding"},
+    {"guided_choice", Applies::kBoth, is_null, "guided decoding"},
+    {"guided_grammar", Applies::kBoth, is_null, "guided decoding"},
 };
 
 bool applies_to(Applies a, CompletionRequest::Kind kind) {
