@@ -7,14 +7,8 @@
 set -u
 RECUR="$(realpath "$1")"
 SRC="$(realpath "$2")"
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-  echo "mcp_sdk_test: SKIP: node and npm are needed for the official MCP SDK client (scripts/setup.sh installs it)"
-  exit 77
-fi
-if [ ! -d "$SRC/tests/npm/node_modules/@modelcontextprotocol/sdk" ]; then
-  echo "FAIL: @modelcontextprotocol/sdk is not installed in $SRC/tests/npm/node_modules; run scripts/setup.sh" >&2
-  exit 1
-fi
+. "$(dirname "$0")/npm_client.sh"
+require_npm_client mcp_sdk_test @modelcontextprotocol/sdk
 . "$(dirname "$0")/testlib.sh"
 W="$T/work"
 mkdir -p "$W/gates"

@@ -11,3 +11,5 @@ if(RECUR_BUILD_TESTS)
   add_test(NAME serve_hardening_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/serve_hardening_test.sh $<TARGET_FILE:recur> ${CMAKE_SOURCE_DIR})
   set_tests_properties(serve_hardening_test PROPERTIES LABELS "e2e" TIMEOUT 90)
 endif()
+# The official OpenAI client (npm `openai`): chat, completions, logprobs, echo, unsupported fields.
+recur_e2e_test(serve_openai_client_test TIMEOUT 60)

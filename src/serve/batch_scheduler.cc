@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/batch_plan.h"
+#include "serve/token_logprobs.h"
 
 namespace recur::serve {
 namespace {
@@ -91,6 +92,7 @@ void BatchScheduler::start(std::shared_ptr<Job> job) {
   running_.push_back(std::unique_ptr<Running>(new Running{
       .job = job, .seq = *seq, .prompt = scheduler_prompt_ids(model_, req), .sampler = Sampler(req.options.sampling),
       .out = std::move(out), .reserved_pages = scheduler_pages_needed(req)}));
+  if (req.prompt_logprobs) score_prompt_token(*running_.back(), 0, {});
   if (options_.import_prompt) {  // the prompt is in: sample its first token now, decode from the next forward
     Running& r = *running_.back();
     r.fed = r.prompt.size();
@@ -100,12 +102,12 @@ void BatchScheduler::start(std::shared_ptr<Job> job) {
 
 void BatchScheduler::forward_once() {
   tokens_.clear();
-  row_owner_.clear();
+  rows_.clear();
   int sequences = 0;
   for (auto& r : running_) {
     if (r->fed < r->prompt.size()) continue;
     tokens_.push_back({.seq = r->seq, .token = r->next, .want_logits = true});
-    row_owner_.push_back(r.get());
+    rows_.push_back({r.get(), -1});
     ++sequences;
   }
   int64_t budget = options_.max_batch_tokens - int64_t(tokens_.size());
@@ -113,11 +115,13 @@ void BatchScheduler::forward_once() {
     if (budget <= 0) break;
     if (r->fed >= r->prompt.size()) continue;
     const size_t n = std::min<size_t>(r->prompt.size() - r->fed, size_t(budget));
+    const bool score_prompt = r->job->request().prompt_logprobs;
     for (size_t k = 0; k < n; ++k) {
-      const bool last = r->fed + k + 1 == r->prompt.size();
-      tokens_.push_back({.seq = r->seq, .token = r->prompt[r->fed + k], .want_logits = last,
-                         .embedding = r->job->request().prompt_embedding(r->fed + k)});
-      if (last) row_owner_.push_back(r.get());
+      const size_t position = r->fed + k;
+      const bool last = position + 1 == r->prompt.size();
+      tokens_.push_back({.seq = r->seq, .token = r->prompt[position], .want_logits = last || score_prompt,
+                         .embedding = r->job->request().prompt_embedding(position)});
+      if (last || score_prompt) rows_.push_back({r.get(), last ? -1 : int64_t(position) + 1});
     }
     r->fed += n;
     budget -= int64_t(n);
@@ -136,7 +140,25 @@ void BatchScheduler::forward_once() {
   const KvUsage kv = batch_->kv_usage();
   metrics_.observe_forward(sequences, int(tokens_.size()), kv.pages_used, kv.pages_total);
   const size_t vocab = size_t(model_.config().vocab);
-  for (size_t row = 0; row < row_owner_.size(); ++row) advance(*row_owner_[row], logits->subspan(row * vocab, vocab));
+  for (size_t row = 0; row < rows_.size(); ++row) {
+    const std::span<const float> row_logits = logits->subspan(row * vocab, vocab);
+    if (rows_[row].prompt_position >= 0)
+      score_prompt_token(*rows_[row].owner, size_t(rows_[row].prompt_position), row_logits);
+    else
+      advance(*rows_[row].owner, row_logits);
+  }
+}
+
+void BatchScheduler::score_prompt_token(Running& r, size_t position, std::span<const float> logits) {
+  const Tokenizer& tok = model_.tokenizer();
+  const TokenId token = r.prompt[position];
+  TokenLogprob entry = position == 0 ? TokenLogprob{.token = tok.piece(token), .logprob = std::nullopt, .top = {}}
+                                     : token_logprob(logits, token, *r.job->request().logprobs, tok);
+  if (!r.prompt_text_started && !entry.token.empty()) {
+    if (tok.vocabulary().add_space_prefix && entry.token[0] == ' ') entry.token.erase(0, 1);
+    r.prompt_text_started = true;
+  }
+  r.out.emit_prompt_logprob(std::move(entry));
 }
 
 void BatchScheduler::advance(Running& r, std::span<const float> logits) {
@@ -153,7 +175,15 @@ void BatchScheduler::advance(Running& r, std::span<const float> logits) {
     r.done = true;
     return;
   }
-  const bool more = r.out.emit(JobOutput::piece_of(tok, next, r.generated == 1, r.prompt.size()));
+  std::string piece = JobOutput::piece_of(tok, next, r.generated == 1, r.prompt.size());
+  bool more = true;
+  if (const auto& top = r.job->request().logprobs) {
+    TokenLogprob entry = token_logprob(logits, next, *top, tok);
+    entry.token = piece;  // the text the client reads, word-start space rule included
+    more = r.out.emit(piece, std::move(entry));
+  } else {
+    more = r.out.emit(piece);
+  }
   r.next = next;
   r.done = !more || r.generated == o.max_new_tokens;
 }

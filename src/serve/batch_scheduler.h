@@ -9,7 +9,10 @@
 //      the sequences still reading their prompts, oldest first, up to max_batch_tokens in all
 //      (a long prompt takes several iterations; logits only for its last prompt token);
 //   4. samples each logits row with its request's own sampler, streams the text through
-//      JobOutput (stop sequences, max_tokens, EOS, usage) and frees finished sequences at once.
+//      JobOutput (stop sequences, max_tokens, EOS, usage, logprobs) and frees finished sequences
+//      at once.
+// A request with echo and logprobs asks logits at every prompt position: each one's row gives the
+// logprob of the prompt token after it (token_logprobs.h), the last one's samples as usual.
 // Generation per request follows generate_from_ids, so greedy output equals a request run alone
 // up to the float rounding the Batch contract allows.
 //
@@ -67,6 +70,13 @@ class BatchScheduler {
     bool eos = false;
     bool done = false;
     bool failed = false;  // the job was finished with an engine error
+    bool prompt_text_started = false;  // an echoed prompt's first non-empty token was sent
+  };
+  // One logits row of a forward: its sequence, and the prompt position it scores (echo with
+  // logprobs) or -1 for the row the next token is sampled from.
+  struct Row {
+    Running* owner;
+    int64_t prompt_position;
   };
 
   BatchScheduler(const Model& model, std::unique_ptr<Batch> batch, const SchedulerOptions& options, JobQueue& queue,
@@ -78,6 +88,9 @@ class BatchScheduler {
   void start(std::shared_ptr<Job> job);
   void forward_once();
   void advance(Running& r, std::span<const float> logits);
+  // The logprob entry of prompt token `position` (echo), from the previous position's logits
+  // (none for position 0), its text as the echoed prompt reads (Tokenizer::decode).
+  void score_prompt_token(Running& r, size_t position, std::span<const float> logits);
   void retire_done();
 
   const Model& model_;
@@ -87,7 +100,7 @@ class BatchScheduler {
   Metrics& metrics_;
   std::vector<std::unique_ptr<Running>> running_;  // in admission order
   std::vector<BatchToken> tokens_;                 // this forward's tokens
-  std::vector<Running*> row_owner_;                // per logits row
+  std::vector<Row> rows_;                           // per logits row
 };
 
 }  // namespace recur::serve

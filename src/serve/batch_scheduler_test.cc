@@ -3,8 +3,12 @@
 // generate_from_ids; stop sequences and max_tokens hold per request inside a batch; a job
 // cancelled while queued is not run; with KV pages for one request only, requests wait and run
 // one after another; a request that can never fit fails with 500; prompts imported through
-// SchedulerOptions::import_prompt (prefilled elsewhere) decode together as they would alone.
+// SchedulerOptions::import_prompt (prefilled elsewhere) decode together as they would alone;
+// logprobs (generated and echoed prompt tokens) equal a session's teacher-forced log-softmax.
 #include "serve/batch_scheduler.h"
+
+#include <cmath>
+#include <iterator>
 
 #include <gtest/gtest.h>
 
@@ -45,6 +49,7 @@ PreparedRequest greedy_request(int prompt_len, int seed, int max_tokens) {
 
 struct Outcome {
   std::string text;
+  std::vector<TokenLogprob> logprobs;
   JobResult result;
 };
 
@@ -53,6 +58,7 @@ Outcome drain(Job& job) {
   for (;;) {
     Job::Update u = job.wait_update();
     o.text += u.text;
+    std::move(u.logprobs.begin(), u.logprobs.end(), std::back_inserter(o.logprobs));
     if (u.result) {
       o.result = *u.result;
       return o;
@@ -213,6 +219,82 @@ TEST_F(BatchSchedulerTest, ImportedPromptsDecodeTogetherAsAlone) {
   EXPECT_EQ(sched_metric(page, "recur_batch_forward_tokens_sum"), 2 * 11.0) << page;
   EXPECT_EQ(sched_metric(page, "recur_batch_forward_tokens_bucket{le=\"1\"}"), 0.0) << page;
   EXPECT_EQ(metrics.running().load(), 0);
+}
+
+// Log-softmax of one logits row in long double: the reference the server's logprobs are checked against.
+std::vector<double> reference_log_softmax(std::span<const float> logits) {
+  long double total = 0;
+  for (float l : logits) total += std::exp((long double)l);
+  std::vector<double> out;
+  for (float l : logits) out.push_back(double((long double)l - std::log(total)));
+  return out;
+}
+
+TEST_F(BatchSchedulerTest, LogprobsEqualASessionsTeacherForcedLogSoftmax) {
+  const Model& model = *t.model;
+  PreparedRequest scored = greedy_request(13, 21, 5);
+  scored.logprobs = 3;
+  scored.prompt_logprobs = true;
+  const PreparedRequest plain = greedy_request(7, 22, 5);
+  // Chunked prefill (8 tokens a forward) mixed with the other request's decode.
+  auto out = run_batched(model, *pool, {scored, plain}, {.max_sequences = 2, .max_batch_tokens = 8}, Config(), metrics);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_TRUE(out[1].logprobs.empty());
+  EXPECT_EQ(out[1].text, alone(model, *pool, plain));
+  const auto& lp = out[0].logprobs;
+  ASSERT_EQ(lp.size(), 13u + 5u);
+  // The echoed prompt: nothing predicts its first token; its entries read as the decoded prompt.
+  EXPECT_FALSE(lp[0].logprob.has_value());
+  std::string prompt_text;
+  for (size_t i = 0; i < 13; ++i) prompt_text += lp[i].token;
+  EXPECT_EQ(prompt_text, model.tokenizer().decode(scored.prompt_ids));
+  // Teacher forcing through a session: each position's logits score the next prompt token, then
+  // the greedy continuation.
+  auto session = model.new_session(*pool, 128, Config());
+  ASSERT_TRUE(session.has_value());
+  std::string generated;
+  TokenId next = scored.prompt_ids[0];
+  for (size_t i = 0; i + 1 < lp.size(); ++i) {
+    auto logits = (*session)->step(next);
+    ASSERT_TRUE(logits.has_value());
+    const std::vector<double> ref = reference_log_softmax(*logits);
+    next = i + 1 < 13 ? scored.prompt_ids[i + 1] : argmax(*logits);
+    const TokenLogprob& e = lp[i + 1];
+    ASSERT_TRUE(e.logprob.has_value()) << i;
+    EXPECT_NEAR(*e.logprob, ref[size_t(next)], 1e-3) << "position " << i + 1;
+    ASSERT_EQ(e.top.size(), 3u);
+    double mass = 0;
+    for (size_t k = 0; k < e.top.size(); ++k) {
+      mass += std::exp(e.top[k].second);
+      if (k > 0) {
+        EXPECT_GE(e.top[k - 1].second, e.top[k].second);
+      }
+    }
+    EXPECT_LE(mass, 1.0 + 1e-6);
+    EXPECT_NEAR(e.top[0].second, *std::max_element(ref.begin(), ref.end()), 1e-3);
+    if (i + 1 >= 13) {  // greedy: the sampled token is the most likely one
+      EXPECT_EQ(e.token, model.tokenizer().piece(next));
+      EXPECT_NEAR(*e.logprob, e.top[0].second, 1e-6);
+      generated += e.token;
+    }
+  }
+  EXPECT_EQ(generated, out[0].text);
+}
+
+TEST_F(BatchSchedulerTest, EchoWithNoNewTokensScoresThePromptOnly) {
+  PreparedRequest scored = greedy_request(6, 3, 0);
+  scored.logprobs = 0;
+  scored.prompt_logprobs = true;
+  auto out = run_batched(*t.model, *pool, {scored}, {.max_sequences = 2, .max_batch_tokens = 4}, Config(), metrics);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].text, "");
+  EXPECT_EQ(out[0].result.completion_tokens, 0);
+  ASSERT_EQ(out[0].logprobs.size(), 6u);
+  for (size_t i = 1; i < 6; ++i) {
+    ASSERT_TRUE(out[0].logprobs[i].logprob.has_value());
+    EXPECT_LE(*out[0].logprobs[i].logprob, 0.0);
+    EXPECT_TRUE(out[0].logprobs[i].top.empty());
+  }
 }
 
 TEST_F(BatchSchedulerTest, RejectsABatchTooSmallForItsSequences) {

@@ -52,6 +52,10 @@ void EngineWorkers::run(Job& job, ThreadPool& pool) {
     metrics_.running().fetch_sub(1);
     return out.fail("images need the batching scheduler (--batching on, a model with a batched forward)");
   }
+  if (req.logprobs) {  // the server refuses these first (400); a session returns no logits
+    metrics_.running().fetch_sub(1);
+    return out.fail("logprobs need the batching scheduler (--batching on, a model with a batched forward)");
+  }
   auto stats = generate_from_ids(model_, pool, req.prompt_ids, req.options,
                                  [&](std::string_view piece) { return out.emit(piece); }, knobs_);
   metrics_.running().fetch_sub(1);

@@ -5,6 +5,8 @@
 #include <csignal>
 #include <ctime>
 #include <filesystem>
+#include <iterator>
+#include <utility>
 #include <thread>
 
 #include <fmt/format.h>
@@ -16,6 +18,7 @@
 #include "serve/engine_workers.h"
 #include "serve/job_output.h"
 #include "serve/live_jobs.h"
+#include "serve/logprobs_json.h"
 #include "serve/openai_json.h"
 #include "serve/serve.h"
 #include "serve/serve_loop.h"
@@ -45,6 +48,14 @@ struct ServerState {
   LiveJobs live;
   std::atomic<uint64_t> next_id{1};
   std::atomic<bool> stopping{false};
+  bool batching = false;  // the workers run batching schedulers (logprobs need their logits)
+};
+
+// What a response adds to the generated text: the echoed prompt (completions' echo) and the
+// tokens' logprobs.
+struct ResponseExtras {
+  std::string echo;
+  bool logprobs = false;
 };
 
 constexpr int kServeListenBacklog = 1024;
@@ -98,11 +109,11 @@ expected<Job::Update, ApiError> next_update(ServerState& s, const std::shared_pt
 // Streams the job's text as SSE chunks; a failed write means the client left: cancel the job. A
 // passed deadline ends the stream with an error event (code request_timeout), then [DONE].
 void stream_job(ServerState& s, std::shared_ptr<Job> job, ResponseMeta meta, bool include_usage,
-                RequestDeadline deadline, httplib::Response& res) {
+                RequestDeadline deadline, ResponseExtras extras, httplib::Response& res) {
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [&s, job, meta, include_usage, deadline](size_t, httplib::DataSink& sink) {
+      [&s, job, meta, include_usage, deadline, extras](size_t, httplib::DataSink& sink) {
         auto write = [&](const std::string& text) {
           if (sink.write(text.data(), text.size())) return true;
           job->cancel();
@@ -114,12 +125,16 @@ void stream_job(ServerState& s, std::shared_ptr<Job> job, ResponseMeta meta, boo
           return true;
         };
         bool first = true;
+        std::string echo = extras.echo;  // goes out with the first chunk
+        LogprobsJson logprobs(meta.kind);
         for (;;) {
           auto next = next_update(s, job, deadline);
           if (!next) return next.error().code == "client_closed" ? false : write(stream_error_event(next.error())) && end();
           Job::Update& u = *next;
-          if (!u.text.empty() || (first && meta.kind == CompletionRequest::Kind::kChat)) {
-            if (!write(sse_event(stream_chunk(meta, u.text, first, std::nullopt, include_usage)))) return false;
+          const std::string text = std::exchange(echo, {}) + u.text;
+          if (!text.empty() || !u.logprobs.empty() || (first && meta.kind == CompletionRequest::Kind::kChat)) {
+            const json lp = extras.logprobs ? logprobs.render(u.logprobs) : json(nullptr);
+            if (!write(sse_event(stream_chunk(meta, text, first, std::nullopt, include_usage, lp)))) return false;
             first = false;
           }
           if (!u.result) continue;
@@ -142,8 +157,9 @@ void stream_job(ServerState& s, std::shared_ptr<Job> job, ResponseMeta meta, boo
 }
 
 void answer_whole(ServerState& s, const std::shared_ptr<Job>& job, const ResponseMeta& meta,
-                  const RequestDeadline& deadline, httplib::Response& res) {
-  std::string text;
+                  const RequestDeadline& deadline, const ResponseExtras& extras, httplib::Response& res) {
+  std::string text = extras.echo;
+  std::vector<TokenLogprob> entries;
   JobResult result;
   for (;;) {
     auto u = next_update(s, job, deadline);
@@ -152,6 +168,7 @@ void answer_whole(ServerState& s, const std::shared_ptr<Job>& job, const Respons
       return send_error(res, u.error());  // a client that left reads nothing; the log counts it
     }
     text += u->text;
+    std::move(u->logprobs.begin(), u->logprobs.end(), std::back_inserter(entries));
     if (u->result) {
       result = *u->result;
       break;
@@ -161,7 +178,9 @@ void answer_whole(ServerState& s, const std::shared_ptr<Job>& job, const Respons
   if (result.error) return send_error(res, *result.error);
   if (result.finish_reason == "cancelled")
     return send_error(res, kShuttingDown);
-  res.set_content(json_text(full_response(meta, text, result.finish_reason, {result.prompt_tokens, result.completion_tokens})),
+  const json logprobs = extras.logprobs ? LogprobsJson(meta.kind).render(entries) : json(nullptr);
+  res.set_content(json_text(full_response(meta, text, result.finish_reason,
+                                          {result.prompt_tokens, result.completion_tokens}, logprobs)),
                   "application/json");
 }
 
@@ -171,8 +190,14 @@ void handle_generation(ServerState& s, CompletionRequest::Kind kind, const httpl
   auto parsed = kind == CompletionRequest::Kind::kChat ? parse_chat_request(req.body) : parse_completion_request(req.body);
   if (!parsed) return send_error(res, parsed.error());
   const RequestDeadline deadline = request_deadline(arrival, s.options.request_timeout_s, parsed->timeout_s);
+  if (parsed->sampling.logprobs && !s.batching)
+    return send_error(res, bad_request("logprobs", "unsupported",
+                                       "'logprobs' needs the batching scheduler's logits; this server runs one "
+                                       "sequence per worker (--batching off, or a model without a batched forward)"));
   auto prepared = prepare_request(*parsed, s.model_id, s.model);
   if (!prepared) return send_error(res, prepared.error());
+  ResponseExtras extras{.echo = parsed->echo ? s.model.tokenizer().decode(prepared->prompt_ids) : std::string(),
+                        .logprobs = parsed->sampling.logprobs.has_value()};
   auto job = std::make_shared<Job>(std::move(*prepared), arrival);
   s.live.add(job);  // before the push, so that a shutdown from now on cancels it
   if (!s.queue.try_push(job)) {
@@ -188,9 +213,9 @@ void handle_generation(ServerState& s, CompletionRequest::Kind kind, const httpl
   ResponseMeta meta{kind, fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", s.next_id.fetch_add(1)),
                     int64_t(std::time(nullptr)), s.model_id};
   if (parsed->stream)
-    stream_job(s, job, std::move(meta), parsed->include_usage, deadline, res);
+    stream_job(s, job, std::move(meta), parsed->include_usage, deadline, std::move(extras), res);
   else
-    answer_whole(s, job, meta, deadline, res);
+    answer_whole(s, job, meta, deadline, extras, res);
 }
 
 void install_routes(httplib::Server& svr, ServerState& s) {
@@ -292,6 +317,7 @@ Status run_server(const ServeOptions& options) {
                                      .scheduler = {.max_sequences = options.max_seqs,
                                                    .max_batch_tokens = options.max_batch_tokens}};
   RECUR_ASSIGN_OR_RETURN(auto workers, EngineWorkers::start(*model, worker_options, s.queue, s.metrics, options.knobs));
+  s.batching = workers->batching();
   HttpFront svr;
   svr.set_payload_max_length(options.max_body_bytes);
   install_routes(svr, s);

@@ -10,8 +10,10 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "serve/api_error.h"
+#include "serve/logprobs_json.h"
 #include "serve/prompt.h"
 
 namespace recur::serve {
@@ -32,6 +34,8 @@ class Job {
 
   // Worker side.
   void append(std::string_view text);
+  // A token's logprob entry (requests with logprobs), in token order.
+  void append_logprob(TokenLogprob entry);
   void finish(JobResult result);
   bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
 
@@ -39,6 +43,7 @@ class Job {
   // once finished (and all text taken), the result.
   struct Update {
     std::string text;
+    std::vector<TokenLogprob> logprobs;
     std::optional<JobResult> result;
   };
   Update wait_update();
@@ -54,6 +59,7 @@ class Job {
   std::mutex mu_;
   std::condition_variable cv_;
   std::string pending_;
+  std::vector<TokenLogprob> pending_logprobs_;
   std::optional<JobResult> result_;
 };
 

@@ -15,6 +15,11 @@ bool JobOutput::emit(std::string_view piece) {
   return !matcher_.stopped() && !job_.cancelled();
 }
 
+bool JobOutput::emit(std::string_view piece, TokenLogprob entry) {
+  job_.append_logprob(std::move(entry));
+  return emit(piece);
+}
+
 std::string JobOutput::piece_of(const Tokenizer& tok, TokenId token, bool first, size_t prompt_tokens) {
   std::string piece = tok.piece(token);
   if (first && tok.vocabulary().add_space_prefix && prompt_tokens <= 1 && !piece.empty() && piece[0] == ' ')

@@ -22,6 +22,10 @@ class JobOutput {
   // is only BOS, as generate_from_ids does); false when generation should stop (a stop
   // sequence matched, the client went away).
   bool emit(std::string_view piece);
+  // The same with the token's logprob entry (requests with logprobs).
+  bool emit(std::string_view piece, TokenLogprob entry);
+  // A prompt token's logprob entry (echo with logprobs); no text (the server echoes the prompt).
+  void emit_prompt_logprob(TokenLogprob entry) { job_.append_logprob(std::move(entry)); }
   // Text for a sampled token of a prompt of `prompt_tokens` (generate_from_ids's rule).
   static std::string piece_of(const Tokenizer& tok, TokenId token, bool first, size_t prompt_tokens);
 

@@ -18,8 +18,9 @@ json usage_json(const Usage& usage) {
           {"total_tokens", usage.prompt_tokens + usage.completion_tokens}};
 }
 
-json full_response(const ResponseMeta& meta, std::string_view text, std::string_view finish_reason, const Usage& usage) {
-  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason}};
+json full_response(const ResponseMeta& meta, std::string_view text, std::string_view finish_reason, const Usage& usage,
+                   const json& logprobs) {
+  json choice = {{"index", 0}, {"logprobs", logprobs}, {"finish_reason", finish_reason}};
   if (is_chat(meta))
     choice["message"] = {{"role", "assistant"}, {"content", text}};
   else
@@ -31,8 +32,8 @@ json full_response(const ResponseMeta& meta, std::string_view text, std::string_
 }
 
 json stream_chunk(const ResponseMeta& meta, std::string_view text, bool first,
-                  std::optional<std::string_view> finish_reason, bool include_usage) {
-  json choice = {{"index", 0}, {"logprobs", nullptr},
+                  std::optional<std::string_view> finish_reason, bool include_usage, const json& logprobs) {
+  json choice = {{"index", 0}, {"logprobs", logprobs},
                  {"finish_reason", finish_reason ? json(*finish_reason) : json(nullptr)}};
   if (is_chat(meta)) {
     json delta = json::object();

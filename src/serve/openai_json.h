@@ -27,13 +27,14 @@ struct Usage {
 };
 
 nlohmann::json usage_json(const Usage& usage);
-// The body of a non-streamed response.
+// The body of a non-streamed response; `logprobs` is the choice's (logprobs_json.h) or null.
 nlohmann::json full_response(const ResponseMeta& meta, std::string_view text, std::string_view finish_reason,
-                             const Usage& usage);
+                             const Usage& usage, const nlohmann::json& logprobs = nullptr);
 // One streamed chunk. Chat chunks carry the role on the first one; the last chunk has a
 // finish_reason and no text. With include_usage every chunk has "usage": null.
 nlohmann::json stream_chunk(const ResponseMeta& meta, std::string_view text, bool first,
-                            std::optional<std::string_view> finish_reason, bool include_usage);
+                            std::optional<std::string_view> finish_reason, bool include_usage,
+                            const nlohmann::json& logprobs = nullptr);
 // The extra chunk of stream_options.include_usage: no choices, the usage.
 nlohmann::json usage_chunk(const ResponseMeta& meta, const Usage& usage);
 

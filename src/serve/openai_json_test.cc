@@ -1,5 +1,7 @@
 #include "serve/openai_json.h"
 
+#include "serve/logprobs_json.h"
+
 #include <gtest/gtest.h>
 
 namespace recur::serve {
@@ -61,6 +63,34 @@ TEST(OpenAIJsonTest, InvalidUtf8IsReplacedNotThrown) {
   std::string event = sse_event(stream_chunk(kText, "a\xE2\x82", false, std::nullopt, false));
   json j = event_json(event);
   EXPECT_EQ(j["choices"][0]["text"], "a\xEF\xBF\xBD");
+}
+
+TEST(LogprobsJsonTest, LegacyFormatWithAnEchoedPromptAndRunningOffsets) {
+  LogprobsJson lj(CompletionRequest::Kind::kCompletion);
+  const std::vector<TokenLogprob> first = {{"Once", std::nullopt, {}}, {" upon", -1.5, {{" upon", -1.5}, {" a", -2.0}}}};
+  json a = lj.render(first);
+  EXPECT_EQ(a["tokens"], json({"Once", " upon"}));
+  EXPECT_EQ(a["token_logprobs"], json({nullptr, -1.5}));
+  EXPECT_TRUE(a["top_logprobs"][0].is_null());
+  EXPECT_EQ(a["top_logprobs"][1], json({{" upon", -1.5}, {" a", -2.0}}));
+  EXPECT_EQ(a["text_offset"], json({0, 4}));
+  // The sampled token is in the dictionary even when it is not among the alternatives.
+  const std::vector<TokenLogprob> next = {{" x", -3.0, {{" a", -0.5}}}};
+  json b = lj.render(next);
+  EXPECT_EQ(b["text_offset"], json({9}));
+  EXPECT_EQ(b["top_logprobs"][0], json({{" a", -0.5}, {" x", -3.0}}));
+}
+
+TEST(LogprobsJsonTest, ChatFormatHasBytes) {
+  const std::vector<TokenLogprob> entries = {{"h\xC3", -0.25, {{"h\xC3", -0.25}}}};
+  json j = LogprobsJson(CompletionRequest::Kind::kChat).render(entries);
+  ASSERT_EQ(j["content"].size(), 1u);
+  EXPECT_EQ(j["content"][0]["bytes"], json({104, 195}));
+  EXPECT_EQ(j["content"][0]["logprob"], -0.25);
+  EXPECT_EQ(j["content"][0]["top_logprobs"][0]["bytes"], json({104, 195}));
+  EXPECT_TRUE(j["refusal"].is_null());
+  // Invalid UTF-8 in a token is written replaced, never an exception.
+  EXPECT_NE(json_text(j).find("h\xEF\xBF\xBD"), std::string::npos);
 }
 
 }  // namespace

@@ -54,6 +54,8 @@ expected<PreparedRequest, ApiError> prepare_request(const CompletionRequest& req
   p.options.sampling = {request.sampling.temperature, request.sampling.top_p, request.sampling.seed};
   p.options.stop_at_eos = !request.sampling.ignore_eos;
   p.stop = request.sampling.stop;
+  p.logprobs = request.sampling.logprobs;
+  p.prompt_logprobs = request.echo && request.sampling.logprobs.has_value();
   return p;
 }
 

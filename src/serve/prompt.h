@@ -3,6 +3,7 @@
 // passes is ready for an engine worker.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,9 @@ struct PreparedRequest {
   }
   GenerateOptions options;
   std::vector<std::string> stop;
+  // Present: each generated token's logprob entry with this many alternatives (token_logprobs.h).
+  std::optional<int> logprobs;
+  bool prompt_logprobs = false;  // and the prompt's (echo): logits at every prompt position
 };
 
 // Unknown model: 404 model_not_found. Prompt plus max_tokens past the context: 400

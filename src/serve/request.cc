@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "serve/unsupported_fields.h"
+
 namespace recur::serve {
 namespace {
 
@@ -84,6 +86,41 @@ expected<std::vector<std::string>, ApiError> parse_stop(const json& obj) {
   return out;
 }
 
+expected<int, ApiError> top_count(const json& v, const char* name) {
+  if (!v.is_number_integer()) return unexpected(schema_error(name, "'{}' must be an integer, got {}", name, type_name(v)));
+  const int64_t n = v.get<int64_t>();
+  if (n < 0 || n > kMaxTopLogprobs)
+    return unexpected(bad_request(name, "out_of_range", "'{}' is {}; expected 0 to {}", name, n, kMaxTopLogprobs));
+  return int(n);
+}
+
+// Chat: "logprobs": bool, "top_logprobs": 0..20 (only with logprobs true, as OpenAI requires).
+expected<void, ApiError> parse_chat_logprobs(const json& doc, CompletionRequest& r) {
+  auto wanted = boolean(doc, "logprobs");
+  if (!wanted) return unexpected(wanted.error());
+  const json* top = field(doc, "top_logprobs");
+  if (top && !*wanted)
+    return unexpected(bad_request("top_logprobs", "invalid_value", "'top_logprobs' needs 'logprobs': true"));
+  if (!*wanted) return {};
+  auto n = top ? top_count(*top, "top_logprobs") : expected<int, ApiError>(0);
+  if (!n) return unexpected(n.error());
+  r.sampling.logprobs = *n;
+  return {};
+}
+
+// Completions (legacy): "logprobs": the number of alternatives, 0..20; "echo": bool.
+expected<void, ApiError> parse_completion_logprobs(const json& doc, CompletionRequest& r) {
+  if (const json* v = field(doc, "logprobs")) {
+    auto n = top_count(*v, "logprobs");
+    if (!n) return unexpected(n.error());
+    r.sampling.logprobs = *n;
+  }
+  auto echo = boolean(doc, "echo");
+  if (!echo) return unexpected(echo.error());
+  r.echo = *echo;
+  return {};
+}
+
 // The fields both endpoints share; `max_tokens_names` lists the accepted spellings.
 expected<void, ApiError> parse_common(const json& doc, CompletionRequest& r) {
   auto model = required_string(doc, "model");
@@ -95,8 +132,8 @@ expected<void, ApiError> parse_common(const json& doc, CompletionRequest& r) {
     if (!v->is_number_integer())
       return unexpected(schema_error(name, "'{}' must be an integer, got {}", name, type_name(*v)));
     int64_t n = v->get<int64_t>();
-    if (n < 1 || n > (1 << 24))
-      return unexpected(bad_request(name, "out_of_range", "'{}' is {}; expected at least 1", name, n));
+    if (n < 0 || n > kMaxTokensLimit)  // 0 only with echo: parse_completion_request checks it
+      return unexpected(bad_request(name, "out_of_range", "'{}' is {}; expected 1 to {}", name, n, kMaxTokensLimit));
     r.sampling.max_tokens = int(n);
   }
   auto temperature = number_in(doc, "temperature", 1.0f, 0.0, 2.0);
@@ -110,12 +147,7 @@ expected<void, ApiError> parse_common(const json& doc, CompletionRequest& r) {
     if (!v->is_number_integer()) return unexpected(schema_error("seed", "'seed' must be an integer, got {}", type_name(*v)));
     r.sampling.seed = v->is_number_unsigned() ? v->get<uint64_t>() : uint64_t(v->get<int64_t>());
   }
-  if (const json* v = field(doc, "n")) {
-    if (!v->is_number_integer()) return unexpected(schema_error("n", "'n' must be an integer, got {}", type_name(*v)));
-    if (v->get<int64_t>() != 1) return unexpected(bad_request("n", "unsupported", "only n = 1 is supported"));
-  }
-  if (field(doc, "logprobs") && !(doc["logprobs"].is_boolean() && !doc["logprobs"].get<bool>()))
-    return unexpected(bad_request("logprobs", "unsupported", "logprobs are not supported yet"));
+  if (auto refused = refuse_unsupported_fields(doc, r.kind); !refused) return unexpected(refused.error());
   auto stop = parse_stop(doc);
   if (!stop) return unexpected(stop.error());
   r.sampling.stop = std::move(*stop);
@@ -148,7 +180,9 @@ expected<void, ApiError> parse_prompt(const json& doc, CompletionRequest& r) {
   const json* v = field(doc, "prompt");
   if (!v) return unexpected(schema_error("prompt", "'prompt' is required"));
   const json* p = v;
-  if (v->is_array() && !v->empty() && (v->front().is_string() || v->front().is_array())) {
+  if (v->is_array() && v->empty())
+    return unexpected(bad_request("prompt", "empty", "'prompt' is an empty array; send a string or at least one token id"));
+  if (v->is_array() && (v->front().is_string() || v->front().is_array())) {
     if (v->size() != 1)
       return unexpected(bad_request("prompt", "unsupported", "batched prompts ({} of them) are not supported; send one",
                                     v->size()));
@@ -160,6 +194,8 @@ expected<void, ApiError> parse_prompt(const json& doc, CompletionRequest& r) {
   }
   if (!p->is_array())
     return unexpected(schema_error("prompt", "'prompt' must be a string or an array of token ids, got {}", type_name(*p)));
+  if (p->empty())
+    return unexpected(bad_request("prompt", "empty", "'prompt[0]' is an empty array; send at least one token id"));
   for (size_t i = 0; i < p->size(); ++i) {
     const json& id = (*p)[i];
     if (!id.is_number_integer())
@@ -243,7 +279,12 @@ Parsed parse_completion_request(std::string_view body) {
   CompletionRequest r;
   r.kind = CompletionRequest::Kind::kCompletion;
   if (auto s = parse_common(*doc, r); !s) return unexpected(s.error());
+  if (auto s = parse_completion_logprobs(*doc, r); !s) return unexpected(s.error());
   if (auto s = parse_prompt(*doc, r); !s) return unexpected(s.error());
+  if (r.sampling.max_tokens == 0 && !r.echo)
+    return unexpected(bad_request("max_tokens", "out_of_range",
+                                  "'max_tokens' is 0; expected 1 to {} (0 only with 'echo': true, to score the prompt)",
+                                  kMaxTokensLimit));
   return r;
 }
 
@@ -253,7 +294,10 @@ Parsed parse_chat_request(std::string_view body) {
   CompletionRequest r;
   r.kind = CompletionRequest::Kind::kChat;
   if (auto s = parse_common(*doc, r); !s) return unexpected(s.error());
+  if (auto s = parse_chat_logprobs(*doc, r); !s) return unexpected(s.error());
   if (auto s = parse_messages(*doc, r); !s) return unexpected(s.error());
+  if (r.sampling.max_tokens == 0)
+    return unexpected(bad_request("max_tokens", "out_of_range", "'max_tokens' is 0; expected 1 to {}", kMaxTokensLimit));
   return r;
 }
 

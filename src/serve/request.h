@@ -1,7 +1,9 @@
 // The bodies of POST /v1/completions and /v1/chat/completions, parsed and checked against the
 // schema without a model: JSON syntax, field types, required fields, value ranges that do not
 // depend on the model. Checks that need the model (its name, context, vocabulary) are in
-// prompt.h. Unknown fields are ignored, as OpenAI's server does for forward compatibility.
+// prompt.h. Fields of OpenAI's API that recur does not implement (tools, response_format other
+// than text, n > 1, penalties, ...: unsupported_fields.h) are refused with a 400 naming the field;
+// other unknown fields are ignored, as OpenAI's server does for forward compatibility.
 //
 // Errors: malformed JSON 400 (code "invalid_json", with the byte offset); a missing field or a
 // wrong type 422; a value out of range or a feature not built 400. Pure functions, thread-safe.
@@ -21,6 +23,8 @@ namespace recur::serve {
 inline constexpr size_t kMaxStopSequences = 4;
 inline constexpr size_t kMaxStopBytes = 256;
 inline constexpr double kMaxTimeoutSeconds = 86400;
+inline constexpr int64_t kMaxTokensLimit = int64_t(1) << 24;
+inline constexpr int kMaxTopLogprobs = 20;
 
 // An image part of a chat message (OpenAI's {"type":"image_url","image_url":{"url":...}}):
 // decoded and encoded later (image_prompt.h), where the model is known.
@@ -43,6 +47,9 @@ struct SamplingRequest {
   uint64_t seed = 0;
   std::vector<std::string> stop;
   bool ignore_eos = false;  // vLLM's extension: generate exactly max_tokens (load generators)
+  // Present: return each generated token's logprob and this many most likely alternatives (chat:
+  // logprobs true + top_logprobs; completions: the integer logprobs).
+  std::optional<int> logprobs;
 };
 
 struct CompletionRequest {
@@ -53,6 +60,7 @@ struct CompletionRequest {
   std::string prompt;
   std::vector<int64_t> prompt_ids;
   bool prompt_ids_given = false;
+  bool echo = false;  // the answer's text starts with the prompt (with logprobs: the prompt's too)
   // kChat:
   std::vector<ChatMessage> messages;
   SamplingRequest sampling;

@@ -162,3 +162,115 @@ TEST(RequestTest, ErrorBodyIsOpenAIShape) {
 
 }  // namespace
 }  // namespace recur::serve
+
+namespace recur::serve {
+namespace {
+
+TEST(RequestLogprobsTest, ChatLogprobsAndTopLogprobs) {
+  auto r = parse_chat_request(R"({"model":"m","messages":[{"role":"user","content":"hi"}],"logprobs":true,"top_logprobs":4})");
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(r->sampling.logprobs, 4);
+  auto plain = parse_chat_request(R"({"model":"m","messages":[{"role":"user","content":"hi"}],"logprobs":false})");
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_FALSE(plain->sampling.logprobs.has_value());
+  for (const char* body : {R"({"model":"m","messages":[{"role":"user","content":"hi"}],"top_logprobs":2})",
+                           R"({"model":"m","messages":[{"role":"user","content":"hi"}],"logprobs":true,"top_logprobs":21})"}) {
+    auto e = parse_chat_request(body);
+    ASSERT_FALSE(e.has_value()) << body;
+    EXPECT_EQ(e.error().http_status, 400) << body;
+    EXPECT_EQ(e.error().param, "top_logprobs") << body;
+  }
+}
+
+TEST(RequestLogprobsTest, CompletionLogprobsAndEcho) {
+  auto r = parse_completion_request(R"({"model":"m","prompt":"x","logprobs":2,"echo":true,"max_tokens":0})");
+  ASSERT_TRUE(r.has_value()) << r.error().message;
+  EXPECT_EQ(r->sampling.logprobs, 2);
+  EXPECT_TRUE(r->echo);
+  EXPECT_EQ(r->sampling.max_tokens, 0);
+  auto no_echo = parse_completion_request(R"({"model":"m","prompt":"x","max_tokens":0})");
+  ASSERT_FALSE(no_echo.has_value());
+  EXPECT_NE(no_echo.error().message.find("only with 'echo'"), std::string::npos) << no_echo.error().message;
+  auto chat_zero = parse_chat_request(R"({"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":0})");
+  ASSERT_FALSE(chat_zero.has_value());
+  EXPECT_EQ(chat_zero.error().param, "max_tokens");
+}
+
+TEST(RequestLimitsTest, MaxTokensOverTheLimitNamesIt) {
+  auto e = parse_completion_request(R"({"model":"m","prompt":"x","max_tokens":99999999})");
+  ASSERT_FALSE(e.has_value());
+  EXPECT_EQ(e.error().http_status, 400);
+  EXPECT_EQ(e.error().message, "'max_tokens' is 99999999; expected 1 to 16777216") << e.error().message;
+}
+
+TEST(RequestLimitsTest, EmptyPromptArraysAreRefused) {
+  for (const char* body : {R"({"model":"m","prompt":[]})", R"({"model":"m","prompt":[[]]})"}) {
+    auto e = parse_completion_request(body);
+    ASSERT_FALSE(e.has_value()) << body;
+    EXPECT_EQ(e.error().http_status, 400) << body;
+    EXPECT_EQ(e.error().param, "prompt") << body;
+  }
+}
+
+// Every unsupported field gets a 400 naming it; its no-op value passes.
+TEST(RequestUnsupportedTest, EachFieldIsRefusedByName) {
+  struct Case {
+    const char* field;
+    const char* value;
+    const char* noop;  // nullptr: no value is a no-op
+    bool chat;
+  };
+  const Case cases[] = {
+      {"n", "2", "1", true},
+      {"n", "3", "1", false},
+      {"best_of", "2", "1", false},
+      {"tools", R"([{"type":"function","function":{"name":"f"}}])", "[]", true},
+      {"tool_choice", R"("auto")", R"("none")", true},
+      {"parallel_tool_calls", "true", "false", true},
+      {"functions", R"([{"name":"f"}])", "[]", true},
+      {"function_call", R"("auto")", R"("none")", true},
+      {"response_format", R"({"type":"json_object"})", R"({"type":"text"})", true},
+      {"response_format", R"({"type":"json_schema","json_schema":{}})", R"({"type":"text"})", false},
+      {"logit_bias", R"({"5":10})", "{}", true},
+      {"logit_bias", R"({"5":-100})", "{}", false},
+      {"presence_penalty", "0.5", "0", true},
+      {"frequency_penalty", "1", "0", false},
+      {"suffix", R"("end")", R"("")", false},
+      {"audio", R"({"voice":"x"})", nullptr, true},
+      {"modalities", R"(["text","audio"])", R"(["text"])", true},
+      {"prediction", R"({"type":"content","content":"x"})", nullptr, true},
+      {"web_search_options", "{}", nullptr, true},
+      {"reasoning_effort", R"("low")", nullptr, true},
+      {"store", "true", "false", true},
+      {"top_k", "40", "-1", false},
+      {"min_p", "0.1", "0", true},
+      {"repetition_penalty", "1.2", "1", false},
+      {"use_beam_search", "true", "false", false},
+      {"guided_json", "{}", nullptr, true},
+      {"guided_regex", R"("a+")", nullptr, false},
+      {"guided_choice", R"(["a"])", nullptr, false},
+      {"guided_grammar", R"("g")", nullptr, true},
+  };
+  for (const Case& c : cases) {
+    const std::string head = c.chat ? R"({"model":"m","messages":[{"role":"user","content":"hi"}],")"
+                                    : R"({"model":"m","prompt":"x",")";
+    auto parse = [&](const char* value) {
+      const std::string body = head + c.field + "\":" + value + "}";
+      return c.chat ? parse_chat_request(body) : parse_completion_request(body);
+    };
+    auto refused = parse(c.value);
+    ASSERT_FALSE(refused.has_value()) << c.field << " " << c.value;
+    EXPECT_EQ(refused.error().http_status, 400) << c.field;
+    EXPECT_EQ(refused.error().param, c.field);
+    EXPECT_EQ(refused.error().code, "unsupported") << c.field;
+    EXPECT_NE(refused.error().message.find(fmt::format("'{}' is not supported", c.field)), std::string::npos)
+        << refused.error().message;
+    if (c.noop) {
+      EXPECT_TRUE(parse(c.noop).has_value()) << c.field << " " << c.noop;
+    }
+    EXPECT_TRUE(parse("null").has_value()) << c.field;
+  }
+}
+
+}  // namespace
+}  // namespace recur::serve

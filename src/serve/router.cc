@@ -324,6 +324,11 @@ expected<json, ApiError> Router::generate(const PreparedRequest& p, Placement fi
 void Router::handle_generation(CompletionRequest::Kind kind, const httplib::Request& req, httplib::Response& res) {
   auto parsed = kind == CompletionRequest::Kind::kChat ? parse_chat_request(req.body) : parse_completion_request(req.body);
   if (!parsed) return role_send_error(res, parsed.error());
+  // The decode worker samples from logits the router never sees, and the prompt's are the prefill worker's.
+  for (const auto& [asked, field] : {std::pair{parsed->sampling.logprobs.has_value(), "logprobs"}, {parsed->echo, "echo"}})
+    if (asked)
+      return role_send_error(res, bad_request(field, "unsupported", "'{}' is not supported by the disaggregated roles; "
+                                              "send it to a single-process `recur serve`", field));
   auto prepared = prepare_request(*parsed, model_id_, *model_);
   if (!prepared) return role_send_error(res, prepared.error());
   auto p = std::make_shared<PreparedRequest>(std::move(*prepared));
