@@ -60,6 +60,22 @@ Result<kernels::Shape> parse_kernel_shape(std::string_view kernel, std::string_v
   return s;
 }
 
+std::string describe_proposal(const Proposal& p) {
+  const KernelRequest& t = p.target;
+  std::string target = t.kernel;
+  if (!t.variant.empty()) target += " variant " + t.variant;
+  if (!t.vs.empty()) target += " vs " + t.vs;
+  if (t.shape) target += " shape " + t.shape->to_string();
+  switch (p.kind) {
+    case ActionKind::kSet:
+      return fmt::format("set {}={}{}", p.change.knob, p.change.value,
+                         p.change.from.empty() ? "" : fmt::format(" (from {})", p.change.from));
+    case ActionKind::kPatch: return target.empty() ? "patch" : fmt::format("patch (kernel {})", target);
+    case ActionKind::kProbe: return fmt::format("probe {} {}", probe_kind_name(p.probe), target);
+  }
+  return "?";
+}
+
 json proposal_to_json(const Proposal& p) {
   json j = {{"kind", action_kind_name(p.kind)}, {"hypothesis", p.hypothesis}};
   switch (p.kind) {

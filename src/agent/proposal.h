@@ -46,6 +46,10 @@ struct Proposal {
 // Parses "M64,N4096" against a registered kernel's parameters; errors name the kernel and item.
 Result<kernels::Shape> parse_kernel_shape(std::string_view kernel, std::string_view text);
 
+// One line for people: "set python.release_gil=true (from false)", "probe bench rmsnorm variant
+// avx2 vs scalar shape M8", "patch (kernel rmsnorm)".
+std::string describe_proposal(const Proposal& p);
+
 nlohmann::json proposal_to_json(const Proposal& p);
 // Parses what proposal_to_json writes; errors name the member ("action.change.knob: expected a
 // string").

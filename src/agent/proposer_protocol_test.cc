@@ -210,6 +210,7 @@ TEST(Proposal, JsonRoundTripsEveryKind) {
   EXPECT_EQ(back->change.from, "fp8_e4m3");
   EXPECT_EQ(back->change.component, set.change.component);
   EXPECT_DOUBLE_EQ(back->change.expected_gain, 0.84);
+  EXPECT_EQ(describe_proposal(*back), "set engine.kv_dtype.layer[3]=bf16 (from fp8_e4m3)");
   EXPECT_EQ(back->change.prediction, set.change.prediction);
 
   Proposal probe;
@@ -225,6 +226,7 @@ TEST(Proposal, JsonRoundTripsEveryKind) {
   EXPECT_EQ(pb->target.shape, probe.target.shape);
   EXPECT_EQ(pb->target.budget_s, 1.5);
   EXPECT_EQ(pb->target.vs, "avx2");
+  EXPECT_EQ(describe_proposal(*pb), "probe bench rmsnorm variant scalar vs avx2 shape M8,N4096");
 
   Proposal patch;
   patch.kind = ActionKind::kPatch;

@@ -1,5 +1,9 @@
 #include "agent/summary.h"
 
+#include <nlohmann/json.hpp>
+
+#include "agent/proposal.h"
+
 #include <fmt/format.h>
 
 namespace recur::agent {
@@ -18,6 +22,10 @@ std::string metric_short(const Metric& m) {
 
 std::string result_line(const Feedback& f) {
   std::string line(verdict_name(f.verdict));
+  // A proposal: what it asks for (its own field, agent/proposal.h).
+  if (!f.action.empty())
+    if (auto p = proposal_from_json(nlohmann::json::parse(f.action, nullptr, /*allow_exceptions=*/false)))
+      return line + ": " + describe_proposal(*p);
   for (const char* name : {"ratio", "max_rel", "max_rel_ratio", "time_us", "knobs_differing"}) {
     if (const Metric* m = f.find_metric(name)) return line + ": " + metric_short(*m);
   }
