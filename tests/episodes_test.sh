@@ -81,7 +81,9 @@ fi
 if ! want kv-transfer-overlap; then
   :
 elif [ -f "$(dirname "$RECUR")/python/recur/__init__.py" ]; then
-  "$RECUR" agent run --episode "$EP/kv-transfer-overlap.toml" --journal "$T/runs/journal.db" --steps 6 --json \
+  # Eight steps: up to three gates (an inconclusive one is measured again), the overlap, the
+  # locks and the time split of the same trace, the proposal and its first probe.
+  "$RECUR" agent run --episode "$EP/kv-transfer-overlap.toml" --journal "$T/runs/journal.db" --steps 8 --json \
     >"$T/kv.json" 2>"$T/kv.err"
   /usr/bin/python3 - "$T/kv.json" <<'PYEOF' || fail "kv-transfer-overlap: $(head -c 3000 "$T/kv.json") $(tail -3 "$T/kv.err")"
 import json, sys
