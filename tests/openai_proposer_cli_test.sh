@@ -41,8 +41,7 @@ budget_s = 60
 "kernel.rmsnorm.variant" = "scalar"
 TOML
 
-"$RECUR" model new "$T/tiny.gguf" --arch hybrid --dim 64 --layers 2 --heads 4 --kda-head-dim 16 --vocab 400 \
-  --context 8192 --pattern ka 2>/dev/null || fail "model new"
+tiny_serve_model "$T/tiny.gguf" 8192 || fail "model new"
 "$RECUR" serve -m "$T/tiny.gguf" --port 0 --api-key sekrit --workers 1 --threads 1 2>"$T/serve.err" &
 SERVER=$!
 PORT=$(serve_port "$T/serve.err")

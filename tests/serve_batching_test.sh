@@ -14,8 +14,7 @@ cleanup() { for p in $ON $OFF; do kill -9 "$p" 2>/dev/null; done; rm -rf "$T"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; for f in on off; do echo "--- $f server stderr:" >&2; cat "$T/$f.err" >&2; done; exit 1; }
 
-"$RECUR" model new "$T/tiny.gguf" --arch hybrid --dim 64 --layers 2 --heads 4 --kda-head-dim 16 --vocab 400 \
-  --context 8192 --pattern ka 2>/dev/null || fail "model new"
+tiny_serve_model "$T/tiny.gguf" 8192 || fail "model new"
 "$RECUR" serve -m "$T/tiny.gguf" --port 0 --threads 1 --max-seqs 4 --max-batch-tokens 16 --queue-size 3 \
   2> "$T/on.err" &
 ON=$!

@@ -16,8 +16,7 @@ fail() { echo "FAIL: $*" >&2; echo "--- server stderr:" >&2; cat "$T/serve.err" 
 
 # Long context so that one request can outlast the overload checks; small dims keep it fast.
 # --max-seqs 1: the batching scheduler runs one sequence, so a second request waits in the queue.
-"$RECUR" model new "$T/tiny.gguf" --arch hybrid --dim 64 --layers 2 --heads 4 --kda-head-dim 16 --vocab 400 \
-  --context 8192 --pattern ka 2>/dev/null || fail "model new"
+tiny_serve_model "$T/tiny.gguf" 8192 || fail "model new"
 "$RECUR" generate -m "$T/tiny.gguf" -p "<|user|>
 Hello
 <|assistant|>

@@ -14,8 +14,7 @@ cleanup() { [ -n "$SERVER" ] && kill -9 "$SERVER" 2>/dev/null; rm -rf "$T"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; echo "--- server stderr:" >&2; tail -20 "$T/serve.err" >&2; exit 1; }
 
-"$RECUR" model new "$T/tiny.gguf" --arch hybrid --dim 64 --layers 2 --heads 4 --kda-head-dim 16 --vocab 400 \
-  --context 8192 --pattern ka 2>/dev/null || fail "model new"
+tiny_serve_model "$T/tiny.gguf" 8192 || fail "model new"
 printf 'k\n' > "$T/key"
 "$RECUR" serve -m "$T/tiny.gguf" --port 0 --api-key-file "$T/key" --max-seqs 1 --queue-size 16 --threads 1 \
   --http-threads 4 --read-timeout-s 2 2> "$T/serve.err" &

@@ -16,8 +16,7 @@ fail() { echo "FAIL: $*" >&2; for f in a b enc; do [ -f "$T/$f.err" ] && { echo 
 export RECUR_CACHE_DIR="$T/cache"  # the test's own 64-dim default encoder
 : > "$T/enc.err"; : > "$T/a.err"; : > "$T/b.err"
 
-"$RECUR" model new "$T/tiny.gguf" --arch hybrid --dim 64 --layers 2 --heads 4 --kda-head-dim 16 --vocab 400 \
-  --context 512 --pattern ka 2>/dev/null || fail "model new"
+tiny_serve_model "$T/tiny.gguf" 512 || fail "model new"
 "$RECUR" serve --role encode -m "$T/tiny.gguf" --port 0 2> "$T/enc.err" &
 PIDS="$PIDS $!"
 PORT_ENC=$(serve_port "$T/enc.err")

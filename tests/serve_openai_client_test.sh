@@ -14,8 +14,7 @@ require_npm_client serve_openai_client_test openai
 . "$(dirname "$0")/serve_port.sh"
 SERVER=""
 trap '[ -n "$SERVER" ] && kill -9 "$SERVER" 2>/dev/null; rm -rf "$T"' EXIT
-"$RECUR" model new "$T/tiny.gguf" --arch hybrid --dim 64 --layers 2 --heads 4 --kda-head-dim 16 --vocab 400 \
-  --context 256 --pattern ka >/dev/null 2>&1 || { fail "model new"; finish serve_openai_client_test; }
+tiny_serve_model "$T/tiny.gguf" 256 || { fail "model new"; finish serve_openai_client_test; }
 "$RECUR" serve -m "$T/tiny.gguf" --port 0 --api-key sekrit --workers 1 --threads 1 2> "$T/serve.err" &
 SERVER=$!
 PORT=$(serve_port "$T/serve.err")

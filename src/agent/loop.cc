@@ -211,10 +211,10 @@ class Loop {
                    [&]() -> Result<Feedback> { return proposal_feedback(as); },
                    [](const Feedback&) { return Decision::kNone; }));
       if (e.feedback.verdict == Verdict::kConfirmed) {
-        RECUR_ASSIGN_OR_RETURN(std::optional<Proposal> p, recorded_proposal(e));
-        if (p->kind == ActionKind::kSet) return p;
+        RECUR_ASSIGN_OR_RETURN(Proposal p, recorded_proposal(e));
+        if (p.kind == ActionKind::kSet) return std::optional<Proposal>(std::move(p));
         // A patch or probe: run it, show the proposer its record, ask again.
-        RECUR_RETURN_IF_ERROR(run_action(*p, as));
+        RECUR_RETURN_IF_ERROR(run_action(p, as));
         as.last_feedback = log_.last_feedback();
         if (!out_of_budget().empty()) return std::optional<Proposal>();
         continue;
@@ -262,7 +262,7 @@ class Loop {
 
   // The proposal a propose experiment recorded (its action field); a record without one is a
   // journal this version cannot replay, said as such.
-  Result<std::optional<Proposal>> recorded_proposal(const LoggedExperiment& e) const {
+  Result<Proposal> recorded_proposal(const LoggedExperiment& e) const {
     if (e.feedback.action.empty())
       return make_error(ErrorCode::kFailedPrecondition,
                         "run {}: step {} recorded a proposal without its action (a journal from an older recur); start "
@@ -271,7 +271,7 @@ class Loop {
     auto j = nlohmann::json::parse(e.feedback.action, nullptr, /*allow_exceptions=*/false);
     auto p = proposal_from_json(j);
     if (!p) return make_error(ErrorCode::kParse, "run {}: step {}: {}", run_.name, e.step, p.error().message());
-    return std::optional<Proposal>(std::move(*p));
+    return p;
   }
 
   // One proposer-requested experiment (a journal experiment, so a resume replays its record).
