@@ -44,9 +44,9 @@ grep -q -- "--trace" "$T/err" || fail "generate --trace error should name the fl
 [ ! -d "$T/models" ] || fail "generate --trace /nonexistent/x.json wrote the default model before refusing"
 
 # Without -m, generate and engine bench use the embedded default; generate says its weights are
-# random. A small model planted under the default's name stands in for the 472 MB one.
+# random. A smaller model planted under the default's name stands in for it.
 mkdir -p "$T/models"
-"$RECUR" model new "$T/models/default-hybrid-d768-l12-v32000-f32-seed1.gguf" --arch hybrid --dim 64 --layers 2 \
+"$RECUR" model new "$T/models/default-hybrid-d384-l6-v32000-f32-seed1.gguf" --arch hybrid --dim 64 --layers 2 \
   --heads 2 --vocab 400 --context 128 --kda-head-dim 32 2>/dev/null || fail "model new (the stand-in default)"
 "$RECUR" generate -n 2 >/dev/null 2>"$T/err" || fail "generate without -m: $(cat "$T/err")"
 grep -q "RANDOM weights" "$T/err" || fail "generate without -m should say the weights are random: $(cat "$T/err")"

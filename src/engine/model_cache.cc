@@ -31,22 +31,22 @@ Result<std::string> default_model_path() {
   SyntheticModelOptions o;
   ModelConfig& c = o.config;
   c.arch = Arch::kHybrid;
-  c.dim = 768;
-  c.n_layers = 12;
-  c.n_heads = 12;
-  c.n_kv_heads = 4;
+  c.dim = 384;
+  c.n_layers = 6;
+  c.n_heads = 6;
+  c.n_kv_heads = 2;
   c.head_dim = 64;
-  c.ffn_dim = 2048;
+  c.ffn_dim = 1024;
   c.vocab = 32000;
   c.context = 4096;
   c.layer_pattern = "kkka";
-  c.kda_heads = 6;
-  c.kda_key_heads = 6;
+  c.kda_heads = 3;
+  c.kda_key_heads = 3;
   c.kda_head_dim = 128;
   c.conv_size = 4;
   c.tied_embeddings = true;
   o.seed = 1;
-  return cached_synthetic_model(o, "default-hybrid-d768-l12-v32000-f32-seed1");
+  return cached_synthetic_model(o, "default-hybrid-d384-l6-v32000-f32-seed1");
 }
 
 Result<gguf::TensorType> parse_storage_type(std::string_view name) {

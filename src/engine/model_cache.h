@@ -18,8 +18,9 @@ std::string model_cache_dir();
 // The path of `<cache>/<name>.gguf`, writing the synthetic model there first if it is missing.
 Result<std::string> cached_synthetic_model(const SyntheticModelOptions& options, std::string_view name);
 
-// The embedded default: a synthetic hybrid (KDA:attention 3:1, dense SwiGLU, about 118M
-// parameters, f32), written once.
+// The embedded default: a small synthetic hybrid (KDA:attention 3:1, dense SwiGLU, about 26M
+// parameters, f32: about 100 MB, written once in about a second, so a newcomer's first
+// `recur generate` answers at once). Benchmarks that want a realistic size name their model.
 Result<std::string> default_model_path();
 
 // "f32", "f16", "bf16", "q8_0", "w8a8" (kI8: I8 + per-row F32 scales): the storage types
