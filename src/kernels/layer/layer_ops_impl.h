@@ -3,7 +3,7 @@
 // everything has internal linkage so the three compilations never meet in the link.
 //
 // V provides (as kda_ops_impl.h): R, W, zero, set1, load, store, load_n, store_n, add, sub,
-// mul, div, fma, max, abs, lt, blend, hsum, hmax, exp (kda_vec_math.h semantics), keep_n(x, m,
+// mul, div, fma, max, abs, lt, blend, hsum, hmax, exp (simd/vec_math.h semantics), keep_n(x, m,
 // fill) (lanes >= m become fill), swap_pairs (exchange lanes 2i and 2i+1), load_i8 (W int8s).
 #pragma once
 

@@ -1,5 +1,6 @@
-// exp and log for float vectors (Cephes polynomials, as in sse_mathfun), shared by the AVX2
-// and AVX-512 traits of kda_ops_avx2.cc / kda_ops_avx512.cc.
+// exp and log for float vectors (Cephes polynomials, as in sse_mathfun), written once over the
+// vector traits of vec_avx2.h / vec_avx512.h and shared by every kernel family (KDA, attention,
+// layer ops).
 //
 // exp: inputs are clamped to [-87, 88.3] and exp(x) for x < -87 returns 0 (the true value is
 // below 1.7e-38); relative error about 2 ulp elsewhere. log: positive normal inputs only,
@@ -7,7 +8,7 @@
 // Include only from ISA translation units (internal linkage).
 #pragma once
 
-namespace recur::kda {
+namespace recur::simd {
 namespace {
 
 // V needs: R, I (int vector), the float ops of kda_ops_impl.h, round_nearest, to_int,
@@ -58,4 +59,4 @@ inline typename V::R vec_log(typename V::R x) {
 }
 
 }  // namespace
-}  // namespace recur::kda
+}  // namespace recur::simd
