@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "agent/eval.h"
+#include "agent/proposer_factory.h"
 #include "agent/report.h"
 
 namespace recur::agent {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "agent/gate_state.h"
+#include "agent/proposer_factory.h"
 
 #include "agent/eval.h"
 #include "agent/expect.h"

@@ -18,6 +18,7 @@
 #include "agent/evidence.h"
 #include "agent/gate_state.h"
 #include "agent/loop.h"
+#include "agent/proposer_factory.h"
 #include "agent/search_space.h"
 #include "kernels/registry.h"
 

@@ -13,6 +13,7 @@
 #include <httplib.h>
 
 #include "agent/openai_proposer.h"
+#include "agent/proposer_factory.h"
 #include "agent/proposer_protocol.h"
 #include "agent/proposer_test_fixture.h"
 

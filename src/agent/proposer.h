@@ -77,11 +77,6 @@ struct ProposerOptions {
   std::string log_path;  // OpenAIProposer: append each request and answer as a JSON line
 };
 
-// "builtin", "random[:SEED]" (RandomProposer, the matched-budget baseline), "cmd:PROGRAM ARGS..."
-// (CommandProposer) or "openai:URL" (OpenAIProposer). Errors
-// name the accepted forms.
-Result<std::unique_ptr<Proposer>> make_proposer(std::string_view spec, const ProposerOptions& options = {});
-
 // The configuration after a change.
 std::map<std::string, std::string> apply_change(const std::map<std::string, std::string>& config, const Candidate& c);
 

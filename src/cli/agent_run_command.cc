@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "agent/loop.h"
+#include "agent/proposer_factory.h"
 #include "agent/report.h"
 #include "agent/run_name.h"
 #include "agent/summary.h"
