@@ -26,7 +26,9 @@ std::string allowed(const KnobSpec& k) {
 void register_knobs(CLI::App& app, Invocation& inv) {
   auto as_json = std::make_shared<bool>(false);
   auto* cmd = app.add_subcommand("knobs", "List every registered knob: name, type, allowed values, default, "
-                                          "the components it touches, and the value --set gives it in this run");
+                                          "the components it touches, where it acts (engine_load, engine, serve, transfer, "
+                                          "python, kernel_probe, process, nowhere) and the value --set gives "
+                                          "it in this run");
   cmd->add_flag("--json", *as_json, "Print a JSON array");
   cmd->callback([&inv, as_json] {
     inv.run = [as_json] {
@@ -36,7 +38,8 @@ void register_knobs(CLI::App& app, Invocation& inv) {
         nlohmann::json out = nlohmann::json::array();
         for (const KnobSpec* k : knobs) {
           nlohmann::json j = {{"name", k->name}, {"type", std::string(knob_type_name(k->type))},
-                              {"default", k->default_value}, {"components", k->components}, {"help", k->help},
+                              {"default", k->default_value}, {"components", k->components},
+                              {"acts", knob_act_names(k->acts)}, {"help", k->help},
                               {"value", *config.get(k->name)}};
           if (k->type == KnobType::kEnum) j["choices"] = k->choices;
           if (k->type == KnobType::kInt || k->type == KnobType::kFloat) j["range"] = {k->min, k->max};
@@ -49,7 +52,8 @@ void register_knobs(CLI::App& app, Invocation& inv) {
         std::string value = *config.get(k->name);
         fmt::print("{:<32} {:<6} {:<28} default {}{}\n", k->name, knob_type_name(k->type), allowed(*k), k->default_value,
                    value != k->default_value ? fmt::format(" (set: {})", value) : "");
-        fmt::print("{:<32} {} [{}]\n", "", k->help, fmt::join(k->components, ", "));
+        fmt::print("{:<32} {} [{}] acts: {}\n", "", k->help, fmt::join(k->components, ", "),
+                   fmt::join(knob_act_names(k->acts), ", "));
       }
       return kExitOk;
     };

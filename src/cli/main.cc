@@ -8,13 +8,7 @@
 #include "core/log.h"
 #include "core/spawn.h"
 
-namespace recur {
-// The dispatch level is a knob like any other, so an experiment can lower it with --set.
-RECUR_KNOB(core_isa, {.name = "core.isa", .type = KnobType::kEnum, .choices = {"auto", "scalar", "avx2", "avx512"},
-                      .default_value = "auto", .components = {"core:dispatch"},
-                      .help = "highest instruction set kernels may use (auto: the best the CPU has)"});
-}  // namespace recur
-
+// core.isa (core/cpu_features.cc) is applied here, once, after --set: a process-wide setting.
 int main(int argc, char** argv) {
   using namespace recur;
   CLI::App app{

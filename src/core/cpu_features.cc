@@ -5,9 +5,18 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/knobs.h"
 #include "core/log.h"
 
 namespace recur {
+
+// The dispatch level is a knob like any other, so an experiment can lower it with --set.
+RECUR_KNOB(core_isa, {.name = "core.isa", .type = KnobType::kEnum, .choices = {"auto", "scalar", "avx2", "avx512"},
+                      .default_value = "auto", .components = {"core:dispatch"},
+                      .acts = KnobActs::kProcess,
+                      .help = "highest instruction set kernels may use (auto: the best the CPU has); applied once "
+                              "at start-up (recur main), so every arm of one gate runs the same level"});
+
 namespace {
 
 struct Regs {

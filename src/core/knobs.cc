@@ -54,6 +54,34 @@ std::string_view knob_type_name(KnobType t) {
   return "?";
 }
 
+std::vector<KnobActs> knob_act_places() {
+  return {KnobActs::kEngineLoad, KnobActs::kEngine,  KnobActs::kServe,   KnobActs::kTransfer,
+          KnobActs::kPython,     KnobActs::kKernelProbe, KnobActs::kProcess, KnobActs::kNowhere};
+}
+
+std::string_view knob_act_name(KnobActs one_place) {
+  switch (one_place) {
+    case KnobActs::kNone: return "undeclared";
+    case KnobActs::kEngineLoad: return "engine_load";
+    case KnobActs::kEngine: return "engine";
+    case KnobActs::kServe: return "serve";
+    case KnobActs::kTransfer: return "transfer";
+    case KnobActs::kPython: return "python";
+    case KnobActs::kKernelProbe: return "kernel_probe";
+    case KnobActs::kProcess: return "process";
+    case KnobActs::kNowhere: return "nowhere";
+  }
+  return "?";
+}
+
+std::vector<std::string> knob_act_names(KnobActs set) {
+  std::vector<std::string> out;
+  for (KnobActs p : knob_act_places())
+    if (acts_in(set, p)) out.emplace_back(knob_act_name(p));
+  if (out.empty()) out.emplace_back(knob_act_name(KnobActs::kNone));
+  return out;
+}
+
 Status KnobSpec::check(std::string_view value) const {
   switch (type) {
     case KnobType::kBool: {
@@ -92,6 +120,9 @@ Status KnobRegistry::add(KnobSpec spec) {
   if (spec.name.empty()) return invalid_argument("knob with an empty name");
   if (specs_.count(spec.name)) return invalid_argument("knob {} registered twice", spec.name);
   if (spec.type == KnobType::kEnum && spec.choices.empty()) return invalid_argument("knob {}: enum without choices", spec.name);
+  if (acts_in(spec.acts, KnobActs::kNowhere) && spec.acts != KnobActs::kNowhere)
+    return invalid_argument("knob {}: declared to act nowhere and somewhere ({})", spec.name,
+                            fmt::join(knob_act_names(spec.acts), ", "));
   if (auto s = spec.check(spec.default_value); !s)
     return invalid_argument("knob {}: default '{}' is invalid: {}", spec.name, spec.default_value, s.error().message());
   std::string key = spec.name;
@@ -117,6 +148,13 @@ const KnobSpec* KnobRegistry::find(std::string_view name) const {
 std::vector<const KnobSpec*> KnobRegistry::all() const {
   std::vector<const KnobSpec*> out;
   for (const auto& [name, spec] : specs_) out.push_back(&spec);
+  return out;
+}
+
+std::vector<const KnobSpec*> KnobRegistry::acting_in(KnobActs where) const {
+  std::vector<const KnobSpec*> out;
+  for (const auto& [name, spec] : specs_)
+    if (acts_in(spec.acts, where)) out.push_back(&spec);
   return out;
 }
 

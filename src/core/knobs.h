@@ -3,7 +3,8 @@
 //
 //   RECUR_KNOB(kda_variant, {.name = "kernel.kda_decode.variant", .type = KnobType::kEnum,
 //                            .choices = {"vtile", "vtile_recip", "hoisted"}, .default_value = "hoisted",
-//                            .components = {"kernel:kda_decode"}, .help = "decode work split"});
+//                            .components = {"kernel:kda_decode"}, .acts = KnobActs::kKernelProbe,
+//                            .help = "decode work split"});
 //
 // A name ending in "[]" is an indexed family: "engine.kv_dtype.layer[]" accepts
 // "engine.kv_dtype.layer[3]". The engine reads knob values from one Config; the CLI fills it
@@ -29,6 +30,27 @@ namespace recur {
 enum class KnobType { kBool, kInt, kFloat, kEnum, kString };
 std::string_view knob_type_name(KnobType t);
 
+// Where a knob acts: a set (a knob may act in several places). Every knob declares it; `recur
+// knobs` shows it and the knob-efficacy test (gate/knob_efficacy.h) checks the claim.
+enum class KnobActs : uint32_t {
+  kNone = 0,
+  kEngineLoad = 1u << 0,   // read when a model is loaded or the engine's pool created: arms that
+                           // differ in it get their own model instance (gate/arm_engines.h)
+  kEngine = 1u << 1,       // read by the engine's forward (sessions, batches)
+  kServe = 1u << 2,        // the server and its prefill/decode workers
+  kTransfer = 1u << 3,     // the KV transfer engine
+  kPython = 1u << 4,       // the Python bindings
+  kKernelProbe = 1u << 5,  // the kernel probes (check.kernel, bench.kernel) only
+  kProcess = 1u << 6,      // read once at process start-up: all arms of one gate share its value
+  kNowhere = 1u << 7,      // declared read by no code today (a name kept for episodes' decoys)
+};
+constexpr KnobActs operator|(KnobActs a, KnobActs b) { return KnobActs(uint32_t(a) | uint32_t(b)); }
+constexpr bool acts_in(KnobActs set, KnobActs where) { return (uint32_t(set) & uint32_t(where)) != 0; }
+// Every single place, in declaration order, and their names ("engine_load", "engine", ...).
+std::vector<KnobActs> knob_act_places();
+std::string_view knob_act_name(KnobActs one_place);
+std::vector<std::string> knob_act_names(KnobActs set);
+
 struct KnobSpec {
   std::string name;
   KnobType type = KnobType::kString;
@@ -36,6 +58,7 @@ struct KnobSpec {
   double min = -1e300, max = 1e300;  // kInt, kFloat (inclusive)
   std::string default_value;
   std::vector<std::string> components;  // "kernel:kda_decode", "lock:gil", "thread:kv_transfer"
+  KnobActs acts = KnobActs::kNone;       // where it acts; kNone: undeclared (the efficacy test fails)
   std::string help;
 
   // Checks `value` against the type, choices and range; errors say what was expected.
@@ -53,6 +76,8 @@ class KnobRegistry {
   // Exact name, or the "[]" family an indexed name belongs to.
   const KnobSpec* find(std::string_view name) const;
   std::vector<const KnobSpec*> all() const;  // sorted by name
+  // The knobs that act where `where` says (any of its places), sorted by name.
+  std::vector<const KnobSpec*> acting_in(KnobActs where) const;
 
  private:
   std::map<std::string, KnobSpec, std::less<>> specs_;

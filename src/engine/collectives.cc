@@ -12,6 +12,7 @@ namespace recur {
 RECUR_KNOB(engine_collectives,
            {.name = "engine.collectives", .type = KnobType::kEnum, .choices = {"threads", "mpi"},
             .default_value = "threads", .components = {"engine:collectives"},
+            .acts = KnobActs::kEngine,
             .help = "how ranks exchange data: threads of one process (threads) or one process per rank under "
                     "mpirun, possibly on several hosts (mpi; docs/engine.md)"});
 

@@ -21,39 +21,46 @@ RECUR_KNOB(engine_kda_decode_variant,
            {.name = "engine.kda.decode_variant", .type = KnobType::kEnum,
             .choices = {"vtile", "vtile_recip", "hoisted", "hoisted_recip"}, .default_value = "hoisted",
             .components = {"kernel:kda_decode"},
+            .acts = KnobActs::kEngine,
             .help = "KDA decode work split: prologue per V-tile (vtile, vtile_recip) or once per head (hoisted, "
                     "hoisted_recip); _recip: rsqrt/rcp + Newton step instead of divisions"});
 RECUR_KNOB(engine_kda_prefill_variant,
            {.name = "engine.kda.prefill_variant", .type = KnobType::kEnum,
             .choices = {"recurrent", "chunked64", "chunked16"}, .default_value = "recurrent",
             .components = {"kernel:kda_prefill"},
+            .acts = KnobActs::kEngine,
             .help = "KDA over a prompt run of several tokens: token by token (recurrent) or the WY/UT chunked form "
                     "with chunks of 64 or 16 tokens"});
 RECUR_KNOB(engine_kda_replay,
            {.name = "engine.kda.replay", .type = KnobType::kEnum, .choices = {"off", "on"}, .default_value = "off",
             .components = {"kernel:kda_decode"},
+            .acts = KnobActs::kEngine,
             .help = "on: each sequence's KDA state is a ReplaySSM checkpoint plus the last engine.kda.replay_window "
                     "steps, decode steps run kda::replay_step (the state is written once per window)"});
 RECUR_KNOB(engine_kda_replay_window,
            {.name = "engine.kda.replay_window", .type = KnobType::kInt, .min = 1, .max = 1024, .default_value = "16",
             .components = {"kernel:kda_decode"},
+            .acts = KnobActs::kEngine,
             .help = "ReplaySSM window L: decode steps buffered before they are folded into the checkpoint"});
 RECUR_KNOB(engine_kv_dtype_layer,
            {.name = "engine.kv_dtype.layer[]", .type = KnobType::kEnum,
             .choices = {"f32", "bf16", "fp8_e4m3", "int8"}, .default_value = "f32",
             // The attention core reads the cache: its op tap carries the storage's rounding.
             .components = {"engine:kv_cache", "engine:attention"},
+            .acts = KnobActs::kEngine,
             .help = "element type of layer N's paged KV cache (kernels/attention kv_cache.h); fp8_e4m3 with scale 1 "
                     "per KV head; layers without attention hold no KV and ignore it"});
 RECUR_KNOB(engine_hybrid_kv_pages,
            {.name = "engine.hybrid.kv_pages", .type = KnobType::kInt, .min = 0, .max = 1 << 30, .default_value = "0",
             .components = {"engine:kv_cache"},
+            .acts = KnobActs::kEngine,
             .help = "pages of 16 tokens in a hybrid batch's attention KV pool; 0: enough for every sequence at "
                     "max_tokens"});
 
 RECUR_KNOB(engine_layer_split,
            {.name = "engine.layer_split", .type = KnobType::kEnum, .choices = {"off", "on"}, .default_value = "off",
             .components = {"engine:kv_cache"},
+            .acts = KnobActs::kEngine,
             .help = "with engine.tp > 1: each attention layer whole on one rank (round robin), holding that layer's "
                     "KV cache alone, instead of its heads split and KV heads replicated across ranks; no-op at tp = 1"});
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/cpu_features.h"
+#include "trace/trace.h"
 
 namespace recur {
 
@@ -15,6 +16,7 @@ RECUR_KNOB(engine_weights_memory,
            {.name = "engine.weights_memory", .type = KnobType::kEnum, .choices = {"mmap", "anon"},
             .default_value = "anon",
             .components = {"engine:weights", "memory:tlb"},
+            .acts = KnobActs::kEngineLoad,
             .help = "model bytes: mmap (the file's 4 KiB page-cache pages) or anon (read into 2 MiB-aligned "
                     "anonymous memory madvised for transparent huge pages; mmap if the file exceeds half "
                     "of MemAvailable)"});
@@ -25,6 +27,7 @@ RECUR_KNOB(engine_weight_layout,
            {.name = "engine.weight_layout", .type = KnobType::kEnum, .choices = {"rows", "r16"},
             .default_value = "r16",
             .components = {"engine:weights", "kernel:gemm"},
+            .acts = KnobActs::kEngineLoad,
             .help = "Llama Q8_0 and F16 matrices: rows (the file's row layout, read in place) or r16 "
                     "(regrouped at load into 16-row groups: one load is 4 k (Q8_0) or 1 k (F16) of 16 rows, "
                     "GEMV near the read bandwidth; Q8_0 needs kernel.gemm.q8_0_activations=q8_0, else rows)"});
@@ -33,6 +36,7 @@ RECUR_KNOB(engine_weight_layout,
 RECUR_KNOB(engine_pool_spin_us,
            {.name = "engine.pool_spin_us", .type = KnobType::kInt, .min = 0, .max = 100000, .default_value = "200",
             .components = {"engine:threads", "core:thread_pool"},
+            .acts = KnobActs::kEngineLoad,
             .help = "microseconds a pool thread polls for the next job (and the caller for the last chunk) before "
                     "sleeping on a futex: decode hands out ~113 GEMVs a token, each a futex wake-up without it; "
                     "0 sleeps at once; ignored when threads exceed the CPUs"});
@@ -100,12 +104,32 @@ Result<std::unique_ptr<Model>> model_from_file(gguf::File file, const ModelLoadO
   return unsupported("{}: architecture '{}' (recur runs llama and hybrid)", file.source(), arch);
 }
 
-Result<std::unique_ptr<Model>> load_model(const std::string& path, const Config& knobs) {
+Result<FileMemory> weights_file_memory(const Config& knobs) {
   auto memory = knobs.get("engine.weights_memory");
   if (!memory) return unexpected<Error>(memory.error());
-  const FileMemory where = *memory == "anon" ? FileMemory::kAnonymous : FileMemory::kMap;
+  return *memory == "anon" ? FileMemory::kAnonymous : FileMemory::kMap;
+}
+
+Result<std::unique_ptr<Model>> load_model(const std::string& path, const Config& knobs) {
+  RECUR_ASSIGN_OR_RETURN(FileMemory where, weights_file_memory(knobs));
   RECUR_ASSIGN_OR_RETURN(ModelLoadOptions options, model_load_options(knobs));
   RECUR_ASSIGN_OR_RETURN(gguf::File file, gguf::read(path, where));
+  return model_from_file(std::move(file), options);
+}
+
+Result<std::shared_ptr<const MappedFile>> read_model_bytes(const std::string& path, const Config& knobs) {
+  RECUR_ASSIGN_OR_RETURN(FileMemory where, weights_file_memory(knobs));
+  RECUR_ASSIGN_OR_RETURN(MappedFile bytes, MappedFile::open(path, where));
+  return std::make_shared<const MappedFile>(std::move(bytes));
+}
+
+Result<std::unique_ptr<Model>> load_model_over(const MappedFile& bytes, const Config& knobs) {
+  RECUR_ZONE("load_model");
+  RECUR_ASSIGN_OR_RETURN(ModelLoadOptions options, model_load_options(knobs));
+  zone.arg("memory", bytes.anonymous() ? "anon" : "mmap");
+  zone.arg("regroup_q8_0", options.regroup_q8_0 ? 1 : 0);
+  zone.arg("regroup_f16", options.regroup_f16 ? 1 : 0);
+  RECUR_ASSIGN_OR_RETURN(gguf::File file, gguf::parse(bytes.bytes(), bytes.path()));
   return model_from_file(std::move(file), options);
 }
 

@@ -145,6 +145,16 @@ std::string probe_conditions_note(const ThreadPool& pool, const ThreadPoolOption
 // engine.weights_memory says (mmap: the file mapped; anon: read into huge-page anonymous memory).
 Result<std::unique_ptr<Model>> load_model(const std::string& path, const Config& knobs);
 Result<std::unique_ptr<Model>> load_model(const std::string& path);  // the knobs' defaults (anon)
+
+// Several models over one file's bytes (a gate's arms that differ only in how the weights are
+// prepared, e.g. engine.weight_layout): read the bytes once as engine.weights_memory says, then
+// load each model over them. The models never release the shared pages (a sibling may read
+// them in place). Each load emits a trace zone "load_model" whose args name what it did:
+// memory (anon|mmap, after any fallback) and the regroup options.
+// How the knob engine.weights_memory asks for the bytes to be held (before any fallback).
+Result<FileMemory> weights_file_memory(const Config& knobs);
+Result<std::shared_ptr<const MappedFile>> read_model_bytes(const std::string& path, const Config& knobs);
+Result<std::unique_ptr<Model>> load_model_over(const MappedFile& bytes, const Config& knobs);
 Result<std::unique_ptr<Model>> model_from_file(gguf::File file, const ModelLoadOptions& options = {});
 
 }  // namespace recur

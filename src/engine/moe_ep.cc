@@ -11,12 +11,14 @@ namespace recur::moe {
 
 RECUR_KNOB(engine_ep, {.name = "engine.ep", .type = KnobType::kEnum, .choices = {"1", "2", "4", "8"},
                        .default_value = "1", .components = {"engine:ep", "op:moe_dispatch", "op:moe_combine"},
+                       .acts = KnobActs::kEngine,
                        .help = "expert-parallel ranks for MoE layers: each rank holds whole experts, tokens are "
                                "dispatched to their experts' ranks and combined at their owner (docs/engine.md)"});
 
 RECUR_KNOB(engine_ep_dispatch_mode,
            {.name = "engine.ep.dispatch_mode", .type = KnobType::kEnum, .choices = {"normal", "low_latency"},
             .default_value = "normal", .components = {"op:moe_dispatch", "op:moe_combine"},
+            .acts = KnobActs::kEngine,
             .help = "normal: a row-count round, then exactly the rows; low_latency: one fixed-size padded exchange "
                     "each way with no count round (for decode)"});
 

@@ -109,30 +109,29 @@ Result<std::string> resolve_model_path(const EngineWorkload& w) {
   return w.model;
 }
 
-Result<std::vector<ThroughputResult>> measure_throughput(const Model& model, std::string_view model_path,
-                                                         ThreadPool& pool, const EngineWorkload& w,
-                                                         const std::vector<NamedConfig>& arms,
+Result<std::vector<ThroughputResult>> measure_throughput(std::string_view model_path, const EngineWorkload& w,
+                                                         const std::vector<EngineArm>& arms,
                                                          const Progress& progress) {
   std::vector<ThroughputResult> out(arms.size());
   const int64_t t0 = now_ns();
   EngineBenchOptions one{.prefill_tokens = w.prefill_tokens, .decode_tokens = w.decode_tokens, .runs = 1, .warmup_runs = 0};
+  auto run = [&](const EngineArm& e) -> Result<EngineBenchResult> {
+    auto res = bench_engine(*e.model, *e.pool, one, e.arm.config);
+    if (!res) return unexpected(res.error().with_context(fmt::format("arm {}", e.arm.name)));
+    return res;
+  };
   // Warm-up: each arm once per warm-up run (untimed), so caches and page faults are behind us.
-  for (int r = 0; r < w.warmup_runs; ++r) {
-    for (size_t a = 0; a < arms.size(); ++a) {
-      auto res = bench_engine(model, pool, one, arms[a].config);
-      if (!res) return unexpected(res.error().with_context(fmt::format("arm {}", arms[a].name)));
-    }
-  }
+  for (int r = 0; r < w.warmup_runs; ++r)
+    for (const EngineArm& e : arms) RECUR_RETURN_IF_ERROR(run(e));
   for (int r = 0; r < w.runs; ++r) {
     for (size_t i = 0; i < arms.size(); ++i) {
       const size_t a = r % 2 == 0 ? i : arms.size() - 1 - i;  // A B, B A, ...
-      if (progress) progress(fmt::format("bench.engine sample {}/{} arm {}", r + 1, w.runs, arms[a].name));
+      if (progress) progress(fmt::format("bench.engine sample {}/{} arm {}", r + 1, w.runs, arms[a].arm.name));
       double prefill = 0, decode = 0;  // the fastest of best_of runs: preemption only ever adds time
       for (int k = 0; k < w.best_of; ++k) {
-        auto res = bench_engine(model, pool, one, arms[a].config);
-        if (!res) return unexpected(res.error().with_context(fmt::format("arm {}", arms[a].name)));
-        prefill = std::max(prefill, res->prefill_tok_s.at(0));
-        decode = std::max(decode, res->decode_tok_s.at(0));
+        RECUR_ASSIGN_OR_RETURN(EngineBenchResult res, run(arms[a]));
+        prefill = std::max(prefill, res.prefill_tok_s.at(0));
+        decode = std::max(decode, res.decode_tok_s.at(0));
       }
       out[a].prefill_tok_s.push_back(prefill);
       out[a].decode_tok_s.push_back(decode);
@@ -140,11 +139,12 @@ Result<std::vector<ThroughputResult>> measure_throughput(const Model& model, std
   }
   const double cost_s = double(now_ns() - t0) / 1e9;
   for (size_t a = 0; a < arms.size(); ++a) {
-    out[a].arm = arms[a].name;
+    const EngineArm& e = arms[a];
+    out[a].arm = e.arm.name;
     summarize_throughput(
         out[a], "bench.engine", cost_s / double(arms.size()),
-        fmt::format("engine:{} model={} arm={} ({}) threads={}", arch_name(model.config().arch), model_path,
-                    arms[a].name, config_text(arms[a].config), pool.size()),
+        fmt::format("engine:{} model={} arm={} ({}) threads={}", arch_name(e.model->config().arch), model_path,
+                    e.arm.name, config_text(e.arm.config), e.pool->size()),
         fmt::format("{} samples, each the fastest of {} back-to-back runs, after {} warm-up run(s), interleaved with "
                     "{} other arm(s); prefill {} tokens, decode {} tokens; median with bootstrap 95% CI",
                     w.runs, w.best_of, w.warmup_runs, arms.size() - 1, w.prefill_tokens, w.decode_tokens));
@@ -195,16 +195,18 @@ Result<ReferenceRun> greedy_run(const Model& model, ThreadPool& pool, const std:
 
 }  // namespace
 
-Result<AgreementResult> measure_agreement(const Model& model, std::string_view model_path, ThreadPool& pool,
-                                          const EngineWorkload& w, const NamedConfig& a, const NamedConfig& b) {
+Result<AgreementResult> measure_agreement(std::string_view model_path, const EngineWorkload& w, const EngineArm& ea,
+                                          const EngineArm& eb) {
+  const NamedConfig &a = ea.arm, &b = eb.arm;
+  const Model& model = *ea.model;
   const int64_t t0 = now_ns();
   AgreementResult out;
   int matches = 0;
   std::string first_divergence, worst_where;
   for (size_t p = 0; p < w.prompts.size(); ++p) {
-    auto ref = greedy_run(model, pool, w.prompts[p], w.decode_tokens, b.config);
+    auto ref = greedy_run(*eb.model, *eb.pool, w.prompts[p], w.decode_tokens, b.config);
     if (!ref) return unexpected(ref.error().with_context(fmt::format("arm {}, prompt {}", b.name, p + 1)));
-    auto session = model.new_session(pool, int(ref->prompt.size()) + w.decode_tokens, a.config);
+    auto session = model.new_session(*ea.pool, int(ref->prompt.size()) + w.decode_tokens, a.config);
     if (!session) return unexpected(session.error().with_context(fmt::format("arm {}", a.name)));
     std::span<const float> logits;
     for (TokenId id : ref->prompt) {

@@ -42,6 +42,14 @@ struct NamedConfig {
   Config config;
 };
 
+// An arm and the model instance and pool it runs on (gate/arm_engines.h: arms that differ in a
+// load-time knob run on their own instance).
+struct EngineArm {
+  NamedConfig arm;
+  const Model* model = nullptr;
+  ThreadPool* pool = nullptr;
+};
+
 // "k=v k2=v2" of the knobs that differ from their defaults, or "defaults".
 std::string config_text(const Config& c);
 
@@ -62,9 +70,8 @@ struct ThroughputResult {
 void summarize_throughput(ThroughputResult& t, std::string probe, double cost_s, std::string subject,
                           std::string note);
 
-Result<std::vector<ThroughputResult>> measure_throughput(const Model& model, std::string_view model_path,
-                                                         ThreadPool& pool, const EngineWorkload& w,
-                                                         const std::vector<NamedConfig>& arms,
+Result<std::vector<ThroughputResult>> measure_throughput(std::string_view model_path, const EngineWorkload& w,
+                                                         const std::vector<EngineArm>& arms,
                                                          const Progress& progress);
 
 // tok/s of a over b, one ratio per interleaved round (both arms ran in it, back to back):
@@ -79,8 +86,8 @@ struct AgreementResult {
   Feedback feedback;  // probe "check.engine", tier 3
 };
 
-// a against reference b.
-Result<AgreementResult> measure_agreement(const Model& model, std::string_view model_path, ThreadPool& pool,
-                                          const EngineWorkload& w, const NamedConfig& a, const NamedConfig& b);
+// a against reference b (each on its own model instance and pool; the two share a tokenizer).
+Result<AgreementResult> measure_agreement(std::string_view model_path, const EngineWorkload& w, const EngineArm& a,
+                                          const EngineArm& b);
 
 }  // namespace recur::gate

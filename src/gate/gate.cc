@@ -7,10 +7,12 @@
 #include <memory>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/clock.h"
 #include "core/thread_pool.h"
 #include "engine/model.h"
+#include "gate/arm_engines.h"
 #include "gate/engine_probe.h"
 #include "gate/kernel_probe.h"
 #include "gate/op_errors.h"
@@ -120,7 +122,9 @@ class Runner {
       RECUR_RETURN_IF_ERROR(load_engine());
       for (const auto& [a, b] : plan.agreements) {
         say(fmt::format("check.engine {} vs {}", a, b));
-        auto m = measure_agreement(*model_, model_path_, *pool_, *spec_.engine, {a, configs_.at(a)}, {b, configs_.at(b)});
+        RECUR_ASSIGN_OR_RETURN(EngineArm ea, engine_arm(a));
+        RECUR_ASSIGN_OR_RETURN(EngineArm eb, engine_arm(b));
+        auto m = measure_agreement(engines_->model_path(), *spec_.engine, ea, eb);
         if (!m) return unexpected(m.error().with_context(spec_.path.empty() ? "gate" : spec_.path));
         values_[call_key("tokens_equal", a, b)] = point(m->tokens_equal ? 1 : 0, true);
         values_[call_key("token_match_frac", a, b)] = point(m->token_match_frac);
@@ -160,10 +164,16 @@ class Runner {
   // prefill/decode tok/s and paired ratios of the throughput arms, from the engine or the program.
   Status measure_throughput_of(const Plan& plan) {
     std::vector<NamedConfig> arms;
-    for (const std::string& a : plan.throughput) arms.push_back({a, configs_.at(a)});
+    std::vector<EngineArm> engine_arms;
+    for (const std::string& a : plan.throughput) {
+      arms.push_back({a, configs_.at(a)});
+      if (spec_.program) continue;
+      RECUR_ASSIGN_OR_RETURN(EngineArm e, engine_arm(a));
+      engine_arms.push_back(std::move(e));
+    }
     auto say_it = [this](std::string_view s) { say(s); };
     auto m = spec_.program ? measure_program_throughput(spec_, arms, say_it)
-                           : measure_throughput(*model_, model_path_, *pool_, *spec_.engine, arms, say_it);
+                           : measure_throughput(engines_->model_path(), *spec_.engine, engine_arms, say_it);
     if (!m) return unexpected(m.error().with_context(spec_.path.empty() ? "gate" : spec_.path));
     auto result_of = [&](const std::string& arm) -> const ThroughputResult& {
       return *std::find_if(m->begin(), m->end(), [&](const ThroughputResult& t) { return t.arm == arm; });
@@ -192,7 +202,9 @@ class Runner {
   Status measure_ops(const std::string& a, const std::string& b) {
     say(fmt::format("check.engine_ops {} vs {}", a, b));
     OpErrorOptions o{.prompts = spec_.engine->prompts, .decode_tokens = spec_.engine->decode_tokens};
-    auto m = measure_op_errors(*model_, model_path_, *pool_, o, {a, configs_.at(a)}, {b, configs_.at(b)});
+    RECUR_ASSIGN_OR_RETURN(EngineArm ea, engine_arm(a));
+    RECUR_ASSIGN_OR_RETURN(EngineArm eb, engine_arm(b));
+    auto m = measure_op_errors(engines_->model_path(), o, ea, eb);
     if (!m) return unexpected(m.error().with_context(spec_.path.empty() ? "gate" : spec_.path));
     for (const MetricRequest& r : spec_.requests) {
       if (r.def->source != MetricSource::kEngineOps || r.arm != a || r.vs != b) continue;
@@ -215,7 +227,8 @@ class Runner {
         if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
       trace_out = fmt::format("{}/{}-{}-{}.json.gz", options_.artifact_dir, spec_.name, arm, safe.substr(0, 40));
     }
-    auto m = measure_zone_time(*model_, *pool_, *spec_.engine, {arm, configs_.at(arm)}, selector, trace_out);
+    RECUR_ASSIGN_OR_RETURN(EngineArm e, engine_arm(arm));
+    auto m = measure_zone_time(*e.model, *e.pool, *spec_.engine, e.arm, selector, trace_out);
     if (!m) return unexpected(m.error().with_context(spec_.path.empty() ? "gate" : spec_.path));
     MetricRequest r{find_metric_def("zone_time_us"), arm, "", selector};
     values_[r.key()] = m->value;
@@ -223,20 +236,36 @@ class Runner {
     return ok_status();
   }
 
+  // Every arm's model instance and pool, loaded now (not between timed runs): arms that differ
+  // in a load-time knob (engine.weight_layout, engine.pool_spin_us, ...) get their own, the
+  // others share one. Each pool has the engine's own settings: a gate measures what `recur
+  // generate` and `recur serve` run.
   Status load_engine() {
-    say("loading the model");
-    RECUR_ASSIGN_OR_RETURN(model_path_, resolve_model_path(*spec_.engine));
-    RECUR_ASSIGN_OR_RETURN(model_, load_model(model_path_));
-    // The engine's own pool settings (engine.pool_spin_us polls before sleeping): a gate
-    // measures what `recur generate` and `recur serve` run.
-    RECUR_ASSIGN_OR_RETURN(pool_options_, engine_pool_options(options_.base, spec_.threads));
-    RECUR_ASSIGN_OR_RETURN(pool_, ThreadPool::create(pool_options_));
+    RECUR_ASSIGN_OR_RETURN(std::string path, resolve_model_path(*spec_.engine));
+    engines_.emplace(path, spec_.threads);
+    for (const Arm& a : spec_.arms) {
+      RECUR_ASSIGN_OR_RETURN(EngineArm e, engine_arm(a.name));
+      (void)e;
+    }
+    say(fmt::format("loaded the model: {} instance(s) for {} arm(s)", engines_->instances(), spec_.arms.size()));
     return ok_status();
+  }
+
+  Result<EngineArm> engine_arm(const std::string& arm) {
+    const Config& c = configs_.at(arm);
+    auto e = engines_->get(c);
+    if (!e) return unexpected(e.error().with_context(fmt::format("arm {}", arm)));
+    return EngineArm{{arm, c}, e->model, e->pool};
   }
 
   Result<GateResult> finish() {
     GateResult r = evaluate_gate(spec_, std::move(values_), std::move(probes_), elapsed_s());
-    if (pool_) r.feedback.notes.push_back(probe_conditions_note(*pool_, pool_options_));
+    if (engines_) {
+      for (std::string& note : engines_->conditions_notes()) r.feedback.notes.push_back(std::move(note));
+      if (engines_->instances() > 1)
+        r.feedback.notes.push_back(fmt::format("{} model instances: arms differ in load-time knobs ({})",
+                                               engines_->instances(), fmt::join(engines_->load_keys(), "; ")));
+    }
     // A program workload reads its knobs in other processes, out of sight.
     if (reads_ && !spec_.program) r.knobs_read = reads_->names();
     say(fmt::format("verdict {}", outcome_name(r.verdict.outcome)));
@@ -250,10 +279,7 @@ class Runner {
   std::shared_ptr<const KnobReads> reads_;
   MetricValues values_;
   std::vector<Feedback> probes_;
-  std::string model_path_;
-  std::unique_ptr<Model> model_;
-  ThreadPoolOptions pool_options_;
-  std::unique_ptr<ThreadPool> pool_;
+  std::optional<ArmEngines> engines_;
 };
 
 }  // namespace

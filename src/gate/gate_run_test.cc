@@ -16,24 +16,12 @@
 
 #include <gtest/gtest.h>
 
+#include "gate/cache_dir_fixture.h"
+
 namespace recur::gate {
 namespace {
 
-class GateRun : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    char tmpl[] = "/tmp/recur-gate-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    cache_dir_ = new std::string(tmpl);
-    setenv("RECUR_CACHE_DIR", cache_dir_->c_str(), 1);  // the synthetic model goes here
-  }
-  static void TearDownTestSuite() {
-    std::filesystem::remove_all(*cache_dir_);
-    delete cache_dir_;
-  }
-  static std::string* cache_dir_;
-};
-std::string* GateRun::cache_dir_ = nullptr;
+class GateRun : public CacheDirSuite {};
 
 constexpr std::string_view kEngineGate = R"toml(name = "tp-agreement-tiny"
 conditions = [

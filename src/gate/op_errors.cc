@@ -77,6 +77,13 @@ constexpr double kOneLayerShare = 0.5;
 
 Result<OpErrorsResult> measure_op_errors(const Model& model, std::string_view model_path, ThreadPool& pool,
                                          const OpErrorOptions& options, const NamedConfig& a, const NamedConfig& b) {
+  return measure_op_errors(model_path, options, EngineArm{a, &model, &pool}, EngineArm{b, &model, &pool});
+}
+
+Result<OpErrorsResult> measure_op_errors(std::string_view model_path, const OpErrorOptions& options,
+                                         const EngineArm& ea, const EngineArm& eb) {
+  const NamedConfig &a = ea.arm, &b = eb.arm;
+  const Model& model = *eb.model;
   const int64_t t0 = now_ns();
   OpErrorsResult out;
   std::map<std::string, size_t, std::less<>> index;
@@ -85,10 +92,10 @@ Result<OpErrorsResult> measure_op_errors(const Model& model, std::string_view mo
     const Tokenizer& tok = model.tokenizer();
     std::vector<TokenId> tokens = tok.encode(options.prompts[p], tok.vocabulary().add_bos);
     if (tokens.empty()) tokens.push_back(std::max(tok.vocabulary().bos, 0));
-    RECUR_RETURN_IF_ERROR(extend_greedy(model, pool, b, options.decode_tokens, tokens));
+    RECUR_RETURN_IF_ERROR(extend_greedy(model, *eb.pool, b, options.decode_tokens, tokens));
     OpCapture b_cap, a_cap;
-    RECUR_RETURN_IF_ERROR(captured_run(model, pool, b, tokens, b_cap));
-    RECUR_RETURN_IF_ERROR(captured_run(model, pool, a, tokens, a_cap));
+    RECUR_RETURN_IF_ERROR(captured_run(model, *eb.pool, b, tokens, b_cap));
+    RECUR_RETURN_IF_ERROR(captured_run(*ea.model, *ea.pool, a, tokens, a_cap));
     if (b_cap.ops().empty())
       return unsupported("{}: the {} architecture has no op taps", model_path, arch_name(model.config().arch));
     steps += b_cap.steps();

@@ -48,5 +48,8 @@ struct OpErrorOptions {
 // a against reference b, on `model` (architectures with op taps: hybrid).
 Result<OpErrorsResult> measure_op_errors(const Model& model, std::string_view model_path, ThreadPool& pool,
                                          const OpErrorOptions& options, const NamedConfig& a, const NamedConfig& b);
+// The same with each arm on its own model instance and pool (gate/arm_engines.h).
+Result<OpErrorsResult> measure_op_errors(std::string_view model_path, const OpErrorOptions& options, const EngineArm& a,
+                                         const EngineArm& b);
 
 }  // namespace recur::gate

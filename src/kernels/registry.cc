@@ -165,7 +165,8 @@ std::pair<int64_t, int64_t> shard_range(int64_t extent, int shards, int p) {
 namespace {
 
 // A kernel's variant is a knob, kernel.<name>.variant ("auto" = best runnable), tagged with the
-// kernel's component, so every registered variant is in the agent's search space. A knob
+// kernel's component, so every registered variant is in the agent's search space. It acts on the
+// kernel probes only: the engine runs its own code paths, chosen by engine.* knobs (issue #23). A knob
 // registry that already has it (a second kernel registry in a test) keeps its own.
 void register_variant_knob(const KernelSpec& spec) {
   const std::string knob = fmt::format("kernel.{}.variant", spec.name);
@@ -173,7 +174,7 @@ void register_variant_knob(const KernelSpec& spec) {
   std::vector<std::string> choices = {"auto"};
   for (const VariantSpec& v : spec.variants) choices.push_back(v.name);
   (void)KnobRegistry::global().add({.name = knob, .type = KnobType::kEnum, .choices = choices, .default_value = "auto",
-                                    .components = {"kernel:" + spec.name},
+                                    .components = {"kernel:" + spec.name}, .acts = KnobActs::kKernelProbe,
                                     .help = "variant of kernel " + spec.name + " (auto: best for the ISA)"});
 }
 

@@ -10,6 +10,7 @@ namespace recur {
 RECUR_KNOB(python_release_gil,
            {.name = "python.release_gil", .type = KnobType::kBool, .default_value = "true",
             .components = {"lock:gil", "thread:kv_transfer"},
+            .acts = KnobActs::kPython,
             .help = "Python bindings: long C++ calls (forward, prefill, decode, generate) release the GIL"});
 }  // namespace recur
 

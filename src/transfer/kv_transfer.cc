@@ -14,6 +14,7 @@ namespace recur::transfer {
 RECUR_KNOB(serve_kv_transfer,
            {.name = "serve.kv_transfer", .type = KnobType::kEnum, .choices = {"shm", "tcp", "off"},
             .default_value = "shm", .components = {"thread:kv_transfer", "serve:prefill"},
+            .acts = KnobActs::kServe | KnobActs::kPython,
             .help = "how a prefill worker sends a prompt's KV/KDA state to its decode worker: shared memory (one "
                     "host), TCP (any host), or off (prefill only: a baseline for the transfer's cost; such a "
                     "request fails at the router)"});

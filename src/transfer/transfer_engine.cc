@@ -24,6 +24,7 @@ namespace recur::transfer {
 RECUR_KNOB(transfer_link_mbps,
            {.name = "transfer.link_mbps", .type = KnobType::kInt, .min = 0, .max = 1000000, .default_value = "0",
             .components = {"transfer:link"},
+            .acts = KnobActs::kTransfer | KnobActs::kServe | KnobActs::kPython,
             .help = "emulated bandwidth (MB/s, 10^6 bytes) of the KV transfer engine's link: each request waits "
                     "(sleeping) until a link of this rate would have delivered it, which emulates the network to a "
                     "remote decode host on one machine; 0 = no emulation"});

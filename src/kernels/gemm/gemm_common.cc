@@ -12,16 +12,20 @@ namespace recur::gemm {
 RECUR_KNOB(gemm_precision, {.name = "kernel.gemm.precision", .type = KnobType::kEnum,
                             .choices = {"f32", "bf16", "bf16x3", "bf16x6", "tf32", "tf32x3", "w8a8"},
                             .default_value = "f32", .components = {"kernel:gemm"},
+                            .acts = KnobActs::kEngine,
                             .help = "arithmetic of gemm() for callers that let the config choose (docs/gemm.md), "
                                     "including the engine's projections and LM head (docs/engine.md)"});
 RECUR_KNOB(gemm_algo, {.name = "kernel.gemm.algo", .type = KnobType::kEnum, .choices = {"auto", "dot", "tiled"},
                        .default_value = "auto", .components = {"kernel:gemm"},
+                       .acts = KnobActs::kNowhere,
                        .help = "dot: register-blocked dot products; tiled: packed 6x64 AVX-512 microkernel (f32/tf32)"});
 RECUR_KNOB(gemm_kc, {.name = "kernel.gemm.kc", .type = KnobType::kInt, .min = 16, .max = 8192,
                      .default_value = "256", .components = {"kernel:gemm"},
+                     .acts = KnobActs::kNowhere,
                      .help = "tiled: K block (B micro-panel kc x 64 floats)"});
 RECUR_KNOB(gemm_mc, {.name = "kernel.gemm.mc", .type = KnobType::kInt, .min = 6, .max = 4096,
                      .default_value = "120", .components = {"kernel:gemm"},
+                     .acts = KnobActs::kNowhere,
                      .help = "tiled: M block (rounded up to a multiple of 6)"});
 
 std::string_view precision_name(Precision p) {

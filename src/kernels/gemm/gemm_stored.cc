@@ -30,6 +30,7 @@ size_t row_bytes(WeightFormat f, int64_t k) {
 
 RECUR_KNOB(gemm_q8_act, {.name = "kernel.gemm.q8_0_activations", .type = KnobType::kEnum, .choices = {"f32", "q8_0"},
                          .default_value = "q8_0", .components = {"kernel:gemm"},
+                         .acts = KnobActs::kEngineLoad | KnobActs::kEngine,
                          .help = "Q8_0 weights: fp32 activations, or activations quantized to Q8_0 (int8 block dots)"});
 
 std::string_view q8_activations_name(Q8Activations a) { return a == Q8Activations::kF32 ? "f32" : "q8_0"; }
@@ -41,6 +42,7 @@ Result<Q8Activations> q8_activations_from_config(const Config& config) {
 
 RECUR_KNOB(gemm_f16_act, {.name = "kernel.gemm.f16_activations", .type = KnobType::kEnum, .choices = {"f32", "f16"},
                           .default_value = "f16", .components = {"kernel:gemm"},
+                          .acts = KnobActs::kEngine,
                           .help = "F16 weights: fp32 activations, or activations rounded to fp16 (read at half the bytes)"});
 
 std::string_view f16_activations_name(F16Activations a) { return a == F16Activations::kF32 ? "f32" : "f16"; }

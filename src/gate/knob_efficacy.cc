@@ -1,0 +1,288 @@
+#include "gate/knob_efficacy.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <span>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "engine/model.h"
+#include "gate/arm_engines.h"
+#include "gate/engine_probe.h"
+#include "kernels/registry.h"
+#include "trace/trace.h"
+
+namespace recur::gate {
+namespace {
+
+constexpr KnobActs kAnyEngine = KnobActs::kEngine | KnobActs::kEngineLoad;
+constexpr KnobActs kReaderPlaces = KnobActs::kServe | KnobActs::kTransfer | KnobActs::kPython | KnobActs::kProcess;
+
+// The values a check tries besides the default: every choice; for integers the minimum and half
+// the default (or, for a default at the minimum, one above it; never the maximum:
+// engine.hybrid.kv_pages' would allocate it).
+std::vector<std::string> tried_values(const KnobSpec& k) {
+  std::vector<std::string> v;
+  switch (k.type) {
+    case KnobType::kEnum: v = k.choices; break;
+    case KnobType::kBool: v = {"true", "false"}; break;
+    case KnobType::kInt: {
+      const int64_t def = std::stoll(k.default_value);
+      const int64_t lo = int64_t(k.min);
+      v = {fmt::format("{}", lo), fmt::format("{}", def > lo ? std::max(lo, def / 2) : std::min<int64_t>(int64_t(k.max), 2 * def + 16))};
+      break;
+    }
+    case KnobType::kFloat: v = {fmt::format("{}", k.min), fmt::format("{}", 2 * std::stod(k.default_value) + 1)}; break;
+    case KnobType::kString: break;
+  }
+  std::erase(v, k.default_value);
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+// A family ("engine.kv_dtype.layer[]") stands for its members 0..layers-1.
+std::vector<std::string> members(const KnobSpec& k, int layers) {
+  if (!k.name.ends_with("[]")) return {k.name};
+  std::vector<std::string> out;
+  for (int l = 0; l < layers; ++l) out.push_back(fmt::format("{}{}]", k.name.substr(0, k.name.size() - 1), l));
+  return out;
+}
+
+std::string arg_text(const trace::EventTable& t, const trace::Arg& a) {
+  switch (a.type) {
+    case trace::ArgType::kNull: return "null";
+    case trace::ArgType::kBool: return a.b ? "true" : "false";
+    case trace::ArgType::kInt: return fmt::format("{}", a.i);
+    case trace::ArgType::kUint: return fmt::format("{}", a.u);
+    case trace::ArgType::kDouble: return fmt::format("{}", a.d);
+    case trace::ArgType::kString: case trace::ArgType::kJson: return std::string(t.strings().str(a.s));
+  }
+  return "?";
+}
+
+// Every zone with its args, one line each, sorted (ranks' threads interleave differently).
+std::string zones_text(const trace::EventTable& t, std::string_view only = "") {
+  std::vector<std::string> lines;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (!only.empty() && t.name(i) != only) continue;
+    std::string line(t.name(i));
+    for (size_t k = t.args_begin(i); k < t.args_end(i); ++k)
+      line += fmt::format(" {}={}", t.strings().str(t.arg(k).key), arg_text(t, t.arg(k)));
+    lines.push_back(std::move(line));
+  }
+  std::sort(lines.begin(), lines.end());
+  return fmt::format("{}", fmt::join(lines, "\n"));
+}
+
+uint64_t hash_floats(uint64_t h, std::span<const float> x) {
+  for (float f : x) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    h = (h ^ bits) * 1099511628211ull;
+  }
+  return h;
+}
+
+struct EngineModel {
+  std::string name;
+  int layers = 0;
+  std::unique_ptr<ArmEngines> engines;
+  std::map<const Model*, std::string> load_records;  // the "load_model" zone of each instance
+};
+
+struct Fingerprint {
+  std::string text;
+  std::string error;  // the run's error, if any
+};
+
+class Checker {
+ public:
+  Checker(const KnobRegistry& registry, const KnobEfficacyOptions& options) : reg_(registry), options_(options) {}
+
+  Result<std::vector<KnobEfficacyFailure>> run() {
+    RECUR_RETURN_IF_ERROR(add_model("llama-q8_0", {.arch = "llama", .dim = 64, .layers = 2, .heads = 4, .kv_heads = 2,
+                                                   .ffn = 128, .vocab = 400, .context = 64, .dtype = "q8_0"}));
+    RECUR_RETURN_IF_ERROR(add_model("llama-f16", {.arch = "llama", .dim = 64, .layers = 2, .heads = 4, .kv_heads = 2,
+                                                  .ffn = 128, .vocab = 400, .context = 64, .dtype = "f16"}));
+    RECUR_RETURN_IF_ERROR(add_model("hybrid-moe", {.arch = "hybrid", .dim = 64, .layers = 4, .heads = 4, .kv_heads = 2,
+                                                   .ffn = 128, .vocab = 400, .context = 64, .dtype = "f32",
+                                                   .pattern = "kkka", .kda_head_dim = 16, .experts = 8,
+                                                   .experts_used = 2}));
+    // Contexts: the defaults, then the defaults plus one engine knob's value.
+    contexts_.push_back({});
+    for (const KnobSpec* j : reg_.acting_in(kAnyEngine))
+      if (!j->name.ends_with("[]"))
+        for (const std::string& u : tried_values(*j)) contexts_.push_back({{j->name, u}});
+    for (const KnobSpec* k : reg_.all()) {
+      if (!options_.only.empty() && !options_.only.contains(k->name)) continue;
+      check(*k);
+    }
+    for (const std::string& name : engine_reads_) {
+      const KnobSpec* k = reg_.find(name);
+      if (k == nullptr || acts_in(k->acts, kAnyEngine)) continue;
+      if (!options_.only.empty() && !options_.only.contains(k->name)) continue;
+      fail(*k, "", fmt::format("the engine reads {} but it is declared to act in {}", name,
+                               fmt::join(knob_act_names(k->acts), ", ")));
+    }
+    return std::move(failures_);
+  }
+
+ private:
+  Status add_model(std::string name, SyntheticModel m) {
+    EngineWorkload w;
+    w.model = "synthetic";
+    w.synthetic = m;
+    RECUR_ASSIGN_OR_RETURN(std::string path, resolve_model_path(w));
+    models_.push_back({std::move(name), m.layers, std::make_unique<ArmEngines>(path, 1, reg_), {}});
+    return ok_status();
+  }
+
+  void fail(const KnobSpec& k, std::string value, std::string why) {
+    failures_.push_back({k.name, std::move(value), std::move(why)});
+  }
+
+  void check(const KnobSpec& k) {
+    if (k.acts == KnobActs::kNone) return fail(k, "", "no declaration of where it acts (KnobSpec::acts)");
+    if (acts_in(k.acts, kAnyEngine))
+      for (const std::string& v : tried_values(k)) check_engine(k, v);
+    if (acts_in(k.acts, kReaderPlaces)) check_reader(k);
+    if (acts_in(k.acts, KnobActs::kKernelProbe)) check_kernel_probe(k);
+  }
+
+  Config config_of(const std::map<std::string, std::string>& values) {
+    Config c(reg_);
+    for (const auto& [n, v] : values) (void)c.set(n, v);
+    return c;
+  }
+
+  // One run of `m` under `run` on the instance loaded for `load`.
+  Fingerprint fingerprint(EngineModel& m, const std::map<std::string, std::string>& load,
+                          const std::map<std::string, std::string>& run) {
+    const std::string key = fmt::format("{}|{}|{}", m.name, fmt::join(load, ","), fmt::join(run, ","));
+    if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+    Fingerprint fp;
+    Config lc = config_of(load), rc = config_of(run);
+    auto load_reads = lc.track_reads();
+    auto run_reads = rc.track_reads();
+    trace::reset();
+    trace::set_enabled(true);
+    auto e = m.engines->get(lc);
+    trace::set_enabled(false);
+    if (!e) {
+      fp.error = e.error().message();
+    } else {
+      if (!m.load_records.contains(e->model)) m.load_records[e->model] = zones_text(trace::capture(), "load_model");
+      fp.text = m.load_records[e->model] + "\n" + probe_conditions_note(*e->pool, *e->pool_options) + "\n";
+      trace::reset();
+      trace::set_enabled(true);
+      fp.error = run_engine(*e, rc, fp.text);
+      trace::set_enabled(false);
+      fp.text += zones_text(trace::capture());
+    }
+    for (const auto* reads : {load_reads.get(), run_reads.get()})
+      for (std::string& n : reads->names()) engine_reads_.insert(std::move(n));
+    return cache_[key] = fp;
+  }
+
+  // A batched prefill of 5 tokens and 10 decode steps through a session, then one batch forward; the logits'
+  // bits and the KV occupancy go into `text`. Returns the error, or "".
+  static std::string run_engine(const ArmEngine& e, const Config& knobs, std::string& text) {
+    const std::vector<TokenId> prompt = {1, 2, 3, 4, 5};
+    auto session = e.model->new_session(*e.pool, 16, knobs);
+    if (!session) return session.error().message();
+    auto logits = (*session)->prefill(prompt);
+    if (!logits) return logits.error().message();
+    uint64_t h = hash_floats(14695981039346656037ull, *logits);
+    for (TokenId t : {6, 7, 8, 9, 10, 11, 12, 13, 14, 15}) {  // past a replay window of 8
+      logits = (*session)->step(t);
+      if (!logits) return logits.error().message();
+      h = hash_floats(h, *logits);
+    }
+    auto batch = e.model->new_batch(*e.pool, {.max_sequences = 1, .max_tokens = 16, .max_batch_tokens = 8}, knobs);
+    if (!batch) return batch.error().message();
+    auto seq = (*batch)->add_sequence();
+    if (!seq) return seq.error().message();
+    std::vector<BatchToken> tokens;
+    for (TokenId t : prompt) tokens.push_back({.seq = *seq, .token = t, .want_logits = t == prompt.back()});
+    auto out = (*batch)->forward(tokens);
+    if (!out) return out.error().message();
+    const KvUsage kv = (*batch)->kv_usage();
+    text += fmt::format("logits {:016x} batch logits {:016x} kv pages {}/{} bytes {}\n", h,
+                        hash_floats(14695981039346656037ull, *out), kv.pages_used, kv.pages_total, kv.bytes_total);
+    return "";
+  }
+
+  // knob=v must change some context's fingerprint; a refusal naming the knob counts only when
+  // nothing else differs anywhere (engine.collectives=mpi outside mpirun).
+  void check_engine(const KnobSpec& k, const std::string& v) {
+    const bool at_load = acts_in(k.acts, KnobActs::kEngineLoad);
+    const std::string stem = k.name.ends_with("[]") ? k.name.substr(0, k.name.size() - 2) : k.name;
+    std::string refusal;
+    for (EngineModel& m : models_) {
+      for (const std::string& member : members(k, m.layers)) {
+        for (const auto& ctx : contexts_) {
+          if (ctx.contains(member)) continue;
+          const Fingerprint base = fingerprint(m, ctx, ctx);
+          if (!base.error.empty()) continue;
+          auto with_v = ctx;
+          with_v[member] = v;
+          const Fingerprint with = fingerprint(m, at_load ? with_v : ctx, with_v);
+          if (with.error.empty() && with.text != base.text) return;
+          if (!with.error.empty() && refusal.empty() && with.error.find(stem) != std::string::npos)
+            refusal = with.error;
+        }
+      }
+    }
+    if (!refusal.empty()) return;
+    fail(k, v,
+         fmt::format("declared to act on the engine{}, but no run differs from {}={} (models: llama Q8_0, llama "
+                     "F16, hybrid MoE; contexts: the defaults and each other engine knob's values)",
+                     at_load ? " at load" : " at run time (the model instance is shared)", k.name, k.default_value));
+  }
+
+  void check_reader(const KnobSpec& k) {
+    auto it = options_.readers.find(k.name);
+    if (it == options_.readers.end())
+      return fail(k, "", fmt::format("declared to act in {} but has no reader to check it by",
+                                     fmt::join(knob_act_names(k.acts), ", ")));
+    auto base = it->second(config_of({}));
+    if (!base) return fail(k, k.default_value, base.error().message());
+    for (const std::string& v : tried_values(k)) {
+      auto got = it->second(config_of({{k.name, v}}));
+      if (!got) fail(k, v, got.error().message());
+      else if (*got == *base) fail(k, v, fmt::format("resolves to {} as the default does", *got));
+    }
+  }
+
+  void check_kernel_probe(const KnobSpec& k) {
+    constexpr std::string_view prefix = "kernel.", suffix = ".variant";
+    if (!k.name.starts_with(prefix) || !k.name.ends_with(suffix))
+      return fail(k, "", "declared to act in the kernel probes, which read only kernel.<k>.variant knobs");
+    const std::string kernel = k.name.substr(prefix.size(), k.name.size() - prefix.size() - suffix.size());
+    const kernels::KernelSpec* spec = kernels::KernelRegistry::global().find(kernel);
+    if (spec == nullptr) return fail(k, "", fmt::format("no registered kernel {}", kernel));
+    for (const std::string& v : k.choices)
+      if (v != "auto" && spec->find_variant(v) == nullptr)
+        fail(k, v, fmt::format("kernel {} has no variant {}", kernel, v));
+  }
+
+  const KnobRegistry& reg_;
+  const KnobEfficacyOptions& options_;
+  std::vector<EngineModel> models_;
+  std::vector<std::map<std::string, std::string>> contexts_;
+  std::map<std::string, Fingerprint> cache_;
+  std::set<std::string> engine_reads_;
+  std::vector<KnobEfficacyFailure> failures_;
+};
+
+}  // namespace
+
+Result<std::vector<KnobEfficacyFailure>> check_knob_efficacy(const KnobRegistry& registry,
+                                                             const KnobEfficacyOptions& options) {
+  return Checker(registry, options).run();
+}
+
+}  // namespace recur::gate
