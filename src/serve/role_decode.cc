@@ -164,7 +164,8 @@ Result<std::unique_ptr<DecodeWorker>> DecodeWorker::create(const RoleOptions& o)
   const std::string segment = fmt::format("recur-decode-{}", getpid());
   RECUR_ASSIGN_OR_RETURN(double link, transfer::link_bytes_per_s(o.serve.knobs));
   RECUR_ASSIGN_OR_RETURN(w->engine_, transfer::TransferEngine::create(
-                                         {.segment_name = segment, .listen = o.kv_listen, .link_bytes_per_s = link}));
+                                         {.segment_name = segment, .listen = o.kv_listen, .link_bytes_per_s = link,
+                                          .peer_key = o.serve.peer_key}));  // --kv-listen serves only key holders
   const size_t bytes = size_t(o.kv_slots) * w->layout_.sequence_bytes();
   RECUR_ASSIGN_OR_RETURN(w->area_, w->engine_->allocate_shared(bytes));
   RECUR_ASSIGN_OR_RETURN(w->region_, w->engine_->register_memory(w->area_, bytes, "cpu:0"));

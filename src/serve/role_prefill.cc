@@ -69,7 +69,7 @@ Result<std::unique_ptr<PrefillWorker>> PrefillWorker::create(const RoleOptions& 
   RECUR_ASSIGN_OR_RETURN(double link, transfer::link_bytes_per_s(o.serve.knobs));
   RECUR_ASSIGN_OR_RETURN(w->engine_, transfer::TransferEngine::create(
                                          {.segment_name = fmt::format("recur-prefill-{}", getpid()), .listen = "",
-                                          .link_bytes_per_s = link}));
+                                          .link_bytes_per_s = link, .peer_key = o.serve.peer_key}));
   // The blocks, then 64 bytes for a fault-injected byte.
   w->staging_ = AlignedBuffer(size_t(w->layout_.layers) * w->layout_.max_block_bytes + 64, true);
   RECUR_RETURN_IF_ERROR(w->engine_->register_memory(w->staging_.data(), w->staging_.size(), "cpu:0"));
