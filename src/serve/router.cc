@@ -7,27 +7,34 @@
 // round-robin until a probe or a later request finds it up. A request whose prefill worker dies
 // is retried on the next prefill worker (503 when none is left); one whose decode worker dies
 // before any text was relayed is retried once on each other decode worker; otherwise it fails
-// with a 502 error JSON (an error event when streaming). A streaming client that leaves is seen
-// when its next piece cannot be written: the router closes the decode worker's stream, which
-// cancels the generation there, and counts the request "cancelled" (the worker stays up); so does
-// a non-streamed client whose connection closed (http_client_gone, checked per relayed piece).
+// with a 502 error JSON (an error event when streaming). Every request has a deadline
+// (--request-timeout-s, or the request's "timeout": 408 request_timeout, as `--role all`), and
+// while the decode worker streams, a watcher checks it and the client's connection every 100 ms,
+// text or not (request_watch.h): a client that left, or a passed deadline, closes the decode
+// worker's stream, which cancels the generation there (queued or running), and the request is
+// counted "cancelled" or "timeout" (the worker stays up). During the prefill both are checked
+// when it answers (its writes into the slot must end before the slot is released).
 // The router reaches its workers with the peer key (bearer_auth.h) and names each reservation's
 // token in /decode and /kv/release.
 #include <atomic>
+#include <condition_variable>
 #include <ctime>
 #include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include "core/clock.h"
 #include "engine/gguf.h"
 #include "serve/bearer_auth.h"
 #include "serve/kv_metrics.h"
 #include "serve/openai_json.h"
 #include "serve/prompt.h"
+#include "serve/request_watch.h"
 #include "serve/role_protocol.h"
 #include "serve/role_workers.h"
 
@@ -75,12 +82,38 @@ std::optional<WorkerReply> router_post(const RouterWorker& w, const std::string&
   return reply;
 }
 
-// The request's client went away (a streamed piece could not be written); nobody reads this.
-ApiError router_client_left_error() {
-  return {499, "the client closed the connection: the generation was cancelled", "invalid_request_error", "",
-          "client_closed"};
+constexpr std::chrono::milliseconds kWatchInterval{100};
+
+// Runs `call` (a blocking request on `cli`) while a watcher thread checks `watch` every
+// kWatchInterval, text or not. Once the client has left or the deadline passed it stops `cli`
+// (httplib shuts its socket down, so `call` returns at once; the worker sees its connection
+// close) and returns why.
+std::optional<ApiError> run_watched(httplib::Client& cli, const RequestWatch& watch, const std::function<void()>& call) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::optional<ApiError> why;
+  std::thread watcher([&] {
+    std::unique_lock lock(mu);
+    while (!cv.wait_for(lock, kWatchInterval, [&] { return done; })) {
+      if (!why) why = watch.check();
+      if (why) cli.stop();  // again each interval: a stop before the connection exists does nothing
+    }
+  });
+  call();
+  {
+    std::lock_guard lock(mu);
+    done = true;
+  }
+  cv.notify_one();
+  watcher.join();
+  return why;
 }
-bool router_client_left(const ApiError& e) { return e.code == "client_closed"; }
+
+// The router_requests_total outcome of a request that failed with `e`.
+std::string router_outcome(const ApiError& e) {
+  return is_client_closed(e) ? "cancelled" : e.code == "request_timeout" ? "timeout" : "error";
+}
 
 ApiError worker_error(const WorkerReply& r, std::string_view what) {
   std::string message = fmt::format("{} answered HTTP {}", what, r.status);
@@ -110,14 +143,16 @@ class Router {
   expected<Placement, ApiError> reserve();
   expected<json, ApiError> prefill(const PreparedRequest& p, int64_t request, const Placement& at);
   // Relays the decode worker's NDJSON lines to `on_line`; an error when it could not be reached
-  // or closed the stream before its last line.
+  // or closed the stream before its last line; `watch`'s reason when it gave the request up.
   expected<json, ApiError> decode(const PreparedRequest& p, int64_t request, const Placement& at,
-                                  const std::function<bool(const json&)>& on_line);
+                                  const std::function<bool(const json&)>& on_line, const RequestWatch& watch);
   bool reachable(RouterWorker& w);  // probes /health, updates w.up
   expected<json, ApiError> attempt(const PreparedRequest& p, const Placement& at,
-                                   const std::function<bool(const json&)>& on_line, bool& lost);
+                                   const std::function<bool(const json&)>& on_line, const RequestWatch& watch,
+                                   bool& lost);
   expected<json, ApiError> generate(const PreparedRequest& p, Placement first,
-                                    const std::function<bool(const json&)>& on_line);
+                                    const std::function<bool(const json&)>& on_line, const RequestWatch& watch);
+  void release(const Placement& at);
   void count(const std::string& outcome);
 
   RoleOptions options_;
@@ -206,7 +241,7 @@ expected<json, ApiError> Router::prefill(const PreparedRequest& p, int64_t reque
 }
 
 expected<json, ApiError> Router::decode(const PreparedRequest& p, int64_t request, const Placement& at,
-                                        const std::function<bool(const json&)>& on_line) {
+                                        const std::function<bool(const json&)>& on_line, const RequestWatch& watch) {
   const json msg = {{"request", request}, {"slot", at.reservation.at("slot")}, {"token", at.reservation.at("token")},
                     {"generation", at.reservation.at("generation")}, {"prompt_ids", p.prompt_ids},
                     {"max_tokens", p.options.max_new_tokens}, {"temperature", p.options.sampling.temperature},
@@ -249,8 +284,11 @@ expected<json, ApiError> Router::decode(const PreparedRequest& p, int64_t reques
     }
     return true;
   };
-  auto result = cli.send(req);
-  if (client_left) return unexpected(router_client_left_error());  // not the worker's fault: it stays up
+  httplib::Result result{nullptr, httplib::Error::Unknown};
+  const std::optional<ApiError> gave_up = run_watched(cli, watch, [&] { result = cli.send(req); });
+  const bool finished = result && status == 200 && last && !last->contains("error");
+  if (client_left) return unexpected(client_closed_error());  // not the worker's fault: it stays up
+  if (gave_up && !finished) return unexpected(*gave_up);      // nor is a client that left, or a deadline
   if (!result || status == 0) {
     at.decode->up.store(false);
     return unexpected(ApiError{502, fmt::format("decode worker {} failed during the request: {}", at.decode->url,
@@ -280,22 +318,32 @@ bool Router::reachable(RouterWorker& w) {
 
 // Prefill into `at`, then decode. `lost`: the decode worker went away (during the transfer or
 // the decode), so another one may take the request.
+void Router::release(const Placement& at) {
+  router_post(*at.decode, options_.serve.peer_key, "/kv/release",
+              {{"slot", at.reservation.at("slot")}, {"token", at.reservation.at("token")}});
+}
+
 expected<json, ApiError> Router::attempt(const PreparedRequest& p, const Placement& at,
-                                         const std::function<bool(const json&)>& on_line, bool& lost) {
+                                         const std::function<bool(const json&)>& on_line, const RequestWatch& watch,
+                                         bool& lost) {
   const int64_t request = next_request_.fetch_add(1);
   auto pre = prefill(p, request, at);
+  if (pre) {
+    if (auto why = watch.check()) {  // the client left, or the deadline passed, during the prefill
+      release(at);
+      return unexpected(std::move(*why));
+    }
+  }
   if (!pre) {
     lost = !reachable(*at.decode);
-    if (!lost)
-      router_post(*at.decode, options_.serve.peer_key, "/kv/release",
-                  {{"slot", at.reservation.at("slot")}, {"token", at.reservation.at("token")}});
+    if (!lost) release(at);
     if (lost)  // the transfer failed because its target went away: say so
       return unexpected(ApiError{502, fmt::format("decode worker {} was lost during the transfer ({})",
                                                   at.decode->url, pre.error().message),
                                  "server_error", "", "decode_worker_lost"});
     return unexpected(pre.error());
   }
-  auto done = decode(p, request, at, on_line);
+  auto done = decode(p, request, at, on_line, watch);
   lost = !done && !at.decode->up.load();
   return done;
 }
@@ -303,7 +351,7 @@ expected<json, ApiError> Router::attempt(const PreparedRequest& p, const Placeme
 // Tries `first`, then (when its decode worker was lost before any text was relayed) each other
 // decode worker that answers a reservation, once.
 expected<json, ApiError> Router::generate(const PreparedRequest& p, Placement first,
-                                          const std::function<bool(const json&)>& on_line) {
+                                          const std::function<bool(const json&)>& on_line, const RequestWatch& watch) {
   bool relayed = false;
   auto relay = [&](const json& line) {
     relayed = true;
@@ -312,7 +360,7 @@ expected<json, ApiError> Router::generate(const PreparedRequest& p, Placement fi
   Placement at = std::move(first);
   for (size_t tries = 1;; ++tries) {
     bool lost = false;
-    auto done = attempt(p, at, relay, lost);
+    auto done = attempt(p, at, relay, watch, lost);
     if (done || !lost || relayed || tries >= decode_.size()) return done;
     auto next = reserve();
     if (!next || next->decode == at.decode) return done;
@@ -322,8 +370,10 @@ expected<json, ApiError> Router::generate(const PreparedRequest& p, Placement fi
 }
 
 void Router::handle_generation(CompletionRequest::Kind kind, const httplib::Request& req, httplib::Response& res) {
+  const int64_t arrival = now_ns();
   auto parsed = kind == CompletionRequest::Kind::kChat ? parse_chat_request(req.body) : parse_completion_request(req.body);
   if (!parsed) return role_send_error(res, parsed.error());
+  const RequestDeadline deadline = request_deadline(arrival, options_.serve.request_timeout_s, parsed->timeout_s);
   // The decode worker samples from logits the router never sees, and the prompt's are the prefill worker's.
   for (const auto& [asked, field] : {std::pair{parsed->sampling.logprobs.has_value(), "logprobs"}, {parsed->echo, "echo"}})
     if (asked)
@@ -346,9 +396,9 @@ void Router::handle_generation(CompletionRequest::Kind kind, const httplib::Requ
     auto done = generate(*p, std::move(*placed), [&](const json& line) {
       text += line.at("text").get<std::string>();
       return !http_client_gone();  // a client that left: closing the decode stream cancels there
-    });
+    }, RequestWatch{http_client_fd(), deadline});
     if (!done) {
-      count(router_client_left(done.error()) ? "cancelled" : "error");
+      count(router_outcome(done.error()));
       return role_send_error(res, done.error());
     }
     count("ok");
@@ -357,8 +407,8 @@ void Router::handle_generation(CompletionRequest::Kind kind, const httplib::Requ
   }
   const bool usage = parsed->include_usage;
   res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider("text/event-stream", [this, p, at = *placed, meta, usage,
-                                                         prompt_tokens](size_t, httplib::DataSink& sink) {
+  res.set_chunked_content_provider("text/event-stream", [this, p, at = *placed, meta, usage, prompt_tokens,
+                                                         deadline](size_t, httplib::DataSink& sink) {
     bool first = true;
     auto write = [&](const json& j) {
       const std::string e = sse_event(j);
@@ -369,9 +419,9 @@ void Router::handle_generation(CompletionRequest::Kind kind, const httplib::Requ
       const bool ok = write(stream_chunk(meta, line.at("text").get<std::string>(), first, std::nullopt, usage));
       first = false;
       return ok;
-    });
+    }, RequestWatch{http_client_fd(), deadline});
     if (!done) {
-      count(router_client_left(done.error()) ? "cancelled" : "error");
+      count(router_outcome(done.error()));
       write(done.error().to_json());
     } else {
       count("ok");
