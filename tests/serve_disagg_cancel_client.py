@@ -2,16 +2,17 @@
 """Client disconnects on the disaggregated path (tests/serve_disagg_cancel_test.sh), stdlib only.
 
 Usage: serve_disagg_cancel_client.py ROUTER_URL DECODE_URL ARM REFERENCE_JSON HELD_ROUTER_URL HELD_DECODE_URL HOLD
-                                     TIMEOUT_ROUTER_URL
+                                     TIMEOUT_ROUTER_URL PREFILL_URL
 The decode worker runs one sequence at a time (--max-seqs 1 --kv-slots 1 --queue-size 1), so a
 generation that went on after its client left would hold the next request (it times out), and a
 leaked receive slot would answer it with 429. The prefill worker pauses mid-transfer while the
 file ARM exists (RECUR_FAULT_PREFILL_PAUSE). REFERENCE_JSON is --role all's answer to REQUEST.
 Cases:
   1. a long streamed completion whose client leaves after three chunks;
-  2. a streamed chat whose client leaves while its prompt is still being prefilled (before any
-     token): the router sees it when the prefill answers, releases the receive slot and never
-     starts the decode.
+  2. a streamed chat whose client leaves while its prompt is still being prefilled (paused
+     mid-transfer, before any token): within 1.5 s, the pause still armed, the router has told the
+     prefill worker to cancel (recur_prefill_cancelled_total), released the receive slot and
+     counted the request cancelled; the decode never starts.
 A second decode worker (HELD_DECODE_URL: --max-seqs 1) holds each request's admission while the
 file HOLD exists (RECUR_FAULT_DECODE_HOLD), so the requests behind the held one produce nothing;
 HELD_ROUTER_URL routes to it, and so does TIMEOUT_ROUTER_URL (--request-timeout-s 1). Cases:
@@ -36,7 +37,7 @@ import time
 from urllib.parse import urlsplit
 
 ROUTER, DECODE, ARM, REFERENCE = sys.argv[1], sys.argv[2], sys.argv[3], json.load(open(sys.argv[4]))
-HELD_ROUTER, HELD_DECODE, HOLD, TIMEOUT_ROUTER = sys.argv[5], sys.argv[6], sys.argv[7], sys.argv[8]
+HELD_ROUTER, HELD_DECODE, HOLD, TIMEOUT_ROUTER, PREFILL = sys.argv[5:10]
 HEADERS = {"Content-Type": "application/json"}
 REQUEST = {"model": "tiny", "prompt": "Once upon a time", "max_tokens": 8, "temperature": 0, "ignore_eos": True}
 LONG = 8000  # tokens: far more than are generated between three chunks and the client leaving
@@ -172,6 +173,11 @@ conn, resp = open_stream("/v1/chat/completions", {"model": "tiny", "max_tokens":
                                                   "messages": [{"role": "user", "content": "Hi"}]})
 wait_for("the prefill pausing mid-transfer", lambda: os.path.exists(ARM + ".paused"))
 leave(conn)
+wait_for("the router cancelling the prefill while it is paused",
+         lambda: metric(PREFILL, "recur_prefill_cancelled_total") == 1 and
+         metric(ROUTER, 'recur_router_requests_total{outcome="cancelled"}') == 2, seconds=1.5)
+if not os.path.exists(ARM):
+    fail("during the prefill: the pause ended before the cancel")
 os.remove(ARM)
 check_cancelled("during the prefill", 2, decoded=1)
 

@@ -32,5 +32,5 @@ curl -sf --max-time 20 "$ALL/v1/completions" -H 'Content-Type: application/json'
   -d '{"model":"tiny","prompt":"Once upon a time","max_tokens":8,"temperature":0,"ignore_eos":true}' > "$T/ref.json" \
   || fail "role all"
 /usr/bin/python3 "$(dirname "$0")/serve_disagg_cancel_client.py" "$R" "$D" "$T/p.arm" "$T/ref.json" \
-  "$RH" "$DH" "$T/hold" "$RT" || fail "client"
+  "$RH" "$DH" "$T/hold" "$RT" "$P" || fail "client"
 echo "serve_disagg_cancel_test: ok"

@@ -12,18 +12,21 @@
 // while the decode worker streams, a watcher checks it and the client's connection every 100 ms,
 // text or not (request_watch.h): a client that left, or a passed deadline, closes the decode
 // worker's stream, which cancels the generation there (queued or running), and the request is
-// counted "cancelled" or "timeout" (the worker stays up). During the prefill both are checked
-// when it answers (its writes into the slot must end before the slot is released).
+// counted "cancelled" or "timeout" (the worker stays up). During the prefill the watcher tells
+// the prefill worker to cancel; it answers once its writes into the slot ended, and only then is
+// the slot released.
 // The router reaches its workers with the peer key (bearer_auth.h) and names each reservation's
 // token in /decode and /kv/release.
 #include <atomic>
 #include <condition_variable>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 #include <httplib.h>
@@ -66,13 +69,19 @@ std::string router_unreachable_text(httplib::Error e) {
   }
 }
 
+// Runs a blocking call to a worker (router_post's `runner`: run_watched, below).
+using CallRunner = std::function<void(const std::function<void()>& call)>;
+
 // `failure`, when given, receives why the worker could not be reached (refused, reset mid-answer).
 std::optional<WorkerReply> router_post(const RouterWorker& w, const std::string& peer_key, const std::string& path,
-                                       const json& body, std::string* failure = nullptr) {
+                                       const json& body, std::string* failure = nullptr,
+                                       const CallRunner& runner = nullptr) {
   httplib::Client cli(w.url);
   cli.set_connection_timeout(2);
   cli.set_read_timeout(60);
-  auto r = cli.Post(path, {{"Authorization", "Bearer " + peer_key}}, json_text(body), "application/json");
+  httplib::Result r{nullptr, httplib::Error::Unknown};
+  auto call = [&] { r = cli.Post(path, {{"Authorization", "Bearer " + peer_key}}, json_text(body), "application/json"); };
+  runner ? runner(call) : call();
   if (!r) {
     if (failure != nullptr) *failure = router_unreachable_text(r.error());
     return std::nullopt;
@@ -84,11 +93,11 @@ std::optional<WorkerReply> router_post(const RouterWorker& w, const std::string&
 
 constexpr std::chrono::milliseconds kWatchInterval{100};
 
-// Runs `call` (a blocking request on `cli`) while a watcher thread checks `watch` every
-// kWatchInterval, text or not. Once the client has left or the deadline passed it stops `cli`
-// (httplib shuts its socket down, so `call` returns at once; the worker sees its connection
-// close) and returns why.
-std::optional<ApiError> run_watched(httplib::Client& cli, const RequestWatch& watch, const std::function<void()>& call) {
+// Runs `call` (a blocking request to a worker) while a watcher thread checks `watch` every
+// kWatchInterval, text or not. Once the client has left or the deadline passed, `give_up` runs at
+// every interval until `call` returns (it makes the worker answer at once), and the reason is returned.
+std::optional<ApiError> run_watched(const RequestWatch& watch, const std::function<void()>& call,
+                                    const std::function<void()>& give_up) {
   std::mutex mu;
   std::condition_variable cv;
   bool done = false;
@@ -97,7 +106,7 @@ std::optional<ApiError> run_watched(httplib::Client& cli, const RequestWatch& wa
     std::unique_lock lock(mu);
     while (!cv.wait_for(lock, kWatchInterval, [&] { return done; })) {
       if (!why) why = watch.check();
-      if (why) cli.stop();  // again each interval: a stop before the connection exists does nothing
+      if (why) give_up();
     }
   });
   call();
@@ -141,7 +150,8 @@ class Router {
   // Round-robin order starting at the next worker, those marked up first.
   std::vector<RouterWorker*> order(std::vector<std::unique_ptr<RouterWorker>>& pool, std::atomic<size_t>& next);
   expected<Placement, ApiError> reserve();
-  expected<json, ApiError> prefill(const PreparedRequest& p, int64_t request, const Placement& at);
+  expected<json, ApiError> prefill(const PreparedRequest& p, int64_t request, const Placement& at,
+                                   const RequestWatch& watch);
   // Relays the decode worker's NDJSON lines to `on_line`; an error when it could not be reached
   // or closed the stream before its last line; `watch`'s reason when it gave the request up.
   expected<json, ApiError> decode(const PreparedRequest& p, int64_t request, const Placement& at,
@@ -209,21 +219,33 @@ expected<Router::Placement, ApiError> Router::reserve() {
   return unexpected(ApiError{503, "no decode worker is reachable", "server_error", "", "no_decode_worker"});
 }
 
-expected<json, ApiError> Router::prefill(const PreparedRequest& p, int64_t request, const Placement& at) {
+expected<json, ApiError> Router::prefill(const PreparedRequest& p, int64_t request, const Placement& at,
+                                         const RequestWatch& watch) {
   json msg = at.reservation;
   msg.erase("token");  // the reservation's: only the decode messages need it
   msg["request"] = request;
   msg["prompt_ids"] = p.prompt_ids;
   role_put_prompt_embeddings(msg, p);  // a chat's images, encoded by this process (image_encoder.h)
   // A prefill worker that refuses the connection or dies mid-prefill (nothing was relayed yet;
-  // the next one rewrites the whole slot) is marked down and the next one is tried.
+  // the next one rewrites the whole slot) is marked down and the next one is tried. When the
+  // client leaves or the deadline passes meanwhile, the worker is told to cancel (POST
+  // /prefill/cancel: it stops sending and answers once nothing is in flight, so the slot may
+  // then be released) and the request ends with that reason.
+  const json cancel = {{"tcp", at.reservation.at("tcp")}, {"generation", at.reservation.at("generation")}};
   std::string lost;
   bool first = true;
   for (RouterWorker* w : order(prefill_, next_prefill_)) {
     if (!first) count("prefill_retried");
     first = false;
     std::string failure;
-    auto r = router_post(*w, options_.serve.peer_key, "/prefill", msg, &failure);
+    std::optional<ApiError> gave_up;
+    auto r = router_post(*w, options_.serve.peer_key, "/prefill", msg, &failure, [&](const std::function<void()>& call) {
+      bool told = false;
+      gave_up = run_watched(watch, call, [&] {
+        if (!std::exchange(told, true)) router_post(*w, options_.serve.peer_key, "/prefill/cancel", cancel);
+      });
+    });
+    if (gave_up) return unexpected(*gave_up);
     w->up.store(r.has_value());
     if (!r) {
       lost += fmt::format("{}prefill worker {}: {}", lost.empty() ? "" : "; ", w->url, failure);
@@ -285,7 +307,9 @@ expected<json, ApiError> Router::decode(const PreparedRequest& p, int64_t reques
     return true;
   };
   httplib::Result result{nullptr, httplib::Error::Unknown};
-  const std::optional<ApiError> gave_up = run_watched(cli, watch, [&] { result = cli.send(req); });
+  // Giving up closes the stream (again each interval: a stop before the connection exists does
+  // nothing); the decode worker then cancels the job.
+  const std::optional<ApiError> gave_up = run_watched(watch, [&] { result = cli.send(req); }, [&] { cli.stop(); });
   const bool finished = result && status == 200 && last && !last->contains("error");
   if (client_left) return unexpected(client_closed_error());  // not the worker's fault: it stays up
   if (gave_up && !finished) return unexpected(*gave_up);      // nor is a client that left, or a deadline
@@ -327,13 +351,7 @@ expected<json, ApiError> Router::attempt(const PreparedRequest& p, const Placeme
                                          const std::function<bool(const json&)>& on_line, const RequestWatch& watch,
                                          bool& lost) {
   const int64_t request = next_request_.fetch_add(1);
-  auto pre = prefill(p, request, at);
-  if (pre) {
-    if (auto why = watch.check()) {  // the client left, or the deadline passed, during the prefill
-      release(at);
-      return unexpected(std::move(*why));
-    }
-  }
+  auto pre = prefill(p, request, at, watch);
   if (!pre) {
     lost = !reachable(*at.decode);
     if (!lost) release(at);
@@ -342,6 +360,10 @@ expected<json, ApiError> Router::attempt(const PreparedRequest& p, const Placeme
                                                   at.decode->url, pre.error().message),
                                  "server_error", "", "decode_worker_lost"});
     return unexpected(pre.error());
+  }
+  if (auto why = watch.check()) {  // the client left, or the deadline passed, as the prefill ended
+    release(at);
+    return unexpected(std::move(*why));
   }
   auto done = decode(p, request, at, on_line, watch);
   lost = !done && !at.decode->up.load();
