@@ -20,6 +20,8 @@ THREADS="${THREADS:-2}"
 MAX_SEQS="${MAX_SEQS:-16}"
 T="$(mktemp -d)"
 PIDS=""
+# The disaggregated roles need a peer key (docs/serve.md, "Authentication").
+export RECUR_PEER_KEY="${RECUR_PEER_KEY:-bench-$$-$(date +%s%N)}"
 cleanup() {
   for p in $PIDS; do kill "$p" 2>/dev/null; done
   rm -rf "$T"

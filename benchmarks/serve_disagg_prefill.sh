@@ -20,6 +20,8 @@ MODEL="${5:-}"
 THREADS="${6:-2}"
 T="$(mktemp -d)"
 PIDS=""
+# The disaggregated roles need a peer key (docs/serve.md, "Authentication"); this script is their router.
+export RECUR_PEER_KEY="${RECUR_PEER_KEY:-bench-$$-$(date +%s%N)}"
 cleanup() { for p in $PIDS; do kill "$p" 2>/dev/null; done; rm -rf "$T"; }
 trap cleanup EXIT
 MARG=""
@@ -46,12 +48,13 @@ for mode in off shm tcp; do
   URLS="$URLS $mode=http://127.0.0.1:$p"
 done
 /usr/bin/python3 - "http://127.0.0.1:$D" "$TOKENS" "$RUNS" "$REPS" $URLS <<'PY'
-import json, statistics, sys, urllib.request
+import json, os, statistics, sys, urllib.request
 decode, tokens, runs, reps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 workers = dict(a.split("=", 1) for a in sys.argv[5:])
 modes = list(workers)
 def post(url, body):
-    req = urllib.request.Request(url, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    req = urllib.request.Request(url, json.dumps(body).encode(), {"Content-Type": "application/json",
+                                 "Authorization": "Bearer " + os.environ["RECUR_PEER_KEY"]})
     with urllib.request.urlopen(req, timeout=600) as r:
         return json.load(r)
 ids = [(i * 37 + 11) % 350 + 1 for i in range(tokens)]
@@ -68,7 +71,7 @@ for run in range(runs):
             msg = dict(slot, request=request, prompt_ids=ids)
             request += 1
             out = post(workers[m] + "/prefill", msg)
-            post(decode + "/kv/release", {"slot": slot["slot"]})
+            post(decode + "/kv/release", {"slot": slot["slot"], "token": slot["token"]})
             rates.append(out["prompt_tokens"] / out["prefill_seconds"])
             share[m].append((out["hook_seconds"] + out["tail_seconds"]) / out["prefill_seconds"])
             transfer[m].append(out["transfer_seconds"])

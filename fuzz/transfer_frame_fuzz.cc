@@ -1,6 +1,7 @@
 // The KV transfer protocol's decoding (src/transfer/frame.h), fed arbitrary bytes: a header
 // either decodes to fields that encode back to the same 48 bytes, or is rejected with an error;
-// payload checks, region tables, error replies and segment names never crash.
+// payload checks, region tables, error replies, the handshake's auth payloads and authenticated
+// hello replies (peer authentication) and segment names never crash.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -25,6 +26,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   auto table = decode_region_table(bytes);
   if (table && encode_region_table(*table).size() != size) std::abort();
+  if (auto auth = decode_auth_payload(bytes); auth && encode_auth_payload(*auth).size() != size) std::abort();
+  if (auto reply = decode_auth_reply(bytes)) {
+    auto again = encode_auth_reply(reply->server_proof, reply->regions);
+    if (again.size() != size || std::memcmp(again.data(), data, size) != 0) std::abort();
+  }
   (void)check_segment_name(std::string_view(reinterpret_cast<const char*>(data), size));
   return 0;
 }

@@ -10,7 +10,7 @@ packages=(
   # libraries (docs/dependencies.md says why each one)
   libcli11-dev libfmt-dev nlohmann-json3-dev libsimdjson-dev
   libprotobuf-dev protobuf-compiler zlib1g-dev libsqlite3-dev libtomlplusplus-dev
-  libcpp-httplib-dev libxxhash-dev libpng-dev libre2-dev
+  libcpp-httplib-dev libxxhash-dev libpng-dev libre2-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   # Python bindings (python/, docs/python.md): /usr/bin/python3 builds, imports and tests them
   pybind11-dev python3-dev python3-numpy python3-pytest python3-pip python3-venv python3-setuptools python3-wheel

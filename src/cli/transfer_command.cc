@@ -4,6 +4,7 @@
 
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 
 #include <fmt/format.h>
@@ -19,6 +20,12 @@ struct TransferBenchFlags {
   bool json = false;
 };
 
+// RECUR_PEER_KEY, the key TCP peers prove to each other (docs/transfer.md, "Peer authentication").
+std::string transfer_peer_key() {
+  const char* key = std::getenv("RECUR_PEER_KEY");
+  return key != nullptr ? key : "";
+}
+
 std::string transfer_self_path() {
   char buf[PATH_MAX];
   ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
@@ -27,6 +34,7 @@ std::string transfer_self_path() {
 
 int run_transfer_bench_verb(TransferBenchFlags f) {
   f.options.peer_program = transfer_self_path();
+  f.options.peer_key = transfer_peer_key();
   auto report = transfer::run_transfer_bench(f.options);
   if (!report) return report_failure(report.error());
   if (f.json)
@@ -67,6 +75,7 @@ void register_transfer(CLI::App& app, Invocation& inv) {
   peer->add_option("--bytes", p->bytes, "receive area bytes")->required()->check(CLI::Range(uint64_t(1), uint64_t(1) << 36));
   peer->callback([&inv, p] {
     inv.run = [p] {
+      p->peer_key = transfer_peer_key();
       auto s = transfer::run_transfer_peer(*p, stdout);
       return s ? kExitOk : report_failure(s.error());
     };

@@ -357,10 +357,13 @@ Status HttpFront::run(int listen_fd, const FrontOptions& options) {
 
 void HttpFront::stop_front() { stop_requested_.store(true); }
 
-bool http_client_gone() {
-  if (handler_client_fd < 0) return false;
-  pollfd p{handler_client_fd, POLLRDHUP, 0};
+bool http_socket_closed(int fd) {
+  pollfd p{fd, POLLRDHUP, 0};
   return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
+
+bool http_client_gone() { return handler_client_fd >= 0 && http_socket_closed(handler_client_fd); }
+
+int http_client_fd() { return handler_client_fd; }
 
 }  // namespace recur::serve

@@ -47,5 +47,10 @@ class HttpFront : public httplib::Server {
 // Whether the client of the request this handler thread is answering has closed its connection
 // (then nobody will read the answer: the handler may stop working on it). False off a handler thread.
 bool http_client_gone();
+// The socket of that client (-1 off a handler thread): to check from another thread while the
+// handler waits (request_watch.h).
+int http_client_fd();
+// Whether the peer of `fd` closed or reset its side (a half-close counts: POLLRDHUP).
+bool http_socket_closed(int fd);
 
 }  // namespace recur::serve

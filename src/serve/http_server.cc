@@ -20,6 +20,7 @@
 #include "serve/live_jobs.h"
 #include "serve/logprobs_json.h"
 #include "serve/openai_json.h"
+#include "serve/request_watch.h"
 #include "serve/serve.h"
 #include "serve/serve_loop.h"
 
@@ -27,17 +28,6 @@ namespace recur::serve {
 namespace {
 
 using nlohmann::json;
-
-// When a request's generation is given up: --request-timeout-s after arrival, or sooner when
-// the request's "timeout" asks.
-struct RequestDeadline {
-  double seconds = 0;
-  int64_t at_ns = 0;
-};
-RequestDeadline request_deadline(int64_t arrival_ns, int server_limit_s, std::optional<double> requested_s) {
-  const double seconds = std::min(double(server_limit_s), requested_s.value_or(double(server_limit_s)));
-  return {seconds, arrival_ns + int64_t(seconds * 1e9)};
-}
 
 struct ServerState {
   const ServeOptions& options;
@@ -78,13 +68,6 @@ std::string stream_error_event(const ApiError& error) { return sse_event(error.t
 
 constexpr std::chrono::milliseconds kClientCheckInterval{100};
 
-// Cancels `job`: a running one is freed by the scheduler at its next step; a queued one leaves the
-// queue now (finished as cancelled), so that it holds no place there either.
-void cancel_job(ServerState& s, const std::shared_ptr<Job>& job) {
-  job->cancel();
-  if (s.queue.remove(job)) JobOutput::finish_cancelled(*job, s.metrics);
-}
-
 // The job's next update; or, when its client closed the connection or its deadline passed, the
 // job cancelled and why.
 expected<Job::Update, ApiError> next_update(ServerState& s, const std::shared_ptr<Job>& job,
@@ -92,16 +75,9 @@ expected<Job::Update, ApiError> next_update(ServerState& s, const std::shared_pt
   auto u = job->wait_update_for(kClientCheckInterval);
   if (u && u->result) return std::move(*u);  // finished: nothing left to cancel
   // Checked at every update too (text arrives every step while a generation runs): one poll().
-  if (http_client_gone()) {
-    cancel_job(s, job);
-    return unexpected(ApiError{499, "the client closed the connection: the generation was cancelled",
-                               "invalid_request_error", "", "client_closed"});
-  }
-  if (now_ns() >= deadline.at_ns) {
-    cancel_job(s, job);
-    return unexpected(ApiError{408, fmt::format("the request ran past its deadline of {:g} s (the request's 'timeout', "
-                                                "at most --request-timeout-s) and was cancelled", deadline.seconds),
-                               "invalid_request_error", "timeout", "request_timeout"});
+  if (auto why = RequestWatch{http_client_fd(), deadline}.check()) {
+    cancel_job(job, s.queue, s.metrics);
+    return unexpected(std::move(*why));
   }
   return u ? std::move(*u) : Job::Update{};
 }
@@ -129,7 +105,7 @@ void stream_job(ServerState& s, std::shared_ptr<Job> job, ResponseMeta meta, boo
         LogprobsJson logprobs(meta.kind);
         for (;;) {
           auto next = next_update(s, job, deadline);
-          if (!next) return next.error().code == "client_closed" ? false : write(stream_error_event(next.error())) && end();
+          if (!next) return is_client_closed(next.error()) ? false : write(stream_error_event(next.error())) && end();
           Job::Update& u = *next;
           const std::string text = std::exchange(echo, {}) + u.text;
           if (!text.empty() || !u.logprobs.empty() || (first && meta.kind == CompletionRequest::Kind::kChat)) {

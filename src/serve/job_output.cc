@@ -59,4 +59,9 @@ void JobOutput::finish_cancelled(Job& job, Metrics& metrics) {
   job.finish(std::move(result));
 }
 
+void cancel_job(const std::shared_ptr<Job>& job, JobQueue& queue, Metrics& metrics) {
+  job->cancel();
+  if (queue.remove(job)) JobOutput::finish_cancelled(*job, metrics);
+}
+
 }  // namespace recur::serve

@@ -9,6 +9,7 @@
 
 #include "engine/tokenizer.h"
 #include "serve/job.h"
+#include "serve/job_queue.h"
 #include "serve/metrics.h"
 #include "serve/stop_matcher.h"
 
@@ -43,5 +44,9 @@ class JobOutput {
   StopMatcher matcher_;
   int64_t last_ns_ = 0;
 };
+
+// Cancels `job`: a running one is freed by its scheduler at the next step; a queued one leaves
+// the queue now (finished as cancelled), so that it holds no place there either.
+void cancel_job(const std::shared_ptr<Job>& job, JobQueue& queue, Metrics& metrics);
 
 }  // namespace recur::serve

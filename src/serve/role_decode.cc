@@ -21,6 +21,8 @@
 #include "engine/sequence_state.h"
 #include "serve/batch_scheduler.h"
 #include "serve/bearer_auth.h"
+#include "serve/http_front.h"
+#include "serve/job_output.h"
 #include "serve/job_queue.h"
 #include "serve/kv_metrics.h"
 #include "serve/live_jobs.h"
@@ -34,6 +36,7 @@ namespace {
 using nlohmann::json;
 
 constexpr std::chrono::milliseconds kDecodeReceiveTimeout{10000};
+constexpr std::chrono::milliseconds kRouterCheckInterval{100};
 
 // A receive slot: free; reserved by a router (which holds its token) until it sends /decode or
 // /kv/release, or until the reservation expires; or receiving (a /decode copies its state out).
@@ -164,7 +167,8 @@ Result<std::unique_ptr<DecodeWorker>> DecodeWorker::create(const RoleOptions& o)
   const std::string segment = fmt::format("recur-decode-{}", getpid());
   RECUR_ASSIGN_OR_RETURN(double link, transfer::link_bytes_per_s(o.serve.knobs));
   RECUR_ASSIGN_OR_RETURN(w->engine_, transfer::TransferEngine::create(
-                                         {.segment_name = segment, .listen = o.kv_listen, .link_bytes_per_s = link}));
+                                         {.segment_name = segment, .listen = o.kv_listen, .link_bytes_per_s = link,
+                                          .peer_key = o.serve.peer_key}));  // --kv-listen serves only key holders
   const size_t bytes = size_t(o.kv_slots) * w->layout_.sequence_bytes();
   RECUR_ASSIGN_OR_RETURN(w->area_, w->engine_->allocate_shared(bytes));
   RECUR_ASSIGN_OR_RETURN(w->region_, w->engine_->register_memory(w->area_, bytes, "cpu:0"));
@@ -292,20 +296,28 @@ Result<std::shared_ptr<DecodeJob>> DecodeWorker::receive(const json& msg, int sl
   return job;
 }
 
-// Streams the job's text as newline-delimited JSON; a failed write means the router went away
-// (its client left): the job is cancelled and the scheduler frees its sequence.
+// Streams the job's text as newline-delimited JSON. The router closing the stream (its client
+// left, or the request's deadline passed) cancels the job: seen by a failed write, or within
+// kRouterCheckInterval while no text comes (the job queued, or its admission held), so a
+// queued job leaves the queue and a running one is freed at the scheduler's next step.
 void DecodeWorker::relay(const std::shared_ptr<DecodeJob>& job, httplib::Response& res) {
   res.set_chunked_content_provider(
       "application/x-ndjson",
-      [job](size_t, httplib::DataSink& sink) {
+      [this, job](size_t, httplib::DataSink& sink) {
         auto emit = [&](const json& line) {
           const std::string text = json_text_line(line);
           if (sink.write(text.data(), text.size())) return true;
-          job->cancel();
+          cancel_job(job, *queue_, metrics_);
           return false;
         };
         for (;;) {
-          Job::Update u = job->wait_update();
+          std::optional<Job::Update> next = job->wait_update_for(kRouterCheckInterval);
+          if (!next && http_client_gone()) {
+            cancel_job(job, *queue_, metrics_);
+            return false;
+          }
+          if (!next) continue;
+          Job::Update& u = *next;
           if (!u.text.empty() && !emit(json{{"text", u.text}})) return false;
           if (!u.result) continue;
           const JobResult& r = *u.result;

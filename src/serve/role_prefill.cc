@@ -2,8 +2,11 @@
 // soon as the layer is computed (the batch's layer hook), overlapping the later layers' compute.
 // A chat prompt with images comes with the encoded rows (role_protocol.h), which enter the
 // forward in place of their positions' placeholder tokens, as in `--role all`.
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -32,13 +35,56 @@ ApiError prefill_failure(const Error& e) {
   return {502, "prefill worker: " + e.to_string(), "server_error", "", "kv_transfer_failed"};
 }
 
+// Names a prefill across routers: its receive slot's decode worker (the "tcp" address of the
+// reservation) and generation, which /prefill and /prefill/cancel both carry. (Request ids are
+// per router, so two routers' requests may share one.)
+Result<std::string> prefill_cancel_key(const json& msg) {
+  const json tcp = msg.value("tcp", json()), generation = msg.value("generation", json());
+  if (!tcp.is_string() || !generation.is_number_unsigned())
+    return invalid_argument("'tcp' (a string) and 'generation' (a number) name the reservation of the prefill");
+  return fmt::format("{}#{}", tcp.get<std::string>(), generation.get<uint64_t>());
+}
+
+// Prefills the router gave up (its client left, or the deadline passed) while they wait for or
+// run (POST /prefill/cancel). A cancel may come before its prefill: at most kMaxCancels are kept,
+// the oldest dropped first.
+class CancelledRequests {
+ public:
+  static constexpr size_t kMaxCancels = 256;
+  void add(const std::string& request) {
+    std::lock_guard lock(mu_);
+    ids_.push_back(request);
+    if (ids_.size() > kMaxCancels) ids_.pop_front();
+  }
+  bool contains(const std::string& request) const {
+    std::lock_guard lock(mu_);
+    return std::find(ids_.begin(), ids_.end(), request) != ids_.end();
+  }
+  // Whether `request` was cancelled; forgets it.
+  bool take(const std::string& request) {
+    std::lock_guard lock(mu_);
+    auto it = std::find(ids_.begin(), ids_.end(), request);
+    if (it == ids_.end()) return false;
+    ids_.erase(it);
+    return true;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::deque<std::string> ids_;
+};
+
 class PrefillWorker {
  public:
   static Result<std::unique_ptr<PrefillWorker>> create(const RoleOptions& o);
   void handle_prefill(const httplib::Request& req, httplib::Response& res);
+  void handle_cancel(const httplib::Request& req, httplib::Response& res);
   std::string metrics() const {
     std::string out;
     kv_metrics_.render(out);
+    out += fmt::format("# HELP recur_prefill_cancelled_total prefills the router cancelled (its client left, or the "
+                       "deadline passed)\n# TYPE recur_prefill_cancelled_total counter\nrecur_prefill_cancelled_total "
+                       "{}\n", cancelled_total_.load());
     return out;
   }
 
@@ -58,6 +104,8 @@ class PrefillWorker {
   std::string mode_;
   std::map<std::string, Peer> peers_;
   std::mutex mu_;  // one prompt at a time
+  CancelledRequests cancels_;
+  std::atomic<uint64_t> cancelled_total_{0};
   KvTransferMetrics kv_metrics_;
 };
 
@@ -69,7 +117,7 @@ Result<std::unique_ptr<PrefillWorker>> PrefillWorker::create(const RoleOptions& 
   RECUR_ASSIGN_OR_RETURN(double link, transfer::link_bytes_per_s(o.serve.knobs));
   RECUR_ASSIGN_OR_RETURN(w->engine_, transfer::TransferEngine::create(
                                          {.segment_name = fmt::format("recur-prefill-{}", getpid()), .listen = "",
-                                          .link_bytes_per_s = link}));
+                                          .link_bytes_per_s = link, .peer_key = o.serve.peer_key}));
   // The blocks, then 64 bytes for a fault-injected byte.
   w->staging_ = AlignedBuffer(size_t(w->layout_.layers) * w->layout_.max_block_bytes + 64, true);
   RECUR_RETURN_IF_ERROR(w->engine_->register_memory(w->staging_.data(), w->staging_.size(), "cpu:0"));
@@ -113,6 +161,12 @@ Result<json> PrefillWorker::prefill(const json& msg) {
       return invalid_argument("prefill: prompt_ids[{}] = {} is outside the vocabulary of {}", i, ids[i],
                               e_.model->config().vocab);
   RECUR_RETURN_IF_ERROR(role_get_prompt_embeddings(msg, e_.model->config().dim, prompt));
+  // Checked before the prefill, between chunks and per layer of the last one: a cancelled
+  // prefill stops sending, waits for what is in flight and answers (handle_prefill: 499).
+  RECUR_ASSIGN_OR_RETURN(const std::string cancel_key, prefill_cancel_key(msg));
+  auto cancelled = [&] { return cancels_.contains(cancel_key); };
+  const Error cancel_error(ErrorCode::kFailedPrecondition, fmt::format("request {} was cancelled", request));
+  if (cancelled()) return unexpected(cancel_error);
   Peer* p = nullptr;
   uint64_t area_offset = 0;
   if (mode_ != "off") {
@@ -137,13 +191,13 @@ Result<json> PrefillWorker::prefill(const json& msg) {
     bytes += n;
     // RECUR_FAULT_PREFILL_PAUSE=PATH: a test's point to SIGKILL this worker or its decode worker
     // in the middle of a transfer.
-    if (layer == 0) role_fault_hold("RECUR_FAULT_PREFILL_PAUSE");
+    if (layer == 0) role_fault_hold("RECUR_FAULT_PREFILL_PAUSE", cancelled);
   };
   // Earlier chunks only fill the cache; the last chunk's layer hook sends each finished layer.
   const size_t chunk = size_t(e_.batch_options.max_batch_tokens);
   std::vector<BatchToken> rows;
   Result<std::span<const float>> logits = std::span<const float>();
-  for (size_t start = 0; start < ids.size() && logits; start += chunk) {
+  for (size_t start = 0; start < ids.size() && logits && !cancelled(); start += chunk) {
     const size_t end = std::min(ids.size(), start + chunk);
     rows.clear();
     for (size_t i = start; i < end; ++i)
@@ -152,6 +206,8 @@ Result<json> PrefillWorker::prefill(const json& msg) {
     if (end == ids.size() && p != nullptr)  // off: the forward alone, the baseline
       e_.batch->set_layer_hook([&](int layer) {
         const int64_t h0 = now_ns();
+        if (sent && cancelled()) sent = unexpected(cancel_error);
+        if (!sent) return;
         auto n = layer_state_bytes(*e_.batch, seq, layer);
         if (!n) sent = unexpected(n.error());
         if (!sent) return;
@@ -167,6 +223,7 @@ Result<json> PrefillWorker::prefill(const json& msg) {
   Status freed = e_.batch->free_sequence(seq);
   if (!logits) return unexpected(logits.error());
   RECUR_RETURN_IF_ERROR(freed);
+  if (sent && cancelled()) sent = unexpected(cancel_error);
   const int last = e_.model->config().n_layers;
   std::memcpy(staging_.data() + size_t(last) * layout_.max_block_bytes, logits->data(), logits->size_bytes());
   send_block(last, logits->size_bytes());
@@ -175,7 +232,7 @@ Result<json> PrefillWorker::prefill(const json& msg) {
     if (sent) sent = finished;
     if (sent && std::getenv("RECUR_FAULT_CORRUPT_KV") != nullptr) sent = corrupt_first_block(*p, area_offset);
     if (!sent) {
-      kv_metrics_.count_failure();
+      if (!cancelled()) kv_metrics_.count_failure();
       return unexpected(sent.error());
     }
   }
@@ -198,12 +255,27 @@ void PrefillWorker::handle_prefill(const httplib::Request& req, httplib::Respons
     return role_send_error(res, {400, fmt::format("prefill message: {}", e.what()), "invalid_request_error", "",
                                  "bad_message"});
   }
+  auto key = prefill_cancel_key(*msg);
+  if (key && cancels_.take(*key)) {  // the router no longer waits for it
+    cancelled_total_.fetch_add(1);
+    return role_send_error(res, {499, "prefill worker: the router cancelled the request", "invalid_request_error", "",
+                                 "cancelled"});
+  }
   if (!out) {
     const bool bad = out.error().code() == ErrorCode::kInvalidArgument;
     return role_send_error(res, bad ? ApiError{400, out.error().to_string(), "invalid_request_error", "", ""}
                                     : prefill_failure(out.error()));
   }
   role_send_json(res, *out);
+}
+
+void PrefillWorker::handle_cancel(const httplib::Request& req, httplib::Response& res) {
+  auto msg = role_parse_body(req.body);
+  if (!msg) return role_send_error(res, msg.error());
+  auto key = prefill_cancel_key(*msg);
+  if (!key) return role_send_error(res, bad_request("generation", "bad_message", "{}", key.error().message()));
+  cancels_.add(*key);
+  role_send_json(res, {{"cancelled", true}});
 }
 
 }  // namespace
@@ -216,6 +288,7 @@ Status run_prefill_worker(const RoleOptions& options) {
   require_bearer_key(svr, options.serve.peer_key, /*metrics_open=*/true);
   role_add_worker_routes(svr, "prefill", [&w] { return w->metrics(); });
   svr.Post("/prefill", [&w](const httplib::Request& req, httplib::Response& res) { w->handle_prefill(req, res); });
+  svr.Post("/prefill/cancel", [&w](const httplib::Request& req, httplib::Response& res) { w->handle_cancel(req, res); });
   return serve_until_signal(svr, options.serve, front_options(options.serve), "prefill worker");
 }
 

@@ -35,12 +35,12 @@ Result<transfer::KvLayout> role_kv_layout(Batch& batch, SeqId seq, const Model& 
 
 }  // namespace
 
-void role_fault_hold(const char* env) {
+void role_fault_hold(const char* env, const std::function<bool()>& give_up) {
   const char* armed = std::getenv(env);
   if (armed == nullptr || !std::filesystem::exists(armed)) return;
   const std::string paused = std::string(armed) + ".paused";
   std::ofstream(paused) << getpid() << "\n";
-  for (int i = 0; i < 1000 && std::filesystem::exists(armed); ++i)
+  for (int i = 0; i < 1000 && std::filesystem::exists(armed) && !(give_up && give_up()); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   std::error_code ignored;
   std::filesystem::remove(paused, ignored);

@@ -80,7 +80,8 @@ std::string json_text_line(const nlohmann::json& j);
 // variable `env` exists, writes PATH.paused and waits until PATH is removed (10 s at most), so a
 // test can act at a known point (kill a worker mid-transfer, queue requests behind a held one).
 // Without the variable, or without the file, returns at once.
-void role_fault_hold(const char* env);
+// `give_up`, when given, ends the wait early once it returns true (a cancelled request).
+void role_fault_hold(const char* env, const std::function<bool()>& give_up = nullptr);
 
 // The disaggregated roles need a peer key (RECUR_PEER_KEY or --peer-key-file): an error naming
 // both when `options` has none.

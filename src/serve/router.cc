@@ -7,27 +7,37 @@
 // round-robin until a probe or a later request finds it up. A request whose prefill worker dies
 // is retried on the next prefill worker (503 when none is left); one whose decode worker dies
 // before any text was relayed is retried once on each other decode worker; otherwise it fails
-// with a 502 error JSON (an error event when streaming). A streaming client that leaves is seen
-// when its next piece cannot be written: the router closes the decode worker's stream, which
-// cancels the generation there, and counts the request "cancelled" (the worker stays up); so does
-// a non-streamed client whose connection closed (http_client_gone, checked per relayed piece).
+// with a 502 error JSON (an error event when streaming). Every request has a deadline
+// (--request-timeout-s, or the request's "timeout": 408 request_timeout, as `--role all`), and
+// while the decode worker streams, a watcher checks it and the client's connection every 100 ms,
+// text or not (request_watch.h): a client that left, or a passed deadline, closes the decode
+// worker's stream, which cancels the generation there (queued or running), and the request is
+// counted "cancelled" or "timeout" (the worker stays up). During the prefill the watcher tells
+// the prefill worker to cancel; it answers once its writes into the slot ended, and only then is
+// the slot released.
 // The router reaches its workers with the peer key (bearer_auth.h) and names each reservation's
 // token in /decode and /kv/release.
 #include <atomic>
+#include <condition_variable>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include "core/clock.h"
 #include "engine/gguf.h"
 #include "serve/bearer_auth.h"
 #include "serve/kv_metrics.h"
 #include "serve/openai_json.h"
 #include "serve/prompt.h"
+#include "serve/request_watch.h"
 #include "serve/role_protocol.h"
 #include "serve/role_workers.h"
 
@@ -59,13 +69,19 @@ std::string router_unreachable_text(httplib::Error e) {
   }
 }
 
+// Runs a blocking call to a worker (router_post's `runner`: run_watched, below).
+using CallRunner = std::function<void(const std::function<void()>& call)>;
+
 // `failure`, when given, receives why the worker could not be reached (refused, reset mid-answer).
 std::optional<WorkerReply> router_post(const RouterWorker& w, const std::string& peer_key, const std::string& path,
-                                       const json& body, std::string* failure = nullptr) {
+                                       const json& body, std::string* failure = nullptr,
+                                       const CallRunner& runner = nullptr) {
   httplib::Client cli(w.url);
   cli.set_connection_timeout(2);
   cli.set_read_timeout(60);
-  auto r = cli.Post(path, {{"Authorization", "Bearer " + peer_key}}, json_text(body), "application/json");
+  httplib::Result r{nullptr, httplib::Error::Unknown};
+  auto call = [&] { r = cli.Post(path, {{"Authorization", "Bearer " + peer_key}}, json_text(body), "application/json"); };
+  runner ? runner(call) : call();
   if (!r) {
     if (failure != nullptr) *failure = router_unreachable_text(r.error());
     return std::nullopt;
@@ -75,12 +91,38 @@ std::optional<WorkerReply> router_post(const RouterWorker& w, const std::string&
   return reply;
 }
 
-// The request's client went away (a streamed piece could not be written); nobody reads this.
-ApiError router_client_left_error() {
-  return {499, "the client closed the connection: the generation was cancelled", "invalid_request_error", "",
-          "client_closed"};
+constexpr std::chrono::milliseconds kWatchInterval{100};
+
+// Runs `call` (a blocking request to a worker) while a watcher thread checks `watch` every
+// kWatchInterval, text or not. Once the client has left or the deadline passed, `give_up` runs at
+// every interval until `call` returns (it makes the worker answer at once), and the reason is returned.
+std::optional<ApiError> run_watched(const RequestWatch& watch, const std::function<void()>& call,
+                                    const std::function<void()>& give_up) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::optional<ApiError> why;
+  std::thread watcher([&] {
+    std::unique_lock lock(mu);
+    while (!cv.wait_for(lock, kWatchInterval, [&] { return done; })) {
+      if (!why) why = watch.check();
+      if (why) give_up();
+    }
+  });
+  call();
+  {
+    std::lock_guard lock(mu);
+    done = true;
+  }
+  cv.notify_one();
+  watcher.join();
+  return why;
 }
-bool router_client_left(const ApiError& e) { return e.code == "client_closed"; }
+
+// The router_requests_total outcome of a request that failed with `e`.
+std::string router_outcome(const ApiError& e) {
+  return is_client_closed(e) ? "cancelled" : e.code == "request_timeout" ? "timeout" : "error";
+}
 
 ApiError worker_error(const WorkerReply& r, std::string_view what) {
   std::string message = fmt::format("{} answered HTTP {}", what, r.status);
@@ -108,16 +150,19 @@ class Router {
   // Round-robin order starting at the next worker, those marked up first.
   std::vector<RouterWorker*> order(std::vector<std::unique_ptr<RouterWorker>>& pool, std::atomic<size_t>& next);
   expected<Placement, ApiError> reserve();
-  expected<json, ApiError> prefill(const PreparedRequest& p, int64_t request, const Placement& at);
+  expected<json, ApiError> prefill(const PreparedRequest& p, int64_t request, const Placement& at,
+                                   const RequestWatch& watch);
   // Relays the decode worker's NDJSON lines to `on_line`; an error when it could not be reached
-  // or closed the stream before its last line.
+  // or closed the stream before its last line; `watch`'s reason when it gave the request up.
   expected<json, ApiError> decode(const PreparedRequest& p, int64_t request, const Placement& at,
-                                  const std::function<bool(const json&)>& on_line);
+                                  const std::function<bool(const json&)>& on_line, const RequestWatch& watch);
   bool reachable(RouterWorker& w);  // probes /health, updates w.up
   expected<json, ApiError> attempt(const PreparedRequest& p, const Placement& at,
-                                   const std::function<bool(const json&)>& on_line, bool& lost);
+                                   const std::function<bool(const json&)>& on_line, const RequestWatch& watch,
+                                   bool& lost);
   expected<json, ApiError> generate(const PreparedRequest& p, Placement first,
-                                    const std::function<bool(const json&)>& on_line);
+                                    const std::function<bool(const json&)>& on_line, const RequestWatch& watch);
+  void release(const Placement& at);
   void count(const std::string& outcome);
 
   RoleOptions options_;
@@ -174,21 +219,33 @@ expected<Router::Placement, ApiError> Router::reserve() {
   return unexpected(ApiError{503, "no decode worker is reachable", "server_error", "", "no_decode_worker"});
 }
 
-expected<json, ApiError> Router::prefill(const PreparedRequest& p, int64_t request, const Placement& at) {
+expected<json, ApiError> Router::prefill(const PreparedRequest& p, int64_t request, const Placement& at,
+                                         const RequestWatch& watch) {
   json msg = at.reservation;
   msg.erase("token");  // the reservation's: only the decode messages need it
   msg["request"] = request;
   msg["prompt_ids"] = p.prompt_ids;
   role_put_prompt_embeddings(msg, p);  // a chat's images, encoded by this process (image_encoder.h)
   // A prefill worker that refuses the connection or dies mid-prefill (nothing was relayed yet;
-  // the next one rewrites the whole slot) is marked down and the next one is tried.
+  // the next one rewrites the whole slot) is marked down and the next one is tried. When the
+  // client leaves or the deadline passes meanwhile, the worker is told to cancel (POST
+  // /prefill/cancel: it stops sending and answers once nothing is in flight, so the slot may
+  // then be released) and the request ends with that reason.
+  const json cancel = {{"tcp", at.reservation.at("tcp")}, {"generation", at.reservation.at("generation")}};
   std::string lost;
   bool first = true;
   for (RouterWorker* w : order(prefill_, next_prefill_)) {
     if (!first) count("prefill_retried");
     first = false;
     std::string failure;
-    auto r = router_post(*w, options_.serve.peer_key, "/prefill", msg, &failure);
+    std::optional<ApiError> gave_up;
+    auto r = router_post(*w, options_.serve.peer_key, "/prefill", msg, &failure, [&](const std::function<void()>& call) {
+      bool told = false;
+      gave_up = run_watched(watch, call, [&] {
+        if (!std::exchange(told, true)) router_post(*w, options_.serve.peer_key, "/prefill/cancel", cancel);
+      });
+    });
+    if (gave_up) return unexpected(*gave_up);
     w->up.store(r.has_value());
     if (!r) {
       lost += fmt::format("{}prefill worker {}: {}", lost.empty() ? "" : "; ", w->url, failure);
@@ -206,7 +263,7 @@ expected<json, ApiError> Router::prefill(const PreparedRequest& p, int64_t reque
 }
 
 expected<json, ApiError> Router::decode(const PreparedRequest& p, int64_t request, const Placement& at,
-                                        const std::function<bool(const json&)>& on_line) {
+                                        const std::function<bool(const json&)>& on_line, const RequestWatch& watch) {
   const json msg = {{"request", request}, {"slot", at.reservation.at("slot")}, {"token", at.reservation.at("token")},
                     {"generation", at.reservation.at("generation")}, {"prompt_ids", p.prompt_ids},
                     {"max_tokens", p.options.max_new_tokens}, {"temperature", p.options.sampling.temperature},
@@ -249,8 +306,13 @@ expected<json, ApiError> Router::decode(const PreparedRequest& p, int64_t reques
     }
     return true;
   };
-  auto result = cli.send(req);
-  if (client_left) return unexpected(router_client_left_error());  // not the worker's fault: it stays up
+  httplib::Result result{nullptr, httplib::Error::Unknown};
+  // Giving up closes the stream (again each interval: a stop before the connection exists does
+  // nothing); the decode worker then cancels the job.
+  const std::optional<ApiError> gave_up = run_watched(watch, [&] { result = cli.send(req); }, [&] { cli.stop(); });
+  const bool finished = result && status == 200 && last && !last->contains("error");
+  if (client_left) return unexpected(client_closed_error());  // not the worker's fault: it stays up
+  if (gave_up && !finished) return unexpected(*gave_up);      // nor is a client that left, or a deadline
   if (!result || status == 0) {
     at.decode->up.store(false);
     return unexpected(ApiError{502, fmt::format("decode worker {} failed during the request: {}", at.decode->url,
@@ -280,22 +342,30 @@ bool Router::reachable(RouterWorker& w) {
 
 // Prefill into `at`, then decode. `lost`: the decode worker went away (during the transfer or
 // the decode), so another one may take the request.
+void Router::release(const Placement& at) {
+  router_post(*at.decode, options_.serve.peer_key, "/kv/release",
+              {{"slot", at.reservation.at("slot")}, {"token", at.reservation.at("token")}});
+}
+
 expected<json, ApiError> Router::attempt(const PreparedRequest& p, const Placement& at,
-                                         const std::function<bool(const json&)>& on_line, bool& lost) {
+                                         const std::function<bool(const json&)>& on_line, const RequestWatch& watch,
+                                         bool& lost) {
   const int64_t request = next_request_.fetch_add(1);
-  auto pre = prefill(p, request, at);
+  auto pre = prefill(p, request, at, watch);
   if (!pre) {
     lost = !reachable(*at.decode);
-    if (!lost)
-      router_post(*at.decode, options_.serve.peer_key, "/kv/release",
-                  {{"slot", at.reservation.at("slot")}, {"token", at.reservation.at("token")}});
+    if (!lost) release(at);
     if (lost)  // the transfer failed because its target went away: say so
       return unexpected(ApiError{502, fmt::format("decode worker {} was lost during the transfer ({})",
                                                   at.decode->url, pre.error().message),
                                  "server_error", "", "decode_worker_lost"});
     return unexpected(pre.error());
   }
-  auto done = decode(p, request, at, on_line);
+  if (auto why = watch.check()) {  // the client left, or the deadline passed, as the prefill ended
+    release(at);
+    return unexpected(std::move(*why));
+  }
+  auto done = decode(p, request, at, on_line, watch);
   lost = !done && !at.decode->up.load();
   return done;
 }
@@ -303,7 +373,7 @@ expected<json, ApiError> Router::attempt(const PreparedRequest& p, const Placeme
 // Tries `first`, then (when its decode worker was lost before any text was relayed) each other
 // decode worker that answers a reservation, once.
 expected<json, ApiError> Router::generate(const PreparedRequest& p, Placement first,
-                                          const std::function<bool(const json&)>& on_line) {
+                                          const std::function<bool(const json&)>& on_line, const RequestWatch& watch) {
   bool relayed = false;
   auto relay = [&](const json& line) {
     relayed = true;
@@ -312,7 +382,7 @@ expected<json, ApiError> Router::generate(const PreparedRequest& p, Placement fi
   Placement at = std::move(first);
   for (size_t tries = 1;; ++tries) {
     bool lost = false;
-    auto done = attempt(p, at, relay, lost);
+    auto done = attempt(p, at, relay, watch, lost);
     if (done || !lost || relayed || tries >= decode_.size()) return done;
     auto next = reserve();
     if (!next || next->decode == at.decode) return done;
@@ -322,8 +392,10 @@ expected<json, ApiError> Router::generate(const PreparedRequest& p, Placement fi
 }
 
 void Router::handle_generation(CompletionRequest::Kind kind, const httplib::Request& req, httplib::Response& res) {
+  const int64_t arrival = now_ns();
   auto parsed = kind == CompletionRequest::Kind::kChat ? parse_chat_request(req.body) : parse_completion_request(req.body);
   if (!parsed) return role_send_error(res, parsed.error());
+  const RequestDeadline deadline = request_deadline(arrival, options_.serve.request_timeout_s, parsed->timeout_s);
   // The decode worker samples from logits the router never sees, and the prompt's are the prefill worker's.
   for (const auto& [asked, field] : {std::pair{parsed->sampling.logprobs.has_value(), "logprobs"}, {parsed->echo, "echo"}})
     if (asked)
@@ -346,9 +418,9 @@ void Router::handle_generation(CompletionRequest::Kind kind, const httplib::Requ
     auto done = generate(*p, std::move(*placed), [&](const json& line) {
       text += line.at("text").get<std::string>();
       return !http_client_gone();  // a client that left: closing the decode stream cancels there
-    });
+    }, RequestWatch{http_client_fd(), deadline});
     if (!done) {
-      count(router_client_left(done.error()) ? "cancelled" : "error");
+      count(router_outcome(done.error()));
       return role_send_error(res, done.error());
     }
     count("ok");
@@ -357,8 +429,8 @@ void Router::handle_generation(CompletionRequest::Kind kind, const httplib::Requ
   }
   const bool usage = parsed->include_usage;
   res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider("text/event-stream", [this, p, at = *placed, meta, usage,
-                                                         prompt_tokens](size_t, httplib::DataSink& sink) {
+  res.set_chunked_content_provider("text/event-stream", [this, p, at = *placed, meta, usage, prompt_tokens,
+                                                         deadline](size_t, httplib::DataSink& sink) {
     bool first = true;
     auto write = [&](const json& j) {
       const std::string e = sse_event(j);
@@ -369,9 +441,9 @@ void Router::handle_generation(CompletionRequest::Kind kind, const httplib::Requ
       const bool ok = write(stream_chunk(meta, line.at("text").get<std::string>(), first, std::nullopt, usage));
       first = false;
       return ok;
-    });
+    }, RequestWatch{http_client_fd(), deadline});
     if (!done) {
-      count(router_client_left(done.error()) ? "cancelled" : "error");
+      count(router_outcome(done.error()));
       write(done.error().to_json());
     } else {
       count("ok");

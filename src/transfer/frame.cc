@@ -28,6 +28,8 @@ const char* frame_op_name(FrameOp op) {
     case FrameOp::kWrite: return "write";
     case FrameOp::kStoreFlag: return "store_flag";
     case FrameOp::kReply: return "reply";
+    case FrameOp::kChallenge: return "challenge";
+    case FrameOp::kAuth: return "auth";
   }
   return "?";
 }
@@ -58,8 +60,9 @@ Result<FrameHeader> decode_frame_header(std::span<const std::byte> b) {
   if (uint16_t version = frame_get<uint16_t>(b, 4); version != kFrameVersion)
     return parse_error("frame byte 4: version {}, expected {}", version, kFrameVersion);
   uint8_t op = frame_get<uint8_t>(b, 6);
-  if (op < uint8_t(FrameOp::kHello) || op > uint8_t(FrameOp::kReply))
-    return parse_error("frame byte 6: opcode {}, expected 1..5 (hello, read, write, store_flag, reply)", op);
+  if (op < uint8_t(FrameOp::kHello) || op > kLastFrameOp)
+    return parse_error("frame byte 6: opcode {}, expected 1..7 (hello, read, write, store_flag, reply, challenge, auth)",
+                       op);
   if (uint8_t flags = frame_get<uint8_t>(b, 7); flags != 0)
     return parse_error("frame byte 7: flags {:#04x}, expected 0", flags);
   if (uint16_t reserved = frame_get<uint16_t>(b, 22); reserved != 0)
@@ -97,6 +100,14 @@ Result<FrameHeader> decode_frame_header(std::span<const std::byte> b) {
       if (h.length != 8) return parse_error("frame byte 32: store_flag length {}, expected 8", h.length);
       if (h.offset % 8 != 0) return parse_error("frame byte 24: store_flag offset {}, expected a multiple of 8", h.offset);
       break;
+    case FrameOp::kChallenge:
+    case FrameOp::kAuth: {
+      const uint64_t expected = h.op == FrameOp::kChallenge ? kAuthBytes : 2 * kAuthBytes;
+      if (h.length != expected) return parse_error("frame byte 32: {} length {}, expected {}", name, h.length, expected);
+      if (h.region != 0 || h.offset != 0)
+        return parse_error("frame byte 16: {} with region {} offset {}, expected 0 and 0", name, h.region, h.offset);
+      break;
+    }
     case FrameOp::kReply:
       break;
   }
@@ -154,6 +165,37 @@ Result<std::vector<RegionEntry>> decode_region_table(std::span<const std::byte> 
     out[i].length = frame_get<uint64_t>(p, 12 + i * 16);
   }
   return out;
+}
+
+std::vector<std::byte> encode_auth_payload(const AuthPayload& auth) {
+  std::vector<std::byte> out(auth.client_nonce.begin(), auth.client_nonce.end());
+  out.insert(out.end(), auth.proof.begin(), auth.proof.end());
+  return out;
+}
+
+Result<AuthPayload> decode_auth_payload(std::span<const std::byte> p) {
+  if (p.size() != 2 * kAuthBytes)
+    return parse_error("auth: {} bytes, expected {} (a nonce and a proof)", p.size(), 2 * kAuthBytes);
+  AuthPayload auth;
+  std::memcpy(auth.client_nonce.data(), p.data(), kAuthBytes);
+  std::memcpy(auth.proof.data(), p.data() + kAuthBytes, kAuthBytes);
+  return auth;
+}
+
+std::vector<std::byte> encode_auth_reply(const AuthBytes& server_proof, std::span<const RegionEntry> regions) {
+  std::vector<std::byte> out(server_proof.begin(), server_proof.end());
+  std::vector<std::byte> table = encode_region_table(regions);
+  out.insert(out.end(), table.begin(), table.end());
+  return out;
+}
+
+Result<AuthReply> decode_auth_reply(std::span<const std::byte> p) {
+  if (p.size() < kAuthBytes)
+    return parse_error("auth reply: {} bytes, expected the server's {}-byte proof and a region table", p.size(), kAuthBytes);
+  AuthReply reply;
+  std::memcpy(reply.server_proof.data(), p.data(), kAuthBytes);
+  RECUR_ASSIGN_OR_RETURN(reply.regions, decode_region_table(p.subspan(kAuthBytes)));
+  return reply;
 }
 
 uint16_t reply_status(ErrorCode code) { return uint16_t(int(code) + 1); }

@@ -5,10 +5,17 @@
 //   byte 24 u64 offset        32 u64 length        40 u64 checksum (XXH3-64 of the payload)
 //
 // All fields little-endian. Requests: kHello (payload: the segment name the client expects),
-// kRead (no payload; length = bytes wanted), kWrite (payload = the data), kStoreFlag (payload =
+// kAuth (the answer to a kChallenge: see "Peer authentication" below), kRead (no payload; length = bytes wanted), kWrite (payload = the data), kStoreFlag (payload =
 // 8 bytes, stored with one release store at an 8-aligned offset: a KV block's ready flag).
 // Each request gets one kReply with the same request id: status 0 and the data (kRead), the
 // region table (kHello) or nothing; or status = ErrorCode + 1 and the error message.
+//
+// Peer authentication (a server with a peer key, peer_auth.h): the server answers kHello with a
+// kChallenge (payload: a 32-byte random nonce) instead of the region table; the client sends
+// kAuth (payload: its own 32-byte nonce, then HMAC-SHA256 of the key over the server's nonce and
+// the segment name); the server answers with a kReply whose payload is its proof (the HMAC over
+// the client's nonce) followed by the region table (encode_auth_reply). Nothing else is served
+// before that exchange succeeds.
 // docs/transfer.md shows the exchange. Decoding is pure and fuzzed (fuzz/transfer_frame_fuzz.cc).
 #pragma once
 
@@ -29,7 +36,20 @@ inline constexpr size_t kFrameHeaderBytes = 48;
 inline constexpr uint64_t kMaxFramePayload = uint64_t(1) << 30;
 inline constexpr size_t kMaxSegmentName = 64;
 
-enum class FrameOp : uint8_t { kHello = 1, kRead = 2, kWrite = 3, kStoreFlag = 4, kReply = 5 };
+enum class FrameOp : uint8_t {
+  kHello = 1,
+  kRead = 2,
+  kWrite = 3,
+  kStoreFlag = 4,
+  kReply = 5,
+  kChallenge = 6,  // server -> client: the nonce to prove the peer key over
+  kAuth = 7,       // client -> server: its nonce and its proof
+};
+inline constexpr uint8_t kLastFrameOp = uint8_t(FrameOp::kAuth);
+
+// The handshake's nonces and proofs (HMAC-SHA256) are 32 bytes each.
+inline constexpr size_t kAuthBytes = 32;
+using AuthBytes = std::array<std::byte, kAuthBytes>;
 
 struct FrameHeader {
   FrameOp op = FrameOp::kReply;
@@ -63,6 +83,21 @@ struct RegionEntry {
 };
 std::vector<std::byte> encode_region_table(std::span<const RegionEntry> regions);
 Result<std::vector<RegionEntry>> decode_region_table(std::span<const std::byte> payload);
+
+// kAuth's payload: the client's nonce, then its proof.
+struct AuthPayload {
+  AuthBytes client_nonce{};
+  AuthBytes proof{};
+};
+std::vector<std::byte> encode_auth_payload(const AuthPayload& auth);
+Result<AuthPayload> decode_auth_payload(std::span<const std::byte> payload);
+// The reply to a successful kAuth: the server's proof, then the region table.
+struct AuthReply {
+  AuthBytes server_proof{};
+  std::vector<RegionEntry> regions;
+};
+std::vector<std::byte> encode_auth_reply(const AuthBytes& server_proof, std::span<const RegionEntry> regions);
+Result<AuthReply> decode_auth_reply(std::span<const std::byte> payload);
 
 // The error a non-zero reply status and message stand for.
 Error reply_error(uint16_t status, std::span<const std::byte> message);

@@ -128,6 +128,48 @@ TEST(TransferFrame, RegionTableAndErrorReplies) {
   EXPECT_EQ(e.message(), m);
 }
 
+TEST(TransferFrame, HandshakeFramesHaveFixedLengths) {
+  FrameHeader h;
+  h.op = FrameOp::kChallenge;
+  h.length = kAuthBytes;
+  ASSERT_TRUE(decode_frame_header(encode_frame_header(h)));
+  h.length = 31;
+  auto short_challenge = decode_frame_header(encode_frame_header(h));
+  ASSERT_FALSE(short_challenge);
+  EXPECT_NE(short_challenge.error().message().find("challenge length 31, expected 32"), std::string::npos);
+  h.op = FrameOp::kAuth;
+  h.length = 2 * kAuthBytes;
+  ASSERT_TRUE(decode_frame_header(encode_frame_header(h)));
+  h.region = 1;
+  auto placed = decode_frame_header(encode_frame_header(h));
+  ASSERT_FALSE(placed);
+  EXPECT_NE(placed.error().message().find("auth with region 1"), std::string::npos);
+  h.region = 0;
+  h.status = 1;
+  EXPECT_FALSE(decode_frame_header(encode_frame_header(h)));  // status only in replies
+
+  AuthPayload auth;
+  auth.client_nonce[0] = std::byte{1};
+  auth.proof[31] = std::byte{2};
+  auto bytes = encode_auth_payload(auth);
+  auto back = decode_auth_payload(bytes);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->client_nonce, auth.client_nonce);
+  EXPECT_EQ(back->proof, auth.proof);
+  bytes.pop_back();
+  EXPECT_FALSE(decode_auth_payload(bytes));
+
+  std::vector<RegionEntry> regions = {{3, 4096}};
+  auto reply = encode_auth_reply(auth.proof, regions);
+  auto reply_back = decode_auth_reply(reply);
+  ASSERT_TRUE(reply_back);
+  EXPECT_EQ(reply_back->server_proof, auth.proof);
+  ASSERT_EQ(reply_back->regions.size(), 1u);
+  EXPECT_EQ(reply_back->regions[0].length, 4096u);
+  EXPECT_FALSE(decode_auth_reply(std::span(reply).first(kAuthBytes - 1)));
+  EXPECT_FALSE(decode_auth_reply(std::span(reply).first(kAuthBytes + 3)));
+}
+
 TEST(TransferFrame, SegmentNames) {
   EXPECT_TRUE(check_segment_name("decode-0.rank_1"));
   EXPECT_FALSE(check_segment_name(""));

@@ -3,47 +3,87 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <cstring>
+
 #include "transfer/checksum.h"
+#include "transfer/frame_io.h"
+#include "transfer/peer_auth.h"
 
 namespace recur::transfer {
 namespace {
 
 constexpr uint64_t kMaxErrorMessage = 64 * 1024;
 
-// Sends hello and reads the reply: the peer's region table.
-Result<std::vector<RegionEntry>> tcp_hello(int fd, const std::string& name, const std::string& label) {
-  FrameHeader h;
-  h.op = FrameOp::kHello;
-  h.length = name.size();
-  auto payload = std::as_bytes(std::span(name.data(), name.size()));
-  h.checksum = checksum64(payload);
-  FrameHeaderBytes raw = encode_frame_header(h);
-  RECUR_RETURN_IF_ERROR(send_all(fd, raw.data(), raw.size(), label, true));
-  RECUR_RETURN_IF_ERROR(send_all(fd, payload.data(), payload.size(), label));
+struct HelloFrame {
+  FrameHeader header;
+  std::vector<std::byte> payload;
+};
+
+// The next handshake frame from the server (a reply or a challenge), its payload verified; an
+// error reply becomes its error.
+Result<HelloFrame> hello_receive(int fd, const std::string& label) {
+  FrameHeaderBytes raw;
   RECUR_ASSIGN_OR_RETURN(size_t got, recv_all(fd, raw.data(), raw.size(), label));
   if (got != raw.size())
     return make_error(ErrorCode::kFailedPrecondition, "peer gone: {} closed the connection during hello", label);
-  RECUR_ASSIGN_OR_RETURN(FrameHeader reply, decode_frame_header(raw));
-  if (reply.op != FrameOp::kReply || reply.length > kMaxErrorMessage + 1024 * 1024)
+  RECUR_ASSIGN_OR_RETURN(FrameHeader h, decode_frame_header(raw));
+  if ((h.op != FrameOp::kReply && h.op != FrameOp::kChallenge) || h.length > kMaxErrorMessage + 1024 * 1024)
     return parse_error("{}: hello answered with a bad frame", label);
-  std::vector<std::byte> body(reply.length);
-  RECUR_ASSIGN_OR_RETURN(got, recv_all(fd, body.data(), body.size(), label));
-  if (got != body.size())
+  HelloFrame frame{h, std::vector<std::byte>(h.length)};
+  RECUR_ASSIGN_OR_RETURN(got, recv_all(fd, frame.payload.data(), frame.payload.size(), label));
+  if (got != frame.payload.size())
     return make_error(ErrorCode::kFailedPrecondition, "peer gone: {} closed the connection during hello", label);
-  RECUR_RETURN_IF_ERROR(verify_frame_payload(reply, body));
-  if (reply.status != 0) return unexpected<Error>(reply_error(reply.status, body).with_context(label));
-  return decode_region_table(body);
+  RECUR_RETURN_IF_ERROR(verify_frame_payload(h, frame.payload));
+  if (h.status != 0) return unexpected<Error>(reply_error(h.status, frame.payload).with_context(label));
+  return frame;
+}
+
+// Sends hello and reads the reply: the peer's region table. With a peer key, answers the
+// server's challenge and checks the server's proof (peer_auth.h); a client with a key refuses a
+// server without one, and a client without one cannot pass a server that has one.
+Result<std::vector<RegionEntry>> tcp_hello(int fd, const std::string& name, const std::string& label,
+                                           const std::string& peer_key) {
+  RECUR_RETURN_IF_ERROR(send_frame(fd, FrameOp::kHello, 0, 0, std::as_bytes(std::span(name.data(), name.size())), label));
+  RECUR_ASSIGN_OR_RETURN(HelloFrame hello, hello_receive(fd, label));
+  if (hello.header.op == FrameOp::kReply) {
+    if (!peer_key.empty())
+      return make_error(ErrorCode::kFailedPrecondition,
+                        "{}: peer authentication failed: the peer serves without a peer key (its listener is open to "
+                        "anyone) while this engine has one; refusing an unauthenticated peer (give both the same "
+                        "RECUR_PEER_KEY)", label);
+    return decode_region_table(hello.payload);
+  }
+  if (peer_key.empty())
+    return make_error(ErrorCode::kFailedPrecondition,
+                      "{}: peer authentication failed: the peer asks for a peer key and this engine has none (set "
+                      "RECUR_PEER_KEY or --peer-key-file to the key of the engine serving it)", label);
+  AuthBytes challenge;
+  std::memcpy(challenge.data(), hello.payload.data(), challenge.size());  // kChallenge is exactly 32 bytes
+  AuthPayload auth;
+  RECUR_ASSIGN_OR_RETURN(auth.client_nonce, random_auth_nonce());
+  auth.proof = peer_auth_proof(peer_key, AuthSide::kClient, challenge, name);
+  RECUR_RETURN_IF_ERROR(send_frame(fd, FrameOp::kAuth, 0, 0, encode_auth_payload(auth), label));
+  RECUR_ASSIGN_OR_RETURN(HelloFrame answer, hello_receive(fd, label));
+  if (answer.header.op != FrameOp::kReply) return parse_error("{}: auth answered with a {} frame", label, int(answer.header.op));
+  RECUR_ASSIGN_OR_RETURN(AuthReply reply, decode_auth_reply(answer.payload));
+  if (!same_auth_bytes(reply.server_proof, peer_auth_proof(peer_key, AuthSide::kServer, auth.client_nonce, name)))
+    return make_error(ErrorCode::kFailedPrecondition,
+                      "{}: peer authentication failed: the peer's proof does not match this engine's peer key (it "
+                      "holds another key, or is not the engine it claims to be)", label);
+  return std::move(reply.regions);
 }
 
 }  // namespace
 
-TcpPeer::TcpPeer(TcpAddress address, std::chrono::milliseconds timeout)
+TcpPeer::TcpPeer(TcpAddress address, std::chrono::milliseconds timeout, std::string peer_key)
     : address_(std::move(address)),
       label_(fmt::format("{}:{}/{}", address_.host, address_.port, address_.name)),
-      timeout_(timeout) {}
+      timeout_(timeout),
+      peer_key_(std::move(peer_key)) {}
 
-Result<std::unique_ptr<TcpPeer>> TcpPeer::connect(const TcpAddress& address, std::chrono::milliseconds timeout) {
-  auto peer = std::unique_ptr<TcpPeer>(new TcpPeer(address, timeout));
+Result<std::unique_ptr<TcpPeer>> TcpPeer::connect(const TcpAddress& address, std::chrono::milliseconds timeout,
+                                                  std::string peer_key) {
+  auto peer = std::unique_ptr<TcpPeer>(new TcpPeer(address, timeout, std::move(peer_key)));
   RECUR_RETURN_IF_ERROR(peer->reconnect());
   return peer;
 }
@@ -64,7 +104,7 @@ Status TcpPeer::reconnect() {
   if (!fd)
     return make_error(fd.error().code() == ErrorCode::kTimeout ? ErrorCode::kTimeout : ErrorCode::kFailedPrecondition,
                       "peer gone: {}: {}", label_, fd.error().message());
-  RECUR_RETURN_IF_ERROR(tcp_hello(fd->get(), address_.name, label_));
+  RECUR_RETURN_IF_ERROR(tcp_hello(fd->get(), address_.name, label_, peer_key_));
   fd_ = std::move(*fd);
   {
     std::lock_guard lock(mu_);
@@ -84,10 +124,11 @@ void TcpPeer::drain() {
   }
 }
 
-Result<std::vector<RegionEntry>> tcp_segment_regions(const TcpAddress& address, std::chrono::milliseconds timeout) {
+Result<std::vector<RegionEntry>> tcp_segment_regions(const TcpAddress& address, std::chrono::milliseconds timeout,
+                                                     const std::string& peer_key) {
   std::string label = fmt::format("{}:{}/{}", address.host, address.port, address.name);
   RECUR_ASSIGN_OR_RETURN(UniqueFd fd, tcp_connect(address.host, address.port, timeout));
-  return tcp_hello(fd.get(), address.name, label);
+  return tcp_hello(fd.get(), address.name, label, peer_key);
 }
 
 void TcpPeer::fail_one(InFlight& f, const Error& why) {

@@ -26,13 +26,16 @@ struct RequestRef {
   SegmentHandle segment = -1;
 };
 
-// The regions a peer reports now (a short connection of its own).
-Result<std::vector<RegionEntry>> tcp_segment_regions(const TcpAddress& address, std::chrono::milliseconds timeout);
+// The regions a peer reports now (a short connection of its own, authenticated like any).
+Result<std::vector<RegionEntry>> tcp_segment_regions(const TcpAddress& address, std::chrono::milliseconds timeout,
+                                                     const std::string& peer_key);
 
 class TcpPeer {
  public:
-  // Connects and exchanges hello (the peer must serve `address.name`).
-  static Result<std::unique_ptr<TcpPeer>> connect(const TcpAddress& address, std::chrono::milliseconds timeout);
+  // Connects and exchanges hello (the peer must serve `address.name`), proving `peer_key` when
+  // the peer asks for it (frame.h, "Peer authentication"); so does every reconnect.
+  static Result<std::unique_ptr<TcpPeer>> connect(const TcpAddress& address, std::chrono::milliseconds timeout,
+                                                  std::string peer_key);
   ~TcpPeer();  // fails what is still in flight ("segment closed")
   TcpPeer(const TcpPeer&) = delete;
   TcpPeer& operator=(const TcpPeer&) = delete;
@@ -56,7 +59,7 @@ class TcpPeer {
     uint32_t region = 0;
     std::chrono::steady_clock::time_point deadline;
   };
-  TcpPeer(TcpAddress address, std::chrono::milliseconds timeout);
+  TcpPeer(TcpAddress address, std::chrono::milliseconds timeout, std::string peer_key);
   Status reconnect();
   void receive_loop(int fd);
   // Fails every request in flight with `why` and marks the connection broken.
@@ -66,6 +69,7 @@ class TcpPeer {
   TcpAddress address_;
   std::string label_;  // "host:port/name"
   std::chrono::milliseconds timeout_;
+  std::string peer_key_;
   UniqueFd fd_;
   std::thread receiver_;
   uint64_t next_id_ = 1;

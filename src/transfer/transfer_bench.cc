@@ -131,7 +131,8 @@ TransferBenchSummary summarize_transfer_samples(std::vector<double> samples) {
 }
 
 Status run_transfer_peer(const TransferPeerOptions& options, std::FILE* out) {
-  RECUR_ASSIGN_OR_RETURN(auto engine, TransferEngine::create({options.segment, options.listen}));
+  RECUR_ASSIGN_OR_RETURN(auto engine, TransferEngine::create({.segment_name = options.segment, .listen = options.listen,
+                                                          .peer_key = options.peer_key}));
   RECUR_ASSIGN_OR_RETURN(void* area, engine->allocate_shared(options.bytes));
   RECUR_ASSIGN_OR_RETURN(RegionInfo region, engine->register_memory(area, options.bytes, "cpu"));
   std::fprintf(out, "ready %llu %d\n", static_cast<unsigned long long>(region.segment_offset), engine->port());
@@ -159,7 +160,7 @@ Result<TransferBenchReport> run_transfer_bench(const TransferBenchOptions& o) {
   BenchPeer peer;
   if (o.peer.empty())
     RECUR_RETURN_IF_ERROR(start_bench_peer(peer, o.peer_program, stem + "-peer", tcp, layout.sequence_bytes()));
-  RECUR_ASSIGN_OR_RETURN(auto engine, TransferEngine::create({stem + "-self", "", 10s}));
+  RECUR_ASSIGN_OR_RETURN(auto engine, TransferEngine::create({.segment_name = stem + "-self", .timeout = 10s, .peer_key = o.peer_key}));
   AlignedBuffer kv(report.block_bytes * size_t(o.blocks), false);
   AlignedBuffer copy(kv.size(), false);
   for (size_t i = 0; i < kv.size(); ++i) kv.data()[i] = std::byte(i * 31 + 7);

@@ -26,6 +26,7 @@ struct TransferBenchOptions {
   // A peer already running (`recur transfer peer`, e.g. on another host): "HOST:PORT/NAME" or a
   // shared-memory segment name. Its first region is the receive area. Empty: fork one here.
   std::string peer;
+  std::string peer_key;  // TCP peer authentication (RECUR_PEER_KEY; the forked peer inherits it)
 };
 
 struct TransferBenchReport {
@@ -51,6 +52,7 @@ struct TransferPeerOptions {
   std::string segment;
   std::string listen;  // empty = shared memory only
   uint64_t bytes = 0;
+  std::string peer_key;  // TCP peer authentication (RECUR_PEER_KEY); empty: an open listener
 };
 Status run_transfer_peer(const TransferPeerOptions& options, std::FILE* out);
 

@@ -278,7 +278,8 @@ Result<std::unique_ptr<TransferEngine>> TransferEngine::create(const EngineOptio
   RECUR_ASSIGN_OR_RETURN(impl->shm, ShmOwner::create(options.segment_name));
   if (!options.listen.empty()) {
     RECUR_ASSIGN_OR_RETURN(TcpAddress at, parse_host_port(options.listen));
-    auto server = TcpServer::start(at.host, at.port, options.segment_name, impl->registry, options.timeout);
+    auto server = TcpServer::start(at.host, at.port, options.segment_name, impl->registry, options.timeout,
+                                    options.peer_key);
     if (!server) return unexpected<Error>(server.error().with_context(fmt::format("segment {}", options.segment_name)));
     impl->server = std::move(*server);
   }
@@ -319,7 +320,7 @@ Result<SegmentHandle> TransferEngine::open_segment(std::string_view name) {
   if (name.find('/') != std::string_view::npos) {
     RECUR_ASSIGN_OR_RETURN(TcpAddress at, parse_tcp_segment(name));
     RECUR_RETURN_IF_ERROR(check_segment_name(at.name));
-    RECUR_ASSIGN_OR_RETURN(seg->tcp, TcpPeer::connect(at, impl_->options.timeout));
+    RECUR_ASSIGN_OR_RETURN(seg->tcp, TcpPeer::connect(at, impl_->options.timeout, impl_->options.peer_key));
   } else {
     RECUR_RETURN_IF_ERROR(check_segment_name(name));
     RECUR_ASSIGN_OR_RETURN(seg->shm, ShmPeer::open(std::string(name)));
@@ -340,7 +341,7 @@ Result<std::vector<RegionInfo>> TransferEngine::segment_regions(SegmentHandle se
   }
   RECUR_ASSIGN_OR_RETURN(TcpAddress at, parse_tcp_segment(seg->name));
   std::vector<RegionInfo> out;
-  RECUR_ASSIGN_OR_RETURN(std::vector<RegionEntry> table, tcp_segment_regions(at, impl_->options.timeout));
+  RECUR_ASSIGN_OR_RETURN(std::vector<RegionEntry> table, tcp_segment_regions(at, impl_->options.timeout, impl_->options.peer_key));
   for (const RegionEntry& e : table) out.push_back({e.id, segment_offset(e.id, 0), e.length, false});
   return out;
 }

@@ -105,6 +105,11 @@ struct EngineOptions {
   std::chrono::milliseconds timeout{5000};  // per TCP request and connect; a peer silent longer fails them
   // Emulated link bandwidth in bytes/s, 0 = unlimited (no emulation); else at least 1. See above.
   double link_bytes_per_s = 0;
+  // The shared key TCP peers prove (HMAC-SHA256 challenge and response, docs/transfer.md "Peer
+  // authentication"): a listener with one serves only clients that hold it, and a client with
+  // one talks only to listeners that hold it. Empty: the listener is open to anyone who reaches
+  // its port (a warning is logged).
+  std::string peer_key;
 };
 
 // The knob transfer.link_mbps of `knobs` in bytes/s (MB = 10^6 bytes; 0 = unlimited).
