@@ -7,7 +7,7 @@
 // KDA prefill vs decode): measured at most 3.6e-7 here (AVX-512), asserted 1e-5, which also
 // bounds TP=P against TP=1 (as tensor_parallel_test) and ReplaySSM against the plain state
 // (measured 2.7e-7); the chunked KDA prefill is held to docs/kda.md's 1e-4.
-#include "engine/hybrid_batch.h"
+#include "engine/forward.h"
 
 #include <gtest/gtest.h>
 
@@ -220,7 +220,7 @@ TEST(HybridBatch, LayerSplitPartitionsTheKvByLayer) {
   auto pools_of = [&](const char* tp, const char* split, int64_t* pages_used) {
     auto made = t.model->new_batch(**pool, small, knobs_of({{"engine.tp", tp}, {"engine.layer_split", split}}));
     EXPECT_TRUE(made.has_value()) << (made ? "" : made.error().message());
-    auto* batch = dynamic_cast<HybridBatch*>(made->get());
+    auto* batch = dynamic_cast<Forward*>(made->get());
     EXPECT_NE(batch, nullptr);
     const SeqId s = *batch->add_sequence();
     std::vector<BatchToken> rows;

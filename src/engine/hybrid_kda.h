@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "engine/hybrid_shard.h"
+#include "engine/rank_weights.h"
 #include "kernels/kda/kda.h"
 #include "kernels/kda/kda_replay.h"
 

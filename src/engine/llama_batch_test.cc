@@ -1,11 +1,14 @@
-// LlamaBatch (llama_batch.h): a batch's logits equal each sequence stepped alone through
-// LlamaSession (flat fp32 KV, one row per step); several sequences, a mixed prefill/decode
-// forward, slot and page reuse, TP, KV dtypes and errors that leave every sequence unchanged.
+// The one batched forward (forward.h) on llama: a batch's logits equal each sequence stepped
+// alone through the reference LlamaSession (reference/llama_session.h: flat fp32 KV, one row per
+// step); several sequences, a mixed prefill/decode forward, slot and page reuse, TP, layer split,
+// KV dtypes and errors that leave every sequence unchanged.
 //
 // Tolerances (max |a - b| over the logits, relative to max |b|): f32 KV differs from stepping
 // only by summation order (m-row GEMM tiles, paged prefill vs decode attention): asserted 1e-4.
 // bf16/fp8/int8 KV round the cached K and V: asserted 0.05 / 0.25 / 0.1 of f32's logits.
-#include "engine/llama_batch.h"
+#include "engine/forward.h"
+#include "engine/op_capture.h"
+#include "engine/reference/llama_session.h"
 
 #include <gtest/gtest.h>
 
@@ -189,17 +192,60 @@ TEST(LlamaBatch, TensorParallelEqualsOneRank) {
   }
 }
 
-// Layer split is built for the hybrid model: llama refuses it under TP, and ignores it at TP=1.
-TEST(LlamaBatch, LayerSplitIsRefusedUnderTensorParallelism) {
+// Llama runs the one forward (forward.h), so layer split reaches it as it reaches the hybrid:
+// each attention layer whole on one rank gives TP=1's streams (tokens equal, logits within
+// summation order).
+TEST(LlamaBatch, LayerSplitEqualsOneRank) {
   LlamaTiny t = llama_tiny();
-  auto pool = ThreadPool::create({.threads = 1, .pin = false});
+  auto pool = ThreadPool::create({.threads = 2, .pin = false});
   ASSERT_TRUE(pool.has_value());
-  const BatchOptions small{.max_sequences = 1, .max_tokens = 16, .max_batch_tokens = 16};
-  auto b = t.model->new_batch(**pool, small, llama_knobs({{"engine.tp", "2"}, {"engine.layer_split", "on"}}));
-  ASSERT_FALSE(b.has_value());
-  EXPECT_EQ(b.error().code(), ErrorCode::kUnsupported);
-  EXPECT_NE(b.error().message().find("engine.layer_split=on"), std::string::npos) << b.error().message();
-  EXPECT_TRUE(t.model->new_batch(**pool, small, llama_knobs({{"engine.layer_split", "on"}})).has_value());
+  auto one = run_streams(*t.model, **pool, Config());
+  auto split = run_streams(*t.model, **pool, llama_knobs({{"engine.tp", "2"}, {"engine.layer_split", "on"}}));
+  ASSERT_EQ(split.size(), one.size());
+  for (const auto& [name, s] : one) {
+    EXPECT_EQ(split[name].tokens, s.tokens) << "stream " << name;
+    for (const auto& [pos, l] : s.logits)
+      EXPECT_LT(llama_rel_diff(split[name].logits[pos], l), 1e-4) << name << " " << pos;
+  }
+}
+
+// Op taps come from the one forward's table (op_table.h), so llama has them as the hybrid does:
+// the attention ops of every layer, the dense FFN's, and TP=2's assembled tensors equal TP=1's.
+TEST(LlamaBatch, OpTapsNameEveryOpAndAgreeAcrossRanks) {
+  LlamaTiny t = llama_tiny();
+  auto pool = ThreadPool::create({.threads = 2, .pin = false});
+  ASSERT_TRUE(pool.has_value());
+  auto capture = [&](const Config& knobs) {
+    auto capture = std::make_unique<OpCapture>();
+    auto s = t.model->new_session(**pool, 16, knobs);
+    EXPECT_TRUE(s.has_value()) << (s ? "" : s.error().message());
+    (*s)->set_op_tap(capture.get());
+    for (TokenId tok : llama_prompt(3, 9)) {
+      capture->begin_step();
+      EXPECT_TRUE((*s)->step(tok).has_value());
+    }
+    return capture;
+  };
+  auto one = capture(Config());
+  auto two = capture(llama_knobs({{"engine.tp", "2"}}));
+  const int layers = t.model->config().n_layers;
+  EXPECT_EQ(one->ops().size(), size_t(1 + 15 * layers + 2)) << "embed, 15 ops a layer, output_norm, lm_head";
+  for (const char* name : {"embed", "layer.0.attn.q_proj", "layer.0.attn.core", "layer.0.attn.all_reduce",
+                           "layer.1.ffn.act", "layer.1.ffn.down", "layer.1.residual", "output_norm", "lm_head"})
+    ASSERT_NE(one->find(name), nullptr) << name;
+  EXPECT_EQ(one->find("layer.1.attn_norm")->inputs, std::vector<std::string>{"layer.0.residual"});
+  EXPECT_EQ(one->find("lm_head")->component, "kernel:gemm");
+  for (const OpCapture::Op* op : one->ops()) {
+    const OpCapture::Op* other = two->find(op->name);
+    ASSERT_NE(other, nullptr) << op->name;
+    ASSERT_EQ(other->steps.size(), op->steps.size()) << op->name;
+    for (size_t step = 0; step < op->steps.size(); ++step) {
+      std::vector<float> a(op->steps[step].begin(), op->steps[step].end());
+      std::vector<float> b(other->steps[step].begin(), other->steps[step].end());
+      ASSERT_EQ(a.size(), b.size()) << op->name;
+      EXPECT_LT(llama_rel_diff(b, a), 1e-5) << op->name << " step " << step;
+    }
+  }
 }
 
 TEST(LlamaBatch, KvDtypesStayNearF32) {

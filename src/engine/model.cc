@@ -94,7 +94,7 @@ Result<std::unique_ptr<Model>> model_from_file(gguf::File file, const ModelLoadO
     return std::unique_ptr<Model>(std::move(m));
   }
   if (arch == "hybrid") {
-    RECUR_ASSIGN_OR_RETURN(auto m, HybridModel::from_file(std::move(file)));
+    RECUR_ASSIGN_OR_RETURN(auto m, HybridModel::from_file(std::move(file), options));
     return std::unique_ptr<Model>(std::move(m));
   }
   return unsupported("{}: architecture '{}' (recur runs llama and hybrid)", file.source(), arch);

@@ -1,4 +1,4 @@
-#include "engine/hybrid_reference.h"
+#include "engine/reference/hybrid_reference.h"
 
 #include <algorithm>
 #include <cmath>
