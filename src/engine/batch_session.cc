@@ -44,8 +44,8 @@ class BatchSession final : public Session {
 }  // namespace
 
 Result<std::unique_ptr<Session>> new_batch_session(const TransformerModel& m, ThreadPool& pool,
-                                                   const ForwardOptions& options) {
-  RECUR_ASSIGN_OR_RETURN(auto batch, Forward::create(m, pool, options));
+                                                   const BatchOptions& batch_options, const EngineOptions& options) {
+  RECUR_ASSIGN_OR_RETURN(auto batch, Forward::create(m, pool, batch_options, options));
   RECUR_ASSIGN_OR_RETURN(SeqId seq, batch->add_sequence());
   return std::unique_ptr<Session>(std::make_unique<BatchSession>(std::move(batch), seq, m.config().vocab));
 }

@@ -10,6 +10,7 @@
 namespace recur {
 
 Result<std::unique_ptr<Session>> new_batch_session(const TransformerModel& m, ThreadPool& pool,
-                                                   const ForwardOptions& options);
+                                                   const BatchOptions& batch,
+                                                   const EngineOptions& options);
 
 }  // namespace recur

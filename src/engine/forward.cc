@@ -8,15 +8,14 @@
 
 namespace recur {
 
-Forward::Forward(const TransformerModel& m, ThreadPool& pool, const ForwardOptions& options)
-    : m_(m), pool_(pool), options_(options), who_(fmt::format("{} batch", arch_name(m.config().arch))) {}
+Forward::Forward(const TransformerModel& m, ThreadPool& pool, const BatchOptions& batch, const EngineOptions& options)
+    : m_(m), pool_(pool), batch_(batch), options_(options), who_(fmt::format("{} batch", arch_name(m.config().arch))) {}
 
 Forward::~Forward() = default;
 
 Result<std::unique_ptr<Forward>> Forward::create(const TransformerModel& m, ThreadPool& pool,
-                                                 const ForwardOptions& o) {
+                                                 const BatchOptions& b, const EngineOptions& o) {
   const ModelConfig& c = m.config();
-  const BatchOptions& b = o.batch;
   const std::string who = fmt::format("{} batch", arch_name(c.arch));
   if (b.max_sequences < 1 || b.max_tokens < 1 || b.max_batch_tokens < 1)
     return invalid_argument("{}: max_sequences {}, max_tokens {}, max_batch_tokens {}: each must be >= 1", who,
@@ -43,7 +42,7 @@ Result<std::unique_ptr<Forward>> Forward::create(const TransformerModel& m, Thre
     return invalid_argument("engine.layer_split=on with engine.collectives=mpi: {} attention layers for engine.tp={} "
                             "ranks; every process must own one (it checks KV admission on its own pages)",
                             attention_layers, o.tp);
-  std::unique_ptr<Forward> f(new Forward(m, pool, o));
+  std::unique_ptr<Forward> f(new Forward(m, pool, b, o));
   f->slots_.resize(size_t(b.max_sequences));
   for (int l = 0, a = 0; l < c.n_layers; ++l) f->attention_index_.push_back(c.is_kda_layer(l) ? -1 : a++);
   f->group_ranks_ = ranks;

@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "engine/batch_plan.h"
-#include "engine/forward_options.h"
+#include "engine/engine_options.h"
 #include "engine/model.h"
 #include "engine/op_table.h"
 #include "engine/transformer.h"
@@ -46,7 +46,7 @@ struct Step;
 class Forward final : public Batch {
  public:
   static Result<std::unique_ptr<Forward>> create(const TransformerModel& m, ThreadPool& pool,
-                                                 const ForwardOptions& options);
+                                                 const BatchOptions& batch, const EngineOptions& options);
   ~Forward() override;
 
   Result<SeqId> add_sequence() override;
@@ -60,7 +60,7 @@ class Forward final : public Batch {
   // sequence_state.h; tp = 1 only (any ep: the ranks' replicated copies are the parts' replicas)
   Status state_parts(SeqId seq, SequenceStateParts& out) override;
 
-  const BatchOptions& options() const { return options_.batch; }
+  const BatchOptions& options() const { return batch_; }
   // Bytes of file pages released after sharding: the row-parallel sources every local rank
   // copied (tp > 1; 0 otherwise or for weights not in a file map). docs/engine.md, TP memory.
   size_t released_source_bytes() const { return released_source_bytes_; }
@@ -70,7 +70,7 @@ class Forward final : public Batch {
   void set_layer_observer(const LayerObserver* f) { observer_ = f; }
 
  private:
-  Forward(const TransformerModel& m, ThreadPool& pool, const ForwardOptions& options);
+  Forward(const TransformerModel& m, ThreadPool& pool, const BatchOptions& batch, const EngineOptions& options);
   Status add_rank(int index);  // forward_ranks.cc
   Result<BatchPlan> plan(std::span<const BatchToken> tokens) const;
   // The pool that KV admission is checked against (every rank's has the same pages); null
@@ -82,7 +82,8 @@ class Forward final : public Batch {
 
   const TransformerModel& m_;
   ThreadPool& pool_;
-  ForwardOptions options_;
+  BatchOptions batch_;
+  EngineOptions options_;
   std::string who_;                     // "llama batch", "hybrid batch": errors start with it
   std::vector<BatchSlot> slots_;
   std::vector<std::unique_ptr<ForwardRank>> ranks_;

@@ -12,8 +12,8 @@ namespace paged_kv = kernels::attention;
 
 Status Forward::add_rank(int index) {
   const ModelConfig& c = m_.config();
-  const ForwardOptions& o = options_;
-  const BatchOptions& b = o.batch;
+  const EngineOptions& o = options_;
+  const BatchOptions& b = batch_;
   const int ep = o.ep.ep;
   const int64_t M = b.max_batch_tokens, K = c.kda_head_dim, hd = c.head_dim;
   const int64_t kv_pages = o.kv_pages > 0 ? o.kv_pages : b.max_sequences * batch_kv_pages_for(b.max_tokens);
@@ -136,7 +136,7 @@ const paged_kv::PagedKvCache* Forward::admission_kv() const {
 }
 
 Result<BatchPlan> Forward::plan(std::span<const BatchToken> tokens) const {
-  return plan_batch(who_, tokens, slots_, options_.batch, m_.config().vocab, admission_kv());
+  return plan_batch(who_, tokens, slots_, batch_, m_.config().vocab, admission_kv());
 }
 
 Status Forward::state_parts(SeqId seq, SequenceStateParts& out) {

@@ -6,6 +6,7 @@
 // Tolerances (max |a - b| over the logits, relative to max |b|): f32 KV differs from stepping
 // only by summation order (m-row GEMM tiles, paged prefill vs decode attention): asserted 1e-4.
 // bf16/fp8/int8 KV round the cached K and V: asserted 0.05 / 0.25 / 0.1 of f32's logits.
+#include "engine/batch_scenario_test_util.h"
 #include "engine/forward.h"
 #include "engine/op_capture.h"
 #include "engine/reference/llama_session.h"
@@ -74,73 +75,17 @@ std::vector<std::vector<float>> stepped(const Model& m, ThreadPool& pool, const 
   return out;
 }
 
-// Streams A, B, C (prompts 5, 17, 33) prefilled in one interleaved forward, then decoded together
-// greedily; after 4 steps B is freed and D added (slot and pages reused), D's 9-token prompt runs
-// beside A's and C's decode tokens, then 4 more decode steps. Returns each stream's tokens and
-// the logits after each position that had logits.
-struct LlamaStream {
-  std::vector<TokenId> tokens;
-  std::map<int, std::vector<float>> logits;
-};
+// Streams A, B, C (prompts 5, 17, 33), then D (9) in B's slot (batch_scenario_test_util.h), 4
+// decode steps each side.
+using LlamaStream = testing::StreamLog;
 
 std::map<char, LlamaStream> run_streams(const Model& model, ThreadPool& pool, const Config& knobs) {
-  std::map<char, LlamaStream> log;
   auto made = model.new_batch(pool, {.max_sequences = 3, .max_tokens = 64, .max_batch_tokens = 64}, knobs);
   EXPECT_TRUE(made.has_value()) << (made ? "" : made.error().message());
-  if (!made) return log;
-  Batch& batch = **made;
-  std::map<char, SeqId> seq;
-  std::map<char, std::vector<TokenId>> pending;
-  auto forward = [&] {
-    std::vector<BatchToken> rows;
-    std::vector<char> owner;
-    for (size_t i = 0;; ++i) {
-      bool any = false;
-      for (auto& [name, toks] : pending)
-        if (i < toks.size()) {
-          rows.push_back({.seq = seq[name], .token = toks[i], .want_logits = i + 1 == toks.size()});
-          if (rows.back().want_logits) owner.push_back(name);
-          any = true;
-        }
-      if (!any) break;
-    }
-    auto logits = batch.forward(rows);
-    ASSERT_TRUE(logits.has_value()) << logits.error().message();
-    const size_t vocab = size_t(model.config().vocab);
-    ASSERT_EQ(logits->size(), owner.size() * vocab);
-    for (size_t j = 0; j < owner.size(); ++j) {
-      LlamaStream& s = log[owner[j]];
-      s.tokens.insert(s.tokens.end(), pending[owner[j]].begin(), pending[owner[j]].end());
-      auto row = logits->subspan(j * vocab, vocab);
-      s.logits[int(s.tokens.size()) - 1].assign(row.begin(), row.end());
-      EXPECT_EQ(batch.position(seq[owner[j]]), int(s.tokens.size()));
-    }
-    pending.clear();
-  };
-  auto add = [&](char name, std::vector<TokenId> p) {
-    auto s = batch.add_sequence();
-    ASSERT_TRUE(s.has_value()) << s.error().message();
-    seq[name] = *s;
-    pending[name] = std::move(p);
-  };
-  auto decode = [&](std::initializer_list<char> names) {
-    for (char n : names) pending[n] = {llama_argmax(log[n].logits.rbegin()->second)};
-    forward();
-  };
-  add('A', llama_prompt(5, 1));
-  add('B', llama_prompt(17, 2));
-  add('C', llama_prompt(33, 3));
-  forward();
-  for (int i = 0; i < 4; ++i) decode({'A', 'B', 'C'});
-  const KvUsage before = batch.kv_usage();
-  EXPECT_TRUE(batch.free_sequence(seq['B']).has_value());
-  EXPECT_LT(batch.kv_usage().pages_used, before.pages_used);
-  add('D', llama_prompt(9, 4));
-  EXPECT_EQ(seq['D'], seq['B']) << "D reuses B's slot";
-  for (char n : {'A', 'C'}) pending[n] = {llama_argmax(log[n].logits.rbegin()->second)};
-  forward();
-  for (int i = 0; i < 4; ++i) decode({'A', 'C', 'D'});
-  return log;
+  if (!made) return {};
+  return testing::run_batch_scenario(**made, model.config().vocab,
+                                     {llama_prompt(5, 1), llama_prompt(17, 2), llama_prompt(33, 3), llama_prompt(9, 4)},
+                                     4);
 }
 
 TEST(LlamaBatch, StreamsEqualEachSequenceSteppedAlone) {

@@ -68,24 +68,20 @@ Status TransformerModel::regroup_weights(const ModelLoadOptions& options) {
 }
 
 Result<std::unique_ptr<Session>> TransformerModel::new_session(ThreadPool& pool, int max_tokens,
-                                                               const Config& knobs) const {
+                                                               const EngineOptions& options) const {
   if (max_tokens <= 0 || max_tokens > config_.context)
     return invalid_argument("session of {} tokens (the context is {})", max_tokens, config_.context);
-  RECUR_ASSIGN_OR_RETURN(std::string numerics, knobs.get("engine.numerics"));
-  if (numerics == "f64_reference") return reference_session(max_tokens);
+  if (options.numerics == Numerics::kF64Reference) return reference_session(max_tokens);
   const BatchOptions one{.max_sequences = 1, .max_tokens = max_tokens, .max_batch_tokens = std::min(max_tokens, 256)};
-  RECUR_ASSIGN_OR_RETURN(ForwardOptions options, forward_options(knobs, config_, one));
-  return new_batch_session(*this, pool, options);
+  return new_batch_session(*this, pool, one, options);
 }
 
 Result<std::unique_ptr<Batch>> TransformerModel::new_batch(ThreadPool& pool, const BatchOptions& batch,
-                                                           const Config& knobs) const {
-  RECUR_ASSIGN_OR_RETURN(std::string numerics, knobs.get("engine.numerics"));
-  if (numerics == "f64_reference")
+                                                           const EngineOptions& options) const {
+  if (options.numerics == Numerics::kF64Reference)
     return unsupported("engine.numerics=f64_reference runs one sequence per session (new_session); the float64 "
                        "reference has no batched forward");
-  RECUR_ASSIGN_OR_RETURN(ForwardOptions options, forward_options(knobs, config_, batch));
-  RECUR_ASSIGN_OR_RETURN(auto b, Forward::create(*this, pool, options));
+  RECUR_ASSIGN_OR_RETURN(auto b, Forward::create(*this, pool, batch, options));
   return std::unique_ptr<Batch>(std::move(b));
 }
 

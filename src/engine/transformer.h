@@ -37,10 +37,13 @@ class TransformerModel : public Model {
   uint64_t weight_bytes_per_token() const override { return decode_weight_bytes(file_, config_); }
   // A session is the batched forward over one sequence (batch_session.h); with
   // engine.numerics=f64_reference, the architecture's float64 reference session instead.
-  Result<std::unique_ptr<Session>> new_session(ThreadPool& pool, int max_tokens, const Config& knobs) const override;
+  Result<std::unique_ptr<Session>> new_session(ThreadPool& pool, int max_tokens,
+                                               const EngineOptions& options) const override;
   // The one batched forward (forward.h).
-  Result<std::unique_ptr<Batch>> new_batch(ThreadPool& pool, const BatchOptions& options,
-                                           const Config& knobs) const override;
+  Result<std::unique_ptr<Batch>> new_batch(ThreadPool& pool, const BatchOptions& batch,
+                                           const EngineOptions& options) const override;
+  using Model::new_batch;  // the Config overloads
+  using Model::new_session;
   const gguf::File& file() const { return file_; }
 
   Weight token_embedding, output_norm, output;
@@ -54,7 +57,7 @@ class TransformerModel : public Model {
   // or a MoE router) into 16-row groups (docs/engine.md "Weight layout"), releasing each
   // source's file pages once its copy exists: the peak is the model plus one matrix.
   Status regroup_weights(const ModelLoadOptions& options);
-  // engine.numerics=f64_reference: the float64 reference session, or why there is none.
+  // Numerics::kF64Reference: the float64 reference session, or why there is none.
   virtual Result<std::unique_ptr<Session>> reference_session(int max_tokens) const = 0;
 
   gguf::File file_;

@@ -11,7 +11,7 @@
 #include "core/thread_pool.h"
 #include "engine/batch_plan.h"
 #include "engine/collectives.h"
-#include "engine/forward_options.h"
+#include "engine/engine_options.h"
 #include "engine/hybrid_kda.h"
 #include "engine/moe_ep.h"
 #include "engine/op_table.h"
@@ -45,7 +45,7 @@ struct ForwardRank {
 // What every block of one rank's forward sees.
 struct Step {
   const TransformerModel& m;
-  const ForwardOptions& o;
+  const EngineOptions& o;
   const BatchPlan& p;
   ForwardRank& r;
   ThreadPool* intra;     // one rank: each product is parallel on the pool; several: null

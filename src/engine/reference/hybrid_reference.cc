@@ -9,12 +9,6 @@
 
 namespace recur {
 
-RECUR_KNOB(engine_numerics, {.name = "engine.numerics", .type = KnobType::kEnum, .choices = {"native", "f64_reference"},
-                             .default_value = "native", .components = {"engine:numerics"},
-                             .help = "native: the engine's fp32 forward pass; f64_reference: the float64 reference "
-                                     "forward pass (hybrid only; slow, one thread, for small models), the arm "
-                                     "others are judged against"});
-
 namespace {
 
 double sigmoid(double v) { return 1 / (1 + std::exp(-v)); }
