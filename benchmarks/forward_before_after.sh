@@ -6,12 +6,13 @@
 # OLD_RECUR: a recur built before the change (e.g. a `git worktree add /tmp/fwd-old 3bb3045`
 # built with `cmake --build build --target recur`); NEW_RECUR: one built after. Both are copied
 # first (other builds may relink them during the run). Each round runs old and new back to back,
-# alternating which goes first, `recur engine bench --prefill 128 --decode 32 --runs 1
-# --warmup 0`, on:
+# alternating which goes first, `recur engine bench --prefill $PREFILL --decode $DECODE --runs 1
+# --warmup 0` (default 128 and 32), on:
 #   hybrid     the embedded default model (hybrid d768, 12 layers kkka, f32), 2 threads;
 #   hybrid_q8  the same shape in Q8_0 (the regrouped weights now reach the hybrid), 2 threads;
 #   llama      the issue's 836M Llama (dim 2048, 16 layers, 32 heads, 4 KV heads, FFN 5632,
-#              vocab 32000) in F32, F16 and Q8_0, on 1 and 2 threads.
+#              vocab 32000) in $LLAMA_DTYPES (default "f32 f16 q8_0") on $LLAMA_THREADS (default
+#              "1 2") threads.
 # Models are written into $RECUR_BENCH_DIR (default /tmp/recur-bench) by NEW_RECUR's
 # `model new`. Prints per case and phase the medians [min..max] of tok/s for old and new, and the
 # median of the per-round ratio new / old with its min..max (pairs from one round share the
@@ -21,6 +22,10 @@ old_src=${1:?usage: forward_before_after.sh OLD_RECUR NEW_RECUR [ROUNDS] [CASES]
 new_src=${2:?usage: forward_before_after.sh OLD_RECUR NEW_RECUR [ROUNDS] [CASES]}
 rounds=${3:-5}
 cases=${4:-"hybrid hybrid_q8 llama"}
+prefill=${PREFILL:-128}
+decode=${DECODE:-32}
+llama_dtypes=${LLAMA_DTYPES:-"f32 f16 q8_0"}
+llama_threads=${LLAMA_THREADS:-"1 2"}
 [ "$rounds" -ge 5 ] || { echo "use at least 5 rounds" >&2; exit 2; }
 work=${RECUR_BENCH_DIR:-/tmp/recur-bench}
 mkdir -p "$work"
@@ -43,18 +48,18 @@ for c in $cases; do
         --vocab 32000 --context 4096 --kda-heads 6 --kda-key-heads 6 --kda-head-dim 128 --tied --dtype q8_0 --seed 1
       runs+=("hybrid_q8 $m 2") ;;
     llama)
-      for dt in f32 f16 q8_0; do
+      for dt in $llama_dtypes; do
         m=$work/llama-836m-$dt.gguf
         [ -f "$m" ] || "$new" model new "$m" --dim 2048 --layers 16 --heads 32 --kv-heads 4 --ffn 5632 --vocab 32000 \
           --dtype "$dt" --context 4096 --seed 1
-        for t in 1 2; do runs+=("llama_$dt $m $t"); done
+        for t in $llama_threads; do runs+=("llama_$dt $m $t"); done
       done ;;
     *) echo "unknown case $c" >&2; exit 2 ;;
   esac
 done
 
 bench() {  # which binary name model threads round
-  "$2" engine bench -m "$4" --prefill 128 --decode 32 --runs 1 --warmup 0 --threads "$5" --json |
+  "$2" engine bench -m "$4" --prefill "$prefill" --decode "$decode" --runs 1 --warmup 0 --threads "$5" --json |
     /usr/bin/python3 -c "import json,sys; j=json.load(sys.stdin); m={x['name']:x['value'] for x in j['metrics']}
 print(json.dumps({'bin':'$1','case':'$3','threads':$5,'round':$6,'prefill':m['prefill_tok_s'],'decode':m['decode_tok_s']}))" >> "$results"
 }
