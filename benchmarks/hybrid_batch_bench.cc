@@ -27,7 +27,7 @@
 #include "../benchmarks/bench_args.h"
 #include "core/knobs.h"
 #include "core/thread_pool.h"
-#include "engine/hybrid_batch.h"
+#include "engine/forward.h"
 #include "engine/model.h"
 #include "engine/sampler.h"
 
@@ -99,7 +99,7 @@ int64_t busiest_rank_page_bytes(const recur::Model& model, recur::ThreadPool& po
     std::fprintf(stderr, "capacity: %s\n", made.error().message().c_str());
     return -1;
   }
-  auto* batch = dynamic_cast<recur::HybridBatch*>(made->get());
+  auto* batch = dynamic_cast<recur::Forward*>(made->get());
   if (batch == nullptr) return -1;
   const std::vector<int64_t> bytes = batch->kv_bytes_per_rank();
   return *std::max_element(bytes.begin(), bytes.end());

@@ -24,7 +24,7 @@ namespace recur {
 
 class Config;
 
-// Element type of the all-reduce (knob engine.tp.reduce_dtype, tensor_parallel.h).
+// Element type of the all-reduce (knob engine.tp.reduce_dtype, engine_options.h).
 enum class ReduceDtype : uint8_t { kF32, kBf16 };
 
 class Collectives {
@@ -53,7 +53,6 @@ class Collectives {
 // Knob engine.collectives: "threads" (default) or "mpi", which is valid only in a process
 // launched by mpirun (the launcher's environment names this process's rank).
 enum class CollectivesBackend : uint8_t { kThreads, kMpi };
-Result<CollectivesBackend> collectives_backend_from_config(const Config& config);
 
 // The mpi backend lives in the optional library recur_engine_mpi, so recur_engine does not
 // link MPI: a program that links it calls use_mpi_collectives() (collectives_mpi.h) once, which

@@ -5,8 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "engine/hybrid_batch.h"
-#include "engine/hybrid_reference.h"
+#include "engine/reference/hybrid_reference.h"
 #include "engine/w8a8.h"
 
 namespace recur {
@@ -31,89 +30,26 @@ Result<std::vector<Weight>> bind_experts(const gguf::File& f, const std::string&
   return out;
 }
 
-// A session is a batch of one sequence: step() is a forward of one row, prefill() of one run
-// (chunks of max_batch_tokens rows). While an op tap or a layer observer is set, prefill steps
-// token by token, since they observe single-row forwards.
-class HybridSession final : public Session {
- public:
-  HybridSession(std::unique_ptr<HybridBatch> batch, SeqId seq, int vocab)
-      : batch_(std::move(batch)), seq_(seq), vocab_(vocab) {}
-
-  int position() const override { return batch_->position(seq_); }
-
-  Result<std::span<const float>> step(TokenId token) override {
-    const BatchToken row{.seq = seq_, .token = token, .want_logits = true};
-    batch_->set_op_tap(op_tap_);
-    batch_->set_layer_observer(observer_ ? &observer_ : nullptr);
-    return batch_->forward(std::span<const BatchToken>(&row, 1));
-  }
-
-  Result<std::span<const float>> prefill(std::span<const TokenId> tokens) override {
-    if (tokens.empty()) return invalid_argument("prefill: no tokens");
-    if (op_tap_ != nullptr || observer_) return Session::prefill(tokens);
-    batch_->set_op_tap(nullptr);
-    batch_->set_layer_observer(nullptr);
-    return prefill_sequence(*batch_, seq_, batch_->options(), vocab_, tokens);
-  }
-
- private:
-  std::unique_ptr<HybridBatch> batch_;
-  SeqId seq_;
-  int vocab_;
-};
-
 }  // namespace
 
-Result<std::unique_ptr<Session>> HybridModel::new_session(ThreadPool& pool, int max_tokens, const Config& knobs) const {
-  if (max_tokens <= 0 || max_tokens > config_.context)
-    return invalid_argument("session of {} tokens (the context is {})", max_tokens, config_.context);
-  RECUR_ASSIGN_OR_RETURN(std::string numerics, knobs.get("engine.numerics"));
-  if (numerics == "f64_reference") return new_reference_session(file_, config_, max_tokens);
-  const BatchOptions one{.max_sequences = 1, .max_tokens = max_tokens, .max_batch_tokens = std::min(max_tokens, 256)};
-  RECUR_ASSIGN_OR_RETURN(HybridBatchOptions options, hybrid_batch_options(knobs, config_, one));
-  RECUR_ASSIGN_OR_RETURN(auto batch, HybridBatch::create(*this, pool, options));
-  RECUR_ASSIGN_OR_RETURN(SeqId seq, batch->add_sequence());
-  return std::unique_ptr<Session>(std::make_unique<HybridSession>(std::move(batch), seq, config_.vocab));
+Result<std::unique_ptr<Session>> HybridModel::reference_session(int max_tokens) const {
+  return new_reference_session(file_, config_, max_tokens);
 }
 
-Result<std::unique_ptr<Batch>> HybridModel::new_batch(ThreadPool& pool, const BatchOptions& batch,
-                                                      const Config& knobs) const {
-  RECUR_ASSIGN_OR_RETURN(std::string numerics, knobs.get("engine.numerics"));
-  if (numerics == "f64_reference")
-    return unsupported("engine.numerics=f64_reference runs one sequence per session (new_session); the float64 "
-                       "reference has no batched forward");
-  RECUR_ASSIGN_OR_RETURN(HybridBatchOptions options, hybrid_batch_options(knobs, config_, batch));
-  RECUR_ASSIGN_OR_RETURN(auto b, HybridBatch::create(*this, pool, options));
-  return std::unique_ptr<Batch>(std::move(b));
-}
-
-Result<std::unique_ptr<HybridModel>> HybridModel::from_file(gguf::File file) {
+Result<std::unique_ptr<HybridModel>> HybridModel::from_file(gguf::File file, const ModelLoadOptions& options) {
   std::unique_ptr<HybridModel> m(new HybridModel());
-  m->file_ = std::move(file);
+  RECUR_RETURN_IF_ERROR(m->bind_common(std::move(file), Arch::kHybrid));
   const gguf::File& f = m->file_;
-  RECUR_ASSIGN_OR_RETURN(m->config_, ModelConfig::from_gguf(f));
   const ModelConfig& c = m->config_;
-  if (c.arch != Arch::kHybrid) return invalid_argument("{}: architecture is {}, not hybrid", f.source(), arch_name(c.arch));
-  RECUR_ASSIGN_OR_RETURN(Vocabulary vocab, Vocabulary::from_gguf(f));
-  if (int(vocab.tokens.size()) != c.vocab)
-    return parse_error("{}: {} tokens in the vocabulary but vocab_size is {}", f.source(), vocab.tokens.size(), c.vocab);
-  RECUR_ASSIGN_OR_RETURN(m->tokenizer_, Tokenizer::create(std::move(vocab)));
-
   const int64_t K = c.kda_head_dim, qk = c.kda_key_heads * K, vd = c.kda_heads * K;
   const int64_t q_dim = int64_t(c.n_heads) * c.head_dim, kv_dim = int64_t(c.n_kv_heads) * c.head_dim;
-  RECUR_ASSIGN_OR_RETURN(m->token_embedding, bind_weight(f, "token_embd.weight", c.vocab, c.dim));
-  RECUR_ASSIGN_OR_RETURN(m->output_norm, bind_weight(f, "output_norm.weight", 1, c.dim));
-  if (c.tied_embeddings) m->output = m->token_embedding;
-  else {
-    RECUR_ASSIGN_OR_RETURN(m->output, bind_weight(f, "output.weight", c.vocab, c.dim));
-  }
   for (int l = 0; l < c.n_layers; ++l) {
     const std::string p = fmt::format("blk.{}.", l);
     auto bind = [&](Weight& w, const char* name, int64_t rows, int64_t cols) -> Status {
       RECUR_ASSIGN_OR_RETURN(w, bind_weight(f, p + name, rows, cols));
       return ok_status();
     };
-    HybridLayerWeights L;
+    LayerWeights L;
     L.kda = c.is_kda_layer(l);
     RECUR_RETURN_IF_ERROR(bind(L.attn_norm, "attn_norm.weight", 1, c.dim));
     RECUR_RETURN_IF_ERROR(bind(L.ffn_norm, "ffn_norm.weight", 1, c.dim));
@@ -154,6 +90,7 @@ Result<std::unique_ptr<HybridModel>> HybridModel::from_file(gguf::File file) {
     }
     m->layers.push_back(std::move(L));
   }
+  RECUR_RETURN_IF_ERROR(m->regroup_weights(options));
   return m;
 }
 

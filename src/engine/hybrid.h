@@ -12,48 +12,21 @@
 #pragma once
 
 #include <memory>
-#include <vector>
 
-#include "engine/model.h"
-#include "engine/weights.h"
+#include "engine/transformer.h"
 
 namespace recur {
 
-struct HybridLayerWeights {
-  bool kda = false;
-  Weight attn_norm, ffn_norm;
-  // attention layers
-  Weight wq, wk, wv, wo;
-  // KDA layers (wo shared with attention: the projection back to dim)
-  Weight conv_q, conv_k, conv_v, wf, a_log, dt_bias, wb, out_gate, out_norm;
-  // MLP: dense, or router + experts (+ shared expert)
-  Weight w_gate, w_up, w_down;
-  Weight router;
-  std::vector<Weight> exp_gate, exp_up, exp_down;
-  Weight sh_gate, sh_up, sh_down;
-};
-
-class HybridModel final : public Model {
+// A loader: the hybrid is a layer pattern of the one forward pass (transformer.h, forward.h).
+// engine.numerics=f64_reference gives the float64 reference session
+// (reference/hybrid_reference.h), which new_batch refuses (it runs one sequence).
+class HybridModel final : public TransformerModel {
  public:
-  static Result<std::unique_ptr<HybridModel>> from_file(gguf::File file);
-
-  const ModelConfig& config() const override { return config_; }
-  const Tokenizer& tokenizer() const override { return *tokenizer_; }
-  // A session is a batch of one sequence (hybrid_batch.h); engine.numerics=f64_reference gives
-  // the float64 reference session instead, which new_batch refuses (it runs one sequence).
-  Result<std::unique_ptr<Session>> new_session(ThreadPool& pool, int max_tokens, const Config& knobs) const override;
-  Result<std::unique_ptr<Batch>> new_batch(ThreadPool& pool, const BatchOptions& options,
-                                           const Config& knobs) const override;
-  uint64_t weight_bytes_per_token() const override { return decode_weight_bytes(file_, config_); }
-  const gguf::File& file() const { return file_; }
-
-  Weight token_embedding, output_norm, output;
-  std::vector<HybridLayerWeights> layers;
+  // Binds an already parsed file, regrouping Q8_0 / F16 projections as `options` say.
+  static Result<std::unique_ptr<HybridModel>> from_file(gguf::File file, const ModelLoadOptions& options = {});
 
  private:
-  gguf::File file_;
-  ModelConfig config_;
-  std::unique_ptr<Tokenizer> tokenizer_;
+  Result<std::unique_ptr<Session>> reference_session(int max_tokens) const override;
 };
 
 }  // namespace recur

@@ -1,13 +1,13 @@
-// HybridBatch (hybrid_batch.h): batched prefill and decode of several sequences equal each
-// sequence run alone; sessions' prefill equals stepping; TP, MoE and ReplaySSM; errors leave
-// every sequence as it was.
+// The one batched forward (forward.h) on the hybrid: batched prefill and decode of several
+// sequences equal each sequence run alone; sessions' prefill equals stepping; TP, MoE and
+// ReplaySSM; errors leave every sequence as it was.
 //
 // Tolerances (max |a - b| over the logits, relative to max |b|): a batch against single-row
 // steps differs only by summation order (batched GEMM tiles, paged prefill vs decode attention,
 // KDA prefill vs decode): measured at most 3.6e-7 here (AVX-512), asserted 1e-5, which also
 // bounds TP=P against TP=1 (as tensor_parallel_test) and ReplaySSM against the plain state
 // (measured 2.7e-7); the chunked KDA prefill is held to docs/kda.md's 1e-4.
-#include "engine/hybrid_batch.h"
+#include "engine/forward.h"
 
 #include <gtest/gtest.h>
 
@@ -17,6 +17,7 @@
 #include "core/thread_pool.h"
 #include "engine/sampler.h"
 #include "engine/synthetic.h"
+#include "engine/batch_scenario_test_util.h"
 #include "engine/test_models.h"
 
 namespace recur {
@@ -62,74 +63,16 @@ double rel_diff(std::span<const float> a, std::span<const float> b) {
   return d / std::max(s, 1e-30);
 }
 
-// What one stream (a sequence of the scenario) was fed, and its logits after each position.
-struct StreamLog {
-  std::vector<TokenId> tokens;
-  std::map<int, std::vector<float>> logits;  // position of the token -> logits after it
-};
-using ScenarioLog = std::map<char, StreamLog>;
+using testing::ScenarioLog;
 
-// Three sequences of 5, 11 and 17 prompt tokens prefilled in one forward (interleaved), decoded
-// together greedily; then B is freed and D added (its slot, pages and KDA state reused), D's
-// 9-token prompt runs in the same forward as A's and C's decode tokens; then A, C, D decode.
+// Three sequences of 5, 11 and 17 prompt tokens, then D of 9 (batch_scenario_test_util.h), 6
+// decode steps each side.
 ScenarioLog run_scenario(const Model& model, ThreadPool& pool, const Config& knobs) {
   auto made = model.new_batch(pool, {.max_sequences = 3, .max_tokens = 40, .max_batch_tokens = 48}, knobs);
   EXPECT_TRUE(made.has_value()) << (made ? "" : made.error().message());
-  Batch& batch = **made;
-  ScenarioLog log;
-  std::map<char, SeqId> seq;
-  std::map<char, std::vector<TokenId>> pending;  // tokens of the next forward
-  auto add = [&](char name, std::vector<TokenId> p) {
-    auto s = batch.add_sequence();
-    ASSERT_TRUE(s.has_value()) << s.error().message();
-    seq[name] = *s;
-    pending[name] = std::move(p);
-  };
-  // One forward: pending tokens interleaved round-robin, logits wanted at each stream's last one.
-  auto forward = [&] {
-    std::vector<BatchToken> rows;
-    std::vector<char> owner;
-    for (size_t i = 0;; ++i) {
-      bool any = false;
-      for (auto& [name, toks] : pending)
-        if (i < toks.size()) {
-          rows.push_back({.seq = seq[name], .token = toks[i], .want_logits = i + 1 == toks.size()});
-          if (rows.back().want_logits) owner.push_back(name);
-          any = true;
-        }
-      if (!any) break;
-    }
-    auto logits = batch.forward(rows);
-    ASSERT_TRUE(logits.has_value()) << logits.error().message();
-    const size_t vocab = size_t(model.config().vocab);
-    ASSERT_EQ(logits->size(), owner.size() * vocab);
-    for (size_t j = 0; j < owner.size(); ++j) {
-      StreamLog& s = log[owner[j]];
-      s.tokens.insert(s.tokens.end(), pending[owner[j]].begin(), pending[owner[j]].end());
-      auto row = logits->subspan(j * vocab, vocab);
-      s.logits[int(s.tokens.size()) - 1].assign(row.begin(), row.end());
-      EXPECT_EQ(batch.position(seq[owner[j]]), int(s.tokens.size()));
-    }
-    pending.clear();
-  };
-  auto decode = [&](std::initializer_list<char> names) {
-    for (char n : names) pending[n] = {argmax(log[n].logits.rbegin()->second)};
-    forward();
-  };
-  add('A', prompt(5, 1));
-  add('B', prompt(11, 2));
-  add('C', prompt(17, 3));
-  forward();
-  for (int i = 0; i < 6; ++i) decode({'A', 'B', 'C'});
-  const KvUsage before = batch.kv_usage();
-  EXPECT_TRUE(batch.free_sequence(seq['B']).has_value());
-  EXPECT_LT(batch.kv_usage().pages_used, before.pages_used) << "B's pages go back to the pool";
-  add('D', prompt(9, 4));
-  EXPECT_EQ(seq['D'], seq['B']) << "D reuses B's slot";
-  for (char n : {'A', 'C'}) pending[n] = {argmax(log[n].logits.rbegin()->second)};
-  forward();
-  for (int i = 0; i < 6; ++i) decode({'A', 'C', 'D'});
-  return log;
+  if (!made) return {};
+  return testing::run_batch_scenario(**made, model.config().vocab, {prompt(5, 1), prompt(11, 2), prompt(17, 3),
+                                                                     prompt(9, 4)}, 6);
 }
 
 // Each stream's tokens stepped alone in a session; the worst logit difference at the logged
@@ -220,7 +163,7 @@ TEST(HybridBatch, LayerSplitPartitionsTheKvByLayer) {
   auto pools_of = [&](const char* tp, const char* split, int64_t* pages_used) {
     auto made = t.model->new_batch(**pool, small, knobs_of({{"engine.tp", tp}, {"engine.layer_split", split}}));
     EXPECT_TRUE(made.has_value()) << (made ? "" : made.error().message());
-    auto* batch = dynamic_cast<HybridBatch*>(made->get());
+    auto* batch = dynamic_cast<Forward*>(made->get());
     EXPECT_NE(batch, nullptr);
     const SeqId s = *batch->add_sequence();
     std::vector<BatchToken> rows;

@@ -15,18 +15,12 @@
 #include <vector>
 
 #include "core/status.h"
-#include "engine/hybrid_shard.h"
+#include "engine/engine_options.h"
+#include "engine/rank_weights.h"
 #include "kernels/kda/kda.h"
 #include "kernels/kda/kda_replay.h"
 
 namespace recur::hybrid {
-
-struct KdaOptions {
-  kda::DecodeVariant decode = kda::DecodeVariant::kHoisted;
-  kda::PrefillVariant prefill = kda::PrefillVariant::kRecurrent;
-  bool replay = false;
-  int replay_window = 16;
-};
 
 // The q, k, v, g (raw gate) and b (beta logits) rows of T consecutive tokens of one sequence,
 // as the projections wrote them ([T, HK*K], [T, HK*K], [T, HV*V], [T, HV*K], [T, HV]).

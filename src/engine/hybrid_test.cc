@@ -1,4 +1,4 @@
-// The hybrid forward pass against the float64 implementation (engine/hybrid_reference.h), plus
+// The hybrid forward pass against the float64 implementation (engine/reference/hybrid_reference.h), plus
 // activation health on every storage type and MoE routing.
 #include "engine/hybrid.h"
 
@@ -9,7 +9,7 @@
 
 #include "core/thread_pool.h"
 #include "engine/generate.h"
-#include "engine/hybrid_reference.h"
+#include "engine/reference/hybrid_reference.h"
 #include "engine/layers.h"
 #include "engine/synthetic.h"
 #include "engine/test_models.h"

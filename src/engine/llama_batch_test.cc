@@ -1,11 +1,15 @@
-// LlamaBatch (llama_batch.h): a batch's logits equal each sequence stepped alone through
-// LlamaSession (flat fp32 KV, one row per step); several sequences, a mixed prefill/decode
-// forward, slot and page reuse, TP, KV dtypes and errors that leave every sequence unchanged.
+// The one batched forward (forward.h) on llama: a batch's logits equal each sequence stepped
+// alone through the reference LlamaSession (reference/llama_session.h: flat fp32 KV, one row per
+// step); several sequences, a mixed prefill/decode forward, slot and page reuse, TP, layer split,
+// KV dtypes and errors that leave every sequence unchanged.
 //
 // Tolerances (max |a - b| over the logits, relative to max |b|): f32 KV differs from stepping
 // only by summation order (m-row GEMM tiles, paged prefill vs decode attention): asserted 1e-4.
 // bf16/fp8/int8 KV round the cached K and V: asserted 0.05 / 0.25 / 0.1 of f32's logits.
-#include "engine/llama_batch.h"
+#include "engine/batch_scenario_test_util.h"
+#include "engine/forward.h"
+#include "engine/op_capture.h"
+#include "engine/reference/llama_session.h"
 
 #include <gtest/gtest.h>
 
@@ -71,73 +75,17 @@ std::vector<std::vector<float>> stepped(const Model& m, ThreadPool& pool, const 
   return out;
 }
 
-// Streams A, B, C (prompts 5, 17, 33) prefilled in one interleaved forward, then decoded together
-// greedily; after 4 steps B is freed and D added (slot and pages reused), D's 9-token prompt runs
-// beside A's and C's decode tokens, then 4 more decode steps. Returns each stream's tokens and
-// the logits after each position that had logits.
-struct LlamaStream {
-  std::vector<TokenId> tokens;
-  std::map<int, std::vector<float>> logits;
-};
+// Streams A, B, C (prompts 5, 17, 33), then D (9) in B's slot (batch_scenario_test_util.h), 4
+// decode steps each side.
+using LlamaStream = testing::StreamLog;
 
 std::map<char, LlamaStream> run_streams(const Model& model, ThreadPool& pool, const Config& knobs) {
-  std::map<char, LlamaStream> log;
   auto made = model.new_batch(pool, {.max_sequences = 3, .max_tokens = 64, .max_batch_tokens = 64}, knobs);
   EXPECT_TRUE(made.has_value()) << (made ? "" : made.error().message());
-  if (!made) return log;
-  Batch& batch = **made;
-  std::map<char, SeqId> seq;
-  std::map<char, std::vector<TokenId>> pending;
-  auto forward = [&] {
-    std::vector<BatchToken> rows;
-    std::vector<char> owner;
-    for (size_t i = 0;; ++i) {
-      bool any = false;
-      for (auto& [name, toks] : pending)
-        if (i < toks.size()) {
-          rows.push_back({.seq = seq[name], .token = toks[i], .want_logits = i + 1 == toks.size()});
-          if (rows.back().want_logits) owner.push_back(name);
-          any = true;
-        }
-      if (!any) break;
-    }
-    auto logits = batch.forward(rows);
-    ASSERT_TRUE(logits.has_value()) << logits.error().message();
-    const size_t vocab = size_t(model.config().vocab);
-    ASSERT_EQ(logits->size(), owner.size() * vocab);
-    for (size_t j = 0; j < owner.size(); ++j) {
-      LlamaStream& s = log[owner[j]];
-      s.tokens.insert(s.tokens.end(), pending[owner[j]].begin(), pending[owner[j]].end());
-      auto row = logits->subspan(j * vocab, vocab);
-      s.logits[int(s.tokens.size()) - 1].assign(row.begin(), row.end());
-      EXPECT_EQ(batch.position(seq[owner[j]]), int(s.tokens.size()));
-    }
-    pending.clear();
-  };
-  auto add = [&](char name, std::vector<TokenId> p) {
-    auto s = batch.add_sequence();
-    ASSERT_TRUE(s.has_value()) << s.error().message();
-    seq[name] = *s;
-    pending[name] = std::move(p);
-  };
-  auto decode = [&](std::initializer_list<char> names) {
-    for (char n : names) pending[n] = {llama_argmax(log[n].logits.rbegin()->second)};
-    forward();
-  };
-  add('A', llama_prompt(5, 1));
-  add('B', llama_prompt(17, 2));
-  add('C', llama_prompt(33, 3));
-  forward();
-  for (int i = 0; i < 4; ++i) decode({'A', 'B', 'C'});
-  const KvUsage before = batch.kv_usage();
-  EXPECT_TRUE(batch.free_sequence(seq['B']).has_value());
-  EXPECT_LT(batch.kv_usage().pages_used, before.pages_used);
-  add('D', llama_prompt(9, 4));
-  EXPECT_EQ(seq['D'], seq['B']) << "D reuses B's slot";
-  for (char n : {'A', 'C'}) pending[n] = {llama_argmax(log[n].logits.rbegin()->second)};
-  forward();
-  for (int i = 0; i < 4; ++i) decode({'A', 'C', 'D'});
-  return log;
+  if (!made) return {};
+  return testing::run_batch_scenario(**made, model.config().vocab,
+                                     {llama_prompt(5, 1), llama_prompt(17, 2), llama_prompt(33, 3), llama_prompt(9, 4)},
+                                     4);
 }
 
 TEST(LlamaBatch, StreamsEqualEachSequenceSteppedAlone) {
@@ -189,17 +137,60 @@ TEST(LlamaBatch, TensorParallelEqualsOneRank) {
   }
 }
 
-// Layer split is built for the hybrid model: llama refuses it under TP, and ignores it at TP=1.
-TEST(LlamaBatch, LayerSplitIsRefusedUnderTensorParallelism) {
+// Llama runs the one forward (forward.h), so layer split reaches it as it reaches the hybrid:
+// each attention layer whole on one rank gives TP=1's streams (tokens equal, logits within
+// summation order).
+TEST(LlamaBatch, LayerSplitEqualsOneRank) {
   LlamaTiny t = llama_tiny();
-  auto pool = ThreadPool::create({.threads = 1, .pin = false});
+  auto pool = ThreadPool::create({.threads = 2, .pin = false});
   ASSERT_TRUE(pool.has_value());
-  const BatchOptions small{.max_sequences = 1, .max_tokens = 16, .max_batch_tokens = 16};
-  auto b = t.model->new_batch(**pool, small, llama_knobs({{"engine.tp", "2"}, {"engine.layer_split", "on"}}));
-  ASSERT_FALSE(b.has_value());
-  EXPECT_EQ(b.error().code(), ErrorCode::kUnsupported);
-  EXPECT_NE(b.error().message().find("engine.layer_split=on"), std::string::npos) << b.error().message();
-  EXPECT_TRUE(t.model->new_batch(**pool, small, llama_knobs({{"engine.layer_split", "on"}})).has_value());
+  auto one = run_streams(*t.model, **pool, Config());
+  auto split = run_streams(*t.model, **pool, llama_knobs({{"engine.tp", "2"}, {"engine.layer_split", "on"}}));
+  ASSERT_EQ(split.size(), one.size());
+  for (const auto& [name, s] : one) {
+    EXPECT_EQ(split[name].tokens, s.tokens) << "stream " << name;
+    for (const auto& [pos, l] : s.logits)
+      EXPECT_LT(llama_rel_diff(split[name].logits[pos], l), 1e-4) << name << " " << pos;
+  }
+}
+
+// Op taps come from the one forward's table (op_table.h), so llama has them as the hybrid does:
+// the attention ops of every layer, the dense FFN's, and TP=2's assembled tensors equal TP=1's.
+TEST(LlamaBatch, OpTapsNameEveryOpAndAgreeAcrossRanks) {
+  LlamaTiny t = llama_tiny();
+  auto pool = ThreadPool::create({.threads = 2, .pin = false});
+  ASSERT_TRUE(pool.has_value());
+  auto capture = [&](const Config& knobs) {
+    auto capture = std::make_unique<OpCapture>();
+    auto s = t.model->new_session(**pool, 16, knobs);
+    EXPECT_TRUE(s.has_value()) << (s ? "" : s.error().message());
+    (*s)->set_op_tap(capture.get());
+    for (TokenId tok : llama_prompt(3, 9)) {
+      capture->begin_step();
+      EXPECT_TRUE((*s)->step(tok).has_value());
+    }
+    return capture;
+  };
+  auto one = capture(Config());
+  auto two = capture(llama_knobs({{"engine.tp", "2"}}));
+  const int layers = t.model->config().n_layers;
+  EXPECT_EQ(one->ops().size(), size_t(1 + 15 * layers + 2)) << "embed, 15 ops a layer, output_norm, lm_head";
+  for (const char* name : {"embed", "layer.0.attn.q_proj", "layer.0.attn.core", "layer.0.attn.all_reduce",
+                           "layer.1.ffn.act", "layer.1.ffn.down", "layer.1.residual", "output_norm", "lm_head"})
+    ASSERT_NE(one->find(name), nullptr) << name;
+  EXPECT_EQ(one->find("layer.1.attn_norm")->inputs, std::vector<std::string>{"layer.0.residual"});
+  EXPECT_EQ(one->find("lm_head")->component, "kernel:gemm");
+  for (const OpCapture::Op* op : one->ops()) {
+    const OpCapture::Op* other = two->find(op->name);
+    ASSERT_NE(other, nullptr) << op->name;
+    ASSERT_EQ(other->steps.size(), op->steps.size()) << op->name;
+    for (size_t step = 0; step < op->steps.size(); ++step) {
+      std::vector<float> a(op->steps[step].begin(), op->steps[step].end());
+      std::vector<float> b(other->steps[step].begin(), other->steps[step].end());
+      ASSERT_EQ(a.size(), b.size()) << op->name;
+      EXPECT_LT(llama_rel_diff(b, a), 1e-5) << op->name << " step " << step;
+    }
+  }
 }
 
 TEST(LlamaBatch, KvDtypesStayNearF32) {

@@ -1,6 +1,6 @@
 // The llama forward pass against an independent float64 implementation written here from the
 // architecture's definition, on synthetic models in every storage type.
-#include "engine/llama.h"
+#include "engine/reference/llama_session.h"
 
 #include <gtest/gtest.h>
 

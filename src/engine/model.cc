@@ -10,42 +10,6 @@
 
 namespace recur {
 
-// Where the weights live while the model runs (docs/engine.md "Weights in memory"; anon decodes
-// 1.1-1.3x faster on one thread, docs/performance.md "Issue #7: weights in anonymous huge pages").
-RECUR_KNOB(engine_weights_memory,
-           {.name = "engine.weights_memory", .type = KnobType::kEnum, .choices = {"mmap", "anon"},
-            .default_value = "anon",
-            .components = {"engine:weights", "memory:tlb"},
-            .acts = KnobActs::kEngineLoad,
-            .help = "model bytes: mmap (the file's 4 KiB page-cache pages) or anon (read into 2 MiB-aligned "
-                    "anonymous memory madvised for transparent huge pages; mmap if the file exceeds half "
-                    "of MemAvailable)"});
-
-// How Llama's Q8_0 and F16 matrices are laid out while the model runs (docs/engine.md
-// "Weight layout").
-RECUR_KNOB(engine_weight_layout,
-           {.name = "engine.weight_layout", .type = KnobType::kEnum, .choices = {"rows", "r16"},
-            .default_value = "r16",
-            .components = {"engine:weights", "kernel:gemm"},
-            .acts = KnobActs::kEngineLoad,
-            .help = "Llama Q8_0 and F16 matrices: rows (the file's row layout, read in place) or r16 "
-                    "(regrouped at load into 16-row groups: one load is 4 k (Q8_0) or 1 k (F16) of 16 rows, "
-                    "GEMV near the read bandwidth; Q8_0 needs kernel.gemm.q8_0_activations=q8_0, else rows)"});
-
-// How long the engine's pool threads poll for the next job before sleeping (ThreadPoolOptions).
-RECUR_KNOB(engine_pool_spin_us,
-           {.name = "engine.pool_spin_us", .type = KnobType::kInt, .min = 0, .max = 100000, .default_value = "200",
-            .components = {"engine:threads", "core:thread_pool"},
-            .acts = KnobActs::kEngineLoad,
-            .help = "microseconds a pool thread polls for the next job (and the caller for the last chunk) before "
-                    "sleeping on a futex: decode hands out ~113 GEMVs a token, each a futex wake-up without it; "
-                    "0 sleeps at once; ignored when threads exceed the CPUs"});
-
-Result<ThreadPoolOptions> engine_pool_options(const Config& knobs, int threads) {
-  RECUR_ASSIGN_OR_RETURN(int64_t spin, knobs.get_int("engine.pool_spin_us"));
-  return ThreadPoolOptions{.threads = threads, .pin = true, .spin_us = int(spin)};
-}
-
 std::string probe_conditions_note(const ThreadPool& pool, const ThreadPoolOptions& options) {
   const std::string polling = pool.spins() ? fmt::format("polling {} us before sleeping", options.spin_us)
                               : options.spin_us > 0 ? "sleeping at once (more threads than CPUs: polling is off)"
@@ -53,14 +17,6 @@ std::string probe_conditions_note(const ThreadPool& pool, const ThreadPoolOption
   return fmt::format("probe conditions: {} thread{}, {}, {} (engine.pool_spin_us), ISA {} (core.isa)", pool.size(),
                      pool.size() == 1 ? "" : "s", options.pin ? "pinned" : "not pinned", polling,
                      isa_name(active_isa()));
-}
-
-Result<ModelLoadOptions> model_load_options(const Config& knobs) {
-  auto layout = knobs.get("engine.weight_layout");
-  if (!layout) return unexpected<Error>(layout.error());
-  RECUR_ASSIGN_OR_RETURN(gemm::Q8Activations q8, gemm::q8_activations_from_config(knobs));
-  return ModelLoadOptions{.regroup_q8_0 = *layout == "r16" && q8 == gemm::Q8Activations::kQ8_0,
-                          .regroup_f16 = *layout == "r16"};
 }
 
 uint64_t decode_weight_bytes(const gguf::File& file, const ModelConfig& c) {
@@ -87,8 +43,19 @@ Result<std::span<const float>> Session::prefill(std::span<const TokenId> tokens)
   return logits;
 }
 
-Result<std::unique_ptr<Batch>> Model::new_batch(ThreadPool&, const BatchOptions&, const Config&) const {
+Result<std::unique_ptr<Batch>> Model::new_batch(ThreadPool&, const BatchOptions&, const EngineOptions&) const {
   return unsupported("architecture '{}' has no batched forward", arch_name(config().arch));
+}
+
+Result<std::unique_ptr<Session>> Model::new_session(ThreadPool& pool, int max_tokens, const Config& knobs) const {
+  RECUR_ASSIGN_OR_RETURN(EngineOptions options, engine_options_from(knobs, config()));
+  return new_session(pool, max_tokens, options);
+}
+
+Result<std::unique_ptr<Batch>> Model::new_batch(ThreadPool& pool, const BatchOptions& batch,
+                                                const Config& knobs) const {
+  RECUR_ASSIGN_OR_RETURN(EngineOptions options, engine_options_from(knobs, config()));
+  return new_batch(pool, batch, options);
 }
 
 Result<std::unique_ptr<Model>> model_from_file(gguf::File file, const ModelLoadOptions& options) {
@@ -98,23 +65,22 @@ Result<std::unique_ptr<Model>> model_from_file(gguf::File file, const ModelLoadO
     return std::unique_ptr<Model>(std::move(m));
   }
   if (arch == "hybrid") {
-    RECUR_ASSIGN_OR_RETURN(auto m, HybridModel::from_file(std::move(file)));
+    RECUR_ASSIGN_OR_RETURN(auto m, HybridModel::from_file(std::move(file), options));
     return std::unique_ptr<Model>(std::move(m));
   }
   return unsupported("{}: architecture '{}' (recur runs llama and hybrid)", file.source(), arch);
 }
 
 Result<FileMemory> weights_file_memory(const Config& knobs) {
-  auto memory = knobs.get("engine.weights_memory");
-  if (!memory) return unexpected<Error>(memory.error());
-  return *memory == "anon" ? FileMemory::kAnonymous : FileMemory::kMap;
+  RECUR_ASSIGN_OR_RETURN(LoadOptions options, load_options_from(knobs));
+  return options.memory == WeightsMemory::kAnon ? FileMemory::kAnonymous : FileMemory::kMap;
 }
 
 Result<std::unique_ptr<Model>> load_model(const std::string& path, const Config& knobs) {
+  RECUR_ASSIGN_OR_RETURN(LoadOptions options, load_options_from(knobs));
   RECUR_ASSIGN_OR_RETURN(FileMemory where, weights_file_memory(knobs));
-  RECUR_ASSIGN_OR_RETURN(ModelLoadOptions options, model_load_options(knobs));
   RECUR_ASSIGN_OR_RETURN(gguf::File file, gguf::read(path, where));
-  return model_from_file(std::move(file), options);
+  return model_from_file(std::move(file), options.model);
 }
 
 Result<std::shared_ptr<const MappedFile>> read_model_bytes(const std::string& path, const Config& knobs) {
@@ -125,7 +91,8 @@ Result<std::shared_ptr<const MappedFile>> read_model_bytes(const std::string& pa
 
 Result<std::unique_ptr<Model>> load_model_over(const MappedFile& bytes, const Config& knobs) {
   RECUR_ZONE("load_model");
-  RECUR_ASSIGN_OR_RETURN(ModelLoadOptions options, model_load_options(knobs));
+  RECUR_ASSIGN_OR_RETURN(LoadOptions load, load_options_from(knobs));
+  const ModelLoadOptions& options = load.model;
   zone.arg("memory", bytes.anonymous() ? "anon" : "mmap");
   zone.arg("regroup_q8_0", options.regroup_q8_0 ? 1 : 0);
   zone.arg("regroup_f16", options.regroup_f16 ? 1 : 0);

@@ -13,6 +13,7 @@
 #include "core/knobs.h"
 #include "core/status.h"
 #include "core/thread_pool.h"
+#include "engine/engine_options.h"
 #include "engine/gguf.h"
 #include "engine/model_config.h"
 #include "engine/op_tap.h"
@@ -110,31 +111,19 @@ class Model {
   // Weight bytes one decode step streams: every weight except the embedding table (one row is
   // read), which counts once as the LM head when tied; MoE experts scaled by top-k / experts.
   virtual uint64_t weight_bytes_per_token() const = 0;
-  // A fresh sequence of at most max_tokens tokens; knobs choose kernel variants.
+  // A fresh sequence of at most max_tokens tokens, run as the options say (engine_options.h).
   virtual Result<std::unique_ptr<Session>> new_session(ThreadPool& pool, int max_tokens,
-                                                       const Config& knobs) const = 0;
-  // Sequences decoded together (continuous batching, batched prefill); knobs as new_session.
-  virtual Result<std::unique_ptr<Batch>> new_batch(ThreadPool& pool, const BatchOptions& options,
-                                                   const Config& knobs) const;
+                                                       const EngineOptions& options) const = 0;
+  // Sequences decoded together (continuous batching, batched prefill); options as new_session.
+  virtual Result<std::unique_ptr<Batch>> new_batch(ThreadPool& pool, const BatchOptions& batch,
+                                                   const EngineOptions& options) const;
+  // The same with the options the knobs give for this model (engine_options_from).
+  Result<std::unique_ptr<Session>> new_session(ThreadPool& pool, int max_tokens, const Config& knobs) const;
+  Result<std::unique_ptr<Batch>> new_batch(ThreadPool& pool, const BatchOptions& batch, const Config& knobs) const;
 };
 
 // The rule of Model::weight_bytes_per_token over a GGUF file.
 uint64_t decode_weight_bytes(const gguf::File& file, const ModelConfig& config);
-
-// How a model is prepared after its file is parsed.
-struct ModelLoadOptions {
-  // Llama: Q8_0 / F16 matrices regrouped into 16-row groups for the GEMV (knob
-  // engine.weight_layout; gemm.h, kQ8_0R16 / kF16R16). Off for a process that only tokenizes.
-  bool regroup_q8_0 = true;
-  bool regroup_f16 = true;
-};
-// The options the knobs engine.weight_layout and kernel.gemm.q8_0_activations give (regrouped
-// Q8_0 always meets Q8_0 activations, so f32 activations keep its rows).
-Result<ModelLoadOptions> model_load_options(const Config& knobs);
-
-// The engine's thread pool for `threads` (0: every CPU), pinned, polling as the knob
-// engine.pool_spin_us says.
-Result<ThreadPoolOptions> engine_pool_options(const Config& knobs, int threads);
 
 // The conditions a probe ran the engine (or a kernel) under, for its Feedback: "probe conditions:
 // 2 threads, pinned, polling 200 us before sleeping (engine.pool_spin_us), ISA avx512 (core.isa)".

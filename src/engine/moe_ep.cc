@@ -9,28 +9,6 @@
 
 namespace recur::moe {
 
-RECUR_KNOB(engine_ep, {.name = "engine.ep", .type = KnobType::kEnum, .choices = {"1", "2", "4", "8"},
-                       .default_value = "1", .components = {"engine:ep", "op:moe_dispatch", "op:moe_combine"},
-                       .acts = KnobActs::kEngine,
-                       .help = "expert-parallel ranks for MoE layers: each rank holds whole experts, tokens are "
-                               "dispatched to their experts' ranks and combined at their owner (docs/engine.md)"});
-
-RECUR_KNOB(engine_ep_dispatch_mode,
-           {.name = "engine.ep.dispatch_mode", .type = KnobType::kEnum, .choices = {"normal", "low_latency"},
-            .default_value = "normal", .components = {"op:moe_dispatch", "op:moe_combine"},
-            .acts = KnobActs::kEngine,
-            .help = "normal: a row-count round, then exactly the rows; low_latency: one fixed-size padded exchange "
-                    "each way with no count round (for decode)"});
-
-Result<EpOptions> ep_options_from_config(const Config& config) {
-  EpOptions o;
-  RECUR_ASSIGN_OR_RETURN(int64_t ep, config.get_int("engine.ep"));
-  o.ep = int(ep);
-  RECUR_ASSIGN_OR_RETURN(std::string mode, config.get("engine.ep.dispatch_mode"));
-  o.mode = mode == "low_latency" ? DispatchMode::kLowLatency : DispatchMode::kNormal;
-  return o;
-}
-
 Span ep_experts(int n_experts, int ep, int rank) { return rank_span(n_experts, ep, rank); }
 
 namespace {

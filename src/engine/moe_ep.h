@@ -42,8 +42,6 @@ struct EpOptions {
   int ep = 1;  // knob engine.ep: 1, 2, 4 or 8
   DispatchMode mode = DispatchMode::kNormal;
 };
-// Reads engine.ep and engine.ep.dispatch_mode.
-Result<EpOptions> ep_options_from_config(const Config& config);
 
 // Experts [begin, end) held by EP rank `rank` of `ep` (E divisible by ep: whole experts).
 Span ep_experts(int n_experts, int ep, int rank);

@@ -10,25 +10,6 @@
 
 namespace recur {
 
-RECUR_KNOB(engine_tp, {.name = "engine.tp", .type = KnobType::kEnum, .choices = {"1", "2", "4", "8"},
-                       .default_value = "1", .components = {"engine:tp", "thread:rank"},
-                       .acts = KnobActs::kEngine,
-                       .help = "tensor-parallel ranks (pinned threads, each owning a weight shard); more ranks "
-                               "than cores runs correctly, just not faster"});
-
-RECUR_KNOB(engine_tp_reduce_dtype,
-           {.name = "engine.tp.reduce_dtype", .type = KnobType::kEnum, .choices = {"f32", "bf16"},
-            .default_value = "f32", .components = {"op:all_reduce", "engine:tp"},
-            .acts = KnobActs::kEngine,
-            .help = "element type of the TP all-reduce: bf16 rounds every rank's partial and the sum to bf16, "
-                    "as a bf16 NCCL all-reduce does (half the bytes on a real interconnect)"});
-
-Result<ReduceDtype> reduce_dtype_from_config(const Config& config) {
-  Result<std::string> v = config.get("engine.tp.reduce_dtype");
-  if (!v) return unexpected(v.error());
-  return *v == "bf16" ? ReduceDtype::kBf16 : ReduceDtype::kF32;
-}
-
 Result<std::unique_ptr<OwnedWeight>> row_parallel_shard(const Weight& w, Span cols, int ranks) {
   if (ranks == 1) return std::make_unique<OwnedWeight>(OwnedWeight{w, {}});
   return weight_cols(w, cols.begin, cols.end);

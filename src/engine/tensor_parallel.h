@@ -61,9 +61,6 @@ Result<std::unique_ptr<OwnedWeight>> row_parallel_shard(const Weight& w, Span co
 // Returns the bytes released.
 Result<size_t> release_copied_sources(const MappedFile& mapping, std::span<const Weight* const> sources);
 
-// Element type of the all-reduce (knob engine.tp.reduce_dtype; ReduceDtype is in collectives.h).
-Result<ReduceDtype> reduce_dtype_from_config(const Config& config);
-
 // Sums the rank-order partials slots[0..P)[i] into out[i], rounding to bf16 when dtype says so
 // (both backends reduce with this, so they agree bit for bit).
 void sum_partials_in_rank_order(std::span<const float* const> slots, float* out, int64_t n, ReduceDtype dtype);

@@ -13,8 +13,8 @@
 #include "core/convert.h"
 #include "core/thread_pool.h"
 #include "engine/hybrid.h"
-#include "engine/hybrid_batch.h"
-#include "engine/llama.h"
+#include "engine/forward.h"
+#include "engine/reference/llama_session.h"
 #include "engine/layers.h"
 #include "engine/moe_ep.h"
 #include "engine/sampler.h"
@@ -292,9 +292,9 @@ size_t hybrid_released_bytes(const Model& model, ThreadPool& pool, int tp) {
   const auto& hybrid = dynamic_cast<const HybridModel&>(model);
   Config knobs;
   EXPECT_TRUE(knobs.set("engine.tp", std::to_string(tp)).has_value());
-  auto options = hybrid_batch_options(knobs, hybrid.config(), BatchOptions{.max_tokens = 16, .max_batch_tokens = 16});
+  auto options = engine_options_from(knobs, hybrid.config());
   EXPECT_TRUE(options.has_value()) << (options ? "" : options.error().message());
-  auto batch = HybridBatch::create(hybrid, pool, *options);
+  auto batch = Forward::create(hybrid, pool, BatchOptions{.max_tokens = 16, .max_batch_tokens = 16}, *options);
   EXPECT_TRUE(batch.has_value()) << (batch ? "" : batch.error().message());
   return batch ? (*batch)->released_source_bytes() : 0;
 }
@@ -524,7 +524,7 @@ TEST(ExpertParallel, RejectsSplitsThatDoNotFit) {
   // engine.collectives=mpi outside mpirun is refused where the knob is read.
   Config knobs;
   ASSERT_TRUE(knobs.set("engine.collectives", "mpi").has_value());
-  auto backend = collectives_backend_from_config(knobs);
+  auto backend = engine_options_from(knobs, tp_config());
   if (std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr && std::getenv("PMI_SIZE") == nullptr) {
     ASSERT_FALSE(backend.has_value());
     EXPECT_NE(backend.error().message().find("not launched by mpirun"), std::string::npos);

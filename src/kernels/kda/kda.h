@@ -67,6 +67,8 @@ enum class PrefillVariant : uint8_t {
   kChunked64,  // WY/UT chunked form, chunk 64
   kChunked16,  // WY/UT chunked form, chunk 16
 };
+inline constexpr PrefillVariant kAllPrefillVariants[] = {PrefillVariant::kRecurrent, PrefillVariant::kChunked64,
+                                                         PrefillVariant::kChunked16};
 
 std::string_view decode_variant_name(DecodeVariant v);  // "vtile", "vtile_recip", "hoisted", "hoisted_recip"
 std::optional<DecodeVariant> parse_decode_variant(std::string_view name);

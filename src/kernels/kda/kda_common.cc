@@ -32,8 +32,7 @@ std::string_view prefill_variant_name(PrefillVariant v) {
 }
 
 std::optional<PrefillVariant> parse_prefill_variant(std::string_view name) {
-  for (auto v : {PrefillVariant::kRecurrent, PrefillVariant::kChunked64,
-                 PrefillVariant::kChunked16}) {
+  for (PrefillVariant v : kAllPrefillVariants) {
     if (prefill_variant_name(v) == name) return v;
   }
   return std::nullopt;

@@ -1,30 +1,30 @@
-#include "engine/hybrid_shard.h"
+#include "engine/rank_weights.h"
 
 #include "engine/moe_ep.h"
 
-namespace recur::hybrid {
+namespace recur {
 namespace {
 
 // The row-parallel projection of w's columns `cols` (a copy when ranks > 1, recorded in
 // `copied` so its file pages can be released once every rank has its copy; a view otherwise).
-Result<Projection> hybrid_row_parallel(const Weight& w, Span cols, int ranks, gemm::Precision p,
+Result<Projection> rank_row_parallel(const Weight& w, Span cols, int ranks, gemm::Precision p,
                                        gemm::Activations act, std::vector<const Weight*>& copied) {
   RECUR_ASSIGN_OR_RETURN(auto owned, row_parallel_shard(w, cols, ranks));
   if (ranks > 1) copied.push_back(&w);
   return Projection::create(std::move(owned), p, act);
 }
 
-Result<FfnShard> hybrid_ffn_shard(const Weight& gate, const Weight& up, const Weight& down, Span ffn, int tp,
+Result<FfnShard> rank_ffn_shard(const Weight& gate, const Weight& up, const Weight& down, Span ffn, int tp,
                                   gemm::Precision p, gemm::Activations act, std::vector<const Weight*>& copied) {
   FfnShard s;
   RECUR_ASSIGN_OR_RETURN(s.gate, Projection::create(weight_rows(gate, ffn.begin, ffn.end), p, act));
   RECUR_ASSIGN_OR_RETURN(s.up, Projection::create(weight_rows(up, ffn.begin, ffn.end), p, act));
-  RECUR_ASSIGN_OR_RETURN(s.down, hybrid_row_parallel(down, ffn, tp, p, act, copied));
+  RECUR_ASSIGN_OR_RETURN(s.down, rank_row_parallel(down, ffn, tp, p, act, copied));
   return s;
 }
 
 // Rows [r0, r1) of w widened to fp32, row-major.
-std::vector<float> hybrid_widened_rows(const Weight& w, int64_t r0, int64_t r1) {
+std::vector<float> rank_widened_rows(const Weight& w, int64_t r0, int64_t r1) {
   std::vector<float> out(size_t((r1 - r0) * w.cols));
   for (int64_t r = r0; r < r1; ++r) w.dequantize_row(r, out.data() + (r - r0) * w.cols);
   return out;
@@ -72,7 +72,7 @@ Status check_tp_split(const ModelConfig& c, int tp, int64_t block, bool layer_sp
   return ok_status();
 }
 
-Result<RankWeights> shard_rank(const HybridModel& m, int rank, int tp, int ep, gemm::Precision p,
+Result<RankWeights> shard_rank(const TransformerModel& m, int rank, int tp, int ep, gemm::Precision p,
                                gemm::Activations act, bool layer_split) {
   const ModelConfig& c = m.config();
   int attention_index = 0;
@@ -84,7 +84,7 @@ Result<RankWeights> shard_rank(const HybridModel& m, int rank, int tp, int ep, g
   r.vocab = rank_span(c.vocab, tp, index);
   if (ep > 1) r.experts = moe::ep_experts(c.n_experts, ep, rank);
   for (int l = 0; l < c.n_layers; ++l) {
-    const HybridLayerWeights& L = m.layers[size_t(l)];
+    const LayerWeights& L = m.layers[size_t(l)];
     LayerShard S;
     if (L.kda) {
       const int64_t group = c.kda_heads / c.kda_key_heads;
@@ -97,14 +97,14 @@ Result<RankWeights> shard_rank(const HybridModel& m, int rank, int tp, int ep, g
       RECUR_ASSIGN_OR_RETURN(S.wf, Projection::create(weight_rows(L.wf, vc.begin, vc.end), p, act));
       RECUR_ASSIGN_OR_RETURN(S.wb, Projection::create(weight_rows(L.wb, S.v_heads.begin, S.v_heads.end), p, act));
       RECUR_ASSIGN_OR_RETURN(S.out_gate, Projection::create(weight_rows(L.out_gate, vc.begin, vc.end), p, act));
-      RECUR_ASSIGN_OR_RETURN(S.wo, hybrid_row_parallel(L.wo, vc, tp, p, act, r.copied_sources));
-      S.conv_q = hybrid_widened_rows(L.conv_q, kc.begin, kc.end);
-      S.conv_k = hybrid_widened_rows(L.conv_k, kc.begin, kc.end);
-      S.conv_v = hybrid_widened_rows(L.conv_v, vc.begin, vc.end);
-      const std::vector<float> a_log = hybrid_widened_rows(L.a_log, 0, 1), dt_bias = hybrid_widened_rows(L.dt_bias, 0, 1);
+      RECUR_ASSIGN_OR_RETURN(S.wo, rank_row_parallel(L.wo, vc, tp, p, act, r.copied_sources));
+      S.conv_q = rank_widened_rows(L.conv_q, kc.begin, kc.end);
+      S.conv_k = rank_widened_rows(L.conv_k, kc.begin, kc.end);
+      S.conv_v = rank_widened_rows(L.conv_v, vc.begin, vc.end);
+      const std::vector<float> a_log = rank_widened_rows(L.a_log, 0, 1), dt_bias = rank_widened_rows(L.dt_bias, 0, 1);
       S.a_log.assign(a_log.begin() + S.v_heads.begin, a_log.begin() + S.v_heads.end);
       S.dt_bias.assign(dt_bias.begin() + vc.begin, dt_bias.begin() + vc.end);
-      S.out_norm = hybrid_widened_rows(L.out_norm, 0, 1);
+      S.out_norm = rank_widened_rows(L.out_norm, 0, 1);
     } else if (layer_split && tp > 1) {
       // The owner holds the layer whole (wo as a view, as with tp = 1); the others nothing.
       S.owns_attention = layer_split_owner(attention_index++, tp) == index;
@@ -114,7 +114,7 @@ Result<RankWeights> shard_rank(const HybridModel& m, int rank, int tp, int ep, g
         RECUR_ASSIGN_OR_RETURN(S.wq, Projection::create(weight_rows(L.wq, 0, L.wq.rows), p, act));
         RECUR_ASSIGN_OR_RETURN(S.wk, Projection::create(weight_rows(L.wk, 0, L.wk.rows), p, act));
         RECUR_ASSIGN_OR_RETURN(S.wv, Projection::create(weight_rows(L.wv, 0, L.wv.rows), p, act));
-        RECUR_ASSIGN_OR_RETURN(S.wo, hybrid_row_parallel(L.wo, {0, L.wo.cols}, 1, p, act, r.copied_sources));
+        RECUR_ASSIGN_OR_RETURN(S.wo, rank_row_parallel(L.wo, {0, L.wo.cols}, 1, p, act, r.copied_sources));
       }
     } else {
       const int64_t group = c.n_heads / c.n_kv_heads;
@@ -126,30 +126,30 @@ Result<RankWeights> shard_rank(const HybridModel& m, int rank, int tp, int ep, g
       RECUR_ASSIGN_OR_RETURN(S.wv,
                              Projection::create(weight_rows(L.wv, S.kv_heads.begin * hd, S.kv_heads.end * hd), p, act));
       RECUR_ASSIGN_OR_RETURN(
-          S.wo, hybrid_row_parallel(L.wo, {S.heads.begin * hd, S.heads.end * hd}, tp, p, act, r.copied_sources));
+          S.wo, rank_row_parallel(L.wo, {S.heads.begin * hd, S.heads.end * hd}, tp, p, act, r.copied_sources));
     }
     std::vector<const Weight*>& copied = r.copied_sources;
     if (c.n_experts == 0) {
-      RECUR_ASSIGN_OR_RETURN(S.dense, hybrid_ffn_shard(L.w_gate, L.w_up, L.w_down, r.ffn, tp, p, act, copied));
+      RECUR_ASSIGN_OR_RETURN(S.dense, rank_ffn_shard(L.w_gate, L.w_up, L.w_down, r.ffn, tp, p, act, copied));
     } else if (ep > 1) {
       // Whole experts (views, no copy), and the whole shared expert for the rank's own tokens.
       const Span all{0, c.ffn_dim};
       S.experts.resize(size_t(c.n_experts));
       for (int64_t e = r.experts.begin; e < r.experts.end; ++e) {
-        RECUR_ASSIGN_OR_RETURN(S.experts[size_t(e)], hybrid_ffn_shard(L.exp_gate[size_t(e)], L.exp_up[size_t(e)],
+        RECUR_ASSIGN_OR_RETURN(S.experts[size_t(e)], rank_ffn_shard(L.exp_gate[size_t(e)], L.exp_up[size_t(e)],
                                                                       L.exp_down[size_t(e)], all, 1, p, act, copied));
       }
       if (c.shared_expert) {
-        RECUR_ASSIGN_OR_RETURN(S.shared, hybrid_ffn_shard(L.sh_gate, L.sh_up, L.sh_down, all, 1, p, act, copied));
+        RECUR_ASSIGN_OR_RETURN(S.shared, rank_ffn_shard(L.sh_gate, L.sh_up, L.sh_down, all, 1, p, act, copied));
       }
     } else {
       for (int e = 0; e < c.n_experts; ++e) {
-        RECUR_ASSIGN_OR_RETURN(FfnShard x, hybrid_ffn_shard(L.exp_gate[size_t(e)], L.exp_up[size_t(e)],
+        RECUR_ASSIGN_OR_RETURN(FfnShard x, rank_ffn_shard(L.exp_gate[size_t(e)], L.exp_up[size_t(e)],
                                                             L.exp_down[size_t(e)], r.ffn, tp, p, act, copied));
         S.experts.push_back(std::move(x));
       }
       if (c.shared_expert) {
-        RECUR_ASSIGN_OR_RETURN(S.shared, hybrid_ffn_shard(L.sh_gate, L.sh_up, L.sh_down, r.ffn, tp, p, act, copied));
+        RECUR_ASSIGN_OR_RETURN(S.shared, rank_ffn_shard(L.sh_gate, L.sh_up, L.sh_down, r.ffn, tp, p, act, copied));
       }
     }
     r.layers.push_back(std::move(S));
@@ -158,4 +158,4 @@ Result<RankWeights> shard_rank(const HybridModel& m, int rank, int tp, int ep, g
   return r;
 }
 
-}  // namespace recur::hybrid
+}  // namespace recur

@@ -1,4 +1,4 @@
-// What one tensor-parallel rank of a hybrid forward pass owns (docs/engine.md, "Tensor
+// What one tensor-parallel rank of the forward pass (forward.h) owns (docs/engine.md, "Tensor
 // parallelism"): its KDA value heads and the key heads they read, its attention heads and KV
 // heads, its FFN columns of the dense MLP and of every expert, and its vocabulary rows of the LM
 // head, as projections at the chosen matmul precision (projection.h). Built once per session or
@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "core/status.h"
-#include "engine/hybrid.h"
+#include "engine/transformer.h"
 #include "engine/projection.h"
 #include "engine/tensor_parallel.h"
 
-namespace recur::hybrid {
+namespace recur {
 
 struct FfnShard {
   Projection gate, up, down;  // down: row-parallel (this rank's FFN columns)
@@ -56,7 +56,7 @@ inline int layer_split_owner(int attention_index, int tp) { return attention_ind
 // each 1 or the group size: tensor-parallel shards when tp > 1 (whole weights otherwise), and
 // its whole experts when ep > 1. With layer_split (and tp > 1) each attention layer is whole on
 // its owner (layer_split_owner) and empty elsewhere.
-Result<RankWeights> shard_rank(const HybridModel& m, int index, int tp, int ep, gemm::Precision precision,
+Result<RankWeights> shard_rank(const TransformerModel& m, int index, int tp, int ep, gemm::Precision precision,
                                gemm::Activations act, bool layer_split = false);
 
-}  // namespace recur::hybrid
+}  // namespace recur

@@ -1,4 +1,4 @@
-#include "engine/hybrid_reference.h"
+#include "engine/reference/hybrid_reference.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,13 +8,6 @@
 #include "kernels/kda/kda_reference.h"
 
 namespace recur {
-
-RECUR_KNOB(engine_numerics, {.name = "engine.numerics", .type = KnobType::kEnum, .choices = {"native", "f64_reference"},
-                             .default_value = "native", .components = {"engine:numerics"},
-                             .acts = KnobActs::kEngine,
-                             .help = "native: the engine's fp32 forward pass; f64_reference: the float64 reference "
-                                     "forward pass (hybrid only; slow, one thread, for small models), the arm "
-                                     "others are judged against"});
 
 namespace {
 

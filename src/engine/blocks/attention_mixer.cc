@@ -1,0 +1,66 @@
+// The attention mixer: q/k/v projections, RoPE at each row's position, the paged KV cache
+// (kernels/attention: a forward of one-token runs appends and runs the paged decode kernel,
+// otherwise the paged prefill kernel, causal within each run) and the output projection.
+#include "engine/blocks/block.h"
+#include "engine/layers.h"
+#include "kernels/attention/attention.h"
+#include "trace/trace.h"
+
+namespace recur {
+
+void attention_mixer(const Step& s, int l) {
+  RECUR_ZONE("attention");
+  zone.arg("layer", l);
+  zone.arg("rows", s.rows());
+  const ModelConfig& c = s.c();
+  ForwardRank& r = s.r;
+  const LayerShard& S = r.w.layers[size_t(l)];
+  const int64_t M = s.rows(), hd = c.head_dim;
+  if (!S.owns_attention) {
+    // Layer split: the owner computes the layer whole; this rank adds zeros to the all-reduce.
+    std::fill_n(r.partial.begin(), M * c.dim, 0.0f);
+    s.tap(Op::kAttnOProj, l, r.partial.data(), c.dim);
+    return;
+  }
+  const int heads = int(S.heads.size()), kv_heads = int(S.kv_heads.size());
+  const int64_t q_local = heads * hd, kv_local = kv_heads * hd;
+  const int64_t q_all = int64_t(c.n_heads) * hd, kv_all = int64_t(c.n_kv_heads) * hd;
+  const float* h = r.h.data();
+  S.wq.apply(h, M, r.q.data(), s.intra);
+  S.wk.apply(h, M, r.k.data(), s.intra);
+  S.wv.apply(h, M, r.v.data(), s.intra);
+  s.tap(Op::kAttnQProj, l, r.q.data(), q_local, S.heads.begin * hd, q_all);
+  s.tap(Op::kAttnKProj, l, r.k.data(), kv_local, S.kv_heads.begin * hd, kv_all);
+  s.tap(Op::kAttnVProj, l, r.v.data(), kv_local, S.kv_heads.begin * hd, kv_all);
+  for_rows(s.intra, M, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      rope_rotate(r.q.data() + i * q_local, heads, int(hd), r.rope.data() + i * hd);
+      rope_rotate(r.k.data() + i * kv_local, kv_heads, int(hd), r.rope.data() + i * hd);
+    }
+  });
+  const int layer = r.kv_layer[size_t(l)];
+  std::vector<int> seqs;
+  std::vector<int64_t> counts;
+  for (const BatchPlan::Run& run : s.p.runs) {
+    seqs.push_back(r.kv_seq[size_t(run.seq)]);
+    counts.push_back(run.count);
+  }
+  namespace paged = kernels::attention;
+  Status st;
+  if (s.p.all_single) {
+    // Batched decode: append each sequence's token, then one paged decode over all of them.
+    for (size_t i = 0; i < seqs.size() && st; ++i)
+      st = r.kv->append(seqs[i], layer, std::span<const float>(r.k.data() + int64_t(i) * kv_local, size_t(kv_local)),
+                        std::span<const float>(r.v.data() + int64_t(i) * kv_local, size_t(kv_local)));
+    if (st) st = paged::decode(*r.kv, layer, seqs, r.q.data(), heads, r.o.data(), {}, s.intra);
+  } else {
+    st = paged::prefill(*r.kv, layer, seqs, counts, r.q.data(), r.k.data(), r.v.data(), heads, r.o.data(), {},
+                        s.intra);
+  }
+  r.fail(std::move(st));
+  s.tap(Op::kAttnCore, l, r.o.data(), q_local, S.heads.begin * hd, q_all);
+  S.wo.apply(r.o.data(), M, r.partial.data(), s.intra);
+  s.tap(Op::kAttnOProj, l, r.partial.data(), c.dim);
+}
+
+}  // namespace recur

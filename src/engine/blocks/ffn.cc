@@ -1,0 +1,34 @@
+// The dense FFN block (SwiGLU) and the FFN arithmetic the MoE experts share.
+#include "engine/blocks/block.h"
+#include "kernels/layer/layer.h"
+#include "trace/trace.h"
+
+namespace recur {
+
+// SwiGLU through the vector layer kernel (registered and checked against float64; element-wise,
+// so a row's bits do not depend on its chunk): std::exp per element cost ~3 ms a layer at 128
+// rows.
+void ffn_rows(const Step& s, const FfnShard& f, const float* x, int64_t m, float* out, int tap_layer) {
+  float* a = s.r.ff_a.data();
+  float* b = s.r.ff_b.data();
+  const int64_t n = f.gate.rows();  // a TP shard's columns, or a whole expert's under EP
+  f.gate.apply(x, m, a, s.intra);
+  f.up.apply(x, m, b, s.intra);
+  const Span cols = s.r.w.ffn;
+  const int64_t whole = s.c().ffn_dim;
+  if (tap_layer >= 0) {
+    s.tap(Op::kFfnGate, tap_layer, a, n, cols.begin, whole);
+    s.tap(Op::kFfnUp, tap_layer, b, n, cols.begin, whole);
+  }
+  for_rows(s.intra, m, [&](int64_t i0, int64_t i1) { kernels::swiglu(a + i0 * n, b + i0 * n, a + i0 * n, (i1 - i0) * n); });
+  if (tap_layer >= 0) s.tap(Op::kFfnAct, tap_layer, a, n, cols.begin, whole);
+  f.down.apply(a, m, out, s.intra);
+}
+
+void dense_ffn(const Step& s, int l) {
+  RECUR_ZONE("mlp");
+  ffn_rows(s, s.r.w.layers[size_t(l)].dense, s.r.h.data(), s.rows(), s.r.partial.data(), l);
+  s.tap(Op::kFfnDown, l, s.r.partial.data(), s.c().dim);
+}
+
+}  // namespace recur

@@ -1,0 +1,63 @@
+// The KDA mixer (hybrid.h): q/k/v/f/b projections, each sequence's convolutions and recurrence
+// (hybrid_kda.h: a decode step for a run of one token, kda::prefill for longer runs), the gated
+// RMSNorm per value head and the output projection.
+#include <cmath>
+
+#include "engine/blocks/block.h"
+#include "trace/trace.h"
+
+namespace recur {
+
+namespace {
+
+float kda_mixer_sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+}  // namespace
+
+void kda_mixer(const Step& s, int l) {
+  RECUR_ZONE("kda_mixer");
+  zone.arg("layer", l);
+  const ModelConfig& c = s.c();
+  ForwardRank& r = s.r;
+  const LayerShard& S = r.w.layers[size_t(l)];
+  const int64_t M = s.rows(), K = c.kda_head_dim, hv = S.v_heads.size();
+  const int64_t qk = S.k_heads.size() * K, vd = hv * K;
+  const int64_t q_off = S.k_heads.begin * K, v_off = S.v_heads.begin * K;
+  const int64_t qk_all = int64_t(c.kda_key_heads) * K, v_all = int64_t(c.kda_heads) * K;
+  const float* h = r.h.data();
+  S.wq.apply(h, M, r.q.data(), s.intra);
+  S.wk.apply(h, M, r.k.data(), s.intra);
+  S.wv.apply(h, M, r.v.data(), s.intra);
+  S.wf.apply(h, M, r.g.data(), s.intra);
+  S.wb.apply(h, M, r.b.data(), s.intra);
+  s.tap(Op::kKdaQProj, l, r.q.data(), qk, q_off, qk_all);
+  s.tap(Op::kKdaKProj, l, r.k.data(), qk, q_off, qk_all);
+  s.tap(Op::kKdaVProj, l, r.v.data(), vd, v_off, v_all);
+  s.tap(Op::kKdaFProj, l, r.g.data(), vd, v_off, v_all);
+  s.tap(Op::kKdaBProj, l, r.b.data(), hv, S.v_heads.begin, c.kda_heads);
+  for (const BatchPlan::Run& run : s.p.runs) {
+    const int64_t f = run.first;
+    hybrid::KdaRows rows{.q = r.q.data() + f * qk, .k = r.k.data() + f * qk, .v = r.v.data() + f * vd,
+                         .g = r.g.data() + f * vd, .b = r.b.data() + f * hv, .tokens = run.count};
+    r.fail(r.kda[size_t(l)][size_t(run.seq)]->run(S, rows, r.o.data() + f * vd, s.intra, r.ws, r.scratch));
+  }
+  s.tap(Op::kKdaCore, l, r.o.data(), vd, v_off, v_all);
+  S.out_gate.apply(h, M, r.gate.data(), s.intra);
+  s.tap(Op::kKdaGateProj, l, r.gate.data(), vd, v_off, v_all);
+  // Gated RMSNorm per value head, in claimed chunks of (row, head) pairs.
+  for_rows(s.intra, M * hv, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      float* o = r.o.data() + i * K;
+      const float* gate = r.gate.data() + i * K;
+      double ss = 0;
+      for (int64_t j = 0; j < K; ++j) ss += double(o[j]) * o[j];
+      const float inv = 1.0f / std::sqrt(float(ss / double(K)) + c.rms_eps);
+      for (int64_t j = 0; j < K; ++j) o[j] = o[j] * inv * S.out_norm[size_t(j)] * kda_mixer_sigmoid(gate[j]);
+    }
+  });
+  s.tap(Op::kKdaGatedNorm, l, r.o.data(), vd, v_off, v_all);
+  S.wo.apply(r.o.data(), M, r.partial.data(), s.intra);
+  s.tap(Op::kKdaOutProj, l, r.partial.data(), c.dim);
+}
+
+}  // namespace recur

@@ -1,0 +1,53 @@
+// The final RMSNorm and the vocabulary-parallel LM head, for the rows with want_logits only, in
+// the caller's order: each rank computes its slice of the vocabulary (the all-gather is each
+// rank writing its slice of the shared logits; under mpi an all_gather between processes).
+#include "engine/blocks/block.h"
+#include "engine/layers.h"
+
+namespace recur {
+
+namespace {
+
+// Every rank's [n, its vocabulary] slice, gathered across processes, placed into the logits.
+void lm_head_gather(const Step& s, int64_t n) {
+  const int64_t vocab = s.c().vocab;
+  std::vector<int64_t> bytes;
+  for (int q = 0; q < s.ranks; ++q) bytes.push_back(n * rank_span(vocab, s.ranks, q).size() * int64_t(sizeof(float)));
+  std::vector<float> all(static_cast<size_t>(n * vocab));
+  s.comm->all_gather(s.r.w.index, s.r.logits.data(), bytes, all.data());
+  const float* from = all.data();
+  for (int q = 0; q < s.ranks; ++q) {
+    const Span vs = rank_span(vocab, s.ranks, q);
+    for (int64_t j = 0; j < n; ++j, from += vs.size()) std::copy_n(from, vs.size(), s.logits + j * vocab + vs.begin);
+  }
+}
+
+}  // namespace
+
+void lm_head(const Step& s) {
+  const ModelConfig& c = s.c();
+  ForwardRank& r = s.r;
+  const int64_t n = int64_t(s.p.want.size()), dim = c.dim;
+  if (n == 0) return;
+  for (int64_t j = 0; j < n; ++j)
+    rmsnorm(r.h.data() + j * dim, r.x.data() + s.p.want[size_t(j)] * dim, s.m.output_norm, c.dim, c.rms_eps,
+            r.norm_w.data());
+  const Span vs = r.w.vocab;
+  if (s.o.tp == 1) {
+    // Replicated ranks: rank 0 writes the shared logits; under mpi every process has its own.
+    if (r.w.index == 0 || s.per_process) r.w.output.apply(r.h.data(), n, s.logits, s.intra);
+  } else {
+    r.logits.resize(size_t(n * vs.size()));
+    r.w.output.apply(r.h.data(), n, r.logits.data(), s.intra);
+    if (s.per_process) {
+      lm_head_gather(s, n);  // the other slices live in other processes
+    } else {
+      for (int64_t j = 0; j < n; ++j)
+        std::copy_n(r.logits.data() + j * vs.size(), vs.size(), s.logits + j * c.vocab + vs.begin);
+    }
+  }
+  s.tap(Op::kOutputNorm, -1, r.h.data(), dim);
+  s.tap(Op::kLmHead, -1, s.logits + vs.begin, vs.size(), vs.begin, c.vocab);
+}
+
+}  // namespace recur

@@ -1,0 +1,90 @@
+// The MoE FFN block: the fp32 router, then either every expert on this rank (rows grouped by
+// expert, so each expert's weights are streamed once per forward) or expert parallelism
+// (moe_ep.h: this rank's rows through dispatch, the experts' ranks and combine, then an
+// all-gather of every rank's rows); plus the shared expert.
+#include "engine/blocks/block.h"
+#include "engine/layers.h"
+#include "trace/trace.h"
+
+namespace recur {
+
+namespace {
+
+// y[rows, dim] += the shared expert of x[rows, dim].
+void moe_add_shared(const Step& s, const LayerShard& S, const float* x, int64_t rows, float* y) {
+  if (!s.c().shared_expert || rows == 0) return;
+  ffn_rows(s, S.shared, x, rows, s.r.ff_out.data());
+  for (int64_t i = 0; i < rows * s.c().dim; ++i) y[i] = y[i] + 1.0f * s.r.ff_out[size_t(i)];
+}
+
+void moe_routed(const Step& s, const LayerShard& S) {
+  const ModelConfig& c = s.c();
+  ForwardRank& r = s.r;
+  const int64_t M = s.rows(), dim = c.dim;
+  std::vector<std::vector<std::pair<int64_t, float>>> routed(size_t(c.n_experts));
+  for (int64_t i = 0; i < M; ++i) {
+    Route route = route_top_k(std::span<const float>(r.router.data() + i * c.n_experts, size_t(c.n_experts)),
+                              c.n_experts_used);
+    for (size_t j = 0; j < route.experts.size(); ++j)
+      routed[size_t(route.experts[j])].emplace_back(i, route.weights[j]);
+  }
+  std::fill_n(r.partial.begin(), M * dim, 0.0f);
+  for (int e = 0; e < c.n_experts; ++e) {
+    const auto& rows = routed[size_t(e)];
+    if (rows.empty()) continue;
+    const int64_t m = int64_t(rows.size());
+    for (int64_t j = 0; j < m; ++j) std::copy_n(r.h.data() + rows[size_t(j)].first * dim, dim, r.xg.data() + j * dim);
+    ffn_rows(s, S.experts[size_t(e)], r.xg.data(), m, r.ff_out.data());
+    for (int64_t j = 0; j < m; ++j) {
+      float* y = r.partial.data() + rows[size_t(j)].first * dim;
+      const float* t = r.ff_out.data() + j * dim;
+      const float w = rows[size_t(j)].second;
+      for (int64_t i = 0; i < dim; ++i) y[i] = y[i] + w * t[i];
+    }
+  }
+  moe_add_shared(s, S, r.h.data(), M, r.partial.data());
+}
+
+void moe_expert_parallel(const Step& s, const LayerShard& S) {
+  const ModelConfig& c = s.c();
+  ForwardRank& r = s.r;
+  const int ranks = s.ranks;
+  const int64_t M = s.rows(), dim = c.dim;
+  const Span own = rank_span(M, ranks, r.w.index);
+  const moe::EpLayer layer{.comm = s.comm, .rank = r.w.index, .n_experts = c.n_experts,
+                           .top_k = c.n_experts_used, .dim = dim, .mode = s.o.ep.mode,
+                           .max_rows_per_rank = (M + ranks - 1) / ranks};
+  float* y = r.partial.data() + own.begin * dim;
+  moe::ep_moe_forward(
+      layer, r.h.data() + own.begin * dim, r.router.data() + own.begin * c.n_experts, own.size(),
+      [&](int e, const float* x, int64_t m, float* out) { ffn_rows(s, S.experts[size_t(e)], x, m, out); }, r.ep, y);
+  moe_add_shared(s, S, r.h.data() + own.begin * dim, own.size(), y);
+  RECUR_ZONE("all_gather");
+  zone.arg("ranks", int64_t(ranks));
+  zone.arg("floats", M * dim);
+  std::vector<int64_t> bytes;
+  for (int q = 0; q < ranks; ++q) bytes.push_back(rank_span(M, ranks, q).size() * dim * int64_t(sizeof(float)));
+  s.comm->all_gather(r.w.index, y, bytes, r.xg.data());
+  std::copy_n(r.xg.data(), M * dim, r.partial.data());
+}
+
+}  // namespace
+
+void moe_ffn(const Step& s, int l) {
+  RECUR_ZONE("mlp");
+  const ModelConfig& c = s.c();
+  ForwardRank& r = s.r;
+  const LayerShard& S = r.w.layers[size_t(l)];
+  // The router stays fp32 on every rank (replicated): a flip in the top-k is a discontinuity.
+  matmul(s.m.layers[size_t(l)].router, r.h.data(), s.rows(), r.router.data(), s.intra, gemm::Q8Activations::kF32);
+  s.tap(Op::kFfnRouter, l, r.router.data(), c.n_experts);
+  if (s.o.ep.ep > 1) {
+    moe_expert_parallel(s, S);
+    s.tap(Op::kFfnMoeGathered, l, r.partial.data(), c.dim);
+  } else {
+    moe_routed(s, S);
+    s.tap(Op::kFfnMoe, l, r.partial.data(), c.dim);
+  }
+}
+
+}  // namespace recur

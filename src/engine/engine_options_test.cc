@@ -1,0 +1,81 @@
+// engine_options.h: enum knobs take their choices from one name table, the typed options carry
+// the knobs' values, and engine_options_from reads (Config::track_reads) only the knobs that act
+// on the model it is given.
+#include "engine/engine_options.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "engine/test_models.h"
+
+namespace recur {
+namespace {
+
+std::vector<std::string> choices_of(const char* knob) {
+  const KnobSpec* spec = KnobRegistry::global().find(knob);
+  EXPECT_NE(spec, nullptr) << knob;
+  return spec != nullptr ? spec->choices : std::vector<std::string>{};
+}
+
+TEST(EngineOptions, EnumKnobChoicesComeFromTheirNameTables) {
+  EXPECT_EQ(choices_of("engine.numerics"), enum_choices(kNumericsNames));
+  EXPECT_EQ(choices_of("engine.weights_memory"), enum_choices(kWeightsMemoryNames));
+  EXPECT_EQ(choices_of("engine.weight_layout"), enum_choices(kWeightLayoutNames));
+  EXPECT_EQ(choices_of("engine.collectives"), enum_choices(kCollectivesNames));
+  EXPECT_EQ(choices_of("engine.tp.reduce_dtype"), enum_choices(kReduceDtypeNames));
+  EXPECT_EQ(choices_of("engine.ep.dispatch_mode"), enum_choices(kDispatchModeNames));
+  EXPECT_EQ(choices_of("engine.tp"), enum_choices(kRankCountNames));
+  EXPECT_EQ(choices_of("engine.layer_split"), enum_choices(kOnOffNames));
+  EXPECT_EQ(choices_of("engine.kda.decode_variant"),
+            (std::vector<std::string>{"vtile", "vtile_recip", "hoisted", "hoisted_recip"}));
+  EXPECT_EQ(choices_of("engine.kv_dtype.layer[]"), (std::vector<std::string>{"f32", "bf16", "fp8_e4m3", "int8"}));
+}
+
+TEST(EngineOptions, TypedValuesFollowTheKnobs) {
+  Config knobs;
+  for (auto [k, v] : {std::pair{"engine.tp", "4"}, {"engine.layer_split", "on"}, {"engine.tp.reduce_dtype", "bf16"},
+                      {"engine.kda.replay", "on"}, {"engine.kda.decode_variant", "vtile"},
+                      {"engine.kv_dtype.layer[3]", "int8"}, {"engine.numerics", "f64_reference"}})
+    ASSERT_TRUE(knobs.set(k, v).has_value()) << k;
+  auto o = engine_options_from(knobs, testing::tiny_hybrid_config(0));
+  ASSERT_TRUE(o.has_value()) << o.error().message();
+  EXPECT_EQ(o->tp, 4);
+  EXPECT_TRUE(o->layer_split);
+  EXPECT_EQ(o->reduce, ReduceDtype::kBf16);
+  EXPECT_TRUE(o->kda.replay);
+  EXPECT_EQ(o->kda.decode, kda::DecodeVariant::kVtile);
+  EXPECT_EQ(o->numerics, Numerics::kF64Reference);
+  ASSERT_FALSE(o->kv_dtypes.empty());
+  EXPECT_EQ(o->kv_dtypes.back(), kernels::attention::KvDType::kI8) << "layer 3 is the pattern's attention layer";
+  ASSERT_TRUE(knobs.set("engine.weight_layout", "rows").has_value());
+  auto load = load_options_from(knobs);
+  ASSERT_TRUE(load.has_value());
+  EXPECT_FALSE(load->model.regroup_q8_0);
+  EXPECT_FALSE(load->model.regroup_f16);
+}
+
+TEST(EngineOptions, ReadsOnlyTheKnobsThatActOnTheModel) {
+  auto read_for = [](const ModelConfig& c) {
+    Config knobs;
+    auto reads = knobs.track_reads();
+    EXPECT_TRUE(engine_options_from(knobs, c).has_value());
+    return reads->names();
+  };
+  auto has = [](const std::vector<std::string>& v, const std::string& name) {
+    return std::find(v.begin(), v.end(), name) != v.end();
+  };
+  const ModelConfig llama = testing::tiny_llama_config();
+  const std::vector<std::string> l = read_for(llama);
+  EXPECT_TRUE(has(l, "engine.tp"));
+  EXPECT_TRUE(has(l, fmt::format("engine.kv_dtype.layer[{}]", llama.n_layers - 1)));
+  EXPECT_FALSE(has(l, "engine.kda.decode_variant")) << "llama has no KDA layer";
+  const ModelConfig hybrid = testing::tiny_hybrid_config(0);
+  const std::vector<std::string> h = read_for(hybrid);
+  EXPECT_TRUE(has(h, "engine.kda.decode_variant"));
+  for (int layer = 0; layer < hybrid.n_layers; ++layer)
+    EXPECT_EQ(has(h, fmt::format("engine.kv_dtype.layer[{}]", layer)), !hybrid.is_kda_layer(layer)) << layer;
+}
+
+}  // namespace
+}  // namespace recur

@@ -1,0 +1,71 @@
+// TransformerModel: what every architecture recur runs is made of, and the one forward pass
+// they share (forward.h). An architecture is a loader (llama.h, hybrid.h) that binds its tensor
+// names into these layers: a layer is a token mixer (full attention, or KDA when `kda`) and an
+// FFN (dense SwiGLU, or a top-k MoE with an optional shared expert). Llama is the layer pattern
+// "all attention, no experts".
+//
+// Immutable after load; may be shared by threads.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/aligned_buffer.h"
+#include "engine/model.h"
+#include "engine/weights.h"
+
+namespace recur {
+
+struct LayerWeights {
+  bool kda = false;  // the token mixer: KDA (hybrid.h) or attention
+  Weight attn_norm, ffn_norm;
+  // attention (and KDA's wo: the projection back to dim)
+  Weight wq, wk, wv, wo;
+  // KDA only
+  Weight conv_q, conv_k, conv_v, wf, a_log, dt_bias, wb, out_gate, out_norm;
+  // FFN: dense, or router + experts (+ shared expert)
+  Weight w_gate, w_up, w_down;
+  Weight router;
+  std::vector<Weight> exp_gate, exp_up, exp_down;
+  Weight sh_gate, sh_up, sh_down;
+};
+
+class TransformerModel : public Model {
+ public:
+  const ModelConfig& config() const override { return config_; }
+  const Tokenizer& tokenizer() const override { return *tokenizer_; }
+  uint64_t weight_bytes_per_token() const override { return decode_weight_bytes(file_, config_); }
+  // A session is the batched forward over one sequence (batch_session.h); with
+  // engine.numerics=f64_reference, the architecture's float64 reference session instead.
+  Result<std::unique_ptr<Session>> new_session(ThreadPool& pool, int max_tokens,
+                                               const EngineOptions& options) const override;
+  // The one batched forward (forward.h).
+  Result<std::unique_ptr<Batch>> new_batch(ThreadPool& pool, const BatchOptions& batch,
+                                           const EngineOptions& options) const override;
+  using Model::new_batch;  // the Config overloads
+  using Model::new_session;
+  const gguf::File& file() const { return file_; }
+
+  Weight token_embedding, output_norm, output;
+  std::vector<LayerWeights> layers;
+
+ protected:
+  // Binds the file, reads its config (refusing another architecture than `arch`) and tokenizer,
+  // and the embedding, final norm and LM head.
+  Status bind_common(gguf::File file, Arch arch);
+  // Regroups every Q8_0 / F16 projection (as `options` say; not the embedding table, a tied head
+  // or a MoE router) into 16-row groups (docs/engine.md "Weight layout"), releasing each
+  // source's file pages once its copy exists: the peak is the model plus one matrix.
+  Status regroup_weights(const ModelLoadOptions& options);
+  // Numerics::kF64Reference: the float64 reference session, or why there is none.
+  virtual Result<std::unique_ptr<Session>> reference_session(int max_tokens) const = 0;
+
+  gguf::File file_;
+  ModelConfig config_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+
+ private:
+  AlignedBuffer regrouped_;
+};
+
+}  // namespace recur
