@@ -223,7 +223,7 @@ void run_table(std::vector<Variant> vs, const Opts& o, double bw, double fma, co
   std::fflush(stdout);
 }
 
-// The engine's matvec before this kernel (src/engine/weights.cc at 485d229), the GEMV baseline.
+// The engine's matvec before this kernel (src/stack/engine/weights.cc at 485d229), the GEMV baseline.
 float naive_dot_f32(const float* a, const float* b, int64_t n) {
   float s[8] = {};
   int64_t i = 0;

@@ -1,6 +1,6 @@
 // KV transfer: shared memory vs TCP to a peer process on this host, interleaved (shm, tcp, shm,
 // tcp, ...) so load drifts hit both alike, against the in-run memcpy bandwidth of the same
-// bytes as the roofline. Each run is one `run_transfer_bench` (src/transfer/transfer_bench.h):
+// bytes as the roofline. Each run is one `run_transfer_bench` (src/stack/transfer/transfer_bench.h):
 // a warm-up round, then timed rounds of one layer of --blocks blocks through KvSender, then
 // single-block latency samples, then a verified read-back. Figures: docs/performance.md
 // "KV transfer".

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "agent/expect.h"
+#include "loop/expect.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > 4096) return 0;  // regex compilation is the cost; long inputs add nothing new

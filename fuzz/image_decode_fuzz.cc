@@ -1,4 +1,4 @@
-// Image decoding (src/serve/image_decode.h) fed arbitrary bytes: as a PNG file, as a PPM file and
+// Image decoding (src/stack/serve/image_decode.h) fed arbitrary bytes: as a PNG file, as a PPM file and
 // as a data: URI. Each must give pixels of the size it states, or an error; never a crash.
 #include <cstddef>
 #include <cstdint>

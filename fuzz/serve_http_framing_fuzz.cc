@@ -1,4 +1,4 @@
-// The HTTP front's framing (src/serve/http_framing.h) fed arbitrary bytes: a request head parses
+// The HTTP front's framing (src/stack/serve/http_framing.h) fed arbitrary bytes: a request head parses
 // or is refused with a 4xx/5xx status the front sends; a chunked body fed in two pieces ends or
 // is refused, never reads past what it was given, and never decodes more than the limit.
 #include <cstddef>

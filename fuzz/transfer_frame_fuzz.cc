@@ -1,4 +1,4 @@
-// The KV transfer protocol's decoding (src/transfer/frame.h), fed arbitrary bytes: a header
+// The KV transfer protocol's decoding (src/stack/transfer/frame.h), fed arbitrary bytes: a header
 // either decodes to fields that encode back to the same 48 bytes, or is rejected with an error;
 // payload checks, region tables, error replies, the handshake's auth payloads and authenticated
 // hello replies (peer authentication) and segment names never crash.

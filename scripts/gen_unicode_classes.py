@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Writes src/engine/unicode_class_table.inc: the code point ranges of the Unicode general
+"""Writes src/stack/engine/unicode_class_table.inc: the code point ranges of the Unicode general
 categories L (letters), N (numbers) and P (punctuation) from Python's unicodedata, which the
 BPE pre-tokenizers' \\p{L}, \\p{N} and \\p{P} need (engine/unicode_class.h).
 
-    python3 scripts/gen_unicode_classes.py > src/engine/unicode_class_table.inc
+    python3 scripts/gen_unicode_classes.py > src/stack/engine/unicode_class_table.inc
 """
 import unicodedata
 

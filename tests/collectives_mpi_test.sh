@@ -1,6 +1,6 @@
 #!/bin/sh
 # ctest collectives_mpi: the mpi collectives backend under `mpirun -np 2` must give the threads
-# backend's bytes (src/engine/collectives_mpi_test.cc). Skipped (77) where mpirun is absent.
+# backend's bytes (src/stack/engine/collectives_mpi_test.cc). Skipped (77) where mpirun is absent.
 # Shared-memory transports only (self, vader/sm): no network probing, so it starts in about a second.
 test_binary=$1
 if ! command -v mpirun >/dev/null 2>&1; then

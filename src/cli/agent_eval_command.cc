@@ -13,8 +13,8 @@
 
 #include <fmt/format.h>
 
-#include "agent/eval.h"
-#include "agent/suite_check.h"
+#include "eval/eval.h"
+#include "eval/suite_check.h"
 #include "cli/agent.h"
 
 namespace recur::cli {

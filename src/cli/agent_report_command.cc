@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "agent/journal.h"
-#include "agent/report.h"
+#include "journal/journal.h"
+#include "report/report.h"
 #include "cli/agent.h"
 
 namespace recur::cli {

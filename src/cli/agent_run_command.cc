@@ -14,11 +14,11 @@
 
 #include <fmt/format.h>
 
-#include "agent/loop.h"
-#include "agent/proposer_factory.h"
-#include "agent/report.h"
-#include "agent/run_name.h"
-#include "agent/summary.h"
+#include "loop/loop.h"
+#include "loop/proposer_factory.h"
+#include "report/report.h"
+#include "journal/run_name.h"
+#include "loop/summary.h"
 #include "cli/agent.h"
 
 namespace recur::cli {

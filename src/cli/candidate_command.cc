@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <memory>
 
-#include "agent/candidate.h"
-#include "agent/candidate_runner_server.h"
+#include "candidate/candidate.h"
+#include "candidate/candidate_runner_server.h"
 #include "cli/cli.h"
 #include "probe/probe_cli.h"
 

@@ -12,7 +12,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "agent/journal.h"
+#include "journal/journal.h"
 #include "cli/cli.h"
 
 namespace recur::cli {

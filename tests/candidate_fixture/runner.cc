@@ -1,5 +1,5 @@
 // A tiny kernel runner for tests/candidate_cli_test.sh: the kernel-runner protocol
-// (src/agent/candidate_protocol.h) for kernel `rmsnorm`, with the variants of variants.h.
+// (src/agent/candidate/candidate_protocol.h) for kernel `rmsnorm`, with the variants of variants.h.
 // Deliberately independent of recur: a candidate's tree only has to speak the protocol.
 #include <sys/mman.h>
 #include <sys/stat.h>
