@@ -1,11 +1,14 @@
-// Gzip input is parsed while it is inflated, through a window of ~256 KiB (chrome_json.h):
-// the result and every error must be the same as for the inflated text in memory, wherever
-// the window boundaries fall (events and top-level values longer than the window, long runs of
-// whitespace, truncation and bad values deep into the file).
+// Gzip input is parsed while it is inflated, and a plain file as it is read, through a window
+// of ~256 KiB (chrome_json.h): the result and every error must be the same as for the text in
+// memory, wherever the window boundaries fall (events and top-level values longer than the
+// window, long runs of whitespace, truncation and bad values deep into the file).
 // GCC 12 reports a false -Wrestrict inside std::string inserts here (GCC bug 105329).
 #pragma GCC diagnostic ignored "-Wrestrict"
 
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -34,11 +37,22 @@ std::string outcome(const Result<EventTable>& r) {
   return s;
 }
 
+// The same text in memory, inflated from gzip, and read from a plain file (read_trace()
+// parses it as it reads: the file is never all in memory) gives the same events or error.
 void expect_same(std::string_view json) {
   std::string memory = outcome(parse_chrome_json("t.json", bytes_of(json)));
   std::vector<uint8_t> gz = gzip_member(json);
   std::string stream = outcome(parse_chrome_json_gzip("t.json", gz));
   ASSERT_EQ(stream, memory) << "input of " << json.size() << " bytes";
+  std::string path = fmt::format("{}/recur_stream_{}.json", ::testing::TempDir(), ::getpid());
+  {
+    std::ofstream f(path, std::ios::binary);
+    f.write(json.data(), std::streamsize(json.size()));
+  }
+  std::string file = outcome(read_trace(path));
+  std::filesystem::remove(path);
+  std::string memory_as_file = outcome(parse_chrome_json(path, bytes_of(json)));
+  ASSERT_EQ(file, memory_as_file) << "a file of " << json.size() << " bytes";
 }
 
 // About `bytes` of Kineto-like events (~200 bytes each).
