@@ -23,9 +23,9 @@ struct Dep {
 };
 
 // Memory guards (issue #24: a 1 GB trace analyzes in at most 1.5x its size; critical-path
-// peaks at 1.02x): a 1 GB Kineto trace has 2 M dependency edges and a path of 3 M segments, so
-// each byte here is megabytes there. A string per edge or segment (the old layout, 48 and 72
-// bytes) took the path to 1.5x.
+// peaks at 1.05x): a 1 GB Kineto trace has 0.6 M dependency edges (up to one per flow point:
+// 2 M) and a path of 3.1 M segments, so each byte here is megabytes there. A string per edge
+// or segment (the old layout, 48 and 72 bytes) took the path to 1.5x.
 static_assert(sizeof(Dep) == 16, "Dep: keep it 16 bytes (the via text is built only for the path)");
 static_assert(sizeof(PathSegment) == 40, "PathSegment: keep it 40 bytes (texts go to CriticalPathResult::vias)");
 
