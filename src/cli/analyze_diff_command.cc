@@ -2,6 +2,7 @@
 // paths by self time, with an explicit unattributed rest (analyze/diff.h).
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "analyze/diff.h"
 #include "analyze/load_trace.h"
@@ -27,14 +28,18 @@ int run_diff(const DiffFlags& fl) {
     o.root = std::move(*root);
   }
   o.top = fl.top;
-  auto base = analyze::load_trace(fl.base, fl.limits);
-  if (!base) return report_failure(base.error());
-  auto cand = analyze::load_trace(fl.cand, fl.limits);
-  if (!cand) return report_failure(cand.error());
-  auto r = analyze::analyze_diff(*base->tree, *cand->tree, o);
-  if (!r) return report_failure(r.error());
-  return print_analysis(fl.json, analyze::diff_feedback(o, *r, fl.base, fl.cand), clock, analyze::diff_details(o, *r),
-                        analyze::render_diff(o, *r), joined_notes(base->notes, cand->notes));
+  // One trace in memory at a time: each is summarized, then freed before the next loads.
+  analyze::DiffBuilder builder(o);
+  std::vector<std::string> notes[2];
+  for (int side = 0; side < 2; ++side) {
+    auto t = analyze::load_trace(side == 0 ? fl.base : fl.cand, fl.limits);
+    if (!t) return report_failure(t.error());
+    if (auto st = builder.add(*t->tree); !st) return report_failure(st.error());
+    notes[side] = std::move(t->notes);
+  }
+  analyze::DiffResult r = builder.finish();
+  return print_analysis(fl.json, analyze::diff_feedback(o, r, fl.base, fl.cand), clock, analyze::diff_details(o, r),
+                        analyze::render_diff(o, r), joined_notes(notes[0], notes[1]));
 }
 
 void register_diff(CLI::App& analyze, Invocation& inv) {

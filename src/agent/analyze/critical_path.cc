@@ -14,55 +14,88 @@
 namespace recur::analyze {
 namespace {
 
-// A dependency edge between nodes of different tracks.
+// A dependency edge between nodes of different tracks: 16 bytes, as a long trace has millions.
 struct Dep {
   uint32_t from, to;  // nodes
+  uint32_t event;     // what it went through (via_text()): a flow's destination point, the
+                      // lock wait or the join zone
   SegmentKind kind;   // kFlow, kLock or kJoin
-  std::string via;
 };
 
+// Memory guards (issue #24: a 1 GB trace analyzes in at most 1.5x its size; critical-path
+// peaks at 1.05x): a 1 GB Kineto trace has 0.6 M dependency edges (up to one per flow point:
+// 2 M) and a path of 3.1 M segments, so each byte here is megabytes there. A string per edge
+// or segment (the old layout, 48 and 72 bytes) took the path to 1.5x.
+static_assert(sizeof(Dep) == 16, "Dep: keep it 16 bytes (the via text is built only for the path)");
+static_assert(sizeof(PathSegment) == 40, "PathSegment: keep it 40 bytes (texts go to CriticalPathResult::vias)");
+
+// "kv_block#17", the mutex, the join zone's name: built only for the dependencies on the path.
+std::string via_text(const trace::EventTable& t, const Dep& d) {
+  switch (d.kind) {
+    case SegmentKind::kFlow: return fmt::format("{}#{}", t.name(d.event), t.id(d.event));
+    case SegmentKind::kLock: return lock_mutex_name(t, d.event);
+    default: return std::string(t.name(d.event));
+  }
+}
+
 // The timeline graph: nodes per track (sorted unique times) and the kind of each segment.
+// About 13 bytes a node (a 1 GB trace has 10 M): the times, and per segment its kind and zone;
+// a node's track is found from the per-track first nodes.
 class Timeline {
  public:
   Timeline(const ZoneTree& tree, const std::vector<bool>& is_wait, const std::function<bool(const Zone&)>& ignored) {
     const trace::EventTable& t = tree.table();
     size_t tracks = t.tracks().size();
+    auto is_flow_point = [&t](size_t i) {
+      char ph = t.phase(i);
+      return ph == 's' || ph == 't' || ph == 'f';
+    };
+    // Each track's times, sized exactly (no growth overshoot) and released once copied.
+    std::vector<size_t> count(tracks, 0);
+    for (const Zone& z : tree.zones())
+      if (!ignored(z)) count[z.track] += 2;
+    for (size_t i = 0; i < t.size(); ++i)
+      if (is_flow_point(i)) ++count[t.track(i)];
     std::vector<std::vector<int64_t>> times(tracks);
+    for (size_t tr = 0; tr < tracks; ++tr) times[tr].reserve(count[tr]);
     for (const Zone& z : tree.zones()) {
       if (ignored(z)) continue;
       times[z.track].push_back(z.begin);
       times[z.track].push_back(z.end);
     }
-    for (size_t i = 0; i < t.size(); ++i) {
-      char ph = t.phase(i);
-      if (ph == 's' || ph == 't' || ph == 'f') times[t.track(i)].push_back(t.ts_ns(i));
-    }
-    first_.assign(tracks + 1, 0);
-    for (size_t tr = 0; tr < tracks; ++tr) {
-      auto& v = times[tr];
+    for (size_t i = 0; i < t.size(); ++i)
+      if (is_flow_point(i)) times[t.track(i)].push_back(t.ts_ns(i));
+    size_t nodes = 0;
+    for (auto& v : times) {
       std::sort(v.begin(), v.end());
       v.erase(std::unique(v.begin(), v.end()), v.end());
-      first_[tr + 1] = first_[tr] + uint32_t(v.size());
-      for (int64_t x : v) {
-        time_.push_back(x);
-        track_.push_back(uint32_t(tr));
-      }
+      nodes += v.size();
+    }
+    time_.reserve(nodes);
+    first_.assign(tracks + 1, 0);
+    for (size_t tr = 0; tr < tracks; ++tr) {
+      first_[tr + 1] = first_[tr] + uint32_t(times[tr].size());
+      time_.insert(time_.end(), times[tr].begin(), times[tr].end());
+      std::vector<int64_t>().swap(times[tr]);
     }
     // The segment ending at node n (from node n-1 of the same track).
     seg_kind_.assign(time_.size(), SegmentKind::kIdle);
     seg_zone_.assign(time_.size(), kNoZone);
-    for (uint32_t n = 0; n < time_.size(); ++n) {
-      if (n == first_[track_[n]]) continue;
-      uint32_t z = tree.innermost_at(track_[n], time_[n - 1], ignored);
-      seg_zone_[n] = z;
-      seg_kind_[n] = z == kNoZone ? SegmentKind::kIdle : is_wait[z] ? SegmentKind::kWait : SegmentKind::kWork;
+    for (uint32_t tr = 0; tr < tracks; ++tr) {
+      for (uint32_t n = first_[tr] + 1; n < first_[tr + 1]; ++n) {
+        uint32_t z = tree.innermost_at(tr, time_[n - 1], ignored);
+        seg_zone_[n] = z;
+        seg_kind_[n] = z == kNoZone ? SegmentKind::kIdle : is_wait[z] ? SegmentKind::kWait : SegmentKind::kWork;
+      }
     }
   }
 
   size_t size() const { return time_.size(); }
   int64_t time(uint32_t n) const { return time_[n]; }
-  uint32_t track(uint32_t n) const { return track_[n]; }
-  bool first_of_track(uint32_t n) const { return n == first_[track_[n]]; }
+  uint32_t track(uint32_t n) const {
+    return uint32_t(std::upper_bound(first_.begin(), first_.end(), n) - first_.begin()) - 1;
+  }
+  bool first_of_track(uint32_t n) const { return n == first_[track(n)]; }
   SegmentKind seg_kind(uint32_t n) const { return seg_kind_[n]; }
   uint32_t seg_zone(uint32_t n) const { return seg_zone_[n]; }
   // The node of `track` at time t (which must be one of its node times).
@@ -76,7 +109,7 @@ class Timeline {
 
  private:
   std::vector<int64_t> time_;
-  std::vector<uint32_t> track_, first_;
+  std::vector<uint32_t> first_;  // per track, its first node; then the node count
   std::vector<SegmentKind> seg_kind_;
   std::vector<uint32_t> seg_zone_;
 };
@@ -108,8 +141,7 @@ void add_flow_edges(const ZoneTree& tree, const Timeline& g, const SkipFn& ignor
     if (z != kNoZone && ignored(tree.zone(z))) z = kNoZone;
     int64_t land = dst;
     if (z != kNoZone && tree.zone(z).begin >= src) land = tree.zone(z).begin;
-    deps.push_back({g.node(t.track(p), src), g.node(t.track(q), land), SegmentKind::kFlow,
-                    fmt::format("{}#{}", t.name(q), t.id(q))});
+    deps.push_back({g.node(t.track(p), src), g.node(t.track(q), land), q, SegmentKind::kFlow});
   }
 }
 
@@ -132,7 +164,7 @@ void add_lock_edges(const ZoneTree& tree, const Timeline& g, std::vector<Dep>& d
       const Zone& h = tree.zone(*--pos);
       if (h.end < w.begin) break;  // released before the wait began: not what it waited for
       if (h.track == w.track) continue;
-      deps.push_back({g.node(h.track, h.end), g.node(w.track, w.end), SegmentKind::kLock, m});
+      deps.push_back({g.node(h.track, h.end), g.node(w.track, w.end), w.event, SegmentKind::kLock});
       break;
     }
   }
@@ -145,7 +177,6 @@ void add_join_edges(const ZoneTree& tree, const Timeline& g, const SkipFn& ignor
   for (const Zone& z : tree.zones())
     if (z.parent == kNoZone && !ignored(z)) ends.push_back({z.end, z.track});
   std::sort(ends.begin(), ends.end());
-  const trace::EventTable& t = tree.table();
   for (uint32_t z = 0; z < tree.size(); ++z) {
     if (!is_join[z]) continue;
     const Zone& j = tree.zone(z);
@@ -154,7 +185,7 @@ void add_join_edges(const ZoneTree& tree, const Timeline& g, const SkipFn& ignor
       --pos;
       if (pos->first <= j.begin) break;
       if (pos->second == j.track) continue;
-      deps.push_back({g.node(pos->second, pos->first), g.node(j.track, j.end), SegmentKind::kJoin, std::string(t.name(j.event))});
+      deps.push_back({g.node(pos->second, pos->first), g.node(j.track, j.end), j.event, SegmentKind::kJoin});
       break;
     }
   }
@@ -234,8 +265,21 @@ Result<CriticalPathResult> analyze_critical_path(const ZoneTree& tree, const Cri
   r.end = g.time(end);
   r.end_track = g.track(end);
 
-  // Walk back from the end.
-  std::vector<PathSegment> back;
+  // Walk back from the end, merging adjacent pieces of the same zone (split by flow points or
+  // children that were not on the path) as they come; reversed into time order below. One
+  // vector: the path of a long trace runs to millions of segments.
+  std::vector<PathSegment>& back = r.segments;
+  auto add = [&back](const PathSegment& s) {
+    if (!back.empty()) {
+      PathSegment& later = back.back();
+      if (!is_dependency(s.kind) && later.kind == s.kind && later.track == s.track && later.zone == s.zone &&
+          s.end == later.begin) {
+        later.begin = s.begin;
+        return;
+      }
+    }
+    back.push_back(s);
+  };
   std::vector<bool> visited(g.size(), false);
   uint32_t n = end;
   for (;;) {
@@ -265,8 +309,9 @@ Result<CriticalPathResult> analyze_critical_path(const ZoneTree& tree, const Cri
       s.from_track = g.track(follow->from);
       s.begin = g.time(follow->from);
       s.end = g.time(n);
-      s.via = follow->via;
-      back.push_back(std::move(s));
+      s.via = uint32_t(r.vias.size());
+      r.vias.push_back(via_text(t, *follow));
+      add(s);
       n = follow->from;
       continue;
     }
@@ -278,26 +323,13 @@ Result<CriticalPathResult> analyze_critical_path(const ZoneTree& tree, const Cri
     s.begin = g.time(n - 1);
     s.end = g.time(n);
     s.zone = g.seg_zone(n);
-    back.push_back(std::move(s));
+    add(s);
     --n;
   }
   // Leading idle time is not part of the path: it starts with the first thing that happened.
   while (!back.empty() && back.back().kind == SegmentKind::kIdle) back.pop_back();
   r.begin = back.empty() ? r.end : back.back().begin;
-
-  // Time order, merging adjacent pieces of the same zone (split by flow points or children
-  // that were not on the path).
-  for (auto it = back.rbegin(); it != back.rend(); ++it) {
-    PathSegment& s = *it;
-    if (!r.segments.empty()) {
-      PathSegment& p = r.segments.back();
-      if (!is_dependency(s.kind) && p.kind == s.kind && p.track == s.track && p.zone == s.zone && p.end == s.begin) {
-        p.end = s.end;
-        continue;
-      }
-    }
-    r.segments.push_back(std::move(s));
-  }
+  std::reverse(back.begin(), back.end());
 
   // Components keyed by kind and path id; texts are built once the order is known, and past
   // kPathTextBudget bytes only for the rows shown (paths nested thousands deep total GBs).

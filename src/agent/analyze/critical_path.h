@@ -66,13 +66,15 @@ enum class SegmentKind : uint8_t { kWork, kWait, kIdle, kFlow, kLock, kJoin };
 std::string_view segment_kind_name(SegmentKind k);
 inline bool is_dependency(SegmentKind k) { return k >= SegmentKind::kFlow; }
 
+// One piece of the path. A path through a long trace has millions of them (3 M for a 1 GB
+// Kineto trace), so a segment is 40 bytes: the dependency's text lives in the result's `vias`.
 struct PathSegment {
-  SegmentKind kind = SegmentKind::kIdle;
+  int64_t begin = 0, end = 0;  // a dependency: source time to destination time
   uint32_t track = 0;          // where the time passed (a dependency: its destination)
   uint32_t from_track = 0;     // a dependency: its source
-  int64_t begin = 0, end = 0;  // a dependency: source time to destination time
   uint32_t zone = kNoZone;     // work: the innermost zone; wait: the wait zone
-  std::string via;             // a dependency: "kv_block#17", the mutex, the join zone's name
+  uint32_t via = 0;            // a dependency: index into CriticalPathResult::vias; else 0 ("")
+  SegmentKind kind = SegmentKind::kIdle;
   int64_t dur() const { return end - begin; }
 };
 
@@ -88,6 +90,10 @@ struct CriticalPathResult {
   uint32_t end_track = 0;
   int64_t work_ns = 0, wait_ns = 0, idle_ns = 0, latency_ns = 0;
   std::vector<PathSegment> segments;     // in time order; adjacent pieces of one zone merged
+  // What each dependency on the path went through: "kv_block#17", the mutex, the join zone's
+  // name. vias[0] is "" (the segments that are not dependencies).
+  std::vector<std::string> vias{std::string()};
+  std::string_view via(const PathSegment& s) const { return vias[s.via]; }
   std::vector<PathComponent> components;  // largest first (ties: path order, zone_tree.h)
   // Components past `top` left without their text (component ""): paths nested so deep that
   // their texts total more than kPathTextBudget.

@@ -14,13 +14,13 @@ namespace {
 
 using nlohmann::json;
 
-std::string segment_what(const ZoneTree& tree, const PathSegment& s) {
+std::string segment_what(const ZoneTree& tree, const CriticalPathResult& r, const PathSegment& s) {
   const trace::EventTable& t = tree.table();
   switch (s.kind) {
     case SegmentKind::kWork:
     case SegmentKind::kWait: return std::string(tree.zone_path(s.zone));
     case SegmentKind::kIdle: return "(no zone)";
-    default: return fmt::format("{} {} -> {}", s.via, thread_label(t, s.from_track), thread_label(t, s.track));
+    default: return fmt::format("{} {} -> {}", r.via(s), thread_label(t, s.from_track), thread_label(t, s.track));
   }
 }
 
@@ -74,7 +74,7 @@ std::string render_critical_path(const ZoneTree& tree, const CriticalPathOptions
   for (size_t k : shown) {
     const PathSegment& s = r.segments[k];
     path.add_row({format_offset_ns(s.begin - tree.first_begin()), format_ns(s.dur()), std::string(segment_kind_name(s.kind)),
-                  is_dependency(s.kind) ? "" : thread_label(t, s.track), segment_what(tree, s)});
+                  is_dependency(s.kind) ? "" : thread_label(t, s.track), segment_what(tree, r, s)});
   }
   out += path.render();
   return out;
@@ -138,7 +138,7 @@ json critical_path_details(const ZoneTree& tree, const CriticalPathResult& r) {
     if (s.zone != kNoZone) j["zone"] = zone_json(tree, s.zone);
     if (is_dependency(s.kind)) {
       j["from_thread"] = thread_label(t, s.from_track);
-      j["via"] = s.via;
+      j["via"] = r.via(s);
     }
     segments.push_back(std::move(j));
   }

@@ -57,7 +57,7 @@ TEST(CriticalPath, FollowsAFlowWhenTheConsumerWasIdle) {
   expect_shares_sum_to_one(r);
   ASSERT_EQ(r.segments.size(), 3u);
   EXPECT_EQ(r.segments[1].kind, SegmentKind::kFlow);
-  EXPECT_EQ(r.segments[1].via, "kv#1");
+  EXPECT_EQ(r.via(r.segments[1]), "kv#1");
   EXPECT_EQ(r.threads.size(), 2u);
 
   Feedback f = critical_path_feedback(tree, CriticalPathOptions{}, r, "t.json");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <deque>
 #include <map>
 #include <unordered_map>
 
@@ -11,7 +12,8 @@
 #include "analyze/trace_labels.h"
 
 namespace recur::analyze {
-namespace {
+// Named, not anonymous: DiffBuilder::State (declared in the header) holds these.
+namespace diff_internal {
 
 struct Occurrence {
   int64_t begin, self;
@@ -19,20 +21,23 @@ struct Occurrence {
 
 // The paths of both traces in one tree of segments, so BASE and CAND align by path without
 // joining path texts (20,000 nested zones have 400 MB+ of them): node 0 is the root "", a
-// node is (parent node, segment), and a node's parent has a smaller index.
+// node is (parent node, segment), and a node's parent has a smaller index. Segments are
+// copied, so a trace's tree can go once it is added.
 class JointPaths {
  public:
   JointPaths() : parent_{0}, segment_{""} {}
-  // The node of every path of `tree` (indexed by path id). The tree must outlive this.
+  // The node of every path of `tree` (indexed by path id).
   std::vector<uint32_t> add(const ZoneTree& tree) {
     std::vector<uint32_t> node(tree.path_count(), 0);
     for (uint32_t p = 1; p < tree.path_count(); ++p) {  // a path's parent has a smaller id
       uint32_t parent = node[tree.path_parent(p)];
       std::string_view seg = tree.path_segment(p);
-      auto [it, added] = index_.try_emplace(Key{parent, seg}, uint32_t(parent_.size()));
-      if (added) {
+      auto it = index_.find(Key{parent, seg});
+      if (it == index_.end()) {
+        std::string_view own = texts_.emplace_back(seg);
+        it = index_.emplace(Key{parent, own}, uint32_t(parent_.size())).first;
         parent_.push_back(parent);
-        segment_.push_back(seg);
+        segment_.push_back(own);
         length_.push_back((parent == 0 ? 0 : length_[parent] + 1) + seg.size());
       }
       node[p] = it->second;
@@ -59,6 +64,7 @@ class JointPaths {
       return std::hash<std::string_view>{}(k.segment) ^ (size_t(k.parent) * 0x9E3779B97F4A7C15ull);
     }
   };
+  std::deque<std::string> texts_;  // the segments' text (a deque: views into it stay valid)
   std::vector<uint32_t> parent_;
   std::vector<std::string_view> segment_;
   std::vector<uint64_t> length_{0};
@@ -159,19 +165,44 @@ int64_t sum_self(const std::vector<Occurrence>& v) {
   return s;
 }
 
-}  // namespace
+}  // namespace diff_internal
+
+struct DiffBuilder::State {
+  DiffOptions options;
+  diff_internal::JointPaths joint;
+  std::vector<diff_internal::Side> sides;
+};
+
+DiffBuilder::DiffBuilder(const DiffOptions& options) : state_(std::make_unique<State>()) { state_->options = options; }
+DiffBuilder::~DiffBuilder() = default;
+
+Status DiffBuilder::add(const ZoneTree& tree) {
+  if (state_->sides.size() == 2) return make_error(ErrorCode::kFailedPrecondition, "diff: BASE and CAND are already added");
+  RECUR_ASSIGN_OR_RETURN(diff_internal::Side side, diff_internal::collect(tree, state_->options, state_->sides.empty() ? "BASE" : "CAND", state_->joint));
+  state_->sides.push_back(std::move(side));
+  return ok_status();
+}
 
 Result<DiffResult> analyze_diff(const ZoneTree& base, const ZoneTree& cand, const DiffOptions& options) {
-  JointPaths joint;
-  RECUR_ASSIGN_OR_RETURN(Side b, collect(base, options, "BASE", joint));
-  RECUR_ASSIGN_OR_RETURN(Side c, collect(cand, options, "CAND", joint));
+  DiffBuilder builder(options);
+  RECUR_RETURN_IF_ERROR(builder.add(base));
+  RECUR_RETURN_IF_ERROR(builder.add(cand));
+  return builder.finish();
+}
+
+DiffResult DiffBuilder::finish() const {
+  using diff_internal::JointPaths, diff_internal::Occurrence, diff_internal::Side, diff_internal::sum_self;
+  const DiffOptions& options = state_->options;
+  const JointPaths& joint = state_->joint;
+  const Side& b = state_->sides.at(0);
+  const Side& c = state_->sides.at(1);
   DiffResult r;
   r.measure = options.root ? fmt::format("root '{}'", options.root->text()) : "trace span";
   r.base_ns = b.total_ns;
   r.cand_ns = c.total_ns;
   r.base_roots = b.roots;
   r.cand_roots = c.roots;
-  r.threads = diff_threads(b, c);
+  r.threads = diff_internal::diff_threads(b, c);
   const int64_t delta = r.delta_ns();
   const int sign = delta >= 0 ? 1 : -1;
   static const std::vector<Occurrence> kNone;

@@ -32,6 +32,9 @@ Result<EventTable> parse_chrome_json(std::string_view name, const PaddedBytes& j
 // table and the window. Error offsets count uncompressed bytes (gzip errors: compressed).
 Result<EventTable> parse_chrome_json_gzip(std::string_view name, std::span<const uint8_t> gz,
                                           const ReadLimits& limits = {});
+// Parses Chrome JSON as it is read from `in` (a file: trace_io.h, read_trace()), through the
+// same window: peak memory is the table and the window, whatever the input's size.
+Result<EventTable> parse_chrome_json_stream(std::string_view name, ByteStream& in);
 
 Status write_chrome_json(const EventTable& table, OutputFile& out);
 std::string chrome_json_string(const EventTable& table);

@@ -101,13 +101,13 @@ namespace sj = simdjson::ondemand;
 namespace {
 
 constexpr size_t kBatchBytes = 64 << 10;
-// A streaming read inflates this much at a time (more for a longer event or value).
+// A streaming read inflates or reads this much at a time (more for a longer event or value).
 constexpr size_t kWindowBytes = 4 * kBatchBytes;
 
 // Per-thread scratch kept across parses: simdjson's parser (its index and string buffer, sized
 // for one batch), the padded copy of the batch and a streaming read's window. Reusing them
 // spares each read paging in fresh memory, which costs more than parsing it on some machines.
-// About 0.5 MiB per thread (0.9 MiB after a gzip read).
+// About 0.5 MiB per thread (0.9 MiB after a streaming read: gzip, or a file).
 struct Scratch {
   sj::parser parser;
   PaddedBytes batch;
@@ -149,7 +149,7 @@ uint64_t id_from_string(std::string_view s) {
   return std::hash<std::string_view>{}(s);
 }
 
-// Reads Chrome JSON from a whole buffer, or from a gzip stream through a window: data_ and
+// Reads Chrome JSON from a whole buffer, or from a stream (gzip, a file) through a window: data_ and
 // size_ are the bytes in memory, positions are relative to them, and win_base_ is the offset of
 // data_[0] in the input (error messages add it). Only parse_events() drops consumed bytes from
 // the window (between batches); elsewhere more() only appends, so positions stay valid.
@@ -164,7 +164,7 @@ class Reader {
         batch_(scratch.batch),
         window_(scratch.window),
         size_hint_(json.size()) {}
-  Reader(std::string_view name, GzipReader& gz, Scratch& scratch)
+  Reader(std::string_view name, ByteStream& in, Scratch& scratch)
       : name_(name),
         data_(nullptr),
         size_(0),
@@ -172,9 +172,9 @@ class Reader {
         parser_(scratch.parser),
         batch_(scratch.batch),
         window_(scratch.window),
-        gz_(&gz),
+        in_(&in),
         eof_(false),
-        size_hint_(gz.size_hint()) {
+        size_hint_(in.size_hint()) {
     window_.resize(0);
     sync();
   }
@@ -226,7 +226,7 @@ class Reader {
     if (eof_) return false;
     size_t old = window_.size();
     window_.reserve(old + std::max(kWindowBytes, old));
-    RECUR_ASSIGN_OR_RETURN(size_t got, gz_->read(window_.data() + old, window_.capacity() - old));
+    RECUR_ASSIGN_OR_RETURN(size_t got, in_->read(window_.data() + old, window_.capacity() - old));
     if (got == 0) eof_ = true;
     window_.resize(old + got);
     sync();
@@ -764,7 +764,7 @@ class Reader {
   sj::parser& parser_;
   PaddedBytes& batch_;
   PaddedBytes& window_;
-  GzipReader* gz_ = nullptr;
+  ByteStream* in_ = nullptr;
   bool eof_ = true;
   size_t win_base_ = 0;
   size_t size_hint_;
@@ -781,8 +781,8 @@ Result<EventTable> parse_chrome_json_impl(std::string_view name, const PaddedByt
   return r.run();
 }
 
-Result<EventTable> parse_chrome_json_gzip_impl(std::string_view name, GzipReader& gz) {
-  Reader r(name, gz, thread_scratch());
+Result<EventTable> parse_chrome_json_stream_impl(std::string_view name, ByteStream& in) {
+  Reader r(name, in, thread_scratch());
   return r.run();
 }
 
@@ -791,7 +791,7 @@ Result<EventTable> parse_chrome_json_gzip_impl(std::string_view name, GzipReader
 #ifndef RECUR_JSON_READER_VARIANT
 namespace json_haswell {
 Result<EventTable> parse_chrome_json_impl(std::string_view name, const PaddedBytes& json);
-Result<EventTable> parse_chrome_json_gzip_impl(std::string_view name, GzipReader& gz);
+Result<EventTable> parse_chrome_json_stream_impl(std::string_view name, ByteStream& in);
 }  // namespace json_haswell
 
 namespace {
@@ -813,8 +813,12 @@ Result<EventTable> parse_chrome_json(std::string_view name, const PaddedBytes& j
 Result<EventTable> parse_chrome_json_gzip(std::string_view name, std::span<const uint8_t> gz,
                                           const ReadLimits& limits) {
   GzipReader reader(name, gz, limits);
-  if (use_haswell()) return json_haswell::parse_chrome_json_gzip_impl(name, reader);
-  return json_fallback::parse_chrome_json_gzip_impl(name, reader);
+  return parse_chrome_json_stream(name, reader);
+}
+
+Result<EventTable> parse_chrome_json_stream(std::string_view name, ByteStream& in) {
+  if (use_haswell()) return json_haswell::parse_chrome_json_stream_impl(name, in);
+  return json_fallback::parse_chrome_json_stream_impl(name, in);
 }
 #endif
 

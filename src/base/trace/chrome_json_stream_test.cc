@@ -1,11 +1,18 @@
-// Gzip input is parsed while it is inflated, through a window of ~256 KiB (chrome_json.h):
-// the result and every error must be the same as for the inflated text in memory, wherever
-// the window boundaries fall (events and top-level values longer than the window, long runs of
-// whitespace, truncation and bad values deep into the file).
+// Gzip input is parsed while it is inflated, and a plain file as it is read, through a window
+// of ~256 KiB (chrome_json.h): the result and every error must be the same as for the text in
+// memory, wherever the window boundaries fall (events and top-level values longer than the
+// window, long runs of whitespace, truncation and bad values deep into the file).
 // GCC 12 reports a false -Wrestrict inside std::string inserts here (GCC bug 105329).
 #pragma GCC diagnostic ignored "-Wrestrict"
 
+#include <malloc.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -34,11 +41,22 @@ std::string outcome(const Result<EventTable>& r) {
   return s;
 }
 
+// The same text in memory, inflated from gzip, and read from a plain file (read_trace()
+// parses it as it reads: the file is never all in memory) gives the same events or error.
 void expect_same(std::string_view json) {
   std::string memory = outcome(parse_chrome_json("t.json", bytes_of(json)));
   std::vector<uint8_t> gz = gzip_member(json);
   std::string stream = outcome(parse_chrome_json_gzip("t.json", gz));
   ASSERT_EQ(stream, memory) << "input of " << json.size() << " bytes";
+  std::string path = fmt::format("{}/recur_stream_{}.json", ::testing::TempDir(), ::getpid());
+  {
+    std::ofstream f(path, std::ios::binary);
+    f.write(json.data(), std::streamsize(json.size()));
+  }
+  std::string file = outcome(read_trace(path));
+  std::filesystem::remove(path);
+  std::string memory_as_file = outcome(parse_chrome_json(path, bytes_of(json)));
+  ASSERT_EQ(file, memory_as_file) << "a file of " << json.size() << " bytes";
 }
 
 // About `bytes` of Kineto-like events (~200 bytes each).
@@ -110,6 +128,77 @@ TEST(ChromeJsonStream, ErrorsGiveTheSameUncompressedOffsets) {
   expect_same(t + "x");
   expect_same("{}");
   expect_same("{} x");
+}
+
+// This process's resident set now and its peak since the last reset_peak_rss(), in bytes
+// (Linux: /proc/self/status); nullopt where unavailable.
+std::optional<std::pair<size_t, size_t>> rss_and_peak() {
+  std::ifstream f("/proc/self/status");
+  size_t rss = 0, peak = 0;
+  for (std::string line; std::getline(f, line);) {
+    if (line.starts_with("VmRSS:")) rss = std::stoull(line.substr(6)) << 10;
+    if (line.starts_with("VmHWM:")) peak = std::stoull(line.substr(6)) << 10;
+  }
+  if (rss == 0 || peak == 0) return std::nullopt;
+  return std::pair(rss, peak);
+}
+bool reset_peak_rss() {
+  std::ofstream f("/proc/self/clear_refs");
+  f << "5";
+  f.flush();
+  return bool(f);
+}
+
+// How much the resident set grows (peak minus start) while `f` runs.
+template <typename F>
+std::optional<size_t> peak_growth(F&& f) {
+  if (!reset_peak_rss()) return std::nullopt;
+  auto before = rss_and_peak();
+  f();
+  auto after = rss_and_peak();
+  if (!before || !after) return std::nullopt;
+  return after->second > before->first ? after->second - before->first : 0;
+}
+
+// The memory guard for issue #24 (1 GB of a real trace must analyze in at most 1.5x its
+// size): read_trace() never holds the file, only the table. Reading the whole file first (the
+// old way) peaks at the file plus the table; this test shows both on a 24 MB trace, so it
+// fails if the file is ever read whole again. Table for these events: about 0.5x the text.
+TEST(ChromeJsonStream, ReadingAFileDoesNotHoldIt) {
+  // Blocks of 1 MiB and up come from mmap and go back to the system when freed, so one
+  // measurement does not reuse pages the other left resident (glibc otherwise raises this
+  // threshold to the largest block freed so far).
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  std::string path = fmt::format("{}/recur_rss_{}.json", ::testing::TempDir(), ::getpid());
+  size_t file_bytes = 0;
+  {
+    std::string t = big_trace(size_t(24) << 20);
+    file_bytes = t.size();
+    std::ofstream f(path, std::ios::binary);
+    f.write(t.data(), std::streamsize(t.size()));
+  }
+  size_t events = 0;
+  auto streamed = peak_growth([&] {
+    auto r = read_trace(path);
+    ASSERT_TRUE(r) << r.error().to_string();
+    events = r->size();
+  });
+  if (!streamed) GTEST_SKIP() << "no /proc/self/status or clear_refs: peak RSS not measurable here";
+  auto whole = peak_growth([&] {
+    auto bytes = read_file_bytes(path);
+    ASSERT_TRUE(bytes);
+    auto r = parse_trace(path, std::move(*bytes));
+    ASSERT_TRUE(r) << r.error().to_string();
+    EXPECT_EQ(r->size(), events);
+  });
+  std::filesystem::remove(path);
+  ASSERT_TRUE(whole);
+  double ratio = double(*streamed) / double(file_bytes), whole_ratio = double(*whole) / double(file_bytes);
+  EXPECT_LT(ratio, 0.8) << "read_trace() of " << file_bytes << " bytes (" << events << " events) grew the RSS by "
+                        << *streamed << " bytes";
+  std::printf("peak RSS growth / file size: read_trace %.2f, whole file then parse %.2f\n", ratio, whole_ratio);
+  // The whole-file read shows what the bound tells apart: the file's bytes on top of the table.
+  EXPECT_GT(whole_ratio, 1.0) << "the whole-file read grew the RSS by " << *whole << " bytes";
 }
 
 // Every trace under the HTA test data (all folders, critical_path/** included), found by

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include "trace/chrome_json.h"
 #include "trace/perfetto.h"
@@ -167,7 +168,7 @@ const char* file_kind(mode_t mode) {
 
 }  // namespace
 
-Result<PaddedBytes> read_file_bytes(const std::string& path) {
+Result<std::unique_ptr<FileStream>> FileStream::open(const std::string& path) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer before it can be refused.
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return io_error("{}: cannot open: {}", path, std::strerror(errno));
@@ -181,25 +182,89 @@ Result<PaddedBytes> read_file_bytes(const std::string& path) {
     ::close(fd);
     return io_error("{}: is {}: expected a regular trace file", path, file_kind(st.st_mode));
   }
-  // Read up to the size stat gave, then on until end of file (a file still being written).
+  return std::unique_ptr<FileStream>(new FileStream(path, fd, size_t(st.st_size)));
+}
+
+FileStream::~FileStream() { ::close(fd_); }
+
+Result<size_t> FileStream::read(uint8_t* dst, size_t max) {
+  while (true) {
+    ssize_t got = ::read(fd_, dst, max);
+    if (got >= 0) return size_t(got);
+    if (errno != EINTR) return io_error("{}: read failed: {}", path_, std::strerror(errno));
+  }
+}
+
+Status FileStream::rewind() {
+  if (::lseek(fd_, 0, SEEK_SET) != 0) return io_error("{}: cannot seek: {}", path_, std::strerror(errno));
+  return ok_status();
+}
+
+namespace {
+
+// Reads what is left of the file: up to the size stat gave, then on until end of file (a file
+// still being written).
+Result<PaddedBytes> read_rest(FileStream& file) {
   PaddedBytes buf(0);
-  buf.reserve(std::max<size_t>(4096, size_t(st.st_size) + 1));
+  buf.reserve(std::max<size_t>(4096, file.size_hint() + 1));
   size_t n = 0;
   while (true) {
     if (n == buf.capacity()) buf.reserve(buf.capacity() * 2);
-    ssize_t got = ::read(fd, buf.data() + n, buf.capacity() - n);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) {
-      int e = errno;
-      ::close(fd);
-      return io_error("{}: read failed: {}", path, std::strerror(e));
-    }
+    RECUR_ASSIGN_OR_RETURN(size_t got, file.read(buf.data() + n, buf.capacity() - n));
     if (got == 0) break;
-    n += size_t(got);
+    n += got;
   }
-  ::close(fd);
   buf.resize(n);
   return buf;
+}
+
+bool is_json_space(uint8_t c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// How a trace's first bytes say it is read.
+struct TraceStart {
+  bool gzip = false;
+  // '{', '[' or a UTF-8 BOM after leading whitespace.
+  bool json_like = false;
+  // A first byte 0x0a: a Perfetto packet, or JSON after a line break.
+  bool proto_like = false;
+};
+
+TraceStart trace_start(std::span<const uint8_t> bytes) {
+  TraceStart s;
+  s.gzip = is_gzip(bytes);
+  size_t i = 0;
+  while (i < bytes.size() && is_json_space(bytes[i])) ++i;
+  s.json_like = i < bytes.size() && (bytes[i] == '{' || bytes[i] == '[' || bytes[i] == 0xEF);
+  s.proto_like = !bytes.empty() && bytes[0] == 0x0a;
+  return s;
+}
+
+// The same from a file's first bytes, read through leading whitespace however long it is.
+// Leaves the file anywhere; the caller rewinds it.
+Result<TraceStart> trace_start(FileStream& file) {
+  std::vector<uint8_t> head(64 << 10);
+  size_t n = 0;
+  while (n < head.size()) {  // a whole first chunk, so a short first read() cannot mislead
+    RECUR_ASSIGN_OR_RETURN(size_t got, file.read(head.data() + n, head.size() - n));
+    if (got == 0) break;
+    n += got;
+  }
+  TraceStart s = trace_start(std::span<const uint8_t>(head.data(), n));
+  // A first chunk of nothing but whitespace: read on for the first other byte.
+  while (n > 0 && !s.json_like && std::all_of(head.begin(), head.begin() + n, is_json_space)) {
+    RECUR_ASSIGN_OR_RETURN(n, file.read(head.data(), head.size()));
+    size_t i = 0;
+    while (i < n && is_json_space(head[i])) ++i;
+    s.json_like = i < n && (head[i] == '{' || head[i] == '[' || head[i] == 0xEF);
+  }
+  return s;
+}
+
+}  // namespace
+
+Result<PaddedBytes> read_file_bytes(const std::string& path) {
+  RECUR_ASSIGN_OR_RETURN(std::unique_ptr<FileStream> file, FileStream::open(path));
+  return read_rest(*file);
 }
 
 Result<EventTable> parse_trace(std::string_view name, PaddedBytes bytes, const ReadLimits& limits) {
@@ -209,14 +274,10 @@ Result<EventTable> parse_trace(std::string_view name, PaddedBytes bytes, const R
   // 123-byte first packet): text that looks like JSON is read as JSON first, and only if that
   // fails and the bytes could be protobuf is Perfetto tried (its error is reported only when
   // the input cannot be JSON).
-  size_t i = 0;
-  const uint8_t* d = bytes.data();
-  while (i < bytes.size() && (d[i] == ' ' || d[i] == '\n' || d[i] == '\r' || d[i] == '\t')) ++i;
-  bool json_like = i < bytes.size() && (d[i] == '{' || d[i] == '[' || d[i] == 0xEF);
-  bool proto_like = bytes.size() > 0 && d[0] == 0x0a;
-  if (json_like || !proto_like) {
+  TraceStart start = trace_start(bytes.span());
+  if (start.json_like || !start.proto_like) {
     auto json = parse_chrome_json(name, bytes);
-    if (json || !proto_like) return json;
+    if (json || !start.proto_like) return json;
     auto pb = parse_perfetto(name, bytes.span());
     if (pb) return pb;
     return json;
@@ -225,8 +286,21 @@ Result<EventTable> parse_trace(std::string_view name, PaddedBytes bytes, const R
 }
 
 Result<EventTable> read_trace(const std::string& path, const ReadLimits& limits) {
-  RECUR_ASSIGN_OR_RETURN(PaddedBytes bytes, read_file_bytes(path));
-  return parse_trace(path, std::move(bytes), limits);
+  RECUR_ASSIGN_OR_RETURN(std::unique_ptr<FileStream> file, FileStream::open(path));
+  RECUR_ASSIGN_OR_RETURN(TraceStart start, trace_start(*file));
+  RECUR_RETURN_IF_ERROR(file->rewind());
+  // The same order of attempts as parse_trace(), with plain JSON parsed as it is read.
+  if (start.gzip || !(start.json_like || !start.proto_like)) {
+    RECUR_ASSIGN_OR_RETURN(PaddedBytes bytes, read_rest(*file));
+    return parse_trace(path, std::move(bytes), limits);
+  }
+  auto json = parse_chrome_json_stream(path, *file);
+  if (json || !start.proto_like) return json;
+  RECUR_RETURN_IF_ERROR(file->rewind());
+  RECUR_ASSIGN_OR_RETURN(PaddedBytes bytes, read_rest(*file));
+  auto pb = parse_perfetto(path, bytes.span());
+  if (pb) return pb;
+  return json;
 }
 
 TraceFormat format_for_path(std::string_view path) {

@@ -69,22 +69,32 @@ bool is_gzip(std::span<const uint8_t> bytes);
 // Inflates one or more concatenated gzip members. `name` prefixes errors.
 Result<PaddedBytes> gunzip(std::string_view name, std::span<const uint8_t> bytes, const ReadLimits& limits = {});
 
+// Bytes read a piece at a time (an inflating gzip stream, a file), so a reader holds a window
+// of the input, never all of it. Not thread-safe.
+class ByteStream {
+ public:
+  virtual ~ByteStream() = default;
+  // Writes up to `max` bytes to dst (fewer only at the end); 0 at the end.
+  virtual Result<size_t> read(uint8_t* dst, size_t max) = 0;
+  // About how many bytes the whole stream holds: a hint for reservations, not a promise.
+  virtual size_t size_hint() const = 0;
+};
+
 // Inflates gzip data (one or more concatenated members, trailing zero bytes allowed) a piece
 // at a time, so a reader never needs the whole uncompressed text. `bytes` must outlive it.
 // Errors name the input, the byte offset in the compressed data and what was expected; more
 // uncompressed bytes than `limits` allow is an error naming the limit. Not thread-safe.
-class GzipReader {
+class GzipReader final : public ByteStream {
  public:
   GzipReader(std::string_view name, std::span<const uint8_t> bytes, const ReadLimits& limits = {});
-  ~GzipReader();
+  ~GzipReader() override;
   GzipReader(const GzipReader&) = delete;
   GzipReader& operator=(const GzipReader&) = delete;
 
-  // Writes up to `max` uncompressed bytes to dst (fewer only at the end); 0 at the end.
-  Result<size_t> read(uint8_t* dst, size_t max);
+  Result<size_t> read(uint8_t* dst, size_t max) override;
   // The uncompressed size the last member's trailer states (mod 2^32), capped at 1032x the
-  // compressed size and 256 MiB: a hint for reservations, not a promise.
-  size_t size_hint() const;
+  // compressed size and 256 MiB.
+  size_t size_hint() const override;
 
  private:
   struct State;
@@ -96,12 +106,38 @@ class GzipReader {
   bool done_ = false;
 };
 
+// A regular file read from its start, a piece at a time. open() refuses anything else (a
+// directory, a FIFO, a device) with an error naming the path and what it is.
+class FileStream final : public ByteStream {
+ public:
+  static Result<std::unique_ptr<FileStream>> open(const std::string& path);
+  ~FileStream() override;
+  FileStream(const FileStream&) = delete;
+  FileStream& operator=(const FileStream&) = delete;
+
+  Result<size_t> read(uint8_t* dst, size_t max) override;
+  // The size stat gave when the file was opened (a file still being written may grow).
+  size_t size_hint() const override { return size_; }
+  // Back to the first byte.
+  Status rewind();
+
+ private:
+  FileStream(std::string path, int fd, size_t size) : path_(std::move(path)), fd_(fd), size_(size) {}
+  std::string path_;
+  int fd_;
+  size_t size_;
+};
+
 // Reads a whole regular file into a padded buffer; anything else (a directory, a FIFO, a
 // device) is an error naming the path and what it is.
 Result<PaddedBytes> read_file_bytes(const std::string& path);
 
 // Detects the format of bytes (gzip is inflated first) and parses them. `name` prefixes errors.
 Result<EventTable> parse_trace(std::string_view name, PaddedBytes bytes, const ReadLimits& limits = {});
+// The same for a file. Plain Chrome JSON is parsed as it is read, through a window of a few
+// hundred KiB: peak memory is the table, not the file plus the table (a 1 GB trace would
+// otherwise need 1 GB more). Gzip and Perfetto files are read whole (gzip is then inflated a
+// window at a time).
 Result<EventTable> read_trace(const std::string& path, const ReadLimits& limits = {});
 
 // The format write_trace() would use for this path.
