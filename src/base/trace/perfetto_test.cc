@@ -103,7 +103,7 @@ TEST(Perfetto, ProtocDecodesTheFieldNumbersOfTheFormat) {
   EXPECT_NE(raw.find("  13: 1\n"), std::string::npos);
   EXPECT_NE(raw.find("  10: 1\n"), std::string::npos);
   // And decoding with our .proto names the same fields.
-  std::string proto_dir = std::string(RECUR_SOURCE_DIR) + "/src/trace";
+  std::string proto_dir = std::string(RECUR_SOURCE_DIR) + "/src/base/trace";
   std::string named = run_capture(std::string(RECUR_PROTOC) + " -I" + proto_dir +
                                   " --decode=recur.perfetto.Trace perfetto_trace.proto < " + path);
   EXPECT_NE(named.find("track_descriptor {"), std::string::npos);
