@@ -45,9 +45,11 @@ struct KeyedServer {
 
 // Opens the server's segment with `key` and writes 1 KiB of pattern `seed`: "" on success, else the error.
 std::string write_with_key(const KeyedServer& server, const std::string& key, uint64_t seed) {
+  // The buffer outlives the engine: its transfer thread may still be reading it when a refused
+  // batch reports its error.
+  AlignedBuffer local(1024, true);
   auto e = TransferEngine::create({.segment_name = testing::unique_segment("auth-client"), .timeout = 2000ms, .peer_key = key});
   if (!e) return e.error().message();
-  AlignedBuffer local(1024, true);
   testing::fill_pattern(local.data(), local.size(), seed);
   EXPECT_TRUE((*e)->register_memory(local.data(), local.size(), "cpu:0"));
   auto seg = (*e)->open_segment(server.address());
