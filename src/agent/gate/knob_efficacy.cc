@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <span>
 
 #include <fmt/format.h>
@@ -237,10 +238,42 @@ class Checker {
       }
     }
     if (!refusal.empty()) return;
+    if (runs_as_auto(k, v)) return;
     fail(k, v,
          fmt::format("declared to act on the engine{}, but no run differs from {}={} (models: llama Q8_0, llama "
                      "F16, hybrid MoE; contexts: the defaults and each other engine knob's values)",
                      at_load ? " at load" : " at run time (the model instance is shared)", k.name, k.default_value));
+  }
+
+  // kernel.<k>.variant=v where "auto" (the default) already resolves to v runs the same code, so
+  // no fingerprint can differ: it holds when an engine run's trace names v as the variant that
+  // ran in zone <k> (the engine calls the kernel, and at v).
+  bool runs_as_auto(const KnobSpec& k, const std::string& v) {
+    const std::optional<std::string> kernel = variant_knob_kernel(k.name);
+    if (!kernel) return false;
+    const kernels::KernelSpec* spec = kernels::KernelRegistry::global().find(*kernel);
+    if (spec == nullptr || spec->best_variant() == nullptr || spec->best_variant()->name != v) return false;
+    const std::string zone = *kernel + " ", arg = " variant=" + v;
+    for (EngineModel& m : models_) {
+      const Fingerprint base = fingerprint(m, {}, {});
+      for (size_t at = 0; at < base.text.size();) {
+        const size_t end = std::min(base.text.find('\n', at), base.text.size());
+        const std::string_view line(base.text.data() + at, end - at);
+        const size_t found = line.find(arg);
+        if (line.starts_with(zone) && found != std::string_view::npos &&
+            (found + arg.size() == line.size() || line[found + arg.size()] == ' '))
+          return true;
+        at = end + 1;
+      }
+    }
+    return false;
+  }
+
+  // "rmsnorm" for kernel.rmsnorm.variant.
+  static std::optional<std::string> variant_knob_kernel(std::string_view name) {
+    constexpr std::string_view prefix = "kernel.", suffix = ".variant";
+    if (!name.starts_with(prefix) || !name.ends_with(suffix)) return std::nullopt;
+    return std::string(name.substr(prefix.size(), name.size() - prefix.size() - suffix.size()));
   }
 
   void check_reader(const KnobSpec& k) {
@@ -258,10 +291,9 @@ class Checker {
   }
 
   void check_kernel_probe(const KnobSpec& k) {
-    constexpr std::string_view prefix = "kernel.", suffix = ".variant";
-    if (!k.name.starts_with(prefix) || !k.name.ends_with(suffix))
-      return fail(k, "", "declared to act in the kernel probes, which read only kernel.<k>.variant knobs");
-    const std::string kernel = k.name.substr(prefix.size(), k.name.size() - prefix.size() - suffix.size());
+    const std::optional<std::string> name = variant_knob_kernel(k.name);
+    if (!name) return fail(k, "", "declared to act in the kernel probes, which read only kernel.<k>.variant knobs");
+    const std::string& kernel = *name;
     const kernels::KernelSpec* spec = kernels::KernelRegistry::global().find(kernel);
     if (spec == nullptr) return fail(k, "", fmt::format("no registered kernel {}", kernel));
     for (const std::string& v : k.choices)

@@ -95,6 +95,40 @@ TEST_F(KnobEfficacy, ALoadTimeKnobDeclaredAsRunTimeFails) {
   EXPECT_EQ(failures->at(0).value, "rows");
 }
 
+// The kernels the forward calls (engine/engine_kernels.h): their variant knobs claim the engine,
+// and every value holds there (a different variant changes the run; the one "auto" picks is
+// named in the trace).
+TEST_F(KnobEfficacy, TheVariantKnobsOfTheKernelsTheEngineCallsActOnTheEngine) {
+  KnobEfficacyOptions o = stack_readers();
+  for (const char* kernel : {"rmsnorm", "rmsnorm_residual", "swiglu", "rope", "route_topk"}) {
+    const std::string knob = fmt::format("kernel.{}.variant", kernel);
+    const KnobSpec* k = KnobRegistry::global().find(knob);
+    ASSERT_NE(k, nullptr) << knob;
+    EXPECT_TRUE(acts_in(k->acts, KnobActs::kEngine)) << knob;
+    EXPECT_TRUE(acts_in(k->acts, KnobActs::kKernelProbe)) << knob;
+    o.only.insert(knob);
+  }
+  auto failures = check_knob_efficacy(KnobRegistry::global(), o);
+  ASSERT_TRUE(failures.has_value()) << failures.error().message();
+  EXPECT_TRUE(failures->empty()) << describe(*failures);
+}
+
+// softmax is registered but the forward does not call it (attention's softmax is inside the paged
+// kernels, routing's inside route_topk): claiming the engine fails for every value, the one
+// "auto" resolves to included (no trace zone names it).
+TEST_F(KnobEfficacy, AKernelVariantKnobThatClaimsTheEngineWithoutACallFails) {
+  KnobRegistry r = registry_copy([](KnobSpec& k) {
+    if (k.name == "kernel.softmax.variant") k.acts = KnobActs::kEngine | KnobActs::kKernelProbe;
+  });
+  KnobEfficacyOptions o = stack_readers();
+  o.only = {"kernel.softmax.variant"};
+  auto failures = check_knob_efficacy(r, o);
+  ASSERT_TRUE(failures.has_value()) << failures.error().message();
+  const KnobSpec* k = r.find("kernel.softmax.variant");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(failures->size(), k->choices.size() - 1) << describe(*failures);  // all but the default
+}
+
 TEST_F(KnobEfficacy, UndeclaredKnobsAndKnobsWithoutASignalFail) {
   KnobRegistry r = registry_copy();
   ASSERT_TRUE(r.add({.name = "test.efficacy.undeclared", .type = KnobType::kBool, .default_value = "false"}).has_value());

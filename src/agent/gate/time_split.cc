@@ -24,14 +24,18 @@ struct ZoneRule {
 };
 // Zone names of the engine (RECUR_ZONE in src/engine; "GIL", the Python bindings' lock zones,
 // trace/external_lock.h) and what their self time is. Container
-// zones' self time is the work between their children: a layer's norms and residual adds, the
-// MLP's activation, the attention's core over the KV cache, the KDA mixer's gated norm.
+// zones' self time is the work between their children: a layer's plain residual adds, the
+// MLP's gathers, the attention's core over the KV cache, the KDA mixer's gated norm.
 constexpr ZoneRule kZoneRules[] = {
     {"matvec", "kernel:gemm"},          {"kda_decode", "kernel:kda_decode"}, {"kda_prefill", "kernel:kda_prefill"},
     {"attention", "engine:attention"},  {"mlp", "engine:activation"},        {"kda_mixer", "engine:kda_mixer"},
     {"layer", "engine:norm"},           {"all_reduce", "op:all_reduce"},     {"all_gather", "op:all_reduce"},
     {"moe.dispatch", "op:moe_dispatch"}, {"moe.combine", "op:moe_combine"},  {"forward", "engine:forward"},
     {"step", "engine:forward"},         {"GIL", "lock:gil"},
+    // The registered kernels the forward calls (engine/engine_kernels.h), each zone named after
+    // its kernel, whose variant knob carries the component.
+    {"rmsnorm", "kernel:rmsnorm"},      {"rmsnorm_residual", "kernel:rmsnorm_residual"},
+    {"swiglu", "kernel:swiglu"},        {"rope", "kernel:rope"},             {"route_topk", "kernel:route_topk"},
 };
 
 // The layer a zone's work belongs to: its own `layer` arg or its nearest enclosing zone's; -1

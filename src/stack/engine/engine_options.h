@@ -19,6 +19,7 @@
 #include "core/status.h"
 #include "core/thread_pool.h"
 #include "engine/collectives.h"
+#include "engine/engine_kernels.h"
 #include "engine/model_config.h"
 #include "engine/moe_ep.h"
 #include "engine/weights.h"
@@ -73,6 +74,7 @@ struct EngineOptions {
   int64_t kv_pages = 0;  // engine.hybrid.kv_pages; 0: max_sequences * ceil(max_tokens / page size)
   // engine.kv_dtype.layer[N], one per attention layer of the model, in layer order.
   std::vector<kernels::attention::KvDType> kv_dtypes;
+  EngineKernels kernels;  // kernel.<name>.variant of the registered kernels the forward calls
 };
 
 // The forward's options for `model` from the knobs (checks included: engine.collectives=mpi

@@ -122,10 +122,9 @@ void Forward::rank_forward(ForwardRank& r, const BatchPlan& p) {
     if (L.kda) kda_mixer(s, l);
     else attention_mixer(s, l);
     all_reduce(s, l, L.kda ? Op::kKdaAllReduce : Op::kAttnAllReduce);
-    add_partial_rows(s);
+    // FFN: x += ffn(RMSNorm(x)), the mixer's residual add fused with the norm.
+    add_partial_norm_rows(s, L.ffn_norm);
     tap(L.kda ? Op::kKdaMixResidual : Op::kAttnMixResidual, l, r.x.data(), dim);
-    // FFN: x += ffn(RMSNorm(x)).
-    norm_rows(s, L.ffn_norm);
     tap(Op::kFfnNorm, l, r.h.data(), dim);
     if (c.n_experts == 0) {
       dense_ffn(s, l);

@@ -64,7 +64,7 @@ Status Forward::add_rank(int index) {
   r->ff_b.resize(size_t(M * ffn));
   r->router.resize(size_t(M * c.n_experts));
   r->norm_w.resize(size_t(c.dim));
-  if (any_attention) r->rope.resize(size_t(M * hd));
+  if (any_attention) r->rope.resize(size_t(M * 2 * hd));
   ranks_.push_back(std::move(r));
   return ok_status();
 }

@@ -5,6 +5,8 @@
 
 #include "core/knobs.h"
 #include "engine/layers.h"
+#include "kernels/layer/layer.h"
+#include "kernels/registry.h"
 #include "trace/trace.h"
 
 namespace recur::moe {
@@ -42,11 +44,21 @@ void ep_moe_forward(const EpLayer& L, const float* h, const float* router, int64
   const int64_t block = kEpCountBytes + capacity * slot;  // low_latency's fixed peer block
 
   // Route the owned rows; each destination's pairs in (token, ascending expert) order.
+  // The registered route_topk, as the forward's routed MoE (blocks/moe_ffn.cc) calls it.
+  std::vector<int32_t> ids(size_t(rows * L.top_k));
+  std::vector<float> weights(size_t(rows * L.top_k));
+  if (rows > 0) {
+    RECUR_ZONE("route_topk");
+    zone.arg("variant", L.route_variant.data());
+    zone.arg("rows", rows);
+    kernels::must(kernels::route_topk(router, rows, L.n_experts, L.top_k, kernels::RouteScore::kSoftmax, true,
+                                      ids.data(), weights.data()),
+                  "route_topk");
+  }
   std::vector<std::vector<EpPair>> to(ranks);
   for (int64_t i = 0; i < rows; ++i) {
-    Route route = route_top_k(std::span<const float>(router + i * L.n_experts, size_t(L.n_experts)), L.top_k);
     std::vector<std::pair<int, float>> chosen;
-    for (size_t j = 0; j < route.experts.size(); ++j) chosen.emplace_back(route.experts[j], route.weights[j]);
+    for (int64_t j = 0; j < L.top_k; ++j) chosen.emplace_back(ids[size_t(i * L.top_k + j)], weights[size_t(i * L.top_k + j)]);
     std::sort(chosen.begin(), chosen.end());
     for (auto [e, w] : chosen) to[size_t(e / per_rank)].push_back({i, e, w});
   }

@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -54,6 +55,7 @@ struct EpLayer {
   int64_t dim = 0;
   DispatchMode mode = DispatchMode::kNormal;
   int64_t max_rows_per_rank = 0;  // low_latency capacity: the most rows any rank owns
+  std::string_view route_variant = "partial_sort";  // kernel.route_topk.variant's resolution (trace)
 };
 
 // Runs expert `expert` (one of this rank's) over x[m, dim] into y[m, dim].

@@ -21,6 +21,7 @@
 #include "engine/synthetic.h"
 #include "engine/test_models.h"
 #include "kernels/gemm/gemm_test_util.h"
+#include "kernels/layer/layer.h"
 
 namespace recur {
 namespace {
@@ -398,17 +399,22 @@ TEST(ExpertParallel, DispatchCombineEqualsOneRankBitForBit) {
   std::vector<float> want(size_t(rows * dim));
   moe::ep_moe_forward({.comm = &one, .rank = 0, .n_experts = E, .top_k = K, .dim = dim, .max_rows_per_rank = rows},
                       h.data(), router.data(), rows, expert, ws1, want.data());
-  // The plain loop over experts (hybrid_batch's EP=1 path) gives the same.
+  // The plain loop over experts (blocks/moe_ffn.cc's EP=1 path, routed by the same registered
+  // route_topk) gives the same.
+  std::vector<int32_t> ids(size_t(rows * K));
+  std::vector<float> weights(size_t(rows * K));
+  ASSERT_TRUE(kernels::route_topk(router.data(), rows, E, K, kernels::RouteScore::kSoftmax, true, ids.data(),
+                                  weights.data())
+                  .has_value());
   std::vector<float> loop(size_t(rows * dim), 0.0f);
   for (int e = 0; e < E; ++e) {
     std::vector<int64_t> at;
     std::vector<float> w, x, y;
     for (int64_t i = 0; i < rows; ++i) {
-      Route r = route_top_k(std::span<const float>(router.data() + i * E, E), K);
-      for (size_t j = 0; j < r.experts.size(); ++j)
-        if (r.experts[j] == e) {
+      for (int64_t j = 0; j < K; ++j)
+        if (ids[size_t(i * K + j)] == e) {
           at.push_back(i);
-          w.push_back(r.weights[j]);
+          w.push_back(weights[size_t(i * K + j)]);
           x.insert(x.end(), h.begin() + i * dim, h.begin() + (i + 1) * dim);
         }
     }

@@ -174,7 +174,8 @@ void register_variant_knob(const KernelSpec& spec) {
   std::vector<std::string> choices = {"auto"};
   for (const VariantSpec& v : spec.variants) choices.push_back(v.name);
   (void)KnobRegistry::global().add({.name = knob, .type = KnobType::kEnum, .choices = choices, .default_value = "auto",
-                                    .components = {"kernel:" + spec.name}, .acts = KnobActs::kKernelProbe,
+                                    .components = {"kernel:" + spec.name}, .acts = spec.engine_calls ? KnobActs::kEngine | KnobActs::kKernelProbe
+                                                              : KnobActs::kKernelProbe,
                                     .help = "variant of kernel " + spec.name + " (auto: best for the ISA)"});
 }
 

@@ -141,6 +141,9 @@ struct KernelSpec {
   std::optional<Partitioning> partitioning;
   std::vector<RegionSpec> regions;
   std::vector<VariantSpec> variants;
+  // The engine's forward calls this kernel through the variant its knob names (engine/
+  // engine_kernels.h), so kernel.<name>.variant acts on the engine as well as the probes.
+  bool engine_calls = false;
 
   const VariantSpec* find_variant(std::string_view name) const;
   // not_found naming the variants that exist.

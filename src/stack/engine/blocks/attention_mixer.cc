@@ -4,6 +4,7 @@
 #include "engine/blocks/block.h"
 #include "engine/layers.h"
 #include "kernels/attention/attention.h"
+#include "kernels/layer/layer_ops.h"
 #include "trace/trace.h"
 
 namespace recur {
@@ -32,12 +33,28 @@ void attention_mixer(const Step& s, int l) {
   s.tap(Op::kAttnQProj, l, r.q.data(), q_local, S.heads.begin * hd, q_all);
   s.tap(Op::kAttnKProj, l, r.k.data(), kv_local, S.kv_heads.begin * hd, kv_all);
   s.tap(Op::kAttnVProj, l, r.v.data(), kv_local, S.kv_heads.begin * hd, kv_all);
-  for_rows(s.intra, M, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      rope_rotate(r.q.data() + i * q_local, heads, int(hd), r.rope.data() + i * hd);
-      rope_rotate(r.k.data() + i * kv_local, kv_heads, int(hd), r.rope.data() + i * hd);
-    }
-  });
+  {
+    // RoPE in place through the registered kernel's rotation (GGUF's interleaved pairs), by the
+    // row's tables (rows.cc).
+    const KernelChoice& kr = s.o.kernels.rope;
+    RECUR_ZONE("rope");
+    zone.arg("variant", kr.variant.data());
+    zone.arg("rows", M);
+    const kernels::LayerOps& ops = kernels::layer_ops(kr.isa);
+    for_rows(s.intra, M, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const float* cs = r.rope.data() + i * 2 * hd;
+        for (int h = 0; h < heads; ++h) {
+          float* q = r.q.data() + i * q_local + h * hd;
+          ops.rope_row(q, q, cs, cs + hd, hd, false);
+        }
+        for (int h = 0; h < kv_heads; ++h) {
+          float* k = r.k.data() + i * kv_local + h * hd;
+          ops.rope_row(k, k, cs, cs + hd, hd, false);
+        }
+      }
+    });
+  }
   const int layer = r.kv_layer[size_t(l)];
   std::vector<int> seqs;
   std::vector<int64_t> counts;

@@ -32,7 +32,8 @@ struct ForwardRank {
   std::vector<int> kv_seq;  // slot -> the cache's sequence id
   // Rows of one forward: [max_batch_tokens, width].
   std::vector<float> x, h, partial, q, k, v, g, b, o, gate, ff_a, ff_b, ff_out, xg, router, logits;
-  std::vector<float> rope;  // [rows, head_dim]: each row's RoPE cos / sin, shared by every layer
+  // [rows, 2 * head_dim]: each row's RoPE tables c then s (kernels::rope_tables), shared by every layer
+  std::vector<float> rope;
   std::vector<float> norm_w, scratch;
   kda::Workspace ws;
   moe::EpWorkspace ep;
@@ -72,10 +73,13 @@ void for_rows(ThreadPool* pool, int64_t rows, const Fn& fn) {
 }
 
 // rows.cc: x = each row's embedding (and the RoPE tables when the model has attention);
-// h = RMSNorm(x) * w; x += partial.
+// h = RMSNorm(x) * w; x += partial; x += partial then h = RMSNorm(x) * w in one pass. norm_weight:
+// w as fp32 in the rank's norm_w (once per op, any storage type).
 void embed_rows(const Step& s);
 void norm_rows(const Step& s, const Weight& w);
 void add_partial_rows(const Step& s);
+void add_partial_norm_rows(const Step& s, const Weight& w);
+const float* norm_weight(const Step& s, const Weight& w);
 // ffn.cc: rows [m, dim] of x through one FFN (shard): out = down(silu(gate x) * up x); with
 // tap_layer >= 0 the gate, up and activation are tapped as layer tap_layer's dense FFN.
 void ffn_rows(const Step& s, const FfnShard& f, const float* x, int64_t m, float* out, int tap_layer = -1);

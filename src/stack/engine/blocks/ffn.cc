@@ -5,7 +5,7 @@
 
 namespace recur {
 
-// SwiGLU through the vector layer kernel (registered and checked against float64; element-wise,
+// SwiGLU through the registered layer kernel at the variant of kernel.swiglu.variant (registered and checked against float64; element-wise,
 // so a row's bits do not depend on its chunk): std::exp per element cost ~3 ms a layer at 128
 // rows.
 void ffn_rows(const Step& s, const FfnShard& f, const float* x, int64_t m, float* out, int tap_layer) {
@@ -20,7 +20,15 @@ void ffn_rows(const Step& s, const FfnShard& f, const float* x, int64_t m, float
     s.tap(Op::kFfnGate, tap_layer, a, n, cols.begin, whole);
     s.tap(Op::kFfnUp, tap_layer, b, n, cols.begin, whole);
   }
-  for_rows(s.intra, m, [&](int64_t i0, int64_t i1) { kernels::swiglu(a + i0 * n, b + i0 * n, a + i0 * n, (i1 - i0) * n); });
+  {
+    const KernelChoice& k = s.o.kernels.swiglu;
+    RECUR_ZONE("swiglu");
+    zone.arg("variant", k.variant.data());
+    zone.arg("rows", m);
+    const kernels::LayerOps& ops = kernels::layer_ops(k.isa);
+    for_rows(s.intra, m,
+             [&](int64_t i0, int64_t i1) { kernels::swiglu(a + i0 * n, b + i0 * n, a + i0 * n, (i1 - i0) * n, ops); });
+  }
   if (tap_layer >= 0) s.tap(Op::kFfnAct, tap_layer, a, n, cols.begin, whole);
   f.down.apply(a, m, out, s.intra);
 }

@@ -3,6 +3,8 @@
 // rank writing its slice of the shared logits; under mpi an all_gather between processes).
 #include "engine/blocks/block.h"
 #include "engine/layers.h"
+#include "kernels/rmsnorm/rmsnorm.h"
+#include "trace/trace.h"
 
 namespace recur {
 
@@ -29,9 +31,15 @@ void lm_head(const Step& s) {
   ForwardRank& r = s.r;
   const int64_t n = int64_t(s.p.want.size()), dim = c.dim;
   if (n == 0) return;
-  for (int64_t j = 0; j < n; ++j)
-    rmsnorm(r.h.data() + j * dim, r.x.data() + s.p.want[size_t(j)] * dim, s.m.output_norm, c.dim, c.rms_eps,
-            r.norm_w.data());
+  {
+    const KernelChoice& k = s.o.kernels.rmsnorm;
+    RECUR_ZONE("rmsnorm");
+    zone.arg("variant", k.variant.data());
+    zone.arg("rows", n);
+    const kernels::RmsNormFn fn = kernels::rmsnorm_fn(k.isa);
+    const float* wf = norm_weight(s, s.m.output_norm);
+    for (int64_t j = 0; j < n; ++j) fn(r.x.data() + s.p.want[size_t(j)] * dim, wf, r.h.data() + j * dim, 1, dim, c.rms_eps);
+  }
   const Span vs = r.w.vocab;
   if (s.o.tp == 1) {
     // Replicated ranks: rank 0 writes the shared logits; under mpi every process has its own.

@@ -4,6 +4,7 @@
 // all-gather of every rank's rows); plus the shared expert.
 #include "engine/blocks/block.h"
 #include "engine/layers.h"
+#include "kernels/layer/layer.h"
 #include "trace/trace.h"
 
 namespace recur {
@@ -21,13 +22,20 @@ void moe_routed(const Step& s, const LayerShard& S) {
   const ModelConfig& c = s.c();
   ForwardRank& r = s.r;
   const int64_t M = s.rows(), dim = c.dim;
-  std::vector<std::vector<std::pair<int64_t, float>>> routed(size_t(c.n_experts));
-  for (int64_t i = 0; i < M; ++i) {
-    Route route = route_top_k(std::span<const float>(r.router.data() + i * c.n_experts, size_t(c.n_experts)),
-                              c.n_experts_used);
-    for (size_t j = 0; j < route.experts.size(); ++j)
-      routed[size_t(route.experts[j])].emplace_back(i, route.weights[j]);
+  const int64_t top = c.n_experts_used;
+  std::vector<int32_t> ids(size_t(M * top));
+  std::vector<float> weights(size_t(M * top));
+  {
+    // The registered route_topk (one variant): softmax, the k largest, renormalized.
+    RECUR_ZONE("route_topk");
+    zone.arg("variant", s.o.kernels.route_topk.variant.data());
+    zone.arg("rows", M);
+    r.fail(kernels::route_topk(r.router.data(), M, c.n_experts, top, kernels::RouteScore::kSoftmax, true, ids.data(),
+                               weights.data()));
   }
+  std::vector<std::vector<std::pair<int64_t, float>>> routed(size_t(c.n_experts));
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < top; ++j) routed[size_t(ids[size_t(i * top + j)])].emplace_back(i, weights[size_t(i * top + j)]);
   std::fill_n(r.partial.begin(), M * dim, 0.0f);
   for (int e = 0; e < c.n_experts; ++e) {
     const auto& rows = routed[size_t(e)];
@@ -53,7 +61,8 @@ void moe_expert_parallel(const Step& s, const LayerShard& S) {
   const Span own = rank_span(M, ranks, r.w.index);
   const moe::EpLayer layer{.comm = s.comm, .rank = r.w.index, .n_experts = c.n_experts,
                            .top_k = c.n_experts_used, .dim = dim, .mode = s.o.ep.mode,
-                           .max_rows_per_rank = (M + ranks - 1) / ranks};
+                           .max_rows_per_rank = (M + ranks - 1) / ranks,
+                           .route_variant = s.o.kernels.route_topk.variant};
   float* y = r.partial.data() + own.begin * dim;
   moe::ep_moe_forward(
       layer, r.h.data() + own.begin * dim, r.router.data() + own.begin * c.n_experts, own.size(),

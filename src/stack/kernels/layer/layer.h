@@ -40,6 +40,9 @@ enum class RopeLayout : uint8_t {
 
 // x, y [tokens, heads, d], d even; token t sits at position pos0 + t; pair i rotates by
 // (pos0 + t) * theta^(-2i/d). Angles and their cos/sin are computed in double per token.
+// The per-token tables rope() rotates by (c, s of length d, s signed; layer_ops.h's rope_row):
+// pair i at `pos` turns by pos * theta^(-2i/d), computed in double.
+void rope_tables(int64_t d, double pos, double theta, RopeLayout layout, float* c, float* s);
 Status rope(const float* x, float* y, int64_t tokens, int64_t heads, int64_t d, int64_t pos0, double theta,
             RopeLayout layout, const LayerOps& ops = layer_ops());
 

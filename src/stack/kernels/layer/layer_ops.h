@@ -20,7 +20,8 @@ struct LayerOps {
   // y = exp(x - max) / sum exp(x - max), per row of n.
   void (*softmax)(const float* x, float* y, int64_t rows, int64_t n);
   // Rotates one head row of dim d: y = x * c + rot(x) * s, with rot the pair swap (interleaved)
-  // or the half swap (neox); c, s are the per-token tables of rope.cc (length d, s signed).
+  // or the half swap (neox); c, s are the per-token tables of rope.cc (length d, s signed). y may
+  // alias x (the engine rotates q and k in place).
   void (*rope_row)(const float* x, float* y, const float* c, const float* s, int64_t d, bool neox);
   // y[m, n] = sum_k x[m, k] w[n, k] (row-major, y row stride ldy).
   void (*gemm_nt)(const float* x, const float* w, float* y, int64_t m, int64_t n, int64_t k, int64_t ldy);

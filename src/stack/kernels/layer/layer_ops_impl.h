@@ -112,8 +112,9 @@ void rope_row_t(const float* x, float* y, const float* c, const float* s, int64_
   }
   if constexpr (V::W == 1) {
     for (int64_t i = 0; i < d; i += 2) {
-      y[i] = x[i] * c[i] + x[i + 1] * s[i];
-      y[i + 1] = x[i + 1] * c[i + 1] + x[i] * s[i + 1];
+      const float x0 = x[i], x1 = x[i + 1];  // read both first: y may alias x
+      y[i] = x0 * c[i] + x1 * s[i];
+      y[i + 1] = x1 * c[i + 1] + x0 * s[i + 1];
     }
   } else {
     // Chunks start at multiples of W (even), so pairs never straddle a chunk.

@@ -37,6 +37,7 @@ std::vector<VariantSpec> isa_variants(const std::function<KernelFn(const LayerOp
 KernelSpec rmsnorm_residual_spec() {
   KernelSpec k;
   k.name = "rmsnorm_residual";
+  k.engine_calls = true;  // engine/engine_kernels.h
   k.help = "h = x + r; y = h / sqrt(mean(h^2) + 1e-6) * w, fp32, one pass over x and r";
   k.shape_params = mn_params(4096);
   k.inputs = {rows("x"), rows("r"),
@@ -80,6 +81,7 @@ KernelSpec rmsnorm_residual_spec() {
 KernelSpec swiglu_spec() {
   KernelSpec k;
   k.name = "swiglu";
+  k.engine_calls = true;  // engine/engine_kernels.h
   k.help = "y = silu(g) * u = g sigmoid(g) u, fp32 (the FFN gate of llama-style models)";
   k.shape_params = mn_params(11008);
   k.inputs = {rows("g"), rows("u")};
@@ -144,6 +146,7 @@ KernelSpec softmax_spec() {
 KernelSpec rope_spec() {
   KernelSpec k;
   k.name = "rope";
+  k.engine_calls = true;  // engine/engine_kernels.h
   k.help = "rotary embedding of x[T, H, D] at positions P..P+T-1, theta 10000; NEOX0 interleaved pairs (GGUF "
            "llama), NEOX1 half-split (NeoX/HF)";
   k.shape_params = {{.name = "T", .default_value = 64, .help = "tokens"},

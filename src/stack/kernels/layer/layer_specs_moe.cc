@@ -27,6 +27,7 @@ std::vector<int64_t> group_offsets(int64_t tokens, int64_t experts) {
 KernelSpec route_topk_spec() {
   KernelSpec k;
   k.name = "route_topk";
+  k.engine_calls = true;  // engine/engine_kernels.h
   k.help = "top-k MoE routing of logits[T, E]: SIG0 softmax / SIG1 sigmoid scores, NORM1 renormalized; ids "
            "descending, ties -> lower index";
   k.shape_params = {{.name = "T", .default_value = 64, .help = "tokens"},

@@ -20,9 +20,15 @@ void rmsnorm_scalar(const float* x, const float* w, float* y, int64_t rows, int6
   }
 }
 
-namespace {
+RmsNormFn rmsnorm_fn(Isa isa) {
+  switch (isa) {
+    case Isa::kAvx512: return rmsnorm_avx512;
+    case Isa::kAvx2: return rmsnorm_avx2;
+    default: return rmsnorm_scalar;
+  }
+}
 
-using RmsNormFn = void (*)(const float*, const float*, float*, int64_t, int64_t, float);
+namespace {
 
 KernelFn call(RmsNormFn fn) {
   return [fn](const KernelCall& c) {
@@ -65,6 +71,7 @@ KernelSpec rmsnorm_spec() {
   // Per element: a square-accumulate (2) and two multiplies (2); per row a divide and a sqrt.
   k.cost.flops = [](const Shape& s) { return double(s["M"]) * (4.0 * double(s["N"]) + 3.0); };
   k.partitioning = Partitioning{.param = "M"};
+  k.engine_calls = true;
   k.variants = {
       {.name = "scalar", .isa = Isa::kScalar, .help = "one row at a time, sequential fp32 sum", .run = call(rmsnorm_scalar)},
       {.name = "avx2", .isa = Isa::kAvx2, .params = {{"unroll", "2x8"}}, .help = "8-wide FMA, two accumulators",

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "core/cpu_features.h"
+
 namespace recur::kernels {
 
 inline constexpr float kRmsNormEps = 1e-6f;
@@ -15,5 +17,10 @@ inline constexpr float kRmsNormEps = 1e-6f;
 void rmsnorm_scalar(const float* x, const float* w, float* y, int64_t rows, int64_t n, float eps);
 void rmsnorm_avx2(const float* x, const float* w, float* y, int64_t rows, int64_t n, float eps);
 void rmsnorm_avx512(const float* x, const float* w, float* y, int64_t rows, int64_t n, float eps);
+
+// The variant of an ISA level (what the registered variant of that ISA runs), for callers that
+// pass their own eps (the engine: the model's).
+using RmsNormFn = void (*)(const float* x, const float* w, float* y, int64_t rows, int64_t n, float eps);
+RmsNormFn rmsnorm_fn(Isa isa);
 
 }  // namespace recur::kernels
