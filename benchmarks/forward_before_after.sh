@@ -8,7 +8,7 @@
 # first (other builds may relink them during the run). Each round runs old and new back to back,
 # alternating which goes first, `recur engine bench --prefill $PREFILL --decode $DECODE --runs 1
 # --warmup 0` (default 128 and 32), on:
-#   hybrid     the embedded default model (hybrid d768, 12 layers kkka, f32), 2 threads;
+#   hybrid     the old embedded default's shape (hybrid d768, 12 layers kkka, f32), 2 threads;
 #   hybrid_q8  the same shape in Q8_0 (the regrouped weights now reach the hybrid), 2 threads;
 #   llama      the 836M Llama (dim 2048, 16 layers, 32 heads, 4 KV heads, FFN 5632,
 #              vocab 32000) in $LLAMA_DTYPES (default "f32 f16 q8_0") on $LLAMA_THREADS (default
@@ -41,7 +41,11 @@ results=$work/forward_before_after.jsonl
 runs=()
 for c in $cases; do
   case $c in
-    hybrid) runs+=("hybrid default 2") ;;
+    hybrid)  # an explicit file: "default" is a different model in binaries before and after 2026-12-05
+      m=$work/hybrid-d768-l12-f32.gguf
+      [ -f "$m" ] || "$new" model new "$m" --arch hybrid --dim 768 --layers 12 --heads 12 --kv-heads 4 --ffn 2048 \
+        --vocab 32000 --context 4096 --kda-heads 6 --kda-key-heads 6 --kda-head-dim 128 --tied --dtype f32 --seed 1
+      runs+=("hybrid $m 2") ;;
     hybrid_q8)
       m=$work/hybrid-d768-l12-q8_0.gguf
       [ -f "$m" ] || "$new" model new "$m" --arch hybrid --dim 768 --layers 12 --heads 12 --kv-heads 4 --ffn 2048 \
