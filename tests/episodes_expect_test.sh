@@ -22,7 +22,10 @@ if [ ! -f "$(dirname "$RECUR")/python/recur/__init__.py" ]; then
 fi
 n=$(find "$EP" -name '*.toml' -not -path '*/gates/*' | wc -l)
 [ "$n" -ge 3 ] || fail "only $n episodes found"
-"$RECUR" agent eval "$EP" --verify --json >"$T/verify.json" 2>"$T/verify.err"
+# --tries 5: a gate that stays inconclusive is measured again (the Python prefill gate of
+# kv-transfer-overlap sits near its CI on a shared 2-vCPU runner since prefill got faster); a
+# decided verdict other than the wanted one still fails at once.
+"$RECUR" agent eval "$EP" --verify --tries 5 --json >"$T/verify.json" 2>"$T/verify.err"
 rc=$?
 /usr/bin/python3 - "$T/verify.json" "$rc" <<'PYEOF' || fail "suite check: $(tail -5 "$T/verify.err")"
 import json, sys
