@@ -13,9 +13,11 @@
 # weight bytes it streams per token times decode tok/s over the read bandwidth measured in the
 # same round (`recur sysinfo --refresh` into a private cache, the sum-read on that thread count,
 # just before recur runs), so the VM's 13-30 GB/s swings divide out. $LLAMA_BENCH_ARGS go to
-# llama-bench as extra flags. A llama.cpp built with OpenMP (its default when libgomp is found)
-# meets at `omp barrier`s that spin; on cores shared with other processes, OMP_WAIT_POLICY=passive
-# in the environment makes them sleep instead (recur does not use OpenMP, so it is unaffected).
+# llama-bench as extra flags. llama.cpp runs in its default configuration, its best on a machine of
+# its own: built with OpenMP (its default when libgomp is found), its threads spin at `omp
+# barrier`s. OMP_WAIT_POLICY=passive in the environment makes them sleep instead, which only helps
+# it when other processes share its cores; the header line says which policy ran, and figures from
+# a passive run must be labelled so (recur does not use OpenMP, so it is unaffected).
 set -euo pipefail
 bin=${1:?usage: engine_vs_llamacpp.sh LLAMA_CPP_BIN_DIR [ROUNDS] [DTYPES] [THREADS]}
 rounds=${2:-5}
@@ -33,6 +35,7 @@ cp "$root/build/recur" "$recur"
 trap 'rm -f "$recur"' EXIT
 results=$work/results.jsonl
 : > "$results"
+echo "llama.cpp OpenMP wait policy: ${OMP_WAIT_POLICY:-default (not set)}; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 for dt in $dtypes; do
   model=$work/llama-836m-$dt.gguf

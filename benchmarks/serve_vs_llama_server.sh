@@ -11,9 +11,10 @@
 # ignore_eos). llama-server gets -t/-tb $THREADS (default: every CPU), 16 slots (-np 16) and a
 # context of 16 x 2 x (input + output); recur serve gets --threads $THREADS plus $RECUR_SERVE_ARGS.
 # Prints medians [min..max] of aggregate output tok/s and TTFT p50 / p99 per server and the ratio
-# recur / llama-server. llama-server runs with OMP_WAIT_POLICY=passive unless the environment sets
-# it: an OpenMP build of llama.cpp spins at its barriers, and on cores shared with other processes
-# that cut its decode to 2-3 tok/s per sequence in a first run here (recur does not use OpenMP).
+# recur / llama-server. llama-server runs in its default configuration (its OpenMP threads spin at
+# barriers, OpenMP's default wait policy): the peer's best setting on a machine of its own. Setting
+# OMP_WAIT_POLICY=passive in the environment makes them sleep instead, which helps llama.cpp only
+# when other processes share its cores; figures from such runs must say so (docs/performance.md).
 set -euo pipefail
 bin=${1:?usage: serve_vs_llama_server.sh LLAMA_CPP_BIN_DIR MODEL.gguf [ROUNDS] [CONCURRENCY]}
 model=${2:?usage: serve_vs_llama_server.sh LLAMA_CPP_BIN_DIR MODEL.gguf [ROUNDS] [CONCURRENCY]}
@@ -45,7 +46,7 @@ wait_healthy() {
   return 1
 }
 llama_port=$(free_port)
-OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive} "$bin/llama-server" -m "$model" --host 127.0.0.1 --port "$llama_port" -t "$threads" -tb "$threads" -np 16 \
+"$bin/llama-server" -m "$model" --host 127.0.0.1 --port "$llama_port" -t "$threads" -tb "$threads" -np 16 \
   -c $((16 * 2 * (in_len + out_len))) --no-mmap > "$work/llama-server.log" 2>&1 &
 llama_pid=$!
 recur_port=$(free_port)
