@@ -5,9 +5,18 @@
 
 namespace recur::roofline {
 
-uint64_t read_avx2(const std::byte* data, size_t bytes) {
+namespace {
+
+// The loop of read_avx2 and read_prefetch_avx2 (see roofline_kernels.h).
+template <bool Prefetch>
+uint64_t sum_read_avx2(const std::byte* data, size_t bytes) {
   __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
   for (size_t i = 0; i < bytes; i += 128) {
+    if constexpr (Prefetch) {
+      const char* ahead = reinterpret_cast<const char*>(data + i + kPrefetchAhead);
+      _mm_prefetch(ahead, _MM_HINT_T0);
+      _mm_prefetch(ahead + 64, _MM_HINT_T0);
+    }
     a = _mm256_add_epi64(a, _mm256_load_si256(reinterpret_cast<const __m256i*>(data + i)));
     b = _mm256_add_epi64(b, _mm256_load_si256(reinterpret_cast<const __m256i*>(data + i + 32)));
     c = _mm256_add_epi64(c, _mm256_load_si256(reinterpret_cast<const __m256i*>(data + i + 64)));
@@ -18,6 +27,11 @@ uint64_t read_avx2(const std::byte* data, size_t bytes) {
   _mm256_store_si256(reinterpret_cast<__m256i*>(out), s);
   return out[0] + out[1] + out[2] + out[3];
 }
+
+}  // namespace
+
+uint64_t read_avx2(const std::byte* data, size_t bytes) { return sum_read_avx2<false>(data, bytes); }
+uint64_t read_prefetch_avx2(const std::byte* data, size_t bytes) { return sum_read_avx2<true>(data, bytes); }
 
 namespace {
 

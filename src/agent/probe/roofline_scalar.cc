@@ -7,9 +7,16 @@
 
 namespace recur::roofline {
 
-uint64_t read_scalar(const std::byte* data, size_t bytes) {
+namespace {
+
+// The loop of read_scalar and read_prefetch_scalar (see roofline_kernels.h).
+template <bool Prefetch>
+uint64_t sum_read_scalar(const std::byte* data, size_t bytes) {
   uint64_t a = 0, b = 0, c = 0, d = 0;
   for (size_t i = 0; i < bytes; i += 32) {
+    if constexpr (Prefetch) {
+      if (i % 64 == 0) _mm_prefetch(reinterpret_cast<const char*>(data + i + kPrefetchAhead), _MM_HINT_T0);
+    }
     uint64_t w[4];
     std::memcpy(w, data + i, 32);
     a += w[0];
@@ -19,6 +26,11 @@ uint64_t read_scalar(const std::byte* data, size_t bytes) {
   }
   return a + b + c + d;  // the sum of all words, whatever the grouping
 }
+
+}  // namespace
+
+uint64_t read_scalar(const std::byte* data, size_t bytes) { return sum_read_scalar<false>(data, bytes); }
+uint64_t read_prefetch_scalar(const std::byte* data, size_t bytes) { return sum_read_scalar<true>(data, bytes); }
 
 namespace {
 

@@ -19,7 +19,9 @@ struct CachedRoofline {
 };
 struct SysinfoCache {
   // 2: the scalar FMA peak became SSE2-packed (caches of 1 hold a 4x lower scalar peak).
-  static constexpr int kSchema = 2;
+  // 3: the read peak is the faster of a plain and a prefetching sum-read (caches of 2 may hold
+  //    a plain sum-read's lower figure).
+  static constexpr int kSchema = 3;
   SystemInfo machine;  // the machine the measurements belong to
   std::map<std::string, CachedRoofline> rooflines;
 };

@@ -23,14 +23,16 @@ TEST(Roofline, EveryReadPathSumsEveryWord) {
     expect += words[i];
   }
   for (Isa isa : runnable_isas()) {
-    Isa chosen;
-    roofline::ReadFn read = roofline::kRead.for_isa(isa, &chosen);
-    EXPECT_EQ(chosen, isa);
-    EXPECT_EQ(read(buf.data(), bytes), expect) << isa_name(isa);
-    // A path that skipped the last block would miss this change.
-    words[words.size() - 1] += 1;
-    EXPECT_EQ(read(buf.data(), bytes), expect + 1) << isa_name(isa);
-    words[words.size() - 1] -= 1;
+    for (const auto* readers : {&roofline::kRead, &roofline::kReadPrefetch}) {
+      Isa chosen;
+      roofline::ReadFn read = readers->for_isa(isa, &chosen);
+      EXPECT_EQ(chosen, isa);
+      EXPECT_EQ(read(buf.data(), bytes), expect) << isa_name(isa);
+      // A path that skipped the last block would miss this change.
+      words[words.size() - 1] += 1;
+      EXPECT_EQ(read(buf.data(), bytes), expect + 1) << isa_name(isa);
+      words[words.size() - 1] -= 1;
+    }
   }
 }
 
