@@ -32,6 +32,7 @@ using recur::kda::PrefillVariant;
 
 struct Case {
   int64_t batch, tokens, hk, hv, dim;
+  bool scalar_gate = false;  // gated DeltaNet (Qwen3-Next): one decay per head, broadcast over K for recur
 };
 
 struct Data {
@@ -51,6 +52,8 @@ Data random_inputs(const Case& c, uint32_t seed) {
   fill(d.k, size_t(c.batch * c.tokens * c.hk * c.dim), normal);
   fill(d.v, size_t(c.batch * c.tokens * c.hv * c.dim), normal);
   fill(d.g, size_t(c.batch * c.tokens * c.hv * c.dim), decay);
+  if (c.scalar_gate)  // one value per (token, head): recur reads it broadcast over the K channels
+    for (size_t row = 0; row < d.g.size(); row += size_t(c.dim)) std::fill_n(d.g.begin() + row, c.dim, d.g[row]);
   fill(d.b, size_t(c.batch * c.tokens * c.hv), normal);
   fill(d.state, size_t(c.batch * c.hv * c.dim * c.dim), normal);
   for (float& s : d.state) s *= 0.1f;
@@ -74,7 +77,7 @@ void run_ggml(const Case& c, const Data& d, float eps, std::vector<float>& out, 
   ggml_tensor* q = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, S, HV, T, B);
   ggml_tensor* k = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, S, HV, T, B);
   ggml_tensor* v = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, S, HV, T, B);
-  ggml_tensor* g = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, S, HV, T, B);
+  ggml_tensor* g = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, c.scalar_gate ? 1 : S, HV, T, B);
   ggml_tensor* beta = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 1, HV, T, B);
   ggml_tensor* s0 = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, S, S, HV, B);
   auto* qd = static_cast<float*>(q->data);
@@ -87,7 +90,11 @@ void run_ggml(const Case& c, const Data& d, float eps, std::vector<float>& out, 
       normalise(d.k.data() + src, kd + dst, S, eps, 1.0f);
     }
   std::copy(d.v.begin(), d.v.end(), static_cast<float*>(v->data));
-  std::copy(d.g.begin(), d.g.end(), static_cast<float*>(g->data));
+  auto* gd = static_cast<float*>(g->data);
+  if (c.scalar_gate)
+    for (int64_t row = 0; row < B * T * HV; ++row) gd[row] = d.g[size_t(row * S)];
+  else
+    std::copy(d.g.begin(), d.g.end(), gd);
   auto* bd = static_cast<float*>(beta->data);
   for (size_t i = 0; i < d.b.size(); ++i) bd[i] = 1.0f / (1.0f + std::exp(-d.b[i]));
   std::copy(d.state.begin(), d.state.end(), static_cast<float*>(s0->data));
@@ -114,7 +121,7 @@ double max_rel_err(const std::vector<float>& a, const std::vector<float>& b) {
 
 int main(int argc, char** argv) {
   const double tol = argc > 1 ? std::stod(argv[1]) : 1e-4;
-  const Case cases[] = {{2, 17, 4, 4, 64}, {1, 70, 2, 4, 128}, {3, 5, 1, 2, 32}};
+  const Case cases[] = {{2, 17, 4, 4, 64}, {1, 70, 2, 4, 128}, {3, 5, 1, 2, 32}, {2, 9, 2, 4, 64, true}};
   recur::kda::Params params;
   params.gate = recur::kda::GateForm::kPrecomputed;
   params.layout = recur::kda::StateLayout::kVK;
@@ -131,9 +138,9 @@ int main(int argc, char** argv) {
       const double eo = max_rel_err(out, want_out), es = max_rel_err(state, want_state);
       const bool ok = eo <= tol && es <= tol;
       failures += !ok;
-      std::printf("B=%lld T=%lld HK=%lld HV=%lld K=V=%lld %-24s out %.2e state %.2e %s\n", (long long)c.batch,
-                  (long long)c.tokens, (long long)c.hk, (long long)c.hv, (long long)c.dim, path.c_str(), eo, es,
-                  ok ? "ok" : "MISMATCH");
+      std::printf("B=%lld T=%lld HK=%lld HV=%lld K=V=%lld %-6s %-24s out %.2e state %.2e %s\n", (long long)c.batch,
+                  (long long)c.tokens, (long long)c.hk, (long long)c.hv, (long long)c.dim,
+                  c.scalar_gate ? "scalar" : "kda", path.c_str(), eo, es, ok ? "ok" : "MISMATCH");
     };
     for (PrefillVariant pv : recur::kda::kAllPrefillVariants) {
       std::vector<float> state = d.state, out(want_out.size());
