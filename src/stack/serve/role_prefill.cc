@@ -173,7 +173,12 @@ Result<json> PrefillWorker::prefill(const json& msg) {
     if (msg.at("slot_bytes").get<uint64_t>() != layout_.sequence_bytes())
       return invalid_argument("prefill: the decode worker's slot is {} bytes, this model's transfer needs {} (not "
                               "the same model?)", msg.at("slot_bytes").get<uint64_t>(), layout_.sequence_bytes());
-    RECUR_ASSIGN_OR_RETURN(p, peer(msg.at(mode_).get<std::string>()));
+    const std::string segment = msg.value(mode_, std::string());
+    if (segment.empty())
+      return make_error(ErrorCode::kFailedPrecondition,
+                        "prefill: the decode worker offers no '{}' segment (start it with --set serve.kv_transfer={} "
+                        "too)", mode_, mode_);
+    RECUR_ASSIGN_OR_RETURN(p, peer(segment));
     area_offset = msg.at("area_offset").get<uint64_t>();
     RECUR_RETURN_IF_ERROR(p->sender->begin_sequence(request, area_offset, msg.at("generation").get<uint64_t>()));
   }

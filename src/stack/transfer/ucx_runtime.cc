@@ -3,6 +3,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <condition_variable>
 
 #include "core/log.h"
 #include "trace/trace.h"
@@ -13,6 +14,8 @@ namespace recur::transfer {
 // The progress thread's longest sleep: bounds how late it notices a deadline or a stop, and a
 // completion whose event UCX did not signal.
 constexpr int kUcxPollMs = 5;
+// How long the progress thread keeps polling after the last event before it sleeps.
+constexpr auto kUcxSpin = std::chrono::microseconds(500);
 
 Error ucx_error(ErrorCode code, std::string_view what, ucs_status_t status) {
   return Error(code, fmt::format("UCX {}: {}", what, ucs_status_string(status)));
@@ -27,23 +30,25 @@ Result<std::unique_ptr<UcxRuntime>> UcxRuntime::create(const std::string& segmen
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_NAME;
   params.features = UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP;
-  params.mt_workers_shared = 0;
+  params.mt_workers_shared = 1;  // mem_map and rkey_pack come from API and server threads
   params.name = rt->segment_name_.c_str();
   ucs_status_t s = ucp_init(&params, config, &rt->context_);
   ucp_config_release(config);
   if (s != UCS_OK) return unexpected(ucx_error(ErrorCode::kUnsupported, "init (no usable transport in UCX_TLS?)", s));
   ucp_worker_params_t wp{};
   wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  wp.thread_mode = UCS_THREAD_MODE_MULTI;
+  wp.thread_mode = UCS_THREAD_MODE_SINGLE;  // only the progress thread calls it (after this setup)
   if (s = ucp_worker_create(rt->context_, &wp, &rt->worker_); s != UCS_OK)
     return unexpected(ucx_error(ErrorCode::kUnsupported, "worker create", s));
-  ucp_worker_attr_t attr{};
-  attr.field_mask = UCP_WORKER_ATTR_FIELD_THREAD_MODE;
-  if (ucp_worker_query(rt->worker_, &attr) == UCS_OK && attr.thread_mode != UCS_THREAD_MODE_MULTI)
-    return make_error(ErrorCode::kUnsupported, "UCX worker: this libucx lacks multi-thread support (thread mode {})",
-                      int(attr.thread_mode));
   if (s = ucp_worker_get_efd(rt->worker_, &rt->event_fd_); s != UCS_OK)
     return unexpected(ucx_error(ErrorCode::kUnsupported, "worker event fd", s));
+  ucp_address_t* address = nullptr;
+  size_t address_bytes = 0;
+  if (s = ucp_worker_get_address(rt->worker_, &address, &address_bytes); s != UCS_OK)
+    return unexpected(ucx_error(ErrorCode::kInternal, "worker address", s));
+  const auto* a = reinterpret_cast<const std::byte*>(address);
+  rt->address_.assign(a, a + address_bytes);
+  ucp_worker_release_address(rt->worker_, address);
   rt->progress_ = std::thread([p = rt.get()] { p->progress_loop(); });
   return rt;
 }
@@ -52,6 +57,7 @@ UcxRuntime::~UcxRuntime() {
   stopping_.store(true);
   if (worker_ != nullptr) ucp_worker_signal(worker_);
   if (progress_.joinable()) progress_.join();
+  run_tasks();  // what was posted last (closing endpoints): this thread is the worker's now
   for (auto& [id, m] : mapped_) ucp_mem_unmap(context_, m.memh);
   if (worker_ != nullptr) ucp_worker_destroy(worker_);
   if (context_ != nullptr) ucp_cleanup(context_);
@@ -61,8 +67,15 @@ void UcxRuntime::progress_loop() {
   trace::set_thread_name("kv_transfer_ucx");
   std::vector<pollfd> fds;
   std::vector<UcxWatcher*> polled;
+  auto last_event = std::chrono::steady_clock::now();
   while (!stopping_.load()) {
-    while (ucp_worker_progress(worker_) != 0) {
+    // While traffic flows, poll: a sleep per event (the event fd) costs a wake-up each time, and
+    // RMA emulated over shared memory or TCP moves only as fast as the target progresses.
+    for (;;) {
+      const auto now = std::chrono::steady_clock::now();
+      const bool tasks = run_tasks();
+      if (ucp_worker_progress(worker_) != 0 || tasks) last_event = now;
+      else if (now - last_event > kUcxSpin || stopping_.load()) break;
     }
     fds.assign(1, pollfd{event_fd_, POLLIN, 0});
     {
@@ -70,15 +83,20 @@ void UcxRuntime::progress_loop() {
       polled = watchers_;
     }
     for (UcxWatcher* w : polled) fds.push_back({w->watch_fd(), POLLIN | POLLRDHUP, 0});
-    // Busy: events arrived between the progress and the arm; progress again.
+    // Busy: events arrived between the progress and the arm; progress again. So for tasks posted
+    // meanwhile (post signals the worker, but perhaps before the arm).
     if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) fds[0].fd = -1;
+    {
+      std::lock_guard lock(task_mu_);
+      if (!tasks_.empty()) fds[0].fd = -1;
+    }
     ::poll(fds.data(), fds.size(), fds[0].fd < 0 ? 0 : kUcxPollMs);
     const auto now = std::chrono::steady_clock::now();
-    std::lock_guard lock(watch_mu_);  // a watcher removed meanwhile is not called
     for (size_t i = 0; i < polled.size(); ++i) {
-      if (std::find(watchers_.begin(), watchers_.end(), polled[i]) == watchers_.end()) continue;
+      // Watchers come and go on this thread only, also inside these calls: skip one removed meanwhile.
+      if (!watching(polled[i])) continue;
       if (fds[i + 1].fd >= 0 && fds[i + 1].revents != 0) polled[i]->on_fd_ready();
-      polled[i]->on_tick(now);
+      if (watching(polled[i])) polled[i]->on_tick(now);
     }
   }
 }
@@ -107,13 +125,7 @@ void UcxRuntime::unmap(uint32_t region) {
 
 Result<std::vector<std::byte>> UcxRuntime::connect_reply() {
   UcxConnectReply reply;
-  ucp_address_t* address = nullptr;
-  size_t address_bytes = 0;
-  if (ucs_status_t s = ucp_worker_get_address(worker_, &address, &address_bytes); s != UCS_OK)
-    return unexpected(ucx_error(ErrorCode::kInternal, "worker address", s));
-  const auto* a = reinterpret_cast<const std::byte*>(address);
-  reply.worker_address.assign(a, a + address_bytes);
-  ucp_worker_release_address(worker_, address);
+  reply.worker_address = address_;
   std::lock_guard lock(map_mu_);
   for (const auto& [id, m] : mapped_) {
     void* packed = nullptr;
@@ -127,6 +139,11 @@ Result<std::vector<std::byte>> UcxRuntime::connect_reply() {
   return encode_ucx_connect_reply(reply);
 }
 
+bool UcxRuntime::watching(const UcxWatcher* w) {
+  std::lock_guard lock(watch_mu_);
+  return std::find(watchers_.begin(), watchers_.end(), w) != watchers_.end();
+}
+
 void UcxRuntime::add_watcher(UcxWatcher* w) {
   std::lock_guard lock(watch_mu_);
   watchers_.push_back(w);
@@ -138,21 +155,40 @@ void UcxRuntime::remove_watcher(UcxWatcher* w) {
   std::erase(watchers_, w);
 }
 
-ucs_status_t UcxRuntime::wait(ucs_status_ptr_t request, std::chrono::steady_clock::time_point deadline) {
-  if (request == nullptr) return UCS_OK;
-  if (UCS_PTR_IS_ERR(request)) return UCS_PTR_STATUS(request);
-  ucs_status_t s = UCS_INPROGRESS;
-  for (;;) {
-    ucp_worker_progress(worker_);
-    s = ucp_request_check_status(request);
-    if (s != UCS_INPROGRESS) break;
-    if (std::chrono::steady_clock::now() >= deadline) {
-      s = UCS_ERR_TIMED_OUT;  // freed below: UCX releases it once it ends (the caller closes the endpoint)
-      break;
-    }
+void UcxRuntime::post(std::function<void()> task) {
+  {
+    std::lock_guard lock(task_mu_);
+    tasks_.push_back(std::move(task));
   }
-  ucp_request_free(request);
-  return s;
+  ucp_worker_signal(worker_);  // thread-safe: wakes the progress thread's poll
+}
+
+Status UcxRuntime::run(const std::function<Status()>& task) {
+  if (on_progress_thread()) return task();
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  Status result = ok_status();
+  post([&] {
+    Status s = task();
+    std::lock_guard lock(mu);
+    result = std::move(s);
+    done = true;
+    cv.notify_one();
+  });
+  std::unique_lock lock(mu);
+  cv.wait(lock, [&] { return done; });
+  return result;
+}
+
+bool UcxRuntime::run_tasks() {
+  std::deque<std::function<void()>> now;
+  {
+    std::lock_guard lock(task_mu_);
+    now.swap(tasks_);
+  }
+  for (auto& task : now) task();
+  return !now.empty();
 }
 
 }  // namespace recur::transfer

@@ -1,8 +1,9 @@
 // One engine's UCX state (built only with RECUR_WITH_UCX): a UCP context (RMA, wakeup), one worker
-// shared by the serving side and every UcxPeer, and a progress thread. The worker runs in UCX's
-// multi-thread mode: the transfer thread issues operations and waits on flushes while the
-// progress thread drives completions, remote RMA emulation (TCP has no hardware RMA: the target
-// must progress) and wire-up, sleeping on the worker's event fd between events.
+// shared by the serving side and every UcxPeer, and the progress thread that alone calls the
+// worker (UCX's single-thread mode: its multi-thread mode takes spin locks, which on a busy
+// host stall for whole scheduler slices). Other threads hand it tasks (post, run); it runs them,
+// drives completions, remote RMA emulation (over shared memory or TCP the target must progress)
+// and wire-up, polls while traffic flows and otherwise sleeps on the worker's event fd.
 //
 // Serving: every region this engine registers is also mapped (ucp_mem_map); connect_reply() packs
 // the worker address and a remote key per region for a client that passed the TCP listener's
@@ -18,6 +19,8 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -56,12 +59,16 @@ class UcxRuntime {
   // The kUcxConnect reply (ucx_wire.h) for the regions mapped now.
   Result<std::vector<std::byte>> connect_reply();
 
+  // Runs `task` on the progress thread, soon (in posting order).
+  void post(std::function<void()> task);
+  // Runs `task` there and waits for it; on the progress thread itself, runs it now.
+  Status run(const std::function<Status()>& task);
+  bool on_progress_thread() const { return std::this_thread::get_id() == progress_.get_id(); }
+
   void add_watcher(UcxWatcher* w);
   void remove_watcher(UcxWatcher* w);  // after it returns, the progress thread no longer calls w
+  bool watching(const UcxWatcher* w);
 
-  // Progresses the worker until `request` (from an nbx call) is done or `deadline` passes;
-  // frees it. UCS_ERR_TIMED_OUT on the deadline (then UCX frees it when it ends: close the endpoint).
-  ucs_status_t wait(ucs_status_ptr_t request, std::chrono::steady_clock::time_point deadline);
 
  private:
   struct Mapped {
@@ -71,11 +78,15 @@ class UcxRuntime {
   };
   UcxRuntime() = default;
   void progress_loop();
+  bool run_tasks();  // true if there were any
 
   std::string segment_name_;
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   int event_fd_ = -1;
+  std::vector<std::byte> address_;  // the worker's, taken once
+  std::mutex task_mu_;
+  std::deque<std::function<void()>> tasks_;
   std::mutex map_mu_;
   std::map<uint32_t, Mapped> mapped_;
   std::mutex watch_mu_;
