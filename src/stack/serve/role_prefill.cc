@@ -17,6 +17,7 @@
 
 #include "core/aligned_buffer.h"
 #include "core/clock.h"
+#include "core/log.h"
 #include "core/thread_pool.h"
 #include "engine/sequence_state.h"
 #include "serve/bearer_auth.h"
@@ -128,6 +129,8 @@ Result<PrefillWorker::Peer*> PrefillWorker::peer(const std::string& name) {
   auto it = peers_.find(name);
   if (it != peers_.end()) return &it->second;
   RECUR_ASSIGN_OR_RETURN(transfer::SegmentHandle segment, engine_->open_segment(name));
+  // For ucx: the transports UCX picked (UCX_TLS), worth knowing when the bandwidth surprises.
+  if (auto how = engine_->segment_transport(segment)) LOG_INFO("kv transfer: sending to {} over {}", name, *how);
   Peer p{segment, std::make_unique<transfer::KvSender>(*engine_, segment, layout_)};
   return &peers_.emplace(name, std::move(p)).first->second;
 }
