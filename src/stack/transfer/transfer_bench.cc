@@ -151,6 +151,9 @@ Result<TransferBenchReport> run_transfer_bench(const TransferBenchOptions& o) {
     return invalid_argument("transfer bench: {} bytes in {} blocks, {} rounds: expected blocks >= 1, bytes >= blocks, rounds >= 1",
                             o.bytes, o.blocks, o.rounds);
   const bool ucx = o.transport == "ucx" || o.peer.starts_with("ucx://");
+  if (ucx && !ucx_transport_built())
+    return make_error(ErrorCode::kUnsupported, "transfer bench: the ucx transport is not in this build (configure with "
+                                               "libucx-dev installed and -DRECUR_WITH_UCX=ON)");
   // ucx, too, reaches the peer through its TCP listener (the authenticated setup).
   const bool tcp = ucx || o.transport == "tcp" || o.peer.find('/') != std::string::npos;
   TransferBenchReport report;
