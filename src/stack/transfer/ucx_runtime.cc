@@ -156,6 +156,8 @@ void UcxRuntime::remove_watcher(UcxWatcher* w) {
 }
 
 void UcxRuntime::post(std::function<void()> task) {
+  // Callbacks of requests cancelled while the worker is destroyed may post: nobody runs it now.
+  if (stopping_.load()) return;
   {
     std::lock_guard lock(task_mu_);
     tasks_.push_back(std::move(task));
