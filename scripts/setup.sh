@@ -16,6 +16,8 @@ packages=(
   pybind11-dev python3-dev python3-numpy python3-pytest python3-pip python3-venv python3-setuptools python3-wheel
   # MPI collectives backend (engine.collectives=mpi, docs/engine.md "MPI mode"): OpenMPI and mpirun
   libopenmpi-dev openmpi-bin
+  # the KV transfer engine's ucx transport (serve.kv_transfer=ucx, docs/transfer.md "UCX"; optional: RECUR_WITH_UCX)
+  libucx-dev
   # tests only: tests/agent_report_cli_test.sh renders the agent's HTML report headless
   chromium
   # tests only: the official npm client libraries (tests/npm, docs/dependencies.md); npm below

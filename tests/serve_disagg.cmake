@@ -7,6 +7,10 @@ endif()
 if(RECUR_BUILD_TESTS)
   add_test(NAME serve_disagg_netns_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/serve_disagg_netns_test.sh $<TARGET_FILE:recur>)
   set_tests_properties(serve_disagg_netns_test PROPERTIES LABELS "e2e" TIMEOUT 60 SKIP_RETURN_CODE 77)
+  # And with the KV transfer over UCX (UCX_TLS=tcp on the veth link; skipped without UCX too).
+  add_test(NAME serve_disagg_netns_ucx_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/serve_disagg_netns_test.sh $<TARGET_FILE:recur>)
+  set_tests_properties(serve_disagg_netns_ucx_test PROPERTIES LABELS "e2e" TIMEOUT 60 SKIP_RETURN_CODE 77
+                       ENVIRONMENT KV_TRANSFER=ucx)
 endif()
 # Workers SIGKILLed mid-transfer: prefill (retried or 503, then back), decode (502 or retried).
 if(RECUR_BUILD_TESTS)
@@ -22,4 +26,10 @@ endif()
 if(RECUR_BUILD_TESTS)
   add_test(NAME serve_disagg_auth_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/serve_disagg_auth_test.sh $<TARGET_FILE:recur>)
   set_tests_properties(serve_disagg_auth_test PROPERTIES LABELS "e2e" TIMEOUT 60)
+endif()
+# Serving over the ucx transport: same text as --role all; decode and prefill killed mid-transfer,
+# a corrupted block (skipped where recur has no UCX).
+if(RECUR_BUILD_TESTS)
+  add_test(NAME serve_disagg_ucx_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/serve_disagg_ucx_test.sh $<TARGET_FILE:recur>)
+  set_tests_properties(serve_disagg_ucx_test PROPERTIES LABELS "e2e" TIMEOUT 60 SKIP_RETURN_CODE 77)
 endif()

@@ -3,9 +3,12 @@
 # joined by veth pairs, no forwarding needed:
 #   this namespace   the router(s) and the --role all reference    root-P: $A.1  root-D: $B.1
 #   P ("host P")     the prefill workers                           root-P: $A.2  P-D:    $C.1
-#   D ("host D")     the decode workers (TCP transfer on P-D)      root-D: $B.2  P-D:    $C.2
+#   D ("host D")     the decode workers (transfer on P-D)          root-D: $B.2  P-D:    $C.2
 # so the router reaches each worker over its own link and every KV transfer crosses the P-D link
-# over TCP (serve.kv_transfer=tcp). Cases, each against one decode worker with a single receive
+# over TCP (serve.kv_transfer=tcp), or with KV_TRANSFER=ucx over UCX (serve.kv_transfer=ucx on
+# both workers, UCX_TLS=tcp unless set: network namespaces still share the host's memory, and
+# UCX would pick shared memory where two hosts have only the link; the prefill worker's log
+# says which transport UCX picked). Cases, each against one decode worker with a single receive
 # slot (a slot leaked by any case would 429 the next request), every curl bounded by --max-time:
 #   1. greedy text equal to --role all's;
 #   2. a decode worker that dies mid-request: 502 decode_worker_lost, the prefill keeps serving;
@@ -19,10 +22,18 @@
 #   5. a transfer corrupted on its way over TCP (RECUR_FAULT_CORRUPT_KV): the decode worker's
 #      checksum catches it, 502 error JSON naming the checksum and no text; the next request
 #      through a clean prefill worker gets --role all's text.
-# Needs root, `ip netns` and veth links; exits 77 (skipped) without them.
+# Needs root, `ip netns` and veth links; exits 77 (skipped) without them, and with KV_TRANSFER=ucx
+# where recur was built without UCX.
 # Usage: serve_disagg_netns_test.sh /path/to/recur
 set -u
 RECUR="$1"
+KV="${KV_TRANSFER:-tcp}"
+if [ "$KV" = ucx ] && ! "$RECUR" transfer peer --segment "ucx-probe-$$" --bytes 4096 --listen 127.0.0.1:0 --ucx \
+  < /dev/null > /dev/null 2>&1; then
+  echo "skipped: recur built without UCX"
+  exit 77
+fi
+[ "$KV" = ucx ] && export UCX_TLS="${UCX_TLS:-tcp}"
 [ "$(id -u)" = 0 ] && command -v ip >/dev/null || { echo "skipped: needs root and ip"; exit 77; }
 NP="rdp$$"
 ND="rdd$$"
@@ -71,8 +82,8 @@ url_of() {
   [ -n "$port" ] || fail "$1 did not come up on $2"
   echo "http://$2:$port"
 }
-decode() { on "$ND" "$1" $2 "$RECUR" serve --role decode -m "$M" --host "$B.2" --port 0 --threads 1 --kv-slots 1 --kv-listen "$C.2:0"; }
-prefill() { on "$NP" "$1" RECUR_FAULT_PREFILL_PAUSE="$T/$1.arm" $2 "$RECUR" --set serve.kv_transfer=tcp serve --role prefill -m "$M" --host "$A.2" --port 0 --threads 1; }
+decode() { on "$ND" "$1" $2 "$RECUR" --set serve.kv_transfer="$KV" serve --role decode -m "$M" --host "$B.2" --port 0 --threads 1 --kv-slots 1 --kv-listen "$C.2:0"; }
+prefill() { on "$NP" "$1" RECUR_FAULT_PREFILL_PAUSE="$T/$1.arm" $2 "$RECUR" --set serve.kv_transfer="$KV" serve --role prefill -m "$M" --host "$A.2" --port 0 --threads 1; }
 launch all "$RECUR" serve -m "$M" --port 0 --threads 1
 decode d ""
 decode d_dies RECUR_FAULT_DECODE_EXIT=1
@@ -103,7 +114,9 @@ reference "$ALL"
 
 # 1. Across hosts: --role all's text.
 ok_text "$(post "$R" "$T/ns.json")" "$T/ns.json" "router across namespaces"
-curl -sf --max-time 10 "$P/metrics" | grep -Eq '^recur_kv_transfer_bytes_total [1-9]' || fail "no TCP transfer from host P"
+curl -sf --max-time 10 "$P/metrics" | grep -Eq '^recur_kv_transfer_bytes_total [1-9]' || fail "no $KV transfer from host P"
+grep -q "over $KV" "$T/p.err" || fail "the prefill worker did not send over $KV"
+echo "serve_disagg_netns_test: $(grep -o "over $KV.*" "$T/p.err" | head -1)"
 
 # 2. A decode worker that dies mid-request.
 code=$(post "$R_DIES" "$T/dead.json")
@@ -120,4 +133,4 @@ code=$(post "$R_BAD" "$T/bad.json")
   || fail "corrupt transfer across namespaces: HTTP $code $(cat "$T/bad.json")"
 curl -sf --max-time 10 "$D/metrics" | grep -Eq '^recur_kv_transfer_failures_total [1-9]' || fail "decode worker's failure metric"
 ok_text "$(post "$R" "$T/clean.json")" "$T/clean.json" "a clean transfer after the corrupt one"
-echo "serve_disagg_netns_test: ok"
+echo "serve_disagg_netns_test ($KV): ok"

@@ -52,8 +52,8 @@ void register_transfer(CLI::App& app, Invocation& inv) {
   auto* bench = group->add_subcommand(
       "bench", "Send KV blocks to a peer process (this binary, forked) and report GB/s per round, single-block "
                "latency and the memcpy roofline; the last round is read back and verified. Exits 1 if not.");
-  bench->add_option("--transport", f->options.transport, "shm or tcp")
-      ->check(CLI::IsMember({"shm", "tcp"}))
+  bench->add_option("--transport", f->options.transport, "shm, tcp or ucx (UCX_TLS steers UCX: e.g. sm, tcp, rc)")
+      ->check(CLI::IsMember({"shm", "tcp", "ucx"}))
       ->capture_default_str();
   bench->add_option("--bytes", f->options.bytes, "bytes per round")->check(CLI::Range(uint64_t(1), uint64_t(1) << 34))->capture_default_str();
   bench->add_option("--blocks", f->options.blocks, "blocks per round")->check(CLI::Range(1, 1 << 16))->capture_default_str();
@@ -63,7 +63,7 @@ void register_transfer(CLI::App& app, Invocation& inv) {
       ->capture_default_str();
   bench->add_option("--peer", f->options.peer,
                     "a running `recur transfer peer` to send to instead of forking one: HOST:PORT/NAME (tcp, e.g. "
-                    "on another host) or NAME (shared memory); its area must hold --bytes plus headers");
+                    "on another host), ucx://HOST:PORT/NAME (ucx) or NAME (shared memory); its area must hold --bytes plus headers");
   bench->add_flag("--json", f->json, "print one JSON object instead of the table");
   bench->callback([&inv, f] { inv.run = [f] { return run_transfer_bench_verb(*f); }; });
 
@@ -72,6 +72,7 @@ void register_transfer(CLI::App& app, Invocation& inv) {
       "peer", "Serve a segment with a receive area; print 'ready SEGMENT_OFFSET PORT' and run until stdin closes.");
   peer->add_option("--segment", p->segment, "segment name")->required();
   peer->add_option("--listen", p->listen, "host:port for TCP peers (port 0 = any); default: shared memory only");
+  peer->add_flag("--ucx", p->ucx, "also serve UCX peers (ucx://HOST:PORT/NAME; needs --listen)");
   peer->add_option("--bytes", p->bytes, "receive area bytes")->required()->check(CLI::Range(uint64_t(1), uint64_t(1) << 36));
   peer->callback([&inv, p] {
     inv.run = [p] {

@@ -142,7 +142,7 @@ class DecodeWorker {
   void* area_ = nullptr;
   transfer::RegionInfo region_;
   std::unique_ptr<transfer::KvReceiver> receiver_;
-  std::string shm_name_, tcp_name_;
+  std::string shm_name_, tcp_name_, ucx_name_;  // ucx_name_: empty unless serve.kv_transfer=ucx
   std::mutex slots_mu_;
   std::vector<DecodeSlot> slots_;
   uint64_t next_generation_ = 1;
@@ -166,9 +166,13 @@ Result<std::unique_ptr<DecodeWorker>> DecodeWorker::create(const RoleOptions& o)
   w->e_.batch.reset();  // the scheduler's batch holds the sequences
   const std::string segment = fmt::format("recur-decode-{}", getpid());
   RECUR_ASSIGN_OR_RETURN(double link, transfer::link_bytes_per_s(o.serve.knobs));
+  // serve.kv_transfer=ucx: the slots are registered with UCX too, for prefill workers that reach
+  // them through UCX (their setup still passes --kv-listen's handshake).
+  RECUR_ASSIGN_OR_RETURN(const std::string mode, role_kv_transfer_mode(o.serve.knobs));
   RECUR_ASSIGN_OR_RETURN(w->engine_, transfer::TransferEngine::create(
                                          {.segment_name = segment, .listen = o.kv_listen, .link_bytes_per_s = link,
-                                          .peer_key = o.serve.peer_key}));  // --kv-listen serves only key holders
+                                          .peer_key = o.serve.peer_key,  // --kv-listen serves only key holders
+                                          .ucx = mode == "ucx"}));
   const size_t bytes = size_t(o.kv_slots) * w->layout_.sequence_bytes();
   RECUR_ASSIGN_OR_RETURN(w->area_, w->engine_->allocate_shared(bytes));
   RECUR_ASSIGN_OR_RETURN(w->region_, w->engine_->register_memory(w->area_, bytes, "cpu:0"));
@@ -176,6 +180,7 @@ Result<std::unique_ptr<DecodeWorker>> DecodeWorker::create(const RoleOptions& o)
   const std::string host = o.kv_listen.substr(0, o.kv_listen.rfind(':'));
   w->shm_name_ = segment;
   w->tcp_name_ = fmt::format("{}:{}/{}", host, w->engine_->port(), segment);
+  if (mode == "ucx") w->ucx_name_ = "ucx://" + w->tcp_name_;
   w->slots_.resize(size_t(o.kv_slots));
   w->reserve_timeout_ns_ = int64_t(o.kv_reserve_timeout_s) * 1'000'000'000;
   w->queue_ = std::make_unique<JobQueue>(o.serve.queue_size);
@@ -207,7 +212,8 @@ void DecodeWorker::handle_reserve(httplib::Response& res) {
                  .expires_ns = now + reserve_timeout_ns_};
     role_send_json(res, {{"slot", i}, {"generation", slots_[i].generation}, {"token", slots_[i].token},
                          {"area_offset", region_.segment_offset + i * layout_.sequence_bytes()},
-                         {"shm", shm_name_}, {"tcp", tcp_name_}, {"slot_bytes", layout_.sequence_bytes()}});
+                         {"shm", shm_name_}, {"tcp", tcp_name_}, {"ucx", ucx_name_},
+                         {"slot_bytes", layout_.sequence_bytes()}});
     return;
   }
   res.set_header("Retry-After", "1");

@@ -17,6 +17,7 @@
 
 #include "core/aligned_buffer.h"
 #include "core/clock.h"
+#include "core/log.h"
 #include "core/thread_pool.h"
 #include "engine/sequence_state.h"
 #include "serve/bearer_auth.h"
@@ -128,6 +129,8 @@ Result<PrefillWorker::Peer*> PrefillWorker::peer(const std::string& name) {
   auto it = peers_.find(name);
   if (it != peers_.end()) return &it->second;
   RECUR_ASSIGN_OR_RETURN(transfer::SegmentHandle segment, engine_->open_segment(name));
+  // For ucx: the transports UCX picked (UCX_TLS), worth knowing when the bandwidth surprises.
+  if (auto how = engine_->segment_transport(segment)) LOG_INFO("kv transfer: sending to {} over {}", name, *how);
   Peer p{segment, std::make_unique<transfer::KvSender>(*engine_, segment, layout_)};
   return &peers_.emplace(name, std::move(p)).first->second;
 }
@@ -173,7 +176,12 @@ Result<json> PrefillWorker::prefill(const json& msg) {
     if (msg.at("slot_bytes").get<uint64_t>() != layout_.sequence_bytes())
       return invalid_argument("prefill: the decode worker's slot is {} bytes, this model's transfer needs {} (not "
                               "the same model?)", msg.at("slot_bytes").get<uint64_t>(), layout_.sequence_bytes());
-    RECUR_ASSIGN_OR_RETURN(p, peer(msg.at(mode_).get<std::string>()));
+    const std::string segment = msg.value(mode_, std::string());
+    if (segment.empty())
+      return make_error(ErrorCode::kFailedPrecondition,
+                        "prefill: the decode worker offers no '{}' segment (start it with --set serve.kv_transfer={} "
+                        "too)", mode_, mode_);
+    RECUR_ASSIGN_OR_RETURN(p, peer(segment));
     area_offset = msg.at("area_offset").get<uint64_t>();
     RECUR_RETURN_IF_ERROR(p->sender->begin_sequence(request, area_offset, msg.at("generation").get<uint64_t>()));
   }

@@ -8,11 +8,12 @@
 //
 // Every route but GET /health needs "Authorization: Bearer <peer key>" (bearer_auth.h).
 // Control messages (JSON bodies, errors as OpenAI error JSON with a 4xx/5xx status):
-//   decode  POST /kv/reserve {}  -> {slot, generation, token, area_offset, shm, tcp, slot_bytes}
+//   decode  POST /kv/reserve {}  -> {slot, generation, token, area_offset, shm, tcp, ucx (empty unless
+//             serve.kv_transfer=ucx), slot_bytes}
 //             (the slot is released unless a /decode or /kv/release naming it and its token comes
 //             within --kv-reserve-timeout-s)
 //   decode  POST /kv/release {slot, token}  (409 when the token is not the slot's reservation's)
-//   prefill POST /prefill {request, prompt_ids, shm, tcp, area_offset, generation, slot_bytes,
+//   prefill POST /prefill {request, prompt_ids, shm, tcp, ucx, area_offset, generation, slot_bytes,
 //             and for a chat with images: embedding_dim, embedding_row, embeddings}
 //             -> {prompt_tokens, bytes, transfer_seconds (layer 0 sent to all complete),
 //                 prefill_seconds (forward start to all complete), hook_seconds (the forward
@@ -57,7 +58,7 @@ struct RoleEngine {
 };
 Result<RoleEngine> role_open_engine(const ServeOptions& options);
 
-// The knob serve.kv_transfer: "shm", "tcp" or "off".
+// The knob serve.kv_transfer: "shm", "tcp", "ucx" or "off".
 Result<std::string> role_kv_transfer_mode(const Config& knobs);
 
 // A prompt's image rows (prompt.h PreparedRequest: embeddings, embedding_row, embedding_dim) in a

@@ -30,6 +30,7 @@ const char* frame_op_name(FrameOp op) {
     case FrameOp::kReply: return "reply";
     case FrameOp::kChallenge: return "challenge";
     case FrameOp::kAuth: return "auth";
+    case FrameOp::kUcxConnect: return "ucx_connect";
   }
   return "?";
 }
@@ -61,7 +62,8 @@ Result<FrameHeader> decode_frame_header(std::span<const std::byte> b) {
     return parse_error("frame byte 4: version {}, expected {}", version, kFrameVersion);
   uint8_t op = frame_get<uint8_t>(b, 6);
   if (op < uint8_t(FrameOp::kHello) || op > kLastFrameOp)
-    return parse_error("frame byte 6: opcode {}, expected 1..7 (hello, read, write, store_flag, reply, challenge, auth)",
+    return parse_error("frame byte 6: opcode {}, expected 1..8 (hello, read, write, store_flag, reply, challenge, auth, "
+                       "ucx_connect)",
                        op);
   if (uint8_t flags = frame_get<uint8_t>(b, 7); flags != 0)
     return parse_error("frame byte 7: flags {:#04x}, expected 0", flags);
@@ -108,6 +110,11 @@ Result<FrameHeader> decode_frame_header(std::span<const std::byte> b) {
         return parse_error("frame byte 16: {} with region {} offset {}, expected 0 and 0", name, h.region, h.offset);
       break;
     }
+    case FrameOp::kUcxConnect:
+      if (h.length != 0 || h.region != 0 || h.offset != 0)
+        return parse_error("frame byte 16: ucx_connect with region {} offset {} length {}, expected 0, 0 and 0",
+                           h.region, h.offset, h.length);
+      break;
     case FrameOp::kReply:
       break;
   }

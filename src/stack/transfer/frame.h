@@ -16,6 +16,11 @@
 // the segment name); the server answers with a kReply whose payload is its proof (the HMAC over
 // the client's nonce) followed by the region table (encode_auth_reply). Nothing else is served
 // before that exchange succeeds.
+//
+// UCX (ucx_peer.h): on an authenticated connection the client may send kUcxConnect (no payload);
+// the reply carries the server's UCP worker address and a remote key per region (ucx_wire.h), so
+// the UCX connection setup is guarded by the same handshake. The connection then stays open: its
+// close tells the client the peer is gone.
 // docs/transfer.md shows the exchange. Decoding is pure and fuzzed (fuzz/transfer_frame_fuzz.cc).
 #pragma once
 
@@ -44,8 +49,9 @@ enum class FrameOp : uint8_t {
   kReply = 5,
   kChallenge = 6,  // server -> client: the nonce to prove the peer key over
   kAuth = 7,       // client -> server: its nonce and its proof
+  kUcxConnect = 8,  // client -> server, after the handshake: UCX address and remote keys wanted (ucx_wire.h)
 };
-inline constexpr uint8_t kLastFrameOp = uint8_t(FrameOp::kAuth);
+inline constexpr uint8_t kLastFrameOp = uint8_t(FrameOp::kUcxConnect);
 
 // The handshake's nonces and proofs (HMAC-SHA256) are 32 bytes each.
 inline constexpr size_t kAuthBytes = 32;

@@ -12,11 +12,12 @@ namespace recur::transfer {
 // Registered here, where the serve roles and the Python bindings both link it, so a Python
 // prefill server reads the same knob as `recur serve --role prefill`.
 RECUR_KNOB(serve_kv_transfer,
-           {.name = "serve.kv_transfer", .type = KnobType::kEnum, .choices = {"shm", "tcp", "off"},
+           {.name = "serve.kv_transfer", .type = KnobType::kEnum, .choices = {"shm", "tcp", "ucx", "off"},
             .default_value = "shm", .components = {"thread:kv_transfer", "serve:prefill"},
             .acts = KnobActs::kServe | KnobActs::kPython,
             .help = "how a prefill worker sends a prompt's KV/KDA state to its decode worker: shared memory (one "
-                    "host), TCP (any host), or off (prefill only: a baseline for the transfer's cost; such a "
+                    "host), TCP (any host), UCX (any host: one-sided RMA over what UCX picks, e.g. shared memory, TCP or RDMA "
+                    "verbs; UCX_TLS and UCX_NET_DEVICES steer it; both workers need it), or off (prefill only: a baseline for the transfer's cost; such a "
                     "request fails at the router)"});
 
 Status KvLayout::check() const {

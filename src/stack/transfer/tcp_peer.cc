@@ -14,14 +14,11 @@ namespace {
 
 constexpr uint64_t kMaxErrorMessage = 64 * 1024;
 
-struct HelloFrame {
-  FrameHeader header;
-  std::vector<std::byte> payload;
-};
+}  // namespace
 
 // The next handshake frame from the server (a reply or a challenge), its payload verified; an
 // error reply becomes its error.
-Result<HelloFrame> hello_receive(int fd, const std::string& label) {
+Result<HandshakeFrame> receive_handshake_frame(int fd, const std::string& label) {
   FrameHeaderBytes raw;
   RECUR_ASSIGN_OR_RETURN(size_t got, recv_all(fd, raw.data(), raw.size(), label));
   if (got != raw.size())
@@ -29,7 +26,7 @@ Result<HelloFrame> hello_receive(int fd, const std::string& label) {
   RECUR_ASSIGN_OR_RETURN(FrameHeader h, decode_frame_header(raw));
   if ((h.op != FrameOp::kReply && h.op != FrameOp::kChallenge) || h.length > kMaxErrorMessage + 1024 * 1024)
     return parse_error("{}: hello answered with a bad frame", label);
-  HelloFrame frame{h, std::vector<std::byte>(h.length)};
+  HandshakeFrame frame{h, std::vector<std::byte>(h.length)};
   RECUR_ASSIGN_OR_RETURN(got, recv_all(fd, frame.payload.data(), frame.payload.size(), label));
   if (got != frame.payload.size())
     return make_error(ErrorCode::kFailedPrecondition, "peer gone: {} closed the connection during hello", label);
@@ -44,7 +41,7 @@ Result<HelloFrame> hello_receive(int fd, const std::string& label) {
 Result<std::vector<RegionEntry>> tcp_hello(int fd, const std::string& name, const std::string& label,
                                            const std::string& peer_key) {
   RECUR_RETURN_IF_ERROR(send_frame(fd, FrameOp::kHello, 0, 0, std::as_bytes(std::span(name.data(), name.size())), label));
-  RECUR_ASSIGN_OR_RETURN(HelloFrame hello, hello_receive(fd, label));
+  RECUR_ASSIGN_OR_RETURN(HandshakeFrame hello, receive_handshake_frame(fd, label));
   if (hello.header.op == FrameOp::kReply) {
     if (!peer_key.empty())
       return make_error(ErrorCode::kFailedPrecondition,
@@ -63,7 +60,7 @@ Result<std::vector<RegionEntry>> tcp_hello(int fd, const std::string& name, cons
   RECUR_ASSIGN_OR_RETURN(auth.client_nonce, random_auth_nonce());
   auth.proof = peer_auth_proof(peer_key, AuthSide::kClient, challenge, name);
   RECUR_RETURN_IF_ERROR(send_frame(fd, FrameOp::kAuth, 0, 0, encode_auth_payload(auth), label));
-  RECUR_ASSIGN_OR_RETURN(HelloFrame answer, hello_receive(fd, label));
+  RECUR_ASSIGN_OR_RETURN(HandshakeFrame answer, receive_handshake_frame(fd, label));
   if (answer.header.op != FrameOp::kReply) return parse_error("{}: auth answered with a {} frame", label, int(answer.header.op));
   RECUR_ASSIGN_OR_RETURN(AuthReply reply, decode_auth_reply(answer.payload));
   if (!same_auth_bytes(reply.server_proof, peer_auth_proof(peer_key, AuthSide::kServer, auth.client_nonce, name)))
@@ -72,8 +69,6 @@ Result<std::vector<RegionEntry>> tcp_hello(int fd, const std::string& name, cons
                       "holds another key, or is not the engine it claims to be)", label);
   return std::move(reply.regions);
 }
-
-}  // namespace
 
 TcpPeer::TcpPeer(TcpAddress address, std::chrono::milliseconds timeout, std::string peer_key)
     : address_(std::move(address)),
@@ -109,6 +104,7 @@ Status TcpPeer::reconnect() {
   {
     std::lock_guard lock(mu_);
     broken_ = false;
+    server_closing_ = false;
   }
   receiver_ = std::thread([this, fd = fd_.get()] { receive_loop(fd); });
   return ok_status();
@@ -152,7 +148,7 @@ void TcpPeer::send(const RequestRef& ref, FrameOp op, uint32_t region, uint64_t 
   bool broken;
   {
     std::lock_guard lock(mu_);
-    broken = broken_;
+    broken = broken_ || server_closing_;
   }
   if (broken) {
     if (auto s = reconnect(); !s) {
@@ -242,6 +238,10 @@ void TcpPeer::receive_loop(int fd) {
       auto m = recv_all(fd, message.data(), message.size(), label_);
       Error why = (m && *m == message.size()) ? reply_error(h->status, message)
                                                : Error(ErrorCode::kFailedPrecondition, "error reply cut short");
+      {
+        std::lock_guard lock(mu_);
+        server_closing_ = true;  // before the caller hears: a later send must reconnect, not use this connection
+      }
       fail_one(f, why.with_context(label_));
       server_failed = true;
       continue;  // the server closes the connection next; that fails the rest

@@ -26,6 +26,17 @@ struct RequestRef {
   SegmentHandle segment = -1;
 };
 
+// The client side of the handshake on a connected socket: hello and, with a peer key, the
+// challenge and auth (frame.h "Peer authentication"). Returns the peer's region table.
+Result<std::vector<RegionEntry>> tcp_hello(int fd, const std::string& name, const std::string& label,
+                                           const std::string& peer_key);
+// The next reply or challenge from the server, its payload verified; an error reply becomes its error.
+struct HandshakeFrame {
+  FrameHeader header;
+  std::vector<std::byte> payload;
+};
+Result<HandshakeFrame> receive_handshake_frame(int fd, const std::string& label);
+
 // The regions a peer reports now (a short connection of its own, authenticated like any).
 Result<std::vector<RegionEntry>> tcp_segment_regions(const TcpAddress& address, std::chrono::milliseconds timeout,
                                                      const std::string& peer_key);
@@ -75,6 +86,7 @@ class TcpPeer {
   uint64_t next_id_ = 1;
   std::mutex mu_;
   bool broken_ = true;
+  bool server_closing_ = false;  // it sent an error reply, so it closes the connection next
   std::map<uint64_t, InFlight> in_flight_;
 };
 

@@ -32,17 +32,18 @@ Status tcp_recv_exact(int fd, void* data, size_t bytes, std::string_view what) {
 }  // namespace
 
 TcpServer::TcpServer(UniqueFd listener, int port, std::string segment_name, const MemoryRegistry& registry,
-                     std::chrono::milliseconds timeout, std::string peer_key)
+                     std::chrono::milliseconds timeout, std::string peer_key, UcxConnectAnswer ucx_connect)
     : listener_(std::move(listener)),
       port_(port),
       segment_name_(std::move(segment_name)),
       registry_(registry),
       timeout_(timeout),
-      handshake_{segment_name_, std::move(peer_key), &registry_} {}
+      handshake_{segment_name_, std::move(peer_key), &registry_},
+      ucx_connect_(std::move(ucx_connect)) {}
 
 Result<std::unique_ptr<TcpServer>> TcpServer::start(const std::string& host, int port, std::string segment_name,
                                                     const MemoryRegistry& registry, std::chrono::milliseconds timeout,
-                                                    std::string peer_key) {
+                                                    std::string peer_key, UcxConnectAnswer ucx_connect) {
   int bound = 0;
   RECUR_ASSIGN_OR_RETURN(UniqueFd fd, tcp_listen(host, port, &bound));
   ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) | O_NONBLOCK);  // accept never blocks the handshakes
@@ -51,7 +52,8 @@ Result<std::unique_ptr<TcpServer>> TcpServer::start(const std::string& host, int
              "write its registered memory (set RECUR_PEER_KEY or --peer-key-file, or bind a private address)",
              segment_name, host, bound);
   auto server = std::unique_ptr<TcpServer>(
-      new TcpServer(std::move(fd), bound, std::move(segment_name), registry, timeout, std::move(peer_key)));
+      new TcpServer(std::move(fd), bound, std::move(segment_name), registry, timeout, std::move(peer_key),
+                    std::move(ucx_connect)));
   server->acceptor_ = std::thread([s = server.get()] { s->accept_loop(); });
   return server;
 }
@@ -212,6 +214,16 @@ Status TcpServer::serve_one(int fd, bool* closed) {
         std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(*target)).store(value, std::memory_order_release);
       }
       return send_frame(fd, FrameOp::kReply, h.request_id, 0, {}, what);
+    }
+    case FrameOp::kUcxConnect: {
+      // Past the handshake: only a key holder gets the worker address and the remote keys.
+      if (!ucx_connect_)
+        return fail(Error(ErrorCode::kUnsupported,
+                          fmt::format("segment {} serves no UCX peers (its engine was created without ucx, or this "
+                                      "recur was built without UCX)", segment_name_)));
+      auto reply = ucx_connect_();
+      if (!reply) return fail(reply.error());
+      return send_frame(fd, FrameOp::kReply, h.request_id, 0, *reply, what);
     }
     case FrameOp::kHello:
     case FrameOp::kChallenge:

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -25,11 +26,14 @@ namespace recur::transfer {
 
 inline constexpr size_t kMaxPendingHandshakes = 64;
 
+// Answers an authenticated peer's kUcxConnect (frame.h): the encoded ucx_wire.h reply.
+using UcxConnectAnswer = std::function<Result<std::vector<std::byte>>()>;
+
 class TcpServer {
  public:
   static Result<std::unique_ptr<TcpServer>> start(const std::string& host, int port, std::string segment_name,
                                                   const MemoryRegistry& registry, std::chrono::milliseconds timeout,
-                                                  std::string peer_key = "");
+                                                  std::string peer_key = "", UcxConnectAnswer ucx_connect = {});
   ~TcpServer();  // stops accepting, closes every connection, joins the threads
 
   int port() const { return port_; }
@@ -41,7 +45,7 @@ class TcpServer {
     std::atomic<bool> done{false};  // its thread finished: join and drop it
   };
   TcpServer(UniqueFd listener, int port, std::string segment_name, const MemoryRegistry& registry,
-            std::chrono::milliseconds timeout, std::string peer_key);
+            std::chrono::milliseconds timeout, std::string peer_key, UcxConnectAnswer ucx_connect);
   void accept_loop();
   void accept_one(std::list<ServerHandshake>& pending);
   void start_connection(UniqueFd fd);
@@ -54,6 +58,7 @@ class TcpServer {
   const MemoryRegistry& registry_;
   std::chrono::milliseconds timeout_;
   HandshakeConfig handshake_;
+  UcxConnectAnswer ucx_connect_;  // empty: this engine serves no UCX peers
   std::mutex mu_;
   bool stopping_ = false;
   std::list<Connection> connections_;

@@ -48,7 +48,7 @@ struct BenchPeer {
 };
 
 Status start_bench_peer(BenchPeer& peer, const std::string& program, const std::string& segment, bool tcp,
-                        uint64_t bytes) {
+                        bool ucx, uint64_t bytes) {
   int in[2], out[2];
   if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) return io_error("pipe: {}", std::strerror(errno));
   std::vector<std::string> args = {program, "transfer", "peer", "--segment", segment, "--bytes", std::to_string(bytes)};
@@ -56,6 +56,7 @@ Status start_bench_peer(BenchPeer& peer, const std::string& program, const std::
     args.push_back("--listen");
     args.push_back("127.0.0.1:0");
   }
+  if (ucx) args.push_back("--ucx");
   pid_t pid = ::fork();
   if (pid == 0) {
     ::dup2(in[0], 0);
@@ -132,7 +133,7 @@ TransferBenchSummary summarize_transfer_samples(std::vector<double> samples) {
 
 Status run_transfer_peer(const TransferPeerOptions& options, std::FILE* out) {
   RECUR_ASSIGN_OR_RETURN(auto engine, TransferEngine::create({.segment_name = options.segment, .listen = options.listen,
-                                                          .peer_key = options.peer_key}));
+                                                          .peer_key = options.peer_key, .ucx = options.ucx}));
   RECUR_ASSIGN_OR_RETURN(void* area, engine->allocate_shared(options.bytes));
   RECUR_ASSIGN_OR_RETURN(RegionInfo region, engine->register_memory(area, options.bytes, "cpu"));
   std::fprintf(out, "ready %llu %d\n", static_cast<unsigned long long>(region.segment_offset), engine->port());
@@ -144,22 +145,27 @@ Status run_transfer_peer(const TransferPeerOptions& options, std::FILE* out) {
 }
 
 Result<TransferBenchReport> run_transfer_bench(const TransferBenchOptions& o) {
-  if (o.transport != "shm" && o.transport != "tcp")
-    return invalid_argument("transfer bench: transport '{}', expected shm or tcp", o.transport);
+  if (o.transport != "shm" && o.transport != "tcp" && o.transport != "ucx")
+    return invalid_argument("transfer bench: transport '{}', expected shm, tcp or ucx", o.transport);
   if (o.blocks <= 0 || o.bytes < uint64_t(o.blocks) || o.rounds <= 0 || o.latency_samples < 0)
     return invalid_argument("transfer bench: {} bytes in {} blocks, {} rounds: expected blocks >= 1, bytes >= blocks, rounds >= 1",
                             o.bytes, o.blocks, o.rounds);
-  bool tcp = o.transport == "tcp" || o.peer.find('/') != std::string::npos;
+  const bool ucx = o.transport == "ucx" || o.peer.starts_with("ucx://");
+  if (ucx && !ucx_transport_built())
+    return make_error(ErrorCode::kUnsupported, "transfer bench: the ucx transport is not in this build (configure with "
+                                               "libucx-dev installed and -DRECUR_WITH_UCX=ON)");
+  // ucx, too, reaches the peer through its TCP listener (the authenticated setup).
+  const bool tcp = ucx || o.transport == "tcp" || o.peer.find('/') != std::string::npos;
   TransferBenchReport report;
   report.options = o;
-  report.options.transport = tcp ? "tcp" : "shm";
+  report.options.transport = ucx ? "ucx" : tcp ? "tcp" : "shm";
   report.block_bytes = o.bytes / uint64_t(o.blocks);
   KvLayout layout{1, o.blocks, report.block_bytes};
 
   std::string stem = fmt::format("bench-{}", ::getpid());
   BenchPeer peer;
   if (o.peer.empty())
-    RECUR_RETURN_IF_ERROR(start_bench_peer(peer, o.peer_program, stem + "-peer", tcp, layout.sequence_bytes()));
+    RECUR_RETURN_IF_ERROR(start_bench_peer(peer, o.peer_program, stem + "-peer", tcp, ucx, layout.sequence_bytes()));
   RECUR_ASSIGN_OR_RETURN(auto engine, TransferEngine::create({.segment_name = stem + "-self", .timeout = 10s, .peer_key = o.peer_key}));
   AlignedBuffer kv(report.block_bytes * size_t(o.blocks), false);
   AlignedBuffer copy(kv.size(), false);
@@ -167,9 +173,10 @@ Result<TransferBenchReport> run_transfer_bench(const TransferBenchOptions& o) {
   std::memset(copy.data(), 0, copy.size());
   RECUR_RETURN_IF_ERROR(engine->register_memory(kv.data(), kv.size(), "cpu"));
   std::string target = !o.peer.empty() ? o.peer
-                       : tcp           ? fmt::format("127.0.0.1:{}/{}-peer", peer.port, stem)
+                       : tcp ? fmt::format("{}127.0.0.1:{}/{}-peer", ucx ? "ucx://" : "", peer.port, stem)
                                        : stem + "-peer";
   RECUR_ASSIGN_OR_RETURN(SegmentHandle seg, engine->open_segment(target));
+  RECUR_ASSIGN_OR_RETURN(report.path, engine->segment_transport(seg));
   if (!o.peer.empty()) {
     RECUR_ASSIGN_OR_RETURN(std::vector<RegionInfo> regions, engine->segment_regions(seg));
     if (regions.empty() || regions.front().length < layout.sequence_bytes())
@@ -245,6 +252,7 @@ nlohmann::json transfer_bench_json(const TransferBenchReport& r) {
   TransferBenchSummary gbps = summarize_transfer_samples(r.round_gbps);
   TransferBenchSummary roof = summarize_transfer_samples(r.memcpy_gbps);
   return {{"transport", r.options.transport},
+          {"path", r.path},
           {"bytes", r.options.bytes},
           {"blocks", r.options.blocks},
           {"block_bytes", r.block_bytes},
@@ -263,7 +271,7 @@ nlohmann::json transfer_bench_json(const TransferBenchReport& r) {
 std::string transfer_bench_table(const TransferBenchReport& r) {
   TransferBenchSummary gbps = summarize_transfer_samples(r.round_gbps);
   TransferBenchSummary roof = summarize_transfer_samples(r.memcpy_gbps);
-  std::string s = fmt::format("transfer bench: {} , {} bytes in {} blocks of {} bytes, {} rounds\n", r.options.transport,
+  std::string s = fmt::format("transfer bench: {} , {} bytes in {} blocks of {} bytes, {} rounds\n", r.path,
                               r.options.bytes, r.options.blocks, r.block_bytes, r.options.rounds);
   s += fmt::format("  bandwidth      {:.2f} GB/s median [{:.2f} .. {:.2f}]\n", gbps.median, gbps.min, gbps.max);
   s += fmt::format("  memcpy         {:.2f} GB/s median [{:.2f} .. {:.2f}]  (roofline; transfer at {:.2f} of it)\n",

@@ -1,5 +1,5 @@
 // `recur transfer bench`: KV blocks from this process to a peer process (the same binary run as
-// `recur transfer peer`), over shared memory or TCP on this host. Reports bandwidth per round
+// `recur transfer peer`), over shared memory, TCP or UCX on this host. Reports bandwidth per round
 // (one layer of `blocks` blocks through KvSender, submit to last completion), the latency of
 // single blocks, and the in-run memcpy bandwidth of the same bytes as the roofline. The last
 // round is read back and every block verified.
@@ -17,7 +17,7 @@
 namespace recur::transfer {
 
 struct TransferBenchOptions {
-  std::string transport = "shm";  // shm | tcp
+  std::string transport = "shm";  // shm | tcp | ucx (UCX_TLS picks UCX's own transports)
   uint64_t bytes = uint64_t(64) << 20;  // per round
   int blocks = 64;                 // per round; block size = bytes / blocks
   int rounds = 5;
@@ -38,6 +38,7 @@ struct TransferBenchReport {
   std::vector<double> block_latency_us;  // per single-block sample
   std::vector<double> submit_us_per_mib; // per round: send_layer's CPU time on the caller's thread
   bool verified = false;
+  std::string path;  // how the blocks travelled: "shm", "tcp" or "ucx (<UCX's lanes>)"
 };
 
 Result<TransferBenchReport> run_transfer_bench(const TransferBenchOptions& options);
@@ -53,6 +54,7 @@ struct TransferPeerOptions {
   std::string listen;  // empty = shared memory only
   uint64_t bytes = 0;
   std::string peer_key;  // TCP peer authentication (RECUR_PEER_KEY); empty: an open listener
+  bool ucx = false;      // serve UCX peers too (needs listen)
 };
 Status run_transfer_peer(const TransferPeerOptions& options, std::FILE* out);
 

@@ -8,6 +8,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "core/knobs.h"
@@ -18,6 +19,10 @@
 #include "transfer/shm_segment.h"
 #include "transfer/tcp_peer.h"
 #include "transfer/tcp_server.h"
+#if RECUR_HAVE_UCX
+#include "transfer/ucx_peer.h"
+#include "transfer/ucx_runtime.h"
+#endif
 
 namespace recur::transfer {
 
@@ -29,6 +34,20 @@ RECUR_KNOB(transfer_link_mbps,
                     "(sleeping) until a link of this rate would have delivered it, which emulates the network to a "
                     "remote decode host on one machine; 0 = no emulation"});
 
+bool ucx_transport_built() { return RECUR_HAVE_UCX != 0; }
+
+namespace {
+
+constexpr std::string_view kUcxScheme = "ucx://";
+
+// "ucx://host:port/name" -> "host:port/name"; nullopt for other names.
+std::optional<std::string_view> ucx_segment_address(std::string_view name) {
+  if (!name.starts_with(kUcxScheme)) return std::nullopt;
+  return name.substr(kUcxScheme.size());
+}
+
+}  // namespace
+
 Result<double> link_bytes_per_s(const Config& knobs) {
   RECUR_ASSIGN_OR_RETURN(int64_t mbps, knobs.get_int("transfer.link_mbps"));
   return double(mbps) * 1e6;
@@ -39,8 +58,17 @@ class TransferEngine::Impl {
   using LinkClock = std::chrono::steady_clock;
   struct Segment {
     std::string name;
-    std::unique_ptr<ShmPeer> shm;  // exactly one of shm, tcp
+    std::unique_ptr<ShmPeer> shm;  // exactly one of shm, tcp, ucx
     std::unique_ptr<TcpPeer> tcp;
+#if RECUR_HAVE_UCX
+    std::unique_ptr<UcxPeer> ucx;
+#endif
+    bool connected() const {
+#if RECUR_HAVE_UCX
+      if (ucx) return true;
+#endif
+      return shm || tcp;
+    }
     std::atomic<bool> open{true};
   };
   struct Work {
@@ -68,6 +96,12 @@ class TransferEngine::Impl {
   MemoryRegistry registry;
   std::unique_ptr<ShmOwner> shm;
   std::unique_ptr<TcpServer> server;
+#if RECUR_HAVE_UCX
+  // Created with the engine when it serves UCX (options.ucx), else by the first ucx:// open.
+  std::mutex ucx_mu;
+  std::unique_ptr<UcxRuntime> ucx;
+  Result<UcxRuntime*> ucx_runtime();
+#endif
 
   mutable std::mutex segments_mu;
   std::vector<std::unique_ptr<Segment>> segments;
@@ -115,10 +149,23 @@ TransferEngine::Impl::~Impl() {
       w.batch->fail(w.index, Error(ErrorCode::kFailedPrecondition,
                                    fmt::format("segment {}: engine shut down before the request ran", options.segment_name)));
   }
-  segments.clear();  // TCP peers fail what is in flight
+  segments.clear();  // TCP and UCX peers fail what is in flight
   server.reset();    // before the registry its threads read
   shm.reset();
+#if RECUR_HAVE_UCX
+  ucx.reset();  // after its peers and the server that answers with its keys
+#endif
 }
+
+#if RECUR_HAVE_UCX
+Result<UcxRuntime*> TransferEngine::Impl::ucx_runtime() {
+  std::lock_guard lock(ucx_mu);
+  if (!ucx) {
+    RECUR_ASSIGN_OR_RETURN(ucx, UcxRuntime::create(options.segment_name));
+  }
+  return ucx.get();
+}
+#endif
 
 void TransferEngine::Impl::run_transfers() {
   trace::set_thread_name("kv_transfer");
@@ -144,6 +191,10 @@ void TransferEngine::Impl::execute(Work& w) {
       if (seg.tcp) seg.tcp->drain();
       seg.tcp.reset();
       seg.shm.reset();
+#if RECUR_HAVE_UCX
+      if (seg.ucx) seg.ucx->drain();
+      seg.ucx.reset();
+#endif
     }
     return;
   }
@@ -159,7 +210,7 @@ void TransferEngine::Impl::execute(Work& w) {
     return engine_fail(w.batch, w.index, r.target,
                        Error(ErrorCode::kFailedPrecondition,
                              fmt::format("{}: not run: an earlier request of this batch to the segment failed", where())));
-  if (seg.shm == nullptr && seg.tcp == nullptr)
+  if (!seg.connected())
     return engine_fail(w.batch, w.index, r.target,
                        Error(ErrorCode::kFailedPrecondition, fmt::format("{}: segment closed", where())));
   // Zone names are static: one zone for reads, one for writes and flags.
@@ -195,12 +246,15 @@ void TransferEngine::Impl::execute_traced(trace::Zone& zone, Segment& seg, Work&
   if (seg.shm) return execute_shm(seg, w, region, offset);
   if (r.checksum_out != nullptr)
     *r.checksum_out = checksum64({static_cast<const std::byte*>(r.source), r.length}, r.checksum_seed);
-  // TCP completes on the receiver thread when the peer replies: send once the emulated link has
-  // delivered, so neither the peer nor the completion sees the data earlier.
+  // TCP completes on the receiver thread when the peer replies (UCX on its progress thread): send
+  // once the emulated link has delivered, so neither the peer nor the completion sees the data earlier.
   if (!wait_on_link(w.queued, r.length)) return fail_link_shutdown(w);
   FrameOp op = r.opcode == TransferOpcode::kRead    ? FrameOp::kRead
                : r.opcode == TransferOpcode::kWrite ? FrameOp::kWrite
                                                     : FrameOp::kStoreFlag;
+#if RECUR_HAVE_UCX
+  if (seg.ucx) return seg.ucx->send({w.batch, w.index, r.target}, op, region, offset, static_cast<std::byte*>(r.source), r.length);
+#endif
   seg.tcp->send({w.batch, w.index, r.target}, op, region, offset, static_cast<std::byte*>(r.source), r.length);
 }
 
@@ -274,12 +328,26 @@ Result<std::unique_ptr<TransferEngine>> TransferEngine::create(const EngineOptio
   if (!(options.link_bytes_per_s == 0 || (options.link_bytes_per_s >= 1 && std::isfinite(options.link_bytes_per_s))))
     return invalid_argument("segment {}: link_bytes_per_s {}, expected 0 (unlimited) or a finite rate >= 1",
                             options.segment_name, options.link_bytes_per_s);
+  if (options.ucx && options.listen.empty())
+    return invalid_argument("segment {}: serving UCX peers needs a listen address (they connect through it)",
+                            options.segment_name);
   auto impl = std::make_unique<Impl>(options);
   RECUR_ASSIGN_OR_RETURN(impl->shm, ShmOwner::create(options.segment_name));
+  UcxConnectAnswer ucx_connect;
+  if (options.ucx) {
+#if RECUR_HAVE_UCX
+    RECUR_ASSIGN_OR_RETURN(UcxRuntime * rt, impl->ucx_runtime());
+    ucx_connect = [rt] { return rt->connect_reply(); };
+#else
+    return make_error(ErrorCode::kUnsupported,
+                      "segment {}: the ucx transport is not in this build (configure with libucx-dev installed and "
+                      "-DRECUR_WITH_UCX=ON)", options.segment_name);
+#endif
+  }
   if (!options.listen.empty()) {
     RECUR_ASSIGN_OR_RETURN(TcpAddress at, parse_host_port(options.listen));
     auto server = TcpServer::start(at.host, at.port, options.segment_name, impl->registry, options.timeout,
-                                    options.peer_key);
+                                    options.peer_key, std::move(ucx_connect));
     if (!server) return unexpected<Error>(server.error().with_context(fmt::format("segment {}", options.segment_name)));
     impl->server = std::move(*server);
   }
@@ -304,12 +372,24 @@ Result<RegionInfo> TransferEngine::register_memory(void* addr, size_t bytes, std
     (void)impl_->registry.remove(addr);
     return unexpected<Error>(s.error());
   }
+#if RECUR_HAVE_UCX
+  if (impl_->options.ucx) {
+    if (auto s = impl_->ucx->map(r.info.id, r.addr, r.info.length); !s) {
+      impl_->shm->withdraw(r.info.id);
+      (void)impl_->registry.remove(addr);
+      return unexpected<Error>(s.error());
+    }
+  }
+#endif
   return r.info;
 }
 
 Status TransferEngine::unregister_memory(void* addr) {
   RECUR_ASSIGN_OR_RETURN(LocalRegion r, impl_->registry.remove(addr));
   impl_->shm->withdraw(r.info.id);
+#if RECUR_HAVE_UCX
+  if (impl_->options.ucx) impl_->ucx->unmap(r.info.id);
+#endif
   return ok_status();
 }
 
@@ -317,7 +397,18 @@ std::vector<RegionInfo> TransferEngine::regions() const { return impl_->registry
 
 Result<SegmentHandle> TransferEngine::open_segment(std::string_view name) {
   auto seg = std::make_unique<Impl::Segment>();
-  if (name.find('/') != std::string_view::npos) {
+  if (auto ucx_at = ucx_segment_address(name)) {
+#if RECUR_HAVE_UCX
+    RECUR_ASSIGN_OR_RETURN(TcpAddress at, parse_tcp_segment(*ucx_at));
+    RECUR_RETURN_IF_ERROR(check_segment_name(at.name));
+    RECUR_ASSIGN_OR_RETURN(UcxRuntime * rt, impl_->ucx_runtime());
+    RECUR_ASSIGN_OR_RETURN(seg->ucx, UcxPeer::connect(*rt, at, impl_->options.timeout, impl_->options.peer_key));
+#else
+    return make_error(ErrorCode::kUnsupported,
+                      "segment '{}': the ucx transport is not in this build (configure with libucx-dev installed "
+                      "and -DRECUR_WITH_UCX=ON)", name);
+#endif
+  } else if (name.find('/') != std::string_view::npos) {
     RECUR_ASSIGN_OR_RETURN(TcpAddress at, parse_tcp_segment(name));
     RECUR_RETURN_IF_ERROR(check_segment_name(at.name));
     RECUR_ASSIGN_OR_RETURN(seg->tcp, TcpPeer::connect(at, impl_->options.timeout, impl_->options.peer_key));
@@ -334,16 +425,26 @@ Result<SegmentHandle> TransferEngine::open_segment(std::string_view name) {
 Result<std::vector<RegionInfo>> TransferEngine::segment_regions(SegmentHandle segment) {
   RECUR_ASSIGN_OR_RETURN(Impl::Segment * seg, impl_->segment(segment));
   if (!seg->open.load()) return make_error(ErrorCode::kFailedPrecondition, "segment {}: closed", seg->name);
-  if (seg->name.find('/') == std::string::npos) {
+  std::string_view address = ucx_segment_address(seg->name).value_or(seg->name);
+  if (address.find('/') == std::string::npos) {
     // A private view: the transfer thread's ShmPeer is its alone.
     RECUR_ASSIGN_OR_RETURN(auto view, ShmPeer::open(seg->name));
     return view->regions();
   }
-  RECUR_ASSIGN_OR_RETURN(TcpAddress at, parse_tcp_segment(seg->name));
+  RECUR_ASSIGN_OR_RETURN(TcpAddress at, parse_tcp_segment(address));
   std::vector<RegionInfo> out;
   RECUR_ASSIGN_OR_RETURN(std::vector<RegionEntry> table, tcp_segment_regions(at, impl_->options.timeout, impl_->options.peer_key));
   for (const RegionEntry& e : table) out.push_back({e.id, segment_offset(e.id, 0), e.length, false});
   return out;
+}
+
+Result<std::string> TransferEngine::segment_transport(SegmentHandle segment) {
+  RECUR_ASSIGN_OR_RETURN(Impl::Segment * seg, impl_->segment(segment));
+  if (!seg->open.load()) return make_error(ErrorCode::kFailedPrecondition, "segment {}: closed", seg->name);
+#if RECUR_HAVE_UCX
+  if (seg->ucx) return fmt::format("ucx ({})", seg->ucx->transports());
+#endif
+  return std::string(seg->tcp ? "tcp" : "shm");
 }
 
 Status TransferEngine::close_segment(SegmentHandle segment) {

@@ -1,5 +1,7 @@
 // TransferEngine: moves bytes between this process's registered memory and a peer's, in batches
-// of asynchronous reads and writes, over shared memory (same host) or TCP (any host). The API
+// of asynchronous reads and writes, over shared memory (same host), TCP (any host) or UCX (any
+// host; one-sided RMA over whatever UCX picks: shared memory, CMA, TCP, RDMA verbs; built with
+// RECUR_WITH_UCX). The API
 // follows the Mooncake transfer engine's shape: register memory, open a peer's segment, allocate
 // a batch, submit requests, poll their status, free the batch. docs/transfer.md has the details.
 //
@@ -110,7 +112,14 @@ struct EngineOptions {
   // one talks only to listeners that hold it. Empty: the listener is open to anyone who reaches
   // its port (a warning is logged).
   std::string peer_key;
+  // Serve UCX peers too (transport ucx): regions are also registered with UCX and the listener
+  // (required) answers an authenticated peer's UCX connect with the address and remote keys.
+  // A build without UCX refuses it (kUnsupported). Opening "ucx://" segments needs no flag.
+  bool ucx = false;
 };
+
+// Whether this build has the UCX transport (RECUR_WITH_UCX and libucx found).
+bool ucx_transport_built();
 
 // The knob transfer.link_mbps of `knobs` in bytes/s (MB = 10^6 bytes; 0 = unlimited).
 Result<double> link_bytes_per_s(const Config& knobs);
@@ -138,8 +147,11 @@ class TransferEngine {
   Status unregister_memory(void* addr);
   std::vector<RegionInfo> regions() const;
 
-  // A peer's segment: "name" (shared memory on this host) or "host:port/name" (TCP).
+  // A peer's segment: "name" (shared memory on this host), "host:port/name" (TCP) or
+  // "ucx://host:port/name" (UCX; host:port is the peer's listener, which authenticates the setup).
   Result<SegmentHandle> open_segment(std::string_view name);
+  // How requests to the segment travel: "shm", "tcp", or "ucx (<the transports UCX picked>)".
+  Result<std::string> segment_transport(SegmentHandle segment);
   // The peer's regions as it reports them now.
   Result<std::vector<RegionInfo>> segment_regions(SegmentHandle segment);
   // Closes after the requests already submitted to it; later submits to it fail.

@@ -1,0 +1,443 @@
+#include "transfer/ucx_peer.h"
+
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <thread>
+#include <vector>
+
+#include "transfer/frame_io.h"
+#include "transfer/ucx_wire.h"
+
+namespace recur::transfer {
+
+// One peer's connection as the progress thread holds it. Everything but the atomics is the
+// progress thread's alone (UCX callbacks run there too).
+class UcxLink final : public UcxWatcher, public std::enable_shared_from_this<UcxLink> {
+ public:
+  struct Op {
+    RequestRef ref;
+    FrameOp op = FrameOp::kWrite;
+    uint32_t region = 0;
+    uint64_t offset = 0;
+    uint64_t length = 0;
+    std::byte* local = nullptr;
+    std::chrono::steady_clock::time_point deadline;
+    bool flushed = false;  // a flag whose preceding flush completed
+  };
+
+  UcxLink(UcxRuntime& runtime, std::string label, std::string segment, std::chrono::milliseconds timeout)
+      : runtime_(runtime), label_(std::move(label)), segment_(std::move(segment)), timeout_(timeout) {}
+
+  Status install(const UcxConnectReply& reply, UniqueFd control);
+  void enqueue(Op op);
+  void break_connection(const Error& why);
+  std::string transports();
+
+  // UCX callbacks.
+  void on_done(uint64_t id, ucs_status_t status);
+  void on_flushed(ucs_status_t status, std::vector<uint64_t> covered, bool for_flag);
+
+  int watch_fd() const override { return control_.get(); }
+  void on_fd_ready() override;
+  void on_tick(std::chrono::steady_clock::time_point now) override;
+
+  std::atomic<bool> connected{false};
+  std::atomic<size_t> pending{0};  // queued or in flight
+
+ private:
+  struct RemoteRegion {
+    uint64_t base = 0;
+    uint64_t length = 0;
+    ucp_rkey_h rkey = nullptr;
+  };
+  void pump();
+  bool issue(Op& op);  // false: the queue must wait (a flag's flush is under way)
+  // Flushes the endpoint: completes the puts issued so far (unflushed_) when it completes;
+  // for_flag: the queue's head (a flag) may go then. False if the connection broke.
+  bool flush(bool for_flag);
+  void finish(const Op& op, const Error* why);
+  std::string where(const Op& op) const;
+  Result<std::pair<uint64_t, ucp_rkey_h>> resolve(const Op& op) const;
+
+  UcxRuntime& runtime_;
+  std::string label_;
+  std::string segment_;  // the peer's segment name (errors say it, as its registry would)
+  std::chrono::milliseconds timeout_;
+  UniqueFd control_;
+  ucp_ep_h ep_ = nullptr;
+  std::map<uint32_t, RemoteRegion> regions_;
+  std::deque<Op> queue_;           // not issued yet, in order
+  bool flushing_ = false;          // the queue's head is a flag waiting for its flush
+  std::map<uint64_t, Op> in_flight_;
+  std::vector<uint64_t> unflushed_;  // puts issued (in in_flight_) that no flush covers yet
+  uint64_t next_id_ = 1;
+};
+
+namespace {
+
+// What a UCX callback needs: who to tell.
+struct UcxTicket {
+  std::shared_ptr<UcxLink> link;
+  uint64_t id = 0;
+};
+struct UcxFlushTicket {
+  std::shared_ptr<UcxLink> link;
+  std::vector<uint64_t> covered;  // the puts it completes
+  bool for_flag = false;
+};
+
+void ucx_op_done(void* request, ucs_status_t status, void* user_data) {
+  auto* t = static_cast<UcxTicket*>(user_data);
+  t->link->on_done(t->id, status);
+  ucp_request_free(request);
+  delete t;
+}
+
+void ucx_flushed(void* request, ucs_status_t status, void* user_data) {
+  auto* t = static_cast<UcxFlushTicket*>(user_data);
+  t->link->on_flushed(status, std::move(t->covered), t->for_flag);
+  ucp_request_free(request);
+  delete t;
+}
+
+void ucx_free_request(void* request, ucs_status_t, void*) { ucp_request_free(request); }
+
+const char* ucx_op_name(FrameOp op) {
+  return op == FrameOp::kRead ? "read" : op == FrameOp::kWrite ? "write" : "store_flag";
+}
+
+}  // namespace
+
+Status UcxLink::install(const UcxConnectReply& reply, UniqueFd control) {
+  ucp_ep_params_t p{};
+  p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+  p.address = reinterpret_cast<const ucp_address_t*>(reply.worker_address.data());
+  // Not UCP_ERR_HANDLING_MODE_PEER: in UCX 1.13 it rules out the shared-memory transports (they
+  // cannot detect a dead peer), leaving TCP. The control connection tells us instead.
+  p.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+  ucp_ep_h ep = nullptr;
+  if (ucs_status_t s = ucp_ep_create(runtime_.worker(), &p, &ep); s != UCS_OK)
+    return unexpected(ucx_error(ErrorCode::kFailedPrecondition, fmt::format("endpoint to {}", label_), s));
+  ep_ = ep;
+  for (const UcxRegionKey& r : reply.regions) {
+    ucp_rkey_h rkey = nullptr;
+    if (ucs_status_t s = ucp_ep_rkey_unpack(ep, r.rkey.data(), &rkey); s != UCS_OK) {
+      const Error why = ucx_error(ErrorCode::kFailedPrecondition, fmt::format("remote key of {} region {}", label_, r.id), s);
+      break_connection(why);
+      return unexpected(why);
+    }
+    regions_[r.id] = {r.base, r.length, rkey};
+  }
+  control_ = std::move(control);
+  connected.store(true);
+  runtime_.add_watcher(this);
+  return ok_status();
+}
+
+void UcxLink::break_connection(const Error& why) {
+  runtime_.remove_watcher(this);
+  connected.store(false);
+  if (ep_ != nullptr) {
+    for (auto& [id, r] : regions_) ucp_rkey_destroy(r.rkey);
+    regions_.clear();
+    // Forced: the peer may be gone; requests in flight end through their callbacks (ignored now).
+    ucp_request_param_t close{};
+    close.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK;
+    close.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    close.cb.send = ucx_free_request;
+    (void)ucp_ep_close_nbx(ep_, &close);  // freed by its callback, or already done
+    ep_ = nullptr;
+  }
+  control_.reset();
+  flushing_ = false;
+  unflushed_.clear();
+  std::map<uint64_t, Op> failed;
+  failed.swap(in_flight_);
+  std::deque<Op> queued;
+  queued.swap(queue_);
+  for (auto& [id, op] : failed) finish(op, &why);
+  for (Op& op : queued) finish(op, &why);
+}
+
+std::string UcxLink::where(const Op& op) const {
+  return fmt::format("{}: {} region {} offset {} length {}", label_, ucx_op_name(op.op), op.region, op.offset, op.length);
+}
+
+void UcxLink::finish(const Op& op, const Error* why) {
+  if (why == nullptr) {
+    op.ref.batch->complete(op.ref.index, op.length);
+  } else {
+    op.ref.batch->mark_segment_failed(op.ref.segment);
+    op.ref.batch->fail(op.ref.index, Error(why->code(), fmt::format("{}: {}", where(op), why->message())));
+  }
+  pending.fetch_sub(1);
+}
+
+Result<std::pair<uint64_t, ucp_rkey_h>> UcxLink::resolve(const Op& op) const {
+  auto it = regions_.find(op.region);
+  if (it == regions_.end())
+    return not_found("segment {}: region {} (offset {}, length {}) is not registered", segment_, op.region, op.offset,
+                     op.length);
+  const RemoteRegion& r = it->second;
+  if (op.offset > r.length || op.length > r.length - op.offset)
+    return invalid_argument("segment {}: region {}: offset {} + length {} is past its end ({} bytes)", segment_,
+                            op.region, op.offset, op.length, r.length);
+  return std::pair(r.base + op.offset, r.rkey);
+}
+
+void UcxLink::enqueue(Op op) {
+  if (ep_ == nullptr) {
+    const Error why(ErrorCode::kFailedPrecondition, "peer gone: the connection broke before the request ran");
+    return finish(op, &why);
+  }
+  queue_.push_back(op);
+  pump();
+}
+
+void UcxLink::pump() {
+  while (!queue_.empty() && !flushing_ && ep_ != nullptr) {
+    if (!issue(queue_.front())) return;
+    queue_.pop_front();
+  }
+  // Nothing more to issue now: one flush completes the puts issued so far (a flush per put
+  // would cost a round trip each).
+  if (!unflushed_.empty() && ep_ != nullptr) (void)flush(false);
+}
+
+bool UcxLink::flush(bool for_flag) {
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  p.cb.send = ucx_flushed;
+  auto* ticket = new UcxFlushTicket{shared_from_this(), std::move(unflushed_), for_flag};
+  unflushed_.clear();
+  p.user_data = ticket;
+  if (for_flag) flushing_ = true;
+  ucs_status_ptr_t r = ucp_ep_flush_nbx(ep_, &p);
+  if (UCS_PTR_IS_PTR(r)) return true;
+  std::vector<uint64_t> covered = std::move(ticket->covered);
+  delete ticket;
+  on_flushed(UCS_PTR_STATUS(r), std::move(covered), for_flag);
+  return ep_ != nullptr;
+}
+
+bool UcxLink::issue(Op& op) {
+  if (op.ref.batch->segment_failed(op.ref.segment)) {
+    const Error why(ErrorCode::kFailedPrecondition, "not run: an earlier request of this batch to the segment failed");
+    finish(op, &why);
+    return true;
+  }
+  auto target = resolve(op);
+  if (!target) {
+    finish(op, &target.error());
+    return true;
+  }
+  const auto [remote, rkey] = *target;
+  if (op.op == FrameOp::kStoreFlag && !op.flushed) {
+    // The flag publishes the block: every earlier write of this peer must be at the target first.
+    (void)flush(true);
+    return false;  // on_flushed marks it flushed and pumps again
+  }
+  const uint64_t id = next_id_++;
+  in_flight_[id] = op;
+  if (op.op == FrameOp::kRead) {
+    auto* ticket = new UcxTicket{shared_from_this(), id};
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    p.cb.send = ucx_op_done;
+    p.user_data = ticket;
+    ucs_status_ptr_t r = ucp_get_nbx(ep_, op.local, op.length, remote, rkey, &p);  // complete = the bytes are here
+    if (!UCS_PTR_IS_PTR(r)) {  // done (or refused) at once: no callback comes
+      delete ticket;
+      on_done(id, UCS_PTR_STATUS(r));
+    }
+    return true;
+  }
+  // A put completes locally (the source may be reused), not at the target: a later flush
+  // completes once the bytes are in the peer's memory, and only then does the request.
+  const void* source = op.local;
+  uint64_t* flag_copy = nullptr;
+  if (op.op == FrameOp::kStoreFlag) {
+    // UCX may read the 8 bytes after ucp_put_nbx returns; the caller's source may change by then.
+    flag_copy = new uint64_t(std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(op.local)).load(std::memory_order_acquire));
+    source = flag_copy;
+  }
+  ucp_request_param_t put{};
+  if (flag_copy != nullptr) {
+    put.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    put.cb.send = [](void* request, ucs_status_t, void* copy) {
+      delete static_cast<uint64_t*>(copy);
+      ucp_request_free(request);
+    };
+    put.user_data = flag_copy;
+  }
+  ucs_status_ptr_t r = ucp_put_nbx(ep_, source, op.length, remote, rkey, &put);
+  if (UCS_PTR_IS_PTR(r)) {
+    if (flag_copy == nullptr) ucp_request_free(r);  // UCX releases it when done
+  } else {
+    delete flag_copy;
+    if (UCS_PTR_STATUS(r) != UCS_OK) {
+      on_done(id, UCS_PTR_STATUS(r));
+      return true;
+    }
+  }
+  unflushed_.push_back(id);
+  return true;
+}
+
+void UcxLink::on_done(uint64_t id, ucs_status_t status) {
+  auto it = in_flight_.find(id);
+  if (it == in_flight_.end()) return;  // already failed (connection broken)
+  Op op = it->second;
+  in_flight_.erase(it);
+  if (status == UCS_OK) return finish(op, nullptr);
+  const Error why = ucx_error(ErrorCode::kFailedPrecondition, "peer gone: request", status);
+  finish(op, &why);
+  // Later requests may have gone out already: the connection is not to be trusted.
+  runtime_.post([self = shared_from_this(), why] { self->break_connection(why); });
+}
+
+void UcxLink::on_flushed(ucs_status_t status, std::vector<uint64_t> covered, bool for_flag) {
+  for (uint64_t id : covered) on_done(id, status);
+  if (status != UCS_OK) {
+    const Error why = ucx_error(ErrorCode::kFailedPrecondition, "peer gone: flush", status);
+    runtime_.post([self = shared_from_this(), why] { self->break_connection(why); });
+    return;
+  }
+  if (!for_flag || !flushing_) return;  // !flushing_: the connection broke meanwhile
+  flushing_ = false;
+  if (!queue_.empty()) queue_.front().flushed = true;
+  // Issuing from inside a callback is avoided: the next task round does it.
+  runtime_.post([self = shared_from_this()] { self->pump(); });
+}
+
+void UcxLink::on_fd_ready() {
+  char byte = 0;
+  ssize_t n = ::recv(control_.get(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+  // The server says nothing after the connect reply: data, a close or a reset all mean it is gone.
+  break_connection(Error(ErrorCode::kFailedPrecondition, n == 0 ? "peer gone: it closed the connection"
+                                                                : "peer gone: its control connection broke"));
+}
+
+void UcxLink::on_tick(std::chrono::steady_clock::time_point now) {
+  bool late = !queue_.empty() && queue_.front().deadline <= now;
+  for (const auto& [id, op] : in_flight_) late = late || op.deadline <= now;
+  if (late) break_connection(Error(ErrorCode::kTimeout, fmt::format("no completion within {} ms", timeout_.count())));
+}
+
+std::string UcxLink::transports() {
+  if (ep_ == nullptr) return "(not connected)";
+  char* text = nullptr;
+  size_t bytes = 0;
+  FILE* out = open_memstream(&text, &bytes);
+  if (out == nullptr) return "?";
+  ucp_ep_print_info(ep_, out);
+  std::fclose(out);
+  // Lines like "#   lane[0]:  3:posix/memory.0 md[2] ...": keep the transport/device names.
+  std::set<std::string> names;
+  std::string all(text, bytes);
+  std::free(text);
+  for (size_t at = all.find("lane["); at != std::string::npos; at = all.find("lane[", at + 1)) {
+    size_t colon = all.find(':', at);
+    size_t start = colon == std::string::npos ? colon : all.find(':', colon + 1);
+    if (start == std::string::npos) break;
+    size_t end = all.find(' ', start);
+    names.insert(all.substr(start + 1, end - start - 1));
+  }
+  std::string joined;
+  for (const std::string& n : names) joined += (joined.empty() ? "" : ", ") + n;
+  return joined.empty() ? all : joined;
+}
+
+// ---- UcxPeer: the transfer thread's side ----
+
+UcxPeer::UcxPeer(UcxRuntime& runtime, TcpAddress address, std::chrono::milliseconds timeout, std::string peer_key)
+    : runtime_(runtime),
+      address_(std::move(address)),
+      label_(fmt::format("ucx://{}:{}/{}", address_.host, address_.port, address_.name)),
+      timeout_(timeout),
+      peer_key_(std::move(peer_key)) {}
+
+Result<std::unique_ptr<UcxPeer>> UcxPeer::connect(UcxRuntime& runtime, const TcpAddress& address,
+                                                  std::chrono::milliseconds timeout, std::string peer_key) {
+  auto peer = std::unique_ptr<UcxPeer>(new UcxPeer(runtime, address, timeout, std::move(peer_key)));
+  RECUR_RETURN_IF_ERROR(peer->reconnect());
+  return peer;
+}
+
+UcxPeer::~UcxPeer() {
+  if (!link_) return;
+  const Error closed(ErrorCode::kFailedPrecondition, fmt::format("segment {} closed", label_));
+  (void)runtime_.run([&] {
+    link_->break_connection(closed);
+    return ok_status();
+  });
+}
+
+Status UcxPeer::reconnect() {
+  if (link_) {
+    (void)runtime_.run([&] {
+      link_->break_connection(Error(ErrorCode::kFailedPrecondition, "peer gone: reconnecting"));
+      return ok_status();
+    });
+  }
+  auto fd = tcp_connect(address_.host, address_.port, timeout_);
+  if (!fd)
+    return make_error(fd.error().code() == ErrorCode::kTimeout ? ErrorCode::kTimeout : ErrorCode::kFailedPrecondition,
+                      "peer gone: {}: {}", label_, fd.error().message());
+  // The address and keys come only over an authenticated connection.
+  RECUR_RETURN_IF_ERROR(tcp_hello(fd->get(), address_.name, label_, peer_key_));
+  RECUR_RETURN_IF_ERROR(send_frame(fd->get(), FrameOp::kUcxConnect, 0, 0, {}, label_));
+  RECUR_ASSIGN_OR_RETURN(HandshakeFrame answer, receive_handshake_frame(fd->get(), label_));
+  if (answer.header.op != FrameOp::kReply)
+    return parse_error("{}: ucx_connect answered with a {} frame", label_, int(answer.header.op));
+  auto reply = decode_ucx_connect_reply(answer.payload);
+  if (!reply) return unexpected<Error>(reply.error().with_context(label_));
+  auto link = std::make_shared<UcxLink>(runtime_, label_, address_.name, timeout_);
+  RECUR_RETURN_IF_ERROR(runtime_.run([&] { return link->install(*reply, std::move(*fd)); }));
+  known_regions_.clear();
+  for (const UcxRegionKey& r : reply->regions) known_regions_.insert(r.id);
+  link_ = std::move(link);
+  return ok_status();
+}
+
+void UcxPeer::send(const RequestRef& ref, FrameOp op, uint32_t region, uint64_t offset, std::byte* local,
+                   uint64_t length) {
+  auto fail_now = [&](const Error& why) {
+    ref.batch->mark_segment_failed(ref.segment);
+    ref.batch->fail(ref.index, why);
+  };
+  if (!link_ || !link_->connected.load()) {
+    if (Status s = reconnect(); !s) return fail_now(s.error());
+  }
+  // The peer may have registered the region after our table was made: ask once more.
+  if (!known_regions_.contains(region)) {
+    if (Status s = reconnect(); !s) return fail_now(s.error());
+  }
+  link_->pending.fetch_add(1);
+  UcxLink::Op o{ref, op, region, offset, length, local, std::chrono::steady_clock::now() + timeout_, false};
+  runtime_.post([link = link_, o] { link->enqueue(o); });
+}
+
+void UcxPeer::drain() {
+  while (link_ && link_->pending.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+std::string UcxPeer::transports() {
+  std::string out = "(not connected)";
+  if (link_) {
+    (void)runtime_.run([&] {
+      out = link_->transports();
+      return ok_status();
+    });
+  }
+  return out;
+}
+
+}  // namespace recur::transfer

@@ -1,0 +1,196 @@
+#include "transfer/ucx_runtime.h"
+
+#include <poll.h>
+
+#include <algorithm>
+#include <condition_variable>
+
+#include "core/log.h"
+#include "trace/trace.h"
+#include "transfer/ucx_wire.h"
+
+namespace recur::transfer {
+
+// The progress thread's longest sleep: bounds how late it notices a deadline or a stop, and a
+// completion whose event UCX did not signal.
+constexpr int kUcxPollMs = 5;
+// How long the progress thread keeps polling after the last event before it sleeps.
+constexpr auto kUcxSpin = std::chrono::microseconds(500);
+
+Error ucx_error(ErrorCode code, std::string_view what, ucs_status_t status) {
+  return Error(code, fmt::format("UCX {}: {}", what, ucs_status_string(status)));
+}
+
+Result<std::unique_ptr<UcxRuntime>> UcxRuntime::create(const std::string& segment_name) {
+  auto rt = std::unique_ptr<UcxRuntime>(new UcxRuntime());
+  rt->segment_name_ = segment_name;
+  ucp_config_t* config = nullptr;
+  if (ucs_status_t s = ucp_config_read(nullptr, nullptr, &config); s != UCS_OK)
+    return unexpected(ucx_error(ErrorCode::kUnsupported, "config (UCX_* environment)", s));
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_NAME;
+  params.features = UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP;
+  params.mt_workers_shared = 1;  // mem_map and rkey_pack come from API and server threads
+  params.name = rt->segment_name_.c_str();
+  ucs_status_t s = ucp_init(&params, config, &rt->context_);
+  ucp_config_release(config);
+  if (s != UCS_OK) return unexpected(ucx_error(ErrorCode::kUnsupported, "init (no usable transport in UCX_TLS?)", s));
+  ucp_worker_params_t wp{};
+  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wp.thread_mode = UCS_THREAD_MODE_SINGLE;  // only the progress thread calls it (after this setup)
+  if (s = ucp_worker_create(rt->context_, &wp, &rt->worker_); s != UCS_OK)
+    return unexpected(ucx_error(ErrorCode::kUnsupported, "worker create", s));
+  if (s = ucp_worker_get_efd(rt->worker_, &rt->event_fd_); s != UCS_OK)
+    return unexpected(ucx_error(ErrorCode::kUnsupported, "worker event fd", s));
+  ucp_address_t* address = nullptr;
+  size_t address_bytes = 0;
+  if (s = ucp_worker_get_address(rt->worker_, &address, &address_bytes); s != UCS_OK)
+    return unexpected(ucx_error(ErrorCode::kInternal, "worker address", s));
+  const auto* a = reinterpret_cast<const std::byte*>(address);
+  rt->address_.assign(a, a + address_bytes);
+  ucp_worker_release_address(rt->worker_, address);
+  rt->progress_ = std::thread([p = rt.get()] { p->progress_loop(); });
+  return rt;
+}
+
+UcxRuntime::~UcxRuntime() {
+  stopping_.store(true);
+  if (worker_ != nullptr) ucp_worker_signal(worker_);
+  if (progress_.joinable()) progress_.join();
+  run_tasks();  // what was posted last (closing endpoints): this thread is the worker's now
+  for (auto& [id, m] : mapped_) ucp_mem_unmap(context_, m.memh);
+  if (worker_ != nullptr) ucp_worker_destroy(worker_);
+  if (context_ != nullptr) ucp_cleanup(context_);
+}
+
+void UcxRuntime::progress_loop() {
+  trace::set_thread_name("kv_transfer_ucx");
+  std::vector<pollfd> fds;
+  std::vector<UcxWatcher*> polled;
+  auto last_event = std::chrono::steady_clock::now();
+  while (!stopping_.load()) {
+    // While traffic flows, poll: a sleep per event (the event fd) costs a wake-up each time, and
+    // RMA emulated over shared memory or TCP moves only as fast as the target progresses.
+    for (;;) {
+      const auto now = std::chrono::steady_clock::now();
+      const bool tasks = run_tasks();
+      if (ucp_worker_progress(worker_) != 0 || tasks) last_event = now;
+      else if (now - last_event > kUcxSpin || stopping_.load()) break;
+    }
+    fds.assign(1, pollfd{event_fd_, POLLIN, 0});
+    {
+      std::lock_guard lock(watch_mu_);
+      polled = watchers_;
+    }
+    for (UcxWatcher* w : polled) fds.push_back({w->watch_fd(), POLLIN | POLLRDHUP, 0});
+    // Busy: events arrived between the progress and the arm; progress again. So for tasks posted
+    // meanwhile (post signals the worker, but perhaps before the arm).
+    if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) fds[0].fd = -1;
+    {
+      std::lock_guard lock(task_mu_);
+      if (!tasks_.empty()) fds[0].fd = -1;
+    }
+    ::poll(fds.data(), fds.size(), fds[0].fd < 0 ? 0 : kUcxPollMs);
+    const auto now = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < polled.size(); ++i) {
+      // Watchers come and go on this thread only, also inside these calls: skip one removed meanwhile.
+      if (!watching(polled[i])) continue;
+      if (fds[i + 1].fd >= 0 && fds[i + 1].revents != 0) polled[i]->on_fd_ready();
+      if (watching(polled[i])) polled[i]->on_tick(now);
+    }
+  }
+}
+
+Status UcxRuntime::map(uint32_t region, std::byte* addr, uint64_t length) {
+  ucp_mem_map_params_t p{};
+  p.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+  p.address = addr;
+  p.length = length;
+  ucp_mem_h memh = nullptr;
+  if (ucs_status_t s = ucp_mem_map(context_, &p, &memh); s != UCS_OK)
+    return unexpected(ucx_error(ErrorCode::kIo, fmt::format("mem_map of segment {} region {} ({} bytes)",
+                                                            segment_name_, region, length), s));
+  std::lock_guard lock(map_mu_);
+  mapped_[region] = {addr, length, memh};
+  return ok_status();
+}
+
+void UcxRuntime::unmap(uint32_t region) {
+  std::lock_guard lock(map_mu_);
+  auto it = mapped_.find(region);
+  if (it == mapped_.end()) return;
+  ucp_mem_unmap(context_, it->second.memh);
+  mapped_.erase(it);
+}
+
+Result<std::vector<std::byte>> UcxRuntime::connect_reply() {
+  UcxConnectReply reply;
+  reply.worker_address = address_;
+  std::lock_guard lock(map_mu_);
+  for (const auto& [id, m] : mapped_) {
+    void* packed = nullptr;
+    size_t packed_bytes = 0;
+    if (ucs_status_t s = ucp_rkey_pack(context_, m.memh, &packed, &packed_bytes); s != UCS_OK)
+      return unexpected(ucx_error(ErrorCode::kInternal, fmt::format("rkey_pack of region {}", id), s));
+    const auto* k = static_cast<const std::byte*>(packed);
+    reply.regions.push_back({id, reinterpret_cast<uintptr_t>(m.addr), m.length, std::vector<std::byte>(k, k + packed_bytes)});
+    ucp_rkey_buffer_release(packed);
+  }
+  return encode_ucx_connect_reply(reply);
+}
+
+bool UcxRuntime::watching(const UcxWatcher* w) {
+  std::lock_guard lock(watch_mu_);
+  return std::find(watchers_.begin(), watchers_.end(), w) != watchers_.end();
+}
+
+void UcxRuntime::add_watcher(UcxWatcher* w) {
+  std::lock_guard lock(watch_mu_);
+  watchers_.push_back(w);
+  ucp_worker_signal(worker_);  // poll its fd from now on
+}
+
+void UcxRuntime::remove_watcher(UcxWatcher* w) {
+  std::lock_guard lock(watch_mu_);
+  std::erase(watchers_, w);
+}
+
+void UcxRuntime::post(std::function<void()> task) {
+  // Callbacks of requests cancelled while the worker is destroyed may post: nobody runs it now.
+  if (stopping_.load()) return;
+  {
+    std::lock_guard lock(task_mu_);
+    tasks_.push_back(std::move(task));
+  }
+  ucp_worker_signal(worker_);  // thread-safe: wakes the progress thread's poll
+}
+
+Status UcxRuntime::run(const std::function<Status()>& task) {
+  if (on_progress_thread()) return task();
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  Status result = ok_status();
+  post([&] {
+    Status s = task();
+    std::lock_guard lock(mu);
+    result = std::move(s);
+    done = true;
+    cv.notify_one();
+  });
+  std::unique_lock lock(mu);
+  cv.wait(lock, [&] { return done; });
+  return result;
+}
+
+bool UcxRuntime::run_tasks() {
+  std::deque<std::function<void()>> now;
+  {
+    std::lock_guard lock(task_mu_);
+    now.swap(tasks_);
+  }
+  for (auto& task : now) task();
+  return !now.empty();
+}
+
+}  // namespace recur::transfer

@@ -1,0 +1,98 @@
+// One engine's UCX state (built only with RECUR_WITH_UCX): a UCP context (RMA, wakeup), one worker
+// shared by the serving side and every UcxPeer, and the progress thread that alone calls the
+// worker (UCX's single-thread mode: its multi-thread mode takes spin locks, which on a busy
+// host stall for whole scheduler slices). Other threads hand it tasks (post, run); it runs them,
+// drives completions, remote RMA emulation (over shared memory or TCP the target must progress)
+// and wire-up, polls while traffic flows and otherwise sleeps on the worker's event fd.
+//
+// Serving: every region this engine registers is also mapped (ucp_mem_map); connect_reply() packs
+// the worker address and a remote key per region for a client that passed the TCP listener's
+// handshake (frame.h kUcxConnect), so only key holders ever see an address or a key.
+//
+// UCX picks its transports at run time from UCX_TLS (unset: all it finds: here sm, cma, tcp; on a
+// cluster also rc/dc verbs). UCX_NET_DEVICES narrows the devices.
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/status.h"
+
+namespace recur::transfer {
+
+// Something the progress thread looks after besides the worker: a UcxPeer's control connection
+// (readable or hung up = the peer may be gone) and its request deadlines.
+class UcxWatcher {
+ public:
+  virtual ~UcxWatcher() = default;
+  virtual int watch_fd() const = 0;  // -1: none now
+  virtual void on_fd_ready() = 0;
+  virtual void on_tick(std::chrono::steady_clock::time_point now) = 0;
+};
+
+// "UCX <what>: <status string>" as an error of `code`.
+Error ucx_error(ErrorCode code, std::string_view what, ucs_status_t status);
+
+class UcxRuntime {
+ public:
+  static Result<std::unique_ptr<UcxRuntime>> create(const std::string& segment_name);
+  ~UcxRuntime();  // stops the progress thread, unmaps, destroys the worker and context
+  UcxRuntime(const UcxRuntime&) = delete;
+  UcxRuntime& operator=(const UcxRuntime&) = delete;
+
+  ucp_worker_h worker() const { return worker_; }
+
+  Status map(uint32_t region, std::byte* addr, uint64_t length);
+  void unmap(uint32_t region);
+  // The kUcxConnect reply (ucx_wire.h) for the regions mapped now.
+  Result<std::vector<std::byte>> connect_reply();
+
+  // Runs `task` on the progress thread, soon (in posting order).
+  void post(std::function<void()> task);
+  // Runs `task` there and waits for it; on the progress thread itself, runs it now.
+  Status run(const std::function<Status()>& task);
+  bool on_progress_thread() const { return std::this_thread::get_id() == progress_.get_id(); }
+
+  void add_watcher(UcxWatcher* w);
+  void remove_watcher(UcxWatcher* w);  // after it returns, the progress thread no longer calls w
+  bool watching(const UcxWatcher* w);
+
+
+ private:
+  struct Mapped {
+    std::byte* addr = nullptr;
+    uint64_t length = 0;
+    ucp_mem_h memh = nullptr;
+  };
+  UcxRuntime() = default;
+  void progress_loop();
+  bool run_tasks();  // true if there were any
+
+  std::string segment_name_;
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  int event_fd_ = -1;
+  std::vector<std::byte> address_;  // the worker's, taken once
+  std::mutex task_mu_;
+  std::deque<std::function<void()>> tasks_;
+  std::mutex map_mu_;
+  std::map<uint32_t, Mapped> mapped_;
+  std::mutex watch_mu_;
+  std::vector<UcxWatcher*> watchers_;
+  std::atomic<bool> stopping_{false};
+  std::thread progress_;
+};
+
+}  // namespace recur::transfer

@@ -1,0 +1,114 @@
+#include "transfer/ucx_wire.h"
+
+#include <cstring>
+
+namespace recur::transfer {
+namespace {
+
+// Writes fields at increasing offsets of a buffer sized up front (GCC 12 warns spuriously about
+// growing vectors in pieces).
+class WireWriter {
+ public:
+  explicit WireWriter(size_t bytes) : out_(bytes) {}
+  template <typename T>
+  void put(T v) {
+    std::memcpy(out_.data() + at_, &v, sizeof v);
+    at_ += sizeof v;
+  }
+  void bytes(std::span<const std::byte> b) {
+    if (!b.empty()) std::memcpy(out_.data() + at_, b.data(), b.size());
+    at_ += b.size();
+  }
+  std::vector<std::byte> take() { return std::move(out_); }
+
+ private:
+  std::vector<std::byte> out_;
+  size_t at_ = 0;
+};
+
+// Reads fields in order; the first short read becomes an error naming the offset.
+class WireReader {
+ public:
+  explicit WireReader(std::span<const std::byte> in) : in_(in) {}
+  template <typename T>
+  Result<T> get(const char* what) {
+    T v;
+    RECUR_RETURN_IF_ERROR(need(sizeof v, what));
+    std::memcpy(&v, in_.data() + at_, sizeof v);
+    at_ += sizeof v;
+    return v;
+  }
+  Result<std::vector<std::byte>> bytes(size_t n, const char* what) {
+    RECUR_RETURN_IF_ERROR(need(n, what));
+    std::vector<std::byte> out(in_.begin() + ptrdiff_t(at_), in_.begin() + ptrdiff_t(at_ + n));
+    at_ += n;
+    return out;
+  }
+  size_t at() const { return at_; }
+  size_t left() const { return in_.size() - at_; }
+
+ private:
+  Status need(size_t n, const char* what) {
+    if (n > left())
+      return parse_error("ucx connect reply byte {}: {} needs {} bytes, {} left", at_, what, n, left());
+    return ok_status();
+  }
+  std::span<const std::byte> in_;
+  size_t at_ = 0;
+};
+
+}  // namespace
+
+std::vector<std::byte> encode_ucx_connect_reply(const UcxConnectReply& reply) {
+  size_t bytes = 8 + reply.worker_address.size();
+  for (const UcxRegionKey& r : reply.regions) bytes += 24 + r.rkey.size();
+  WireWriter out(bytes);
+  out.put<uint32_t>(uint32_t(reply.worker_address.size()));
+  out.bytes(reply.worker_address);
+  out.put<uint32_t>(uint32_t(reply.regions.size()));
+  for (const UcxRegionKey& r : reply.regions) {
+    out.put<uint32_t>(r.id);
+    out.put<uint32_t>(uint32_t(r.rkey.size()));
+    out.put<uint64_t>(r.base);
+    out.put<uint64_t>(r.length);
+    out.bytes(r.rkey);
+  }
+  return out.take();
+}
+
+Result<UcxConnectReply> decode_ucx_connect_reply(std::span<const std::byte> payload) {
+  WireReader in(payload);
+  UcxConnectReply reply;
+  const size_t address_at = in.at();
+  RECUR_ASSIGN_OR_RETURN(uint32_t address_bytes, in.get<uint32_t>("the address length"));
+  if (address_bytes == 0 || address_bytes > kMaxUcxAddressBytes)
+    return parse_error("ucx connect reply byte {}: worker address of {} bytes, expected 1..{}", address_at,
+                       address_bytes, kMaxUcxAddressBytes);
+  RECUR_ASSIGN_OR_RETURN(reply.worker_address, in.bytes(address_bytes, "the worker address"));
+  RECUR_ASSIGN_OR_RETURN(uint32_t count, in.get<uint32_t>("the region count"));
+  // Each region takes at least 24 bytes: a count beyond what is left is a lie, not an allocation.
+  if (count > in.left() / 24)
+    return parse_error("ucx connect reply byte {}: {} regions, but only {} bytes follow", in.at() - 4, count, in.left());
+  for (uint32_t i = 0; i < count; ++i) {
+    UcxRegionKey r;
+    const size_t region_at = in.at();
+    RECUR_ASSIGN_OR_RETURN(r.id, in.get<uint32_t>("a region id"));
+    RECUR_ASSIGN_OR_RETURN(uint32_t rkey_bytes, in.get<uint32_t>("a remote key length"));
+    RECUR_ASSIGN_OR_RETURN(r.base, in.get<uint64_t>("a region base"));
+    RECUR_ASSIGN_OR_RETURN(r.length, in.get<uint64_t>("a region length"));
+    if (r.id == 0) return parse_error("ucx connect reply byte {}: region id 0, expected >= 1", region_at);
+    if (rkey_bytes == 0 || rkey_bytes > kMaxUcxRkeyBytes)
+      return parse_error("ucx connect reply byte {}: remote key of {} bytes, expected 1..{}", region_at + 4, rkey_bytes,
+                         kMaxUcxRkeyBytes);
+    if (r.base + r.length < r.base)
+      return parse_error("ucx connect reply byte {}: region {} base {:#x} + length {} overflows", region_at + 8, r.id,
+                         r.base, r.length);
+    RECUR_ASSIGN_OR_RETURN(r.rkey, in.bytes(rkey_bytes, "a remote key"));
+    reply.regions.push_back(std::move(r));
+  }
+  if (in.left() != 0)
+    return parse_error("ucx connect reply byte {}: {} bytes after the last region, expected none", in.at(), in.left());
+  return reply;
+}
+
+}  // namespace recur::transfer
