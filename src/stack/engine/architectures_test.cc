@@ -217,8 +217,9 @@ TEST(ArchitectureFeatures, EachFeatureChangesTheLogits) {
   EXPECT_GT(without_feature(kVariants[1], [](ModelConfig&) {}, &kVariants[0]), 1e-3) << "Llama 3 rope_freqs";
 }
 
-// TP splits biases by head and the shared expert (its own width) by column; EP runs the raw
-// top-k probabilities of qwen2moe through dispatch and combine.
+// TP splits biases by head and the shared expert (its own width) by column; layer split holds
+// each attention layer (with its features) whole on one rank; EP runs the raw top-k
+// probabilities of qwen2moe through dispatch and combine.
 TEST(ArchitectureFeatures, TensorAndExpertParallelEqualOneRank) {
   for (const Variant* v : {&kVariants[3], &kVariants[4], &kVariants[5], &kVariants[7]}) {
     Built b = build(*v, 0, gguf::TensorType::kF32);
@@ -230,17 +231,19 @@ TEST(ArchitectureFeatures, TensorAndExpertParallelEqualOneRank) {
       auto l = (*one)->step(token);
       want.emplace_back(l->begin(), l->end());
     }
-    std::vector<std::pair<const char*, const char*>> splits = {{"engine.tp", "2"}};
-    if (b.model->config().n_experts > 0) splits.emplace_back("engine.ep", "2");
-    for (auto [knob, value] : splits) {
+    using Knobs = std::vector<std::pair<const char*, const char*>>;
+    std::vector<Knobs> splits = {{{"engine.tp", "2"}}, {{"engine.tp", "2"}, {"engine.layer_split", "on"}}};
+    if (b.model->config().n_experts > 0) splits.push_back({{"engine.ep", "2"}});
+    for (const Knobs& split_knobs : splits) {
       Config knobs;
-      ASSERT_TRUE(knobs.set(knob, value).has_value());
+      for (auto [knob, value] : split_knobs) ASSERT_TRUE(knobs.set(knob, value).has_value());
+      const std::string what = fmt::format("{} {} knobs, first {}", v->label, split_knobs.size(), split_knobs[0].first);
       auto split = b.model->new_session(**pool, 32, knobs);
-      ASSERT_TRUE(split.has_value()) << v->label << " " << knob << ": " << split.error().message();
+      ASSERT_TRUE(split.has_value()) << what << ": " << split.error().message();
       for (size_t i = 0; i < kTokens.size(); ++i) {
         auto l = (*split)->step(kTokens[i]);
         ASSERT_TRUE(l.has_value());
-        EXPECT_LT(worst_rel(*l, std::vector<double>(want[i].begin(), want[i].end())), 1e-5) << v->label << " " << knob;
+        EXPECT_LT(worst_rel(*l, std::vector<double>(want[i].begin(), want[i].end())), 1e-5) << what;
       }
     }
   }

@@ -119,6 +119,9 @@ void ModelConfig::to_gguf(gguf::Writer& w) const {
     w.set(p + "rope.scaling.type", Value::of_string("linear"));
     w.set(p + "rope.scaling.factor", Value::of_f32(1.0f / rope_freq_scale));
   }
+  // phi3: llama.cpp before mid-2025 refuses a phi3 file without a sliding window (and applies
+  // it); newer llama.cpp ignores it, as recur does. The whole context keeps both the same.
+  if (arch == Arch::kPhi3) w.set(p + "attention.sliding_window", Value::of_u32(uint32_t(context)));
   if (arch != Arch::kHybrid && n_experts > 0) {
     w.set(p + "expert_count", Value::of_u32(uint32_t(n_experts)));
     w.set(p + "expert_used_count", Value::of_u32(uint32_t(n_experts_used)));
