@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli.h"
+#include "engine/architectures.h"
 #include "engine/gguf.h"
 #include "engine/model_cache.h"
 #include "engine/synthetic.h"
@@ -84,6 +85,10 @@ struct NewFlags {
   std::string pattern = "kkka";
   int kda_heads = 0, kda_key_heads = 0, kda_head_dim = 128, conv = 4, experts = 0, experts_used = 2;
   bool shared_expert = false;
+  // architecture features
+  int shared_ffn = 0;
+  bool llama3_rope = false;
+  float rope_scale = 1.0f;
   bool force = false;  // overwrite an existing OUT
   bool json = false;
 };
@@ -96,7 +101,10 @@ int run_new(const NewFlags& f) {
   }
   SyntheticModelOptions o;
   ModelConfig& c = o.config;
-  c.arch = f.arch == "hybrid" ? Arch::kHybrid : Arch::kLlama;
+  auto arch = find_architecture(f.arch, "model new --arch");
+  if (!arch) return report_failure(arch.error());
+  c.arch = (*arch)->arch;
+  (*arch)->features(c);
   c.dim = f.dim;
   c.n_layers = f.layers;
   c.n_heads = f.heads;
@@ -106,16 +114,23 @@ int run_new(const NewFlags& f) {
   c.vocab = f.vocab;
   c.context = f.context;
   c.tied_embeddings = f.tied;
+  c.rope_freq_scale = 1.0f / f.rope_scale;
+  const bool moe_arch = c.arch == Arch::kQwen2Moe || c.arch == Arch::kQwen3Moe;
+  if (c.arch == Arch::kHybrid || moe_arch) {
+    // MoE architectures default to 4 experts (top --experts-used) when --experts is not given.
+    c.n_experts = moe_arch && f.experts == 0 ? 4 : f.experts;
+    c.n_experts_used = c.n_experts > 0 ? f.experts_used : 0;
+    c.shared_expert = c.shared_expert || f.shared_expert;
+    c.shared_ffn_dim = c.shared_expert ? f.shared_ffn : 0;
+  }
   if (c.arch == Arch::kHybrid) {
     c.layer_pattern = f.pattern;
     c.kda_head_dim = f.kda_head_dim;
     c.kda_heads = f.kda_heads > 0 ? f.kda_heads : std::max(1, f.dim / f.kda_head_dim);
     c.kda_key_heads = f.kda_key_heads > 0 ? f.kda_key_heads : c.kda_heads;
     c.conv_size = f.conv;
-    c.n_experts = f.experts;
-    c.n_experts_used = f.experts > 0 ? f.experts_used : 0;
-    c.shared_expert = f.shared_expert;
   }
+  o.llama3_rope = f.llama3_rope;
   o.seed = f.seed;
   auto dtype = parse_storage_type(f.dtype);
   if (!dtype) return report_failure(dtype.error());
@@ -153,7 +168,10 @@ void register_model(CLI::App& app, Invocation& inv) {
   auto* create = model->add_subcommand("new", "Write a model with random weights (seeded) and a synthetic vocabulary, "
                                               "with weight statistics that keep activations finite through every layer");
   create->add_option("OUT", nf->out, "output .gguf path")->required();
-  create->add_option("--arch", nf->arch, "architecture")->check(CLI::IsMember({"llama", "hybrid"}))->capture_default_str();
+  std::vector<std::string> arch_names;
+  for (const Architecture& a : architectures()) arch_names.emplace_back(a.name);
+  create->add_option("--arch", nf->arch, "architecture (llama.cpp's general.architecture; hybrid is recur's own)")
+      ->check(CLI::IsMember(arch_names))->capture_default_str();
   create->add_option("--dim", nf->dim, "embedding width")->check(CLI::Range(16, 1 << 16))->capture_default_str();
   create->add_option("--layers", nf->layers, "layers")->check(CLI::Range(1, 1024))->capture_default_str();
   create->add_option("--heads", nf->heads, "attention heads")->check(CLI::Range(1, 1024))->capture_default_str();
@@ -170,9 +188,12 @@ void register_model(CLI::App& app, Invocation& inv) {
   create->add_option("--kda-key-heads", nf->kda_key_heads, "hybrid: KDA key heads (default: value heads)")->check(CLI::Range(0, 1024));
   create->add_option("--kda-head-dim", nf->kda_head_dim, "hybrid: KDA head dim K = V")->check(CLI::Range(2, 1024))->capture_default_str();
   create->add_option("--conv", nf->conv, "hybrid: short convolution taps")->check(CLI::Range(1, 64))->capture_default_str();
-  create->add_option("--experts", nf->experts, "hybrid: MoE experts (0 = dense SwiGLU)")->check(CLI::Range(0, 1024))->capture_default_str();
-  create->add_option("--experts-used", nf->experts_used, "hybrid: experts per token (top-k)")->check(CLI::Range(1, 1024))->capture_default_str();
-  create->add_flag("--shared-expert", nf->shared_expert, "hybrid: add a shared expert");
+  create->add_option("--experts", nf->experts, "hybrid, qwen2moe, qwen3moe: MoE experts (0 = dense SwiGLU; the MoE architectures default to 4); --ffn is each expert's width")->check(CLI::Range(0, 1024))->capture_default_str();
+  create->add_option("--experts-used", nf->experts_used, "MoE: experts per token (top-k)")->check(CLI::Range(1, 1024))->capture_default_str();
+  create->add_flag("--shared-expert", nf->shared_expert, "hybrid: add a shared expert (qwen2moe always has one)");
+  create->add_option("--shared-ffn", nf->shared_ffn, "MoE: the shared expert's width (default: --ffn)")->check(CLI::Range(0, 1 << 20));
+  create->add_flag("--llama3-rope", nf->llama3_rope, "write Llama 3.1's RoPE scaling (rope_freqs.weight)");
+  create->add_option("--rope-scale", nf->rope_scale, "linear RoPE scaling factor ({arch}.rope.scaling.factor)")->check(CLI::Range(1.0f, 1024.0f))->capture_default_str();
   create->add_flag("--force", nf->force, "overwrite OUT when it exists (refused otherwise)");
   create->add_flag("--json", nf->json, "Print what was written as a JSON object");
   create->callback([&inv, nf] { inv.run = [nf] { return run_new(*nf); }; });

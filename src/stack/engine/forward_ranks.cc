@@ -51,7 +51,8 @@ Status Forward::add_rank(int index) {
     r->kv.emplace(std::move(cache));
   }
   r->kv_seq.assign(size_t(b.max_sequences), -1);
-  const int64_t ffn = ep > 1 ? c.ffn_dim : r->w.ffn.size();  // EP: whole experts
+  int64_t ffn = ep > 1 ? c.ffn_dim : r->w.ffn.size();  // EP: whole experts
+  if (c.n_experts > 0 && c.shared_expert) ffn = std::max(ffn, ep > 1 ? c.shared_width() : r->w.shared_ffn.size());
   for (auto* buf : {&r->x, &r->h, &r->partial, &r->ff_out, &r->xg}) buf->resize(size_t(M * c.dim));
   r->q.resize(size_t(M * q_w));
   r->k.resize(size_t(M * k_w));

@@ -5,32 +5,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "engine/layer_binding.h"
 #include "engine/reference/hybrid_reference.h"
 #include "engine/w8a8.h"
 
 namespace recur {
-
-namespace {
-
-// Binds expert e of a 3-d tensor {cols, rows, experts} as a 2-d Weight.
-Result<std::vector<Weight>> bind_experts(const gguf::File& f, const std::string& name, int experts, int64_t rows,
-                                         int64_t cols) {
-  const gguf::TensorInfo* t = f.tensor(name);
-  if (t == nullptr) return not_found("{}: tensor '{}' is missing", f.source(), name);
-  if (t->dims != std::vector<uint64_t>{uint64_t(cols), uint64_t(rows), uint64_t(experts)})
-    return parse_error("{}: tensor '{}' (info at byte {}) has shape [{}], expected [{}, {}, {}]", f.source(), name,
-                       t->info_position, fmt::join(t->dims, ", "), cols, rows, experts);
-  std::vector<Weight> out;
-  for (int e = 0; e < experts; ++e) {
-    Weight w{fmt::format("{}[{}]", name, e), t->type, rows, cols, nullptr};
-    w.data = t->data + size_t(e) * size_t(rows) * w.row_bytes();
-    if (t->type == gguf::TensorType::kI8) RECUR_RETURN_IF_ERROR(attach_w8a8(f, *t, w, e, experts));
-    out.push_back(w);
-  }
-  return out;
-}
-
-}  // namespace
 
 Result<std::unique_ptr<Session>> HybridModel::reference_session(int max_tokens) const {
   return new_reference_session(file_, config_, max_tokens);
@@ -42,7 +21,6 @@ Result<std::unique_ptr<HybridModel>> HybridModel::from_file(gguf::File file, con
   const gguf::File& f = m->file_;
   const ModelConfig& c = m->config_;
   const int64_t K = c.kda_head_dim, qk = c.kda_key_heads * K, vd = c.kda_heads * K;
-  const int64_t q_dim = int64_t(c.n_heads) * c.head_dim, kv_dim = int64_t(c.n_kv_heads) * c.head_dim;
   for (int l = 0; l < c.n_layers; ++l) {
     const std::string p = fmt::format("blk.{}.", l);
     auto bind = [&](Weight& w, const char* name, int64_t rows, int64_t cols) -> Status {
@@ -68,26 +46,9 @@ Result<std::unique_ptr<HybridModel>> HybridModel::from_file(gguf::File file, con
       RECUR_RETURN_IF_ERROR(bind(L.out_norm, "kda_out_norm.weight", 1, K));
       RECUR_RETURN_IF_ERROR(bind(L.wo, "attn_output.weight", c.dim, vd));
     } else {
-      RECUR_RETURN_IF_ERROR(bind(L.wq, "attn_q.weight", q_dim, c.dim));
-      RECUR_RETURN_IF_ERROR(bind(L.wk, "attn_k.weight", kv_dim, c.dim));
-      RECUR_RETURN_IF_ERROR(bind(L.wv, "attn_v.weight", kv_dim, c.dim));
-      RECUR_RETURN_IF_ERROR(bind(L.wo, "attn_output.weight", c.dim, q_dim));
+      RECUR_RETURN_IF_ERROR(bind_attention_weights(f, c, p, L));
     }
-    if (c.n_experts == 0) {
-      RECUR_RETURN_IF_ERROR(bind(L.w_gate, "ffn_gate.weight", c.ffn_dim, c.dim));
-      RECUR_RETURN_IF_ERROR(bind(L.w_up, "ffn_up.weight", c.ffn_dim, c.dim));
-      RECUR_RETURN_IF_ERROR(bind(L.w_down, "ffn_down.weight", c.dim, c.ffn_dim));
-    } else {
-      RECUR_RETURN_IF_ERROR(bind(L.router, "ffn_gate_inp.weight", c.n_experts, c.dim));
-      RECUR_ASSIGN_OR_RETURN(L.exp_gate, bind_experts(f, p + "ffn_gate_exps.weight", c.n_experts, c.ffn_dim, c.dim));
-      RECUR_ASSIGN_OR_RETURN(L.exp_up, bind_experts(f, p + "ffn_up_exps.weight", c.n_experts, c.ffn_dim, c.dim));
-      RECUR_ASSIGN_OR_RETURN(L.exp_down, bind_experts(f, p + "ffn_down_exps.weight", c.n_experts, c.dim, c.ffn_dim));
-      if (c.shared_expert) {
-        RECUR_RETURN_IF_ERROR(bind(L.sh_gate, "ffn_gate_shexp.weight", c.ffn_dim, c.dim));
-        RECUR_RETURN_IF_ERROR(bind(L.sh_up, "ffn_up_shexp.weight", c.ffn_dim, c.dim));
-        RECUR_RETURN_IF_ERROR(bind(L.sh_down, "ffn_down_shexp.weight", c.dim, c.ffn_dim));
-      }
-    }
+    RECUR_RETURN_IF_ERROR(bind_ffn_weights(f, c, p, L));
     m->layers.push_back(std::move(L));
   }
   RECUR_RETURN_IF_ERROR(m->regroup_weights(options));

@@ -1,7 +1,6 @@
 #include "engine/model.h"
 
-#include "engine/hybrid.h"
-#include "engine/llama.h"
+#include "engine/architectures.h"
 
 #include <fmt/format.h>
 
@@ -59,16 +58,9 @@ Result<std::unique_ptr<Batch>> Model::new_batch(ThreadPool& pool, const BatchOpt
 }
 
 Result<std::unique_ptr<Model>> model_from_file(gguf::File file, const ModelLoadOptions& options) {
-  RECUR_ASSIGN_OR_RETURN(std::string arch, file.get_string("general.architecture"));
-  if (arch == "llama") {
-    RECUR_ASSIGN_OR_RETURN(auto m, LlamaModel::from_file(std::move(file), options));
-    return std::unique_ptr<Model>(std::move(m));
-  }
-  if (arch == "hybrid") {
-    RECUR_ASSIGN_OR_RETURN(auto m, HybridModel::from_file(std::move(file), options));
-    return std::unique_ptr<Model>(std::move(m));
-  }
-  return unsupported("{}: architecture '{}' (recur runs llama and hybrid)", file.source(), arch);
+  RECUR_ASSIGN_OR_RETURN(std::string name, file.get_string("general.architecture"));
+  RECUR_ASSIGN_OR_RETURN(const Architecture* arch, find_architecture(name, file.source()));
+  return arch->load(std::move(file), options);
 }
 
 Result<FileMemory> weights_file_memory(const Config& knobs) {

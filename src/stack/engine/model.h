@@ -130,7 +130,8 @@ uint64_t decode_weight_bytes(const gguf::File& file, const ModelConfig& config);
 // Kernel probes and engine probes that disagree on these measure different things.
 std::string probe_conditions_note(const ThreadPool& pool, const ThreadPoolOptions& options);
 
-// Reads general.architecture and loads a llama or hybrid model, its bytes held as the knob
+// Reads general.architecture and loads the model by its row of the architecture table
+// (architectures.h; any other is refused naming the supported ones), its bytes held as the knob
 // engine.weights_memory says (mmap: the file mapped; anon: read into huge-page anonymous memory).
 Result<std::unique_ptr<Model>> load_model(const std::string& path, const Config& knobs);
 Result<std::unique_ptr<Model>> load_model(const std::string& path);  // the knobs' defaults (anon)

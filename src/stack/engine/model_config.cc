@@ -2,9 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
-namespace recur {
+#include "engine/architectures.h"
 
-std::string_view arch_name(Arch a) { return a == Arch::kLlama ? "llama" : "hybrid"; }
+namespace recur {
 
 bool ModelConfig::is_kda_layer(int layer) const {
   if (arch != Arch::kHybrid || layer_pattern.empty()) return false;
@@ -27,6 +27,10 @@ Status ModelConfig::validate() const {
   if (n_heads % n_kv_heads != 0)
     return invalid_argument("model config: {} heads is not a multiple of {} kv heads", n_heads, n_kv_heads);
   if (head_dim % 2 != 0) return invalid_argument("model config: head dim {} must be even for RoPE", head_dim);
+  if (n_experts < 0 || (n_experts > 0 && (n_experts_used <= 0 || n_experts_used > n_experts)))
+    return invalid_argument("model config: top-{} of {} experts", n_experts_used, n_experts);
+  if (shared_ffn_dim < 0) return invalid_argument("model config: shared expert width {} is negative", shared_ffn_dim);
+  if (!(rope_freq_scale > 0)) return invalid_argument("model config: RoPE frequency scale {} must be > 0", rope_freq_scale);
   if (arch == Arch::kHybrid) {
     if (layer_pattern.empty() || layer_pattern.find_first_not_of("ka") != std::string::npos)
       return invalid_argument("model config: layer pattern '{}' must be letters k (KDA) and a (attention)", layer_pattern);
@@ -36,66 +40,58 @@ Status ModelConfig::validate() const {
     RECUR_RETURN_IF_ERROR(positive("conv size", conv_size));
     if (kda_heads % kda_key_heads != 0)
       return invalid_argument("model config: {} KDA heads is not a multiple of {} key heads", kda_heads, kda_key_heads);
-    if (n_experts < 0 || (n_experts > 0 && (n_experts_used <= 0 || n_experts_used > n_experts)))
-      return invalid_argument("model config: top-{} of {} experts", n_experts_used, n_experts);
   }
   return ok_status();
 }
 
 Result<ModelConfig> ModelConfig::from_gguf(const gguf::File& f) {
   ModelConfig c;
-  RECUR_ASSIGN_OR_RETURN(std::string arch, f.get_string("general.architecture"));
-  if (arch == "llama") c.arch = Arch::kLlama;
-  else if (arch == "hybrid") c.arch = Arch::kHybrid;
-  else return unsupported("{}: architecture '{}' (recur runs llama and hybrid)", f.source(), arch);
-  const std::string p = arch + ".";
-  auto get = [&](const std::string& key, int& out) -> Status {
-    RECUR_ASSIGN_OR_RETURN(int64_t v, f.get_int(p + key));
-    out = int(v);
-    return ok_status();
-  };
-  auto get_opt = [&](const std::string& key, int& out) -> Status {
-    if (!f.find(p + key)) return ok_status();
-    return get(key, out);
-  };
-  RECUR_RETURN_IF_ERROR(get("embedding_length", c.dim));
-  RECUR_RETURN_IF_ERROR(get("block_count", c.n_layers));
-  RECUR_RETURN_IF_ERROR(get("feed_forward_length", c.ffn_dim));
-  RECUR_RETURN_IF_ERROR(get("attention.head_count", c.n_heads));
+  RECUR_ASSIGN_OR_RETURN(std::string name, f.get_string("general.architecture"));
+  RECUR_ASSIGN_OR_RETURN(const Architecture* arch, find_architecture(name, f.source()));
+  c.arch = arch->arch;
+  arch->features(c);
+  const ArchKeys k(f, name);
+  RECUR_RETURN_IF_ERROR(k.get("embedding_length", c.dim));
+  RECUR_RETURN_IF_ERROR(k.get("block_count", c.n_layers));
+  RECUR_RETURN_IF_ERROR(k.get("feed_forward_length", c.ffn_dim));
+  RECUR_RETURN_IF_ERROR(k.get("attention.head_count", c.n_heads));
   c.n_kv_heads = c.n_heads;
-  RECUR_RETURN_IF_ERROR(get_opt("attention.head_count_kv", c.n_kv_heads));
-  RECUR_RETURN_IF_ERROR(get_opt("context_length", c.context));
+  RECUR_RETURN_IF_ERROR(k.get_opt("attention.head_count_kv", c.n_kv_heads));
+  RECUR_RETURN_IF_ERROR(k.get_opt("context_length", c.context));
   c.head_dim = c.n_heads > 0 ? c.dim / c.n_heads : 0;
-  RECUR_RETURN_IF_ERROR(get_opt("attention.key_length", c.head_dim));
-  if (f.find(p + "attention.layer_norm_rms_epsilon")) {
-    RECUR_ASSIGN_OR_RETURN(double eps, f.get_float(p + "attention.layer_norm_rms_epsilon"));
-    c.rms_eps = float(eps);
+  RECUR_RETURN_IF_ERROR(k.get_opt("attention.key_length", c.head_dim));
+  int value_length = c.head_dim;
+  RECUR_RETURN_IF_ERROR(k.get_opt("attention.value_length", value_length));
+  RECUR_RETURN_IF_ERROR(k.get_opt("rope.dimension_count", c.rope_dims));
+  if (value_length != c.head_dim)
+    return unsupported("{}: {}.attention.value_length {} differs from key_length {} (recur needs them equal)",
+                       f.source(), name, value_length, c.head_dim);
+  RECUR_RETURN_IF_ERROR(k.get_opt("attention.layer_norm_rms_epsilon", c.rms_eps));
+  RECUR_RETURN_IF_ERROR(k.get_opt("rope.freq_base", c.rope_theta));
+  // RoPE scaling: linear (angles times 1 / factor; llama.cpp's freq_scale) or none. Llama 3's
+  // scaling is the rope_freqs.weight tensor instead (per-pair divisors, transformer.h).
+  std::string scaling = "none";
+  float factor = 1.0f;
+  RECUR_RETURN_IF_ERROR(k.get_opt("rope.scaling.type", scaling));
+  RECUR_RETURN_IF_ERROR(k.get_opt("rope.scale_linear", factor));
+  RECUR_RETURN_IF_ERROR(k.get_opt("rope.scaling.factor", factor));
+  if (scaling == "linear" || (scaling == "none" && k.has("rope.scale_linear"))) {
+    if (!(factor > 0)) return invalid_argument("{}: {}.rope.scaling.factor {} must be > 0", f.source(), name, factor);
+    c.rope_freq_scale = 1.0f / factor;
+  } else if (scaling != "none") {
+    return unsupported("{}: {}.rope.scaling.type '{}' (recur runs none and linear; Llama 3 scaling is the "
+                       "rope_freqs.weight tensor)",
+                       f.source(), name, scaling);
   }
-  if (f.find(p + "rope.freq_base")) {
-    RECUR_ASSIGN_OR_RETURN(double theta, f.get_float(p + "rope.freq_base"));
-    c.rope_theta = float(theta);
-  }
-  if (f.find(p + "vocab_size")) {
-    RECUR_RETURN_IF_ERROR(get("vocab_size", c.vocab));
+  if (k.has("vocab_size")) {
+    RECUR_RETURN_IF_ERROR(k.get("vocab_size", c.vocab));
   } else if (const gguf::Value* tokens = f.find("tokenizer.ggml.tokens")) {
     c.vocab = int(tokens->items.size());
   } else if (const gguf::TensorInfo* emb = f.tensor("token_embd.weight"); emb && emb->dims.size() == 2) {
     c.vocab = int(emb->dims[1]);
   }
   c.tied_embeddings = f.tensor("output.weight") == nullptr;
-  if (c.arch == Arch::kHybrid) {
-    RECUR_ASSIGN_OR_RETURN(c.layer_pattern, f.get_string(p + "layer_pattern"));
-    RECUR_RETURN_IF_ERROR(get("kda.head_count", c.kda_heads));
-    c.kda_key_heads = c.kda_heads;
-    RECUR_RETURN_IF_ERROR(get_opt("kda.key_head_count", c.kda_key_heads));
-    RECUR_RETURN_IF_ERROR(get("kda.head_dim", c.kda_head_dim));
-    RECUR_RETURN_IF_ERROR(get_opt("kda.conv_size", c.conv_size));
-    RECUR_RETURN_IF_ERROR(get_opt("expert_count", c.n_experts));
-    RECUR_RETURN_IF_ERROR(get_opt("expert_used_count", c.n_experts_used));
-    int shared = 0;
-    RECUR_RETURN_IF_ERROR(get_opt("expert_shared_count", shared));
-    c.shared_expert = shared > 0;
-  }
+  RECUR_RETURN_IF_ERROR(arch->read_keys(k, c));
   if (auto s = c.validate(); !s) return unexpected(s.error().with_context(f.source()));
   return c;
 }
@@ -118,6 +114,19 @@ void ModelConfig::to_gguf(gguf::Writer& w) const {
   if (head_dim != dim / n_heads) {
     w.set(p + "attention.key_length", Value::of_u32(uint32_t(head_dim)));
     w.set(p + "attention.value_length", Value::of_u32(uint32_t(head_dim)));
+  }
+  if (rope_freq_scale != 1.0f) {
+    w.set(p + "rope.scaling.type", Value::of_string("linear"));
+    w.set(p + "rope.scaling.factor", Value::of_f32(1.0f / rope_freq_scale));
+  }
+  // phi3: llama.cpp before mid-2025 refuses a phi3 file without a sliding window (and applies
+  // it); newer llama.cpp ignores it, as recur does. The whole context keeps both the same.
+  if (arch == Arch::kPhi3) w.set(p + "attention.sliding_window", Value::of_u32(uint32_t(context)));
+  if (arch != Arch::kHybrid && n_experts > 0) {
+    w.set(p + "expert_count", Value::of_u32(uint32_t(n_experts)));
+    w.set(p + "expert_used_count", Value::of_u32(uint32_t(n_experts_used)));
+    w.set(p + "expert_feed_forward_length", Value::of_u32(uint32_t(ffn_dim)));
+    if (shared_expert) w.set(p + "expert_shared_feed_forward_length", Value::of_u32(uint32_t(shared_width())));
   }
   if (arch == Arch::kHybrid) {
     w.set(p + "layer_pattern", Value::of_string(layer_pattern));

@@ -1,9 +1,11 @@
 // ModelConfig: the hyperparameters of a model, read from GGUF metadata or a Hugging Face
 // config.json, and written back to GGUF.
 //
-// Two architectures: "llama" (GGUF's standard keys, llama.*) and "hybrid" (recur's own keys,
-// hybrid.*): KDA linear-attention layers and full-attention layers in a pattern, each followed by
-// a dense SwiGLU or MoE MLP.
+// The architectures are rows of one table (architectures.h): llama.cpp's `general.architecture`
+// names with their `{arch}.*` keys (llama, qwen2, qwen3, qwen2moe, qwen3moe, phi3) and recur's
+// own "hybrid" (hybrid.*: KDA linear-attention layers and full-attention layers in a pattern,
+// each followed by a dense SwiGLU or MoE MLP). An architecture is a set of the feature flags
+// below, which the shared blocks obey.
 #pragma once
 
 #include <cstdint>
@@ -15,8 +17,8 @@
 
 namespace recur {
 
-enum class Arch { kLlama, kHybrid };
-std::string_view arch_name(Arch a);
+enum class Arch { kLlama, kHybrid, kQwen2, kQwen3, kQwen2Moe, kQwen3Moe, kPhi3 };
+std::string_view arch_name(Arch a);  // general.architecture (architectures.h)
 
 struct ModelConfig {
   Arch arch = Arch::kLlama;
@@ -41,6 +43,19 @@ struct ModelConfig {
   int n_experts = 0;          // 0 = dense MLP
   int n_experts_used = 0;     // top-k
   bool shared_expert = false;
+
+  // Architecture features (architectures.h sets them per architecture; the blocks obey them).
+  bool rope_neox = false;          // RoPE pairs (i, i + d/2) (NeoX), else GGUF llama's (2i, 2i + 1)
+  float rope_freq_scale = 1.0f;    // linear RoPE scaling: angles times 1 / {arch}.rope.scaling.factor
+  bool attn_bias = false;          // attn_{q,k,v}.bias added to the projections (qwen2)
+  bool qk_norm = false;            // per-head RMSNorm attn_{q,k}_norm of q and k before RoPE (qwen3)
+  bool fused_qkv = false;          // one attn_qkv tensor: q rows, then k, then v (phi3)
+  bool fused_gate_up = false;      // ffn_up holds the gate rows, then the up rows (phi3)
+  bool moe_renormalize = true;     // the top-k softmax probabilities divided by their sum
+  bool shared_expert_gate = false; // shared expert output times sigmoid(ffn_gate_inp_shexp . x) (qwen2moe)
+  int shared_ffn_dim = 0;          // shared expert width; 0: ffn_dim
+  int rope_dims = 0;               // {arch}.rope.dimension_count as read (0: absent); loaders refuse partial rotary
+  int shared_width() const { return shared_ffn_dim > 0 ? shared_ffn_dim : ffn_dim; }
 
   // Layer i is KDA (hybrid) or attention.
   bool is_kda_layer(int layer) const;

@@ -51,7 +51,7 @@ void ep_moe_forward(const EpLayer& L, const float* h, const float* router, int64
     RECUR_ZONE("route_topk");
     zone.arg("variant", L.route_variant.data());
     zone.arg("rows", rows);
-    kernels::must(kernels::route_topk(router, rows, L.n_experts, L.top_k, kernels::RouteScore::kSoftmax, true,
+    kernels::must(kernels::route_topk(router, rows, L.n_experts, L.top_k, kernels::RouteScore::kSoftmax, L.renormalize,
                                       ids.data(), weights.data()),
                   "route_topk");
   }

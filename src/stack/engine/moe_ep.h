@@ -56,6 +56,7 @@ struct EpLayer {
   DispatchMode mode = DispatchMode::kNormal;
   int64_t max_rows_per_rank = 0;  // low_latency capacity: the most rows any rank owns
   std::string_view route_variant = "partial_sort";  // kernel.route_topk.variant's resolution (trace)
+  bool renormalize = true;  // the top-k probabilities divided by their sum (ModelConfig::moe_renormalize)
 };
 
 // Runs expert `expert` (one of this rank's) over x[m, dim] into y[m, dim].

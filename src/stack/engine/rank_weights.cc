@@ -30,6 +30,22 @@ std::vector<float> rank_widened_rows(const Weight& w, int64_t r0, int64_t r1) {
   return out;
 }
 
+// Entries [begin, end) of a vector weight ([1, n]) widened to fp32; empty when absent.
+std::vector<float> rank_widened_span(const Weight& w, int64_t begin, int64_t end) {
+  if (w.data == nullptr) return {};
+  const std::vector<float> all = rank_widened_rows(w, 0, 1);
+  return std::vector<float>(all.begin() + begin, all.begin() + end);
+}
+
+// The attention features of a layer for this rank's heads and KV heads.
+void rank_attention_features(const LayerWeights& L, Span heads, Span kv_heads, int64_t hd, LayerShard& S) {
+  S.bq = rank_widened_span(L.bq, heads.begin * hd, heads.end * hd);
+  S.bk = rank_widened_span(L.bk, kv_heads.begin * hd, kv_heads.end * hd);
+  S.bv = rank_widened_span(L.bv, kv_heads.begin * hd, kv_heads.end * hd);
+  S.q_norm = rank_widened_span(L.q_norm, 0, L.q_norm.cols);
+  S.k_norm = rank_widened_span(L.k_norm, 0, L.k_norm.cols);
+}
+
 }  // namespace
 
 Status check_tp_split(const ModelConfig& c, int tp, int64_t block, bool layer_split) {
@@ -53,6 +69,9 @@ Status check_tp_split(const ModelConfig& c, int tp, int64_t block, bool layer_sp
   if (c.ffn_dim % tp != 0 || (c.ffn_dim / tp) % block != 0)
     return invalid_argument("engine.tp={}: FFN width {} does not split into whole {}-element blocks", tp, c.ffn_dim,
                             block);
+  if (c.n_experts > 0 && c.shared_expert && (c.shared_width() % tp != 0 || (c.shared_width() / tp) % block != 0))
+    return invalid_argument("engine.tp={}: shared expert width {} does not split into whole {}-element blocks", tp,
+                            c.shared_width(), block);
   if (any_attention) {
     // The paged attention kernel maps local query head h to local KV head h / (heads / kv_heads),
     // so a rank's heads must cover its KV heads in equal groups.
@@ -81,6 +100,7 @@ Result<RankWeights> shard_rank(const TransformerModel& m, int rank, int tp, int 
   RankWeights r;
   r.index = rank;
   r.ffn = rank_span(c.ffn_dim, tp, index);
+  r.shared_ffn = rank_span(c.shared_width(), tp, index);
   r.vocab = rank_span(c.vocab, tp, index);
   if (ep > 1) r.experts = moe::ep_experts(c.n_experts, ep, rank);
   for (int l = 0; l < c.n_layers; ++l) {
@@ -115,6 +135,7 @@ Result<RankWeights> shard_rank(const TransformerModel& m, int rank, int tp, int 
         RECUR_ASSIGN_OR_RETURN(S.wk, Projection::create(weight_rows(L.wk, 0, L.wk.rows), p, act));
         RECUR_ASSIGN_OR_RETURN(S.wv, Projection::create(weight_rows(L.wv, 0, L.wv.rows), p, act));
         RECUR_ASSIGN_OR_RETURN(S.wo, rank_row_parallel(L.wo, {0, L.wo.cols}, 1, p, act, r.copied_sources));
+        rank_attention_features(L, S.heads, S.kv_heads, hd, S);
       }
     } else {
       const int64_t group = c.n_heads / c.n_kv_heads;
@@ -127,7 +148,9 @@ Result<RankWeights> shard_rank(const TransformerModel& m, int rank, int tp, int 
                              Projection::create(weight_rows(L.wv, S.kv_heads.begin * hd, S.kv_heads.end * hd), p, act));
       RECUR_ASSIGN_OR_RETURN(
           S.wo, rank_row_parallel(L.wo, {S.heads.begin * hd, S.heads.end * hd}, tp, p, act, r.copied_sources));
+      rank_attention_features(L, S.heads, S.kv_heads, hd, S);
     }
+    S.sh_gate_inp = rank_widened_span(L.sh_gate_inp, 0, L.sh_gate_inp.cols);
     std::vector<const Weight*>& copied = r.copied_sources;
     if (c.n_experts == 0) {
       RECUR_ASSIGN_OR_RETURN(S.dense, rank_ffn_shard(L.w_gate, L.w_up, L.w_down, r.ffn, tp, p, act, copied));
@@ -140,7 +163,8 @@ Result<RankWeights> shard_rank(const TransformerModel& m, int rank, int tp, int 
                                                                       L.exp_down[size_t(e)], all, 1, p, act, copied));
       }
       if (c.shared_expert) {
-        RECUR_ASSIGN_OR_RETURN(S.shared, rank_ffn_shard(L.sh_gate, L.sh_up, L.sh_down, all, 1, p, act, copied));
+        RECUR_ASSIGN_OR_RETURN(S.shared, rank_ffn_shard(L.sh_gate, L.sh_up, L.sh_down, {0, c.shared_width()}, 1, p,
+                                                        act, copied));
       }
     } else {
       for (int e = 0; e < c.n_experts; ++e) {
@@ -149,7 +173,8 @@ Result<RankWeights> shard_rank(const TransformerModel& m, int rank, int tp, int 
         S.experts.push_back(std::move(x));
       }
       if (c.shared_expert) {
-        RECUR_ASSIGN_OR_RETURN(S.shared, rank_ffn_shard(L.sh_gate, L.sh_up, L.sh_down, r.ffn, tp, p, act, copied));
+        RECUR_ASSIGN_OR_RETURN(S.shared,
+                               rank_ffn_shard(L.sh_gate, L.sh_up, L.sh_down, r.shared_ffn, tp, p, act, copied));
       }
     }
     r.layers.push_back(std::move(S));

@@ -28,6 +28,9 @@ struct LayerShard {
   Projection wq, wk, wv, wf, wb, out_gate, wo;
   std::vector<float> conv_q, conv_k, conv_v;  // [channels, conv_size], widened once
   std::vector<float> a_log, dt_bias, out_norm;
+  // Attention features (empty when the architecture lacks them): this rank's q/k/v bias
+  // entries, the per-head QK norm weights (whole), the shared expert gate's row (whole).
+  std::vector<float> bq, bk, bv, q_norm, k_norm, sh_gate_inp;
   FfnShard dense, shared;
   std::vector<FfnShard> experts;  // [n_experts]; with ep > 1 only this rank's are set
 };
@@ -35,6 +38,7 @@ struct LayerShard {
 struct RankWeights {
   int index = 0;     // the rank in the group (tp > 1 or ep > 1)
   Span ffn, vocab;   // tensor-parallel shares (everything when tp = 1)
+  Span shared_ffn;   // the shared expert's columns (its width may differ from the experts')
   Span experts;      // the experts held whole (ep > 1), else empty
   std::vector<LayerShard> layers;
   Projection output;  // this rank's vocabulary rows of the LM head

@@ -52,6 +52,13 @@ class TensorMaker {
     return stored(name, {uint64_t(cols), uint64_t(rows)}, x);
   }
   Status ones(const std::string& name, int64_t n) { return vector(name, std::vector<float>(size_t(n), 1.0f)); }
+  // An F32 vector of `n` values mean + N(0, stddev) (biases, QK-norm weights, gate rows).
+  Status random_vector(const std::string& name, int64_t n, double mean, double stddev) {
+    std::normal_distribution<float> dist{float(mean), float(stddev)};
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float& v : x) v = dist(rng_);
+    return vector(name, x);
+  }
   Status vector(const std::string& name, const std::vector<float>& x) {
     return w_.add_tensor(name, gguf::TensorType::kF32, {uint64_t(x.size())}, encode_as(gguf::TensorType::kF32, x));
   }
@@ -104,6 +111,25 @@ class TensorMaker {
   gguf::TensorType type_;
   std::mt19937_64 rng_;
 };
+
+// Llama 3.1's RoPE frequency divisors for head dim d (convert_hf_to_gguf.py's
+// generate_extra_tensors for rope_type llama3): high frequencies untouched, low ones divided by
+// the factor, a smooth blend between.
+std::vector<float> llama3_rope_factors(int d, double theta) {
+  const double factor = 8, low = 1, high = 4, original = 8192;
+  const double low_wavelen = original / low, high_wavelen = original / high;
+  std::vector<float> out;
+  for (int i = 0; i < d; i += 2) {
+    const double freq = 1 / std::pow(theta, double(i) / d), wavelen = 2 * M_PI / freq;
+    if (wavelen < high_wavelen) out.push_back(1.0f);
+    else if (wavelen > low_wavelen) out.push_back(float(factor));
+    else {
+      const double smooth = (original / wavelen - low) / (high - low);
+      out.push_back(float(1 / ((1 - smooth) / factor + smooth)));
+    }
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -176,6 +202,7 @@ Result<gguf::Writer> synthetic_model(const SyntheticModelOptions& o) {
   const ModelConfig& c = o.config;
   RECUR_RETURN_IF_ERROR(c.validate());
   if (o.dtype == gguf::TensorType::kQ8_0 && (c.dim % 32 != 0 || c.ffn_dim % 32 != 0 || (c.n_heads * c.head_dim) % 32 != 0 ||
+                                            (c.shared_expert && c.shared_width() % 32 != 0) ||
                                             (c.arch == Arch::kHybrid && (c.kda_head_dim * c.kda_key_heads) % 32 != 0)))
     return invalid_argument("Q8_0 needs dim, ffn and the head widths to be multiples of 32");
   if (o.dtype == gguf::TensorType::kI32)
@@ -191,6 +218,7 @@ Result<gguf::Writer> synthetic_model(const SyntheticModelOptions& o) {
   const double in_dim = 1.0 / std::sqrt(double(c.dim));
   const double residual = 1.0 / std::sqrt(2.0 * c.n_layers);
   RECUR_RETURN_IF_ERROR(make.matrix("token_embd.weight", c.vocab, c.dim, 1.0));
+  if (o.llama3_rope) RECUR_RETURN_IF_ERROR(make.vector("rope_freqs.weight", llama3_rope_factors(c.head_dim, c.rope_theta)));
   const int64_t K = c.kda_head_dim, qk = int64_t(c.kda_key_heads) * K, vd = int64_t(c.kda_heads) * K;
   for (int l = 0; l < c.n_layers; ++l) {
     const std::string p = fmt::format("blk.{}.", l);
@@ -209,16 +237,33 @@ Result<gguf::Writer> synthetic_model(const SyntheticModelOptions& o) {
       RECUR_RETURN_IF_ERROR(make.ones(p + "kda_out_norm.weight", K));
       RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_output.weight", c.dim, vd, residual / std::sqrt(double(vd))));
     } else {
-      RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_q.weight", q_dim, c.dim, in_dim));
-      RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_k.weight", kv_dim, c.dim, in_dim));
-      RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_v.weight", kv_dim, c.dim, in_dim));
+      if (c.fused_qkv) {
+        RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_qkv.weight", q_dim + 2 * kv_dim, c.dim, in_dim));
+      } else {
+        RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_q.weight", q_dim, c.dim, in_dim));
+        RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_k.weight", kv_dim, c.dim, in_dim));
+        RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_v.weight", kv_dim, c.dim, in_dim));
+      }
+      if (c.attn_bias) {
+        RECUR_RETURN_IF_ERROR(make.random_vector(p + "attn_q.bias", q_dim, 0, 0.5));
+        RECUR_RETURN_IF_ERROR(make.random_vector(p + "attn_k.bias", kv_dim, 0, 0.5));
+        RECUR_RETURN_IF_ERROR(make.random_vector(p + "attn_v.bias", kv_dim, 0, 0.5));
+      }
+      if (c.qk_norm) {
+        RECUR_RETURN_IF_ERROR(make.random_vector(p + "attn_q_norm.weight", c.head_dim, 1, 0.2));
+        RECUR_RETURN_IF_ERROR(make.random_vector(p + "attn_k_norm.weight", c.head_dim, 1, 0.2));
+      }
       RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_output.weight", c.dim, q_dim, residual / std::sqrt(double(q_dim))));
     }
     RECUR_RETURN_IF_ERROR(make.ones(p + "ffn_norm.weight", c.dim));
     const double down = residual / std::sqrt(double(c.ffn_dim));
     if (c.n_experts == 0) {
-      RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_gate.weight", c.ffn_dim, c.dim, in_dim));
-      RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_up.weight", c.ffn_dim, c.dim, in_dim));
+      if (c.fused_gate_up) {
+        RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_up.weight", 2 * int64_t(c.ffn_dim), c.dim, in_dim));
+      } else {
+        RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_gate.weight", c.ffn_dim, c.dim, in_dim));
+        RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_up.weight", c.ffn_dim, c.dim, in_dim));
+      }
       RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_down.weight", c.dim, c.ffn_dim, down));
     } else {
       RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_gate_inp.weight", c.n_experts, c.dim, in_dim));
@@ -226,9 +271,13 @@ Result<gguf::Writer> synthetic_model(const SyntheticModelOptions& o) {
       RECUR_RETURN_IF_ERROR(make.experts(p + "ffn_up_exps.weight", c.n_experts, c.ffn_dim, c.dim, in_dim));
       RECUR_RETURN_IF_ERROR(make.experts(p + "ffn_down_exps.weight", c.n_experts, c.dim, c.ffn_dim, down));
       if (c.shared_expert) {
-        RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_gate_shexp.weight", c.ffn_dim, c.dim, in_dim));
-        RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_up_shexp.weight", c.ffn_dim, c.dim, in_dim));
-        RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_down_shexp.weight", c.dim, c.ffn_dim, down));
+        const int64_t shared = c.shared_width();
+        RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_gate_shexp.weight", shared, c.dim, in_dim));
+        RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_up_shexp.weight", shared, c.dim, in_dim));
+        RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_down_shexp.weight", c.dim, shared,
+                                          residual / std::sqrt(double(shared))));
+        if (c.shared_expert_gate)
+          RECUR_RETURN_IF_ERROR(make.random_vector(p + "ffn_gate_inp_shexp.weight", c.dim, 0, in_dim));
       }
     }
   }

@@ -1,4 +1,6 @@
-// Synthetic models: random weights, seeded, in any storage type, written as GGUF.
+// Synthetic models: random weights, seeded, in any storage type, written as GGUF in the layout
+// of the config's architecture (llama.cpp's tensor names; architectures.h): biases N(0, 0.5),
+// QK-norm weights 1 + N(0, 0.2) and the shared expert's gate row N(0, 1/dim) where it has them.
 //
 // Weight statistics keep activations finite and non-degenerate through every layer: matrices
 // are N(0, 1/fan_in) so W x keeps the RMS of x, the two projections that write into the
@@ -24,6 +26,9 @@ struct SyntheticModelOptions {
   // <name>.scale per row (engine/w8a8.h).
   gguf::TensorType dtype = gguf::TensorType::kF32;
   uint64_t seed = 1;
+  // Llama 3 RoPE scaling: a rope_freqs.weight tensor of the divisors Llama 3.1's converter
+  // computes (factor 8, low/high frequency factors 1 and 4, original context 8192).
+  bool llama3_rope = false;
 };
 
 // A SentencePiece vocabulary of exactly `size` tokens (at least 259 + 95).

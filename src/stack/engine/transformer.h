@@ -28,6 +28,9 @@ struct LayerWeights {
   Weight router;
   std::vector<Weight> exp_gate, exp_up, exp_down;
   Weight sh_gate, sh_up, sh_down;
+  // Architecture features (model_config.h; unset: data null): q/k/v biases, per-head QK RMSNorm
+  // weights [head_dim], the shared expert's sigmoid gate [1, dim].
+  Weight bq, bk, bv, q_norm, k_norm, sh_gate_inp;
 };
 
 class TransformerModel : public Model {
@@ -47,6 +50,8 @@ class TransformerModel : public Model {
   const gguf::File& file() const { return file_; }
 
   Weight token_embedding, output_norm, output;
+  // Llama 3 RoPE scaling: pair i's angle divided by rope_freqs[i] ([head_dim / 2]; data null: none).
+  Weight rope_freqs;
   std::vector<LayerWeights> layers;
 
  protected:

@@ -1,13 +1,38 @@
-// The attention mixer: q/k/v projections, RoPE at each row's position, the paged KV cache
+// The attention mixer: q/k/v projections (plus the architecture's biases and per-head QK
+// RMSNorm, model_config.h), RoPE at each row's position (GGUF llama's pairs or NeoX's), the paged KV cache
 // (kernels/attention: a forward of one-token runs appends and runs the paged decode kernel,
 // otherwise the paged prefill kernel, causal within each run) and the output projection.
 #include "engine/blocks/block.h"
 #include "engine/layers.h"
 #include "kernels/attention/attention.h"
 #include "kernels/layer/layer_ops.h"
+#include "kernels/rmsnorm/rmsnorm.h"
 #include "trace/trace.h"
 
 namespace recur {
+
+namespace {
+
+// x[rows, n] += bias[n] for each row (no-op without a bias).
+void add_bias_rows(ThreadPool* pool, float* x, int64_t rows, const std::vector<float>& bias) {
+  if (bias.empty()) return;
+  const int64_t n = int64_t(bias.size());
+  for_rows(pool, rows, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i)
+      for (int64_t j = 0; j < n; ++j) x[i * n + j] += bias[size_t(j)];
+  });
+}
+
+// Each head_dim-wide head of x[rows * heads, hd] through RMSNorm with weight w (qk_norm; no-op
+// when w is empty), by the registered rmsnorm kernel.
+void norm_heads(const Step& s, float* x, int64_t head_rows, int64_t hd, const std::vector<float>& w) {
+  if (w.empty()) return;
+  const kernels::RmsNormFn fn = kernels::rmsnorm_fn(s.o.kernels.rmsnorm.isa);
+  const float eps = s.c().rms_eps;
+  for_rows(s.intra, head_rows, [&](int64_t i0, int64_t i1) { fn(x + i0 * hd, w.data(), x + i0 * hd, i1 - i0, hd, eps); });
+}
+
+}  // namespace
 
 void attention_mixer(const Step& s, int l) {
   RECUR_ZONE("attention");
@@ -30,12 +55,17 @@ void attention_mixer(const Step& s, int l) {
   S.wq.apply(h, M, r.q.data(), s.intra);
   S.wk.apply(h, M, r.k.data(), s.intra);
   S.wv.apply(h, M, r.v.data(), s.intra);
+  add_bias_rows(s.intra, r.q.data(), M, S.bq);
+  add_bias_rows(s.intra, r.k.data(), M, S.bk);
+  add_bias_rows(s.intra, r.v.data(), M, S.bv);
+  norm_heads(s, r.q.data(), M * heads, hd, S.q_norm);
+  norm_heads(s, r.k.data(), M * kv_heads, hd, S.k_norm);
   s.tap(Op::kAttnQProj, l, r.q.data(), q_local, S.heads.begin * hd, q_all);
   s.tap(Op::kAttnKProj, l, r.k.data(), kv_local, S.kv_heads.begin * hd, kv_all);
   s.tap(Op::kAttnVProj, l, r.v.data(), kv_local, S.kv_heads.begin * hd, kv_all);
   {
-    // RoPE in place through the registered kernel's rotation (GGUF's interleaved pairs), by the
-    // row's tables (rows.cc).
+    // RoPE in place through the registered kernel's rotation (GGUF's interleaved pairs, or NeoX's
+    // halves with rope_neox), by the row's tables (rows.cc).
     const KernelChoice& kr = s.o.kernels.rope;
     RECUR_ZONE("rope");
     zone.arg("variant", kr.variant.data());
@@ -46,11 +76,11 @@ void attention_mixer(const Step& s, int l) {
         const float* cs = r.rope.data() + i * 2 * hd;
         for (int h = 0; h < heads; ++h) {
           float* q = r.q.data() + i * q_local + h * hd;
-          ops.rope_row(q, q, cs, cs + hd, hd, false);
+          ops.rope_row(q, q, cs, cs + hd, hd, c.rope_neox);
         }
         for (int h = 0; h < kv_heads; ++h) {
           float* k = r.k.data() + i * kv_local + h * hd;
-          ops.rope_row(k, k, cs, cs + hd, hd, false);
+          ops.rope_row(k, k, cs, cs + hd, hd, c.rope_neox);
         }
       }
     });

@@ -34,6 +34,7 @@ struct ForwardRank {
   std::vector<float> x, h, partial, q, k, v, g, b, o, gate, ff_a, ff_b, ff_out, xg, router, logits;
   // [rows, 2 * head_dim]: each row's RoPE tables c then s (kernels::rope_tables), shared by every layer
   std::vector<float> rope;
+  std::vector<float> rope_freqs;  // [head_dim / 2] divisors of rope_freqs.weight (Llama 3), widened on first use
   std::vector<float> norm_w, scratch;
   kda::Workspace ws;
   moe::EpWorkspace ep;

@@ -2,6 +2,8 @@
 // expert, so each expert's weights are streamed once per forward) or expert parallelism
 // (moe_ep.h: this rank's rows through dispatch, the experts' ranks and combine, then an
 // all-gather of every rank's rows); plus the shared expert.
+#include <cmath>
+
 #include "engine/blocks/block.h"
 #include "engine/layers.h"
 #include "kernels/layer/layer.h"
@@ -11,11 +13,22 @@ namespace recur {
 
 namespace {
 
-// y[rows, dim] += the shared expert of x[rows, dim].
+// y[rows, dim] += the shared expert of x[rows, dim], each row times sigmoid(gate . x) when the
+// architecture gates it (qwen2moe's ffn_gate_inp_shexp; under TP each rank's partial gets the
+// same factor, so the all-reduce sums the gated whole).
 void moe_add_shared(const Step& s, const LayerShard& S, const float* x, int64_t rows, float* y) {
   if (!s.c().shared_expert || rows == 0) return;
   ffn_rows(s, S.shared, x, rows, s.r.ff_out.data());
-  for (int64_t i = 0; i < rows * s.c().dim; ++i) y[i] = y[i] + 1.0f * s.r.ff_out[size_t(i)];
+  const int64_t dim = s.c().dim;
+  for (int64_t r = 0; r < rows; ++r) {
+    float scale = 1.0f;
+    if (!S.sh_gate_inp.empty()) {
+      float dot = 0;
+      for (int64_t i = 0; i < dim; ++i) dot += S.sh_gate_inp[size_t(i)] * x[r * dim + i];
+      scale = 1.0f / (1.0f + std::exp(-dot));
+    }
+    for (int64_t i = r * dim; i < (r + 1) * dim; ++i) y[i] = y[i] + scale * s.r.ff_out[size_t(i)];
+  }
 }
 
 void moe_routed(const Step& s, const LayerShard& S) {
@@ -26,11 +39,12 @@ void moe_routed(const Step& s, const LayerShard& S) {
   std::vector<int32_t> ids(size_t(M * top));
   std::vector<float> weights(size_t(M * top));
   {
-    // The registered route_topk (one variant): softmax, the k largest, renormalized.
+    // The registered route_topk (one variant): softmax, the k largest, renormalized unless the
+    // architecture keeps the raw probabilities (qwen2moe).
     RECUR_ZONE("route_topk");
     zone.arg("variant", s.o.kernels.route_topk.variant.data());
     zone.arg("rows", M);
-    r.fail(kernels::route_topk(r.router.data(), M, c.n_experts, top, kernels::RouteScore::kSoftmax, true, ids.data(),
+    r.fail(kernels::route_topk(r.router.data(), M, c.n_experts, top, kernels::RouteScore::kSoftmax, c.moe_renormalize, ids.data(),
                                weights.data()));
   }
   std::vector<std::vector<std::pair<int64_t, float>>> routed(size_t(c.n_experts));
@@ -62,7 +76,7 @@ void moe_expert_parallel(const Step& s, const LayerShard& S) {
   const moe::EpLayer layer{.comm = s.comm, .rank = r.w.index, .n_experts = c.n_experts,
                            .top_k = c.n_experts_used, .dim = dim, .mode = s.o.ep.mode,
                            .max_rows_per_rank = (M + ranks - 1) / ranks,
-                           .route_variant = s.o.kernels.route_topk.variant};
+                           .route_variant = s.o.kernels.route_topk.variant, .renormalize = c.moe_renormalize};
   float* y = r.partial.data() + own.begin * dim;
   moe::ep_moe_forward(
       layer, r.h.data() + own.begin * dim, r.router.data() + own.begin * c.n_experts, own.size(),

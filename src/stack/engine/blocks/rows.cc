@@ -20,10 +20,18 @@ void embed_rows(const Step& s) {
   s.tap(Op::kEmbed, -1, s.r.x.data(), c.dim);
   if (s.r.rope.empty()) return;  // no attention layer
   const int64_t hd = c.head_dim;
+  const kernels::RopeLayout layout = c.rope_neox ? kernels::RopeLayout::kHalfSplit : kernels::RopeLayout::kInterleaved;
+  // Llama 3 RoPE scaling: rope_freqs.weight's divisors, widened once per rank.
+  const bool factors = s.m.rope_freqs.data != nullptr;
+  if (factors && s.r.rope_freqs.empty()) {
+    s.r.rope_freqs.resize(size_t(hd / 2));
+    s.m.rope_freqs.dequantize_row(0, s.r.rope_freqs.data());
+  }
   for (int64_t i = 0; i < s.rows(); ++i) {
     float* cs = s.r.rope.data() + i * 2 * hd;
-    kernels::rope_tables(hd, double(s.p.positions[size_t(i)]), double(c.rope_theta), kernels::RopeLayout::kInterleaved,
-                         cs, cs + hd);
+    const double pos = double(s.p.positions[size_t(i)]);
+    kernels::rope_tables(hd, pos, double(c.rope_theta), layout, cs, cs + hd, c.rope_freq_scale,
+                         factors ? s.r.rope_freqs.data() : nullptr);
   }
 }
 

@@ -147,19 +147,60 @@ std::vector<double> HybridReference::kda(int l, const std::string& p, const std:
   return mat(p + "attn_output.weight", o, c_.dim, 0);
 }
 
+// Each head_dim-wide head of x through RMSNorm with weight `name` (qk_norm).
+void HybridReference::norm_heads(std::vector<double>& x, const std::string& name) {
+  const int hd = c_.head_dim;
+  for (size_t head = 0; head < x.size() / size_t(hd); ++head) {
+    std::vector<double> one(x.begin() + int64_t(head) * hd, x.begin() + int64_t(head + 1) * hd);
+    one = norm(one, name);
+    std::copy(one.begin(), one.end(), x.begin() + int64_t(head) * hd);
+  }
+}
+
+// RoPE as ggml_rope_ext computes it without YaRN: pair i at position pos turns by
+// pos * freq_scale * theta^(-2i/d) / rope_freqs[i]; the pair is (2i, 2i+1) (GGUF llama) or
+// (i, i + d/2) (NeoX).
+void HybridReference::rope(std::vector<double>& x) {
+  const int hd = c_.head_dim;
+  const std::vector<double>* factors = file_.tensor("rope_freqs.weight") ? &tensor("rope_freqs.weight") : nullptr;
+  for (size_t head = 0; head < x.size() / size_t(hd); ++head)
+    for (int i = 0; i < hd / 2; ++i) {
+      double a = pos_ * double(c_.rope_freq_scale) * std::pow(double(c_.rope_theta), -2.0 * i / hd);
+      if (factors != nullptr) a /= (*factors)[size_t(i)];
+      const size_t lo = head * size_t(hd) + size_t(c_.rope_neox ? i : 2 * i);
+      const size_t hi = head * size_t(hd) + size_t(c_.rope_neox ? i + hd / 2 : 2 * i + 1);
+      const double x0 = x[lo], x1 = x[hi];
+      x[lo] = x0 * std::cos(a) - x1 * std::sin(a);
+      x[hi] = x0 * std::sin(a) + x1 * std::cos(a);
+    }
+}
+
 std::vector<double> HybridReference::attention(int l, const std::string& p, const std::vector<double>& h) {
-  const int hd = c_.head_dim, kvd = c_.n_kv_heads * hd;
-  std::vector<double> q = mat(p + "attn_q.weight", h, c_.n_heads * hd, 0), k = mat(p + "attn_k.weight", h, kvd, 0),
-                      v = mat(p + "attn_v.weight", h, kvd, 0);
-  auto rope = [&](std::vector<double>& x) {
-    for (size_t head = 0; head < x.size() / size_t(hd); ++head)
-      for (int i = 0; i < hd; i += 2) {
-        double a = pos_ * std::pow(double(c_.rope_theta), -double(i) / hd), x0 = x[head * hd + size_t(i)],
-               x1 = x[head * hd + size_t(i) + 1];
-        x[head * hd + size_t(i)] = x0 * std::cos(a) - x1 * std::sin(a);
-        x[head * hd + size_t(i) + 1] = x0 * std::sin(a) + x1 * std::cos(a);
-      }
-  };
+  const int hd = c_.head_dim, qd = c_.n_heads * hd, kvd = c_.n_kv_heads * hd;
+  std::vector<double> q, k, v;
+  if (c_.fused_qkv) {
+    const int64_t d = c_.dim;
+    q = mat(p + "attn_qkv.weight", h, qd, 0);
+    k = mat(p + "attn_qkv.weight", h, kvd, qd * d);
+    v = mat(p + "attn_qkv.weight", h, kvd, (qd + kvd) * d);
+  } else {
+    q = mat(p + "attn_q.weight", h, qd, 0);
+    k = mat(p + "attn_k.weight", h, kvd, 0);
+    v = mat(p + "attn_v.weight", h, kvd, 0);
+  }
+  if (c_.attn_bias) {
+    auto add = [&](std::vector<double>& x, const std::string& name) {
+      const std::vector<double>& b = tensor(name);
+      for (size_t i = 0; i < x.size(); ++i) x[i] += b[i];
+    };
+    add(q, p + "attn_q.bias");
+    add(k, p + "attn_k.bias");
+    add(v, p + "attn_v.bias");
+  }
+  if (c_.qk_norm) {
+    norm_heads(q, p + "attn_q_norm.weight");
+    norm_heads(k, p + "attn_k_norm.weight");
+  }
   rope(q);
   rope(k);
   keys_[size_t(l)].push_back(k);
@@ -183,33 +224,43 @@ std::vector<double> HybridReference::attention(int l, const std::string& p, cons
 }
 
 std::vector<double> HybridReference::swiglu(const std::string& gate, const std::string& up, const std::string& down,
-                                            const std::vector<double>& h, int64_t off_in, int64_t off_out) {
-  std::vector<double> g = mat(gate, h, c_.ffn_dim, off_in), u = mat(up, h, c_.ffn_dim, off_in);
+                                            const std::vector<double>& h, int64_t off_in, int64_t off_out, int width) {
+  std::vector<double> g = mat(gate, h, width, off_in), u = mat(up, h, width, off_in);
   for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] * sigmoid(g[i]) * u[i];
   return mat(down, g, c_.dim, off_out);
 }
 
 std::vector<double> HybridReference::mlp(const std::string& p, const std::vector<double>& h) {
-  if (c_.n_experts == 0) return swiglu(p + "ffn_gate.weight", p + "ffn_up.weight", p + "ffn_down.weight", h, 0, 0);
+  const int ffn = c_.ffn_dim;
+  if (c_.n_experts == 0 && c_.fused_gate_up) {  // phi3: ffn_up is the gate's rows, then the up rows
+    std::vector<double> g = mat(p + "ffn_up.weight", h, ffn, 0), u = mat(p + "ffn_up.weight", h, ffn, int64_t(ffn) * c_.dim);
+    for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] * sigmoid(g[i]) * u[i];
+    return mat(p + "ffn_down.weight", g, c_.dim, 0);
+  }
+  if (c_.n_experts == 0) return swiglu(p + "ffn_gate.weight", p + "ffn_up.weight", p + "ffn_down.weight", h, 0, 0, ffn);
   std::vector<double> logits = mat(p + "ffn_gate_inp.weight", h, c_.n_experts, 0);
   std::vector<int> order(static_cast<size_t>(c_.n_experts));
   for (int i = 0; i < c_.n_experts; ++i) order[size_t(i)] = i;
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return logits[size_t(a)] > logits[size_t(b)]; });
-  double total = 0;
-  for (int i = 0; i < c_.n_experts_used; ++i) total += std::exp(logits[size_t(order[size_t(i)])]);
+  // Softmax over every expert; the top-k's probabilities, renormalised over the k or not.
+  double all = 0, top = 0;
+  for (int i = 0; i < c_.n_experts; ++i) all += std::exp(logits[size_t(i)]);
+  for (int i = 0; i < c_.n_experts_used; ++i) top += std::exp(logits[size_t(order[size_t(i)])]);
+  const double total = c_.moe_renormalize ? top : all;
   std::vector<double> out(size_t(c_.dim), 0.0);
-  const int64_t block = int64_t(c_.ffn_dim) * c_.dim;
+  const int64_t block = int64_t(ffn) * c_.dim;
   for (int i = 0; i < c_.n_experts_used; ++i) {
     int e = order[size_t(i)];
     double weight = std::exp(logits[size_t(e)]) / total;
     std::vector<double> y = swiglu(p + "ffn_gate_exps.weight", p + "ffn_up_exps.weight", p + "ffn_down_exps.weight", h,
-                                   e * block, e * block);
+                                   e * block, e * block, ffn);
     for (int j = 0; j < c_.dim; ++j) out[size_t(j)] += weight * y[size_t(j)];
   }
   if (c_.shared_expert) {
-    std::vector<double> shared =
-        swiglu(p + "ffn_gate_shexp.weight", p + "ffn_up_shexp.weight", p + "ffn_down_shexp.weight", h, 0, 0);
-    for (int j = 0; j < c_.dim; ++j) out[size_t(j)] += shared[size_t(j)];
+    std::vector<double> shared = swiglu(p + "ffn_gate_shexp.weight", p + "ffn_up_shexp.weight",
+                                        p + "ffn_down_shexp.weight", h, 0, 0, c_.shared_width());
+    const double gate = c_.shared_expert_gate ? sigmoid(mat(p + "ffn_gate_inp_shexp.weight", h, 1, 0)[0]) : 1.0;
+    for (int j = 0; j < c_.dim; ++j) out[size_t(j)] += gate * shared[size_t(j)];
   }
   return out;
 }

@@ -1,9 +1,12 @@
-// A float64 forward pass of the hybrid architecture, written straight from hybrid.h's
-// definition (the KDA recurrence through kernels/kda's float64 reference), over weights of any
-// storage type widened exactly to double. Slow on purpose (no tiling, no threads, a matrix
-// product is a double loop); for small models, as the reference an arm is judged against:
-// knob engine.numerics=f64_reference makes a hybrid session run it, and hybrid_test checks the
-// fp32 engine against it. One sequence; used by one thread at a time.
+// A float64 forward pass of every architecture of the table (architectures.h) but MLA: the
+// hybrid straight from hybrid.h's definition (the KDA recurrence through kernels/kda's float64
+// reference), and the attention architectures from llama.cpp's graphs with each feature flag of
+// model_config.h (biases, QK norm, NeoX / scaled RoPE, fused tensors, MoE routing and the
+// shared expert's gate), over weights of any storage type widened exactly to double. Slow on
+// purpose (no tiling, no threads, a matrix product is a double loop); for small models, as the
+// reference an arm is judged against: knob engine.numerics=f64_reference makes a session run
+// it, and hybrid_test / architectures_test check the fp32 engine against it. One sequence;
+// used by one thread at a time.
 #pragma once
 
 #include <map>
@@ -30,8 +33,11 @@ class HybridReference {
   void conv(std::vector<double>& x, const std::string& name, double* window);
   std::vector<double> kda(int l, const std::string& p, const std::vector<double>& h);
   std::vector<double> attention(int l, const std::string& p, const std::vector<double>& h);
+  void norm_heads(std::vector<double>& x, const std::string& name);
+  void rope(std::vector<double>& x);
+  // down(silu(gate x) * up x) for `width` hidden units; offsets pick a matrix (expert, fused half).
   std::vector<double> swiglu(const std::string& gate, const std::string& up, const std::string& down,
-                             const std::vector<double>& h, int64_t offset_in, int64_t offset_out);
+                             const std::vector<double>& h, int64_t offset_in, int64_t offset_out, int width);
   std::vector<double> mlp(const std::string& p, const std::vector<double>& h);
 
   const gguf::File& file_;

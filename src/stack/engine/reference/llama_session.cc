@@ -49,6 +49,9 @@ Result<std::unique_ptr<LlamaSession>> LlamaSession::create(const LlamaModel& mod
                                                            int tp, ReduceDtype reduce) {
   const ModelConfig& c = model.config();
   if (tp < 1) return invalid_argument("engine.tp must be at least 1, got {}", tp);
+  if (c.arch != Arch::kLlama || model.rope_freqs.data != nullptr || c.rope_freq_scale != 1.0f)
+    return unsupported("the sequential llama session runs plain llama only (this is {}{})", arch_name(c.arch),
+                       c.arch == Arch::kLlama ? " with RoPE scaling" : "");
   if (c.n_heads % tp != 0)
     return invalid_argument("engine.tp={} does not divide the {} attention heads", tp, c.n_heads);
   const int64_t block = gguf::block_layout(model.layers[0].w_down.type).elements;

@@ -42,7 +42,10 @@ enum class RopeLayout : uint8_t {
 // (pos0 + t) * theta^(-2i/d). Angles and their cos/sin are computed in double per token.
 // The per-token tables rope() rotates by (c, s of length d, s signed; layer_ops.h's rope_row):
 // pair i at `pos` turns by pos * theta^(-2i/d), computed in double.
-void rope_tables(int64_t d, double pos, double theta, RopeLayout layout, float* c, float* s);
+// RoPE scaling as ggml_rope_ext computes it without YaRN: the angle times freq_scale (linear
+// scaling) and divided by factors[i] when given (Llama 3's rope_freqs, d / 2 of them).
+void rope_tables(int64_t d, double pos, double theta, RopeLayout layout, float* c, float* s, double freq_scale = 1.0,
+                 const float* factors = nullptr);
 Status rope(const float* x, float* y, int64_t tokens, int64_t heads, int64_t d, int64_t pos0, double theta,
             RopeLayout layout, const LayerOps& ops = layer_ops());
 

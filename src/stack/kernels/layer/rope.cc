@@ -6,11 +6,14 @@
 
 namespace recur::kernels {
 
-void rope_tables(int64_t d, double pos, double theta, RopeLayout layout, float* c, float* s) {
+void rope_tables(int64_t d, double pos, double theta, RopeLayout layout, float* c, float* s, double freq_scale,
+                 const float* factors) {
   const bool neox = layout == RopeLayout::kHalfSplit;
   const int64_t half = d / 2;
   for (int64_t i = 0; i < half; ++i) {
-    const double a = pos * std::pow(theta, -2.0 * double(i) / double(d));
+    double a = pos * std::pow(theta, -2.0 * double(i) / double(d));
+    if (freq_scale != 1.0) a *= freq_scale;
+    if (factors != nullptr) a /= double(factors[i]);
     const float ci = float(std::cos(a)), si = float(std::sin(a));
     const int64_t lo = neox ? i : 2 * i, hi = neox ? i + half : 2 * i + 1;
     c[lo] = ci;

@@ -1,0 +1,143 @@
+#include "engine/architectures.h"
+
+#include <array>
+
+#include <fmt/format.h>
+
+#include "engine/hybrid.h"
+#include "engine/llama.h"
+
+namespace recur {
+
+Status ArchKeys::get(std::string_view key, int& out) const {
+  RECUR_ASSIGN_OR_RETURN(int64_t v, f_.get_int(prefix_ + std::string(key)));
+  out = int(v);
+  return ok_status();
+}
+
+Status ArchKeys::get_opt(std::string_view key, int& out) const { return has(key) ? get(key, out) : ok_status(); }
+
+Status ArchKeys::get_opt(std::string_view key, float& out) const {
+  if (!has(key)) return ok_status();
+  RECUR_ASSIGN_OR_RETURN(double v, f_.get_float(prefix_ + std::string(key)));
+  out = float(v);
+  return ok_status();
+}
+
+Status ArchKeys::get_opt(std::string_view key, std::string& out) const {
+  if (!has(key)) return ok_status();
+  RECUR_ASSIGN_OR_RETURN(out, f_.get_string(prefix_ + std::string(key)));
+  return ok_status();
+}
+
+namespace {
+
+template <class M>
+Result<std::unique_ptr<Model>> load_as(gguf::File file, const ModelLoadOptions& options) {
+  RECUR_ASSIGN_OR_RETURN(auto m, M::from_file(std::move(file), options));
+  return std::unique_ptr<Model>(std::move(m));
+}
+
+void no_features(ModelConfig&) {}
+Status no_keys(const ArchKeys&, ModelConfig&) { return ok_status(); }
+
+void qwen2_features(ModelConfig& c) {
+  c.rope_neox = true;
+  c.attn_bias = true;
+}
+void qwen3_features(ModelConfig& c) {
+  c.rope_neox = true;
+  c.qk_norm = true;
+}
+// Qwen2-MoE: softmax over every expert, the top-k probabilities as they are (norm_topk_prob
+// false), plus a shared expert scaled by a sigmoid gate.
+void qwen2moe_features(ModelConfig& c) {
+  qwen2_features(c);
+  c.moe_renormalize = false;
+  c.shared_expert = true;
+  c.shared_expert_gate = true;
+}
+// Qwen3-MoE: the top-k probabilities renormalised, no shared expert.
+void qwen3moe_features(ModelConfig& c) {
+  qwen3_features(c);
+  c.moe_renormalize = true;
+}
+void phi3_features(ModelConfig& c) {
+  c.rope_neox = true;
+  c.fused_qkv = true;
+  c.fused_gate_up = true;
+}
+
+// The MoE keys llama.cpp's qwen2moe / qwen3moe read: the routed experts' width is
+// expert_feed_forward_length (absent: feed_forward_length / expert_used_count); qwen2moe's
+// shared expert is expert_shared_feed_forward_length wide (absent: feed_forward_length).
+Status moe_keys(const ArchKeys& k, ModelConfig& c) {
+  const int dense_ffn = c.ffn_dim;
+  RECUR_RETURN_IF_ERROR(k.get("expert_count", c.n_experts));
+  RECUR_RETURN_IF_ERROR(k.get("expert_used_count", c.n_experts_used));
+  if (c.n_experts <= 0 || c.n_experts_used <= 0)
+    return invalid_argument("{}: {} experts, {} used: a MoE architecture needs both positive", k.file().source(),
+                            c.n_experts, c.n_experts_used);
+  c.ffn_dim = dense_ffn / c.n_experts_used;
+  RECUR_RETURN_IF_ERROR(k.get_opt("expert_feed_forward_length", c.ffn_dim));
+  if (c.shared_expert) {
+    c.shared_ffn_dim = dense_ffn;
+    RECUR_RETURN_IF_ERROR(k.get_opt("expert_shared_feed_forward_length", c.shared_ffn_dim));
+  }
+  return ok_status();
+}
+
+Status hybrid_keys(const ArchKeys& k, ModelConfig& c) {
+  RECUR_RETURN_IF_ERROR(k.get_opt("layer_pattern", c.layer_pattern));  // validate() refuses none
+  RECUR_RETURN_IF_ERROR(k.get("kda.head_count", c.kda_heads));
+  c.kda_key_heads = c.kda_heads;
+  RECUR_RETURN_IF_ERROR(k.get_opt("kda.key_head_count", c.kda_key_heads));
+  RECUR_RETURN_IF_ERROR(k.get("kda.head_dim", c.kda_head_dim));
+  RECUR_RETURN_IF_ERROR(k.get_opt("kda.conv_size", c.conv_size));
+  RECUR_RETURN_IF_ERROR(k.get_opt("expert_count", c.n_experts));
+  RECUR_RETURN_IF_ERROR(k.get_opt("expert_used_count", c.n_experts_used));
+  int shared = 0;
+  RECUR_RETURN_IF_ERROR(k.get_opt("expert_shared_count", shared));
+  c.shared_expert = shared > 0;
+  return ok_status();
+}
+
+// Phi-3's sliding window (phi3.attention.sliding_window) is read and ignored, as llama.cpp
+// does ("Phi SWA is currently disabled"): both attend to the whole context.
+Status phi3_keys(const ArchKeys&, ModelConfig&) { return ok_status(); }
+
+const std::array<Architecture, 7> kArchitectures{{
+    {"llama", Arch::kLlama, no_features, no_keys, load_as<LlamaModel>},
+    {"qwen2", Arch::kQwen2, qwen2_features, no_keys, load_as<LlamaModel>},
+    {"qwen3", Arch::kQwen3, qwen3_features, no_keys, load_as<LlamaModel>},
+    {"qwen2moe", Arch::kQwen2Moe, qwen2moe_features, moe_keys, load_as<LlamaModel>},
+    {"qwen3moe", Arch::kQwen3Moe, qwen3moe_features, moe_keys, load_as<LlamaModel>},
+    {"phi3", Arch::kPhi3, phi3_features, phi3_keys, load_as<LlamaModel>},
+    {"hybrid", Arch::kHybrid, no_features, hybrid_keys, load_as<HybridModel>},
+}};
+
+}  // namespace
+
+std::span<const Architecture> architectures() { return kArchitectures; }
+
+std::string supported_architectures() {
+  std::string out;
+  for (const Architecture& a : kArchitectures) out += (out.empty() ? "" : ", ") + std::string(a.name);
+  return out;
+}
+
+Result<const Architecture*> find_architecture(std::string_view name, std::string_view source) {
+  for (const Architecture& a : kArchitectures)
+    if (a.name == name) return &a;
+  return unsupported("{}: architecture '{}' is not supported (recur runs {})", source, name, supported_architectures());
+}
+
+const Architecture& architecture(Arch arch) {
+  for (const Architecture& a : kArchitectures)
+    if (a.arch == arch) return a;
+  return kArchitectures[0];  // unreachable: every Arch has a row
+}
+
+std::string_view arch_name(Arch a) { return architecture(a).name; }
+
+}  // namespace recur
