@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/log.h"
 #include "trace/trace.h"
+#include "transfer/ucx_defaults.h"
 #include "transfer/ucx_wire.h"
 
 namespace recur::transfer {
@@ -28,6 +30,10 @@ Result<std::unique_ptr<UcxRuntime>> UcxRuntime::create(const std::string& segmen
   ucp_config_t* config = nullptr;
   if (ucs_status_t s = ucp_config_read(nullptr, nullptr, &config); s != UCS_OK)
     return unexpected(ucx_error(ErrorCode::kUnsupported, "config (UCX_* environment)", s));
+  for (const UcxSetting& d : ucx_tcp_defaults([](const char* key) { return std::getenv(key); })) {
+    if (ucs_status_t st = ucp_config_modify(config, d.name.c_str(), d.value.c_str()); st != UCS_OK)
+      LOG_WARN("UCX: cannot set tcp {}={}: {}", d.name, d.value, ucs_status_string(st));
+  }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_NAME;
   params.features = UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP;
