@@ -2,12 +2,14 @@
 // shared by the serving side and every UcxPeer, and the progress thread that alone calls the
 // worker (UCX's single-thread mode: its multi-thread mode takes spin locks, which on a busy
 // host stall for whole scheduler slices). Other threads hand it tasks (post, run); it runs them,
-// drives completions, remote RMA emulation (over shared memory or TCP the target must progress)
-// and wire-up, polls while traffic flows and otherwise sleeps on the worker's event fd.
+// drives completions, remote RMA emulation (over TCP, and over shared memory into memory UCX did
+// not allocate, the target must progress) and wire-up, polls while traffic flows and otherwise
+// sleeps on the worker's event fd.
 //
-// Serving: every region this engine registers is also mapped (ucp_mem_map); connect_reply() packs
-// the worker address and a remote key per region for a client that passed the TCP listener's
-// handshake (frame.h kUcxConnect), so only key holders ever see an address or a key.
+// Serving: every region this engine registers is also mapped (ucp_mem_map; inside allocate()
+// memory, with its mapping); connect_reply() packs the worker address and a remote key per region
+// for a client that passed the TCP listener's handshake (frame.h kUcxConnect), so only key holders
+// ever see an address or a key.
 //
 // UCX picks its transports at run time from UCX_TLS (unset: all it finds: here sm, cma, tcp; on a
 // cluster also rc/dc verbs). UCX_NET_DEVICES narrows the devices.
