@@ -269,6 +269,7 @@ TEST_P(Conformance, StoppedPeerTimesOutOrIsNotNeeded) {
   const auto peer = &client.peer;
   BatchId warm = testing::run_batch(*e, {{TransferOpcode::kRead, local.data(), *peer, offset, 4096}});
   EXPECT_TRUE(e->wait_batch(warm, 0ms));
+  const std::string lanes = e->segment_transport(*peer).value_or("?");  // while connected
   ::kill(child, SIGSTOP);
   int status = 0;
   ::waitpid(child, &status, WUNTRACED);
@@ -281,7 +282,6 @@ TEST_P(Conformance, StoppedPeerTimesOutOrIsNotNeeded) {
     // because UCX allocated the peer's memory (allocate_shared of an engine serving UCX): for
     // memory it did not allocate, UCX 1.13 emulates RMA with messages the peer must progress.
     // Elsewhere (RDMA, CMA: no peer needed; anything emulated: the timeout) either outcome.
-    const std::string lanes = e->segment_transport(*peer).value_or("?");
     if (contains(lanes, "posix/memory") || contains(lanes, "sysv/memory"))
       EXPECT_EQ(st.state, TransferState::kCompleted) << lanes << ": " << st.error;
     else
