@@ -142,8 +142,8 @@ Status UcxRuntime::free(std::byte* addr) {
                      static_cast<void*>(addr));
   for (const auto& [id, m] : mapped_)
     if (m.memh == it->second.memh)
-      return make_error(ErrorCode::kFailedPrecondition, "segment {}: free_shared({}): region {} in it is still registered", segment_name_,
-                                 static_cast<void*>(addr), id);
+      return make_error(ErrorCode::kFailedPrecondition, "segment {}: free_shared({}): region {} in it is still registered",
+                        segment_name_, static_cast<void*>(addr), id);
   ucp_mem_unmap(context_, it->second.memh);
   allocations_.erase(it);
   return ok_status();
