@@ -1,7 +1,8 @@
 // The KV transfer protocol's decoding (src/stack/transfer/frame.h), fed arbitrary bytes: a header
 // either decodes to fields that encode back to the same 48 bytes, or is rejected with an error;
 // payload checks, region tables, error replies, the handshake's auth payloads and authenticated
-// hello replies (peer authentication) and segment names never crash.
+// hello replies (peer authentication), segment names and UCX connect replies (ucx_wire.h: a worker
+// address and remote keys from the peer) never crash; what decodes encodes back to the same bytes.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include <string_view>
 
 #include "transfer/frame.h"
+#include "transfer/ucx_wire.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace recur::transfer;
@@ -30,6 +32,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (auto reply = decode_auth_reply(bytes)) {
     auto again = encode_auth_reply(reply->server_proof, reply->regions);
     if (again.size() != size || std::memcmp(again.data(), data, size) != 0) std::abort();
+  }
+  if (auto ucx = decode_ucx_connect_reply(bytes)) {
+    auto again = encode_ucx_connect_reply(*ucx);
+    if (again.size() != size || std::memcmp(again.data(), data, size) != 0) std::abort();
+  } else if (ucx.error().message().empty()) {
+    std::abort();
   }
   (void)check_segment_name(std::string_view(reinterpret_cast<const char*>(data), size));
   return 0;

@@ -68,6 +68,22 @@ link() {
 }
 link p "" "$A.1" "$NP" "$A.2" && link d "" "$B.1" "$ND" "$B.2" && link x "$NP" "$C.1" "$ND" "$C.2" ||
   { echo "skipped: veth setup failed (no CAP_NET_ADMIN?)"; exit 77; }
+# carrier NS DEV: waits (up to 5 s) until the link has its carrier (LOWER_UP). A veth's carrier
+# comes up a moment after both ends are set up, and UCX offers only interfaces that are up and
+# running when a worker starts: a decode worker started before that has no address on the P-D
+# link and the prefill worker's endpoint fails with "Destination is unreachable" (seen once in
+# ten runs under ctest -j2).
+carrier() {
+  in=""
+  [ -n "$1" ] && in="ip netns exec $1"
+  for _ in $(seq 100); do
+    $in ip link show "$2" | grep -q LOWER_UP && return 0
+    sleep 0.05
+  done
+  echo "FAIL: link $2 has no carrier after 5 s"; exit 1
+}
+carrier "" "${V}pa"; carrier "$NP" "${V}pb"; carrier "" "${V}da"; carrier "$ND" "${V}db"
+carrier "$NP" "${V}xa"; carrier "$ND" "${V}xb"
 tiny_model
 BODY='{"model":"tiny","prompt":"The quick brown fox jumps over the lazy dog","max_tokens":12,"temperature":0,"ignore_eos":true}'
 # on NS NAME ENV... : launches `recur serve` in namespace NS with the environment ENV (may be none).

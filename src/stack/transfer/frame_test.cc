@@ -94,6 +94,13 @@ TEST(TransferFrame, OpcodeRules) {
   reply.op = FrameOp::kReply;
   reply.status = 200;
   EXPECT_NE(decode_error(reply, [](FrameHeaderBytes&) {}).find("status 200"), std::string::npos);
+  // ucx_connect carries nothing: the reply brings the address and keys.
+  FrameHeader ucx;
+  ucx.op = FrameOp::kUcxConnect;
+  EXPECT_TRUE(decode_frame_header(encode_frame_header(ucx)));
+  ucx.length = 3;
+  EXPECT_NE(decode_error(ucx, [](FrameHeaderBytes&) {}).find("ucx_connect with region 0 offset 0 length 3"),
+            std::string::npos);
 }
 
 TEST(TransferFrame, PayloadChecksumCatchesCorruptionAndTruncation) {

@@ -359,11 +359,25 @@ const std::string& TransferEngine::segment_name() const { return impl_->options.
 int TransferEngine::port() const { return impl_->server ? impl_->server->port() : 0; }
 
 Result<void*> TransferEngine::allocate_shared(size_t bytes) {
+#if RECUR_HAVE_UCX
+  // Serving UCX: UCX allocates it, so that its shared-memory transports reach it one-sidedly
+  // (ucx_runtime.h allocate); recur's shm transport cannot map it then (peers use TCP or UCX).
+  if (impl_->options.ucx) {
+    RECUR_ASSIGN_OR_RETURN(std::byte * p, impl_->ucx->allocate(bytes));
+    return static_cast<void*>(p);
+  }
+#endif
   RECUR_ASSIGN_OR_RETURN(std::byte * p, impl_->shm->allocate(bytes));
   return static_cast<void*>(p);
 }
 
-Status TransferEngine::free_shared(void* addr) { return impl_->shm->free(addr); }
+Status TransferEngine::free_shared(void* addr) {
+#if RECUR_HAVE_UCX
+  if (impl_->options.ucx && impl_->ucx->owns(static_cast<std::byte*>(addr)))
+    return impl_->ucx->free(static_cast<std::byte*>(addr));
+#endif
+  return impl_->shm->free(addr);
+}
 
 Result<RegionInfo> TransferEngine::register_memory(void* addr, size_t bytes, std::string_view location) {
   std::optional<SharedBacking> backing = impl_->shm->find_backing(addr, bytes);

@@ -136,7 +136,9 @@ class TransferEngine {
   int port() const;
 
   // Page-aligned, zeroed memory backed by a POSIX shared-memory object, so that peers on this
-  // host can map it once it is registered. Freed by free_shared or with the engine.
+  // host can map it once it is registered. Freed by free_shared or with the engine. An engine
+  // that serves UCX (options.ucx) has UCX allocate it instead (UCX's shared-memory transports
+  // then write into it one-sidedly; recur's own shm transport cannot map it: peers use TCP or UCX).
   Result<void*> allocate_shared(size_t bytes);
   Status free_shared(void* addr);
 

@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdlib>
+#include <cstring>
 
 #include "core/log.h"
 #include "trace/trace.h"
+#include "transfer/ucx_defaults.h"
 #include "transfer/ucx_wire.h"
 
 namespace recur::transfer {
@@ -27,6 +30,10 @@ Result<std::unique_ptr<UcxRuntime>> UcxRuntime::create(const std::string& segmen
   ucp_config_t* config = nullptr;
   if (ucs_status_t s = ucp_config_read(nullptr, nullptr, &config); s != UCS_OK)
     return unexpected(ucx_error(ErrorCode::kUnsupported, "config (UCX_* environment)", s));
+  for (const UcxSetting& d : ucx_tcp_defaults([](const char* key) { return std::getenv(key); })) {
+    if (ucs_status_t st = ucp_config_modify(config, d.name.c_str(), d.value.c_str()); st != UCS_OK)
+      LOG_WARN("UCX: cannot set tcp {}={}: {}", d.name, d.value, ucs_status_string(st));
+  }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED | UCP_PARAM_FIELD_NAME;
   params.features = UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP;
@@ -58,7 +65,9 @@ UcxRuntime::~UcxRuntime() {
   if (worker_ != nullptr) ucp_worker_signal(worker_);
   if (progress_.joinable()) progress_.join();
   run_tasks();  // what was posted last (closing endpoints): this thread is the worker's now
-  for (auto& [id, m] : mapped_) ucp_mem_unmap(context_, m.memh);
+  for (auto& [id, m] : mapped_)
+    if (m.own_memh) ucp_mem_unmap(context_, m.memh);
+  for (auto& [addr, a] : allocations_) ucp_mem_unmap(context_, a.memh);
   if (worker_ != nullptr) ucp_worker_destroy(worker_);
   if (context_ != nullptr) ucp_cleanup(context_);
 }
@@ -101,7 +110,67 @@ void UcxRuntime::progress_loop() {
   }
 }
 
+Result<std::byte*> UcxRuntime::allocate(uint64_t bytes) {
+  if (bytes == 0) return invalid_argument("segment {}: allocate_shared(0), expected bytes > 0", segment_name_);
+  ucp_mem_map_params_t p{};
+  p.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+  p.address = nullptr;
+  p.length = bytes;
+  p.flags = UCP_MEM_MAP_ALLOCATE;
+  ucp_mem_h memh = nullptr;
+  if (ucs_status_t s = ucp_mem_map(context_, &p, &memh); s != UCS_OK)
+    return unexpected(ucx_error(ErrorCode::kIo,
+                                fmt::format("allocation of {} bytes for segment {}", bytes, segment_name_), s));
+  ucp_mem_attr_t attr{};
+  attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS | UCP_MEM_ATTR_FIELD_LENGTH;
+  if (ucs_status_t s = ucp_mem_query(memh, &attr); s != UCS_OK) {
+    ucp_mem_unmap(context_, memh);
+    return unexpected(ucx_error(ErrorCode::kInternal, "mem_query of an allocation", s));
+  }
+  auto* addr = static_cast<std::byte*>(attr.address);
+  std::memset(addr, 0, bytes);  // the heap fallback (no shared-memory transport) is not zeroed
+  std::lock_guard lock(map_mu_);
+  allocations_[addr] = {attr.length, memh};
+  return addr;
+}
+
+Status UcxRuntime::free(std::byte* addr) {
+  std::lock_guard lock(map_mu_);
+  auto it = allocations_.find(addr);
+  if (it == allocations_.end())
+    return not_found("segment {}: free_shared({}): not an allocate_shared address", segment_name_,
+                     static_cast<void*>(addr));
+  for (const auto& [id, m] : mapped_)
+    if (m.memh == it->second.memh)
+      return make_error(ErrorCode::kFailedPrecondition, "segment {}: free_shared({}): region {} in it is still registered",
+                        segment_name_, static_cast<void*>(addr), id);
+  ucp_mem_unmap(context_, it->second.memh);
+  allocations_.erase(it);
+  return ok_status();
+}
+
+bool UcxRuntime::owns(const std::byte* addr) {
+  std::lock_guard lock(map_mu_);
+  return allocations_.contains(addr);
+}
+
+const UcxRuntime::Allocation* UcxRuntime::allocation_of(const std::byte* addr, uint64_t length) const {
+  auto it = allocations_.upper_bound(addr);
+  if (it == allocations_.begin()) return nullptr;
+  --it;
+  const uint64_t at = uint64_t(addr - it->first);
+  if (at > it->second.length || length > it->second.length - at) return nullptr;
+  return &it->second;
+}
+
 Status UcxRuntime::map(uint32_t region, std::byte* addr, uint64_t length) {
+  {
+    std::lock_guard lock(map_mu_);
+    if (const Allocation* a = allocation_of(addr, length)) {
+      mapped_[region] = {addr, length, a->memh, false};
+      return ok_status();
+    }
+  }
   ucp_mem_map_params_t p{};
   p.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
   p.address = addr;
@@ -111,7 +180,7 @@ Status UcxRuntime::map(uint32_t region, std::byte* addr, uint64_t length) {
     return unexpected(ucx_error(ErrorCode::kIo, fmt::format("mem_map of segment {} region {} ({} bytes)",
                                                             segment_name_, region, length), s));
   std::lock_guard lock(map_mu_);
-  mapped_[region] = {addr, length, memh};
+  mapped_[region] = {addr, length, memh, true};
   return ok_status();
 }
 
@@ -119,7 +188,7 @@ void UcxRuntime::unmap(uint32_t region) {
   std::lock_guard lock(map_mu_);
   auto it = mapped_.find(region);
   if (it == mapped_.end()) return;
-  ucp_mem_unmap(context_, it->second.memh);
+  if (it->second.own_memh) ucp_mem_unmap(context_, it->second.memh);
   mapped_.erase(it);
 }
 

@@ -2,12 +2,14 @@
 // shared by the serving side and every UcxPeer, and the progress thread that alone calls the
 // worker (UCX's single-thread mode: its multi-thread mode takes spin locks, which on a busy
 // host stall for whole scheduler slices). Other threads hand it tasks (post, run); it runs them,
-// drives completions, remote RMA emulation (over shared memory or TCP the target must progress)
-// and wire-up, polls while traffic flows and otherwise sleeps on the worker's event fd.
+// drives completions, remote RMA emulation (over TCP, and over shared memory into memory UCX did
+// not allocate, the target must progress) and wire-up, polls while traffic flows and otherwise
+// sleeps on the worker's event fd.
 //
-// Serving: every region this engine registers is also mapped (ucp_mem_map); connect_reply() packs
-// the worker address and a remote key per region for a client that passed the TCP listener's
-// handshake (frame.h kUcxConnect), so only key holders ever see an address or a key.
+// Serving: every region this engine registers is also mapped (ucp_mem_map; inside allocate()
+// memory, with its mapping); connect_reply() packs the worker address and a remote key per region
+// for a client that passed the TCP listener's handshake (frame.h kUcxConnect), so only key holders
+// ever see an address or a key.
 //
 // UCX picks its transports at run time from UCX_TLS (unset: all it finds: here sm, cma, tcp; on a
 // cluster also rc/dc verbs). UCX_NET_DEVICES narrows the devices.
@@ -54,6 +56,19 @@ class UcxRuntime {
 
   ucp_worker_h worker() const { return worker_; }
 
+  // Zeroed memory that UCX allocates and maps at once (ucp_mem_map with UCP_MEM_MAP_ALLOCATE; the
+  // engine's allocate_shared when it serves UCX). Why: UCX's shared-memory transports (posix,
+  // sysv) can put into and get from memory they allocated, one-sidedly, with a memcpy by the
+  // initiator; memory the caller allocated they can only map by registering, which they cannot,
+  // so UCX then emulates every put and get with messages that the target's progress thread applies
+  // (measured ~50x slower here, docs/transfer.md). Over TCP it changes nothing.
+  Result<std::byte*> allocate(uint64_t bytes);
+  // not_found if `addr` is not an allocate() address; failed_precondition while a region in it is mapped.
+  Status free(std::byte* addr);
+  bool owns(const std::byte* addr);
+
+  // A region inside allocate() memory reuses that mapping (its remote key reaches the region);
+  // other memory is registered with ucp_mem_map.
   Status map(uint32_t region, std::byte* addr, uint64_t length);
   void unmap(uint32_t region);
   // The kUcxConnect reply (ucx_wire.h) for the regions mapped now.
@@ -75,7 +90,14 @@ class UcxRuntime {
     std::byte* addr = nullptr;
     uint64_t length = 0;
     ucp_mem_h memh = nullptr;
+    bool own_memh = true;  // false: the memh of an allocation (allocations_)
   };
+  struct Allocation {
+    uint64_t length = 0;
+    ucp_mem_h memh = nullptr;
+  };
+  // The allocation that holds [addr, addr + length), or nullptr. Under map_mu_.
+  const Allocation* allocation_of(const std::byte* addr, uint64_t length) const;
   UcxRuntime() = default;
   void progress_loop();
   bool run_tasks();  // true if there were any
@@ -89,6 +111,7 @@ class UcxRuntime {
   std::deque<std::function<void()>> tasks_;
   std::mutex map_mu_;
   std::map<uint32_t, Mapped> mapped_;
+  std::map<const std::byte*, Allocation> allocations_;  // by address
   std::mutex watch_mu_;
   std::vector<UcxWatcher*> watchers_;
   std::atomic<bool> stopping_{false};
