@@ -246,24 +246,28 @@ class Checker {
   }
 
   // kernel.<k>.variant=v where "auto" (the default) already resolves to v runs the same code, so
-  // no fingerprint can differ: it holds when an engine run's trace names v as the variant that
-  // ran in zone <k> (the engine calls the kernel, and at v).
+  // no fingerprint can differ: it holds when a run at the default names v as the variant that
+  // ran in zone <k> (the engine calls the kernel, and "auto" ran v there). Contexts count
+  // (kda_replay_decode runs only with engine.kda.replay=on), except one that sets another knob to
+  // v: engine.kda.decode_variant=vtile makes "auto" run vtile whether or not the knob acts.
   bool runs_as_auto(const KnobSpec& k, const std::string& v) {
     const std::optional<std::string> kernel = variant_knob_kernel(k.name);
     if (!kernel) return false;
-    const kernels::KernelSpec* spec = kernels::KernelRegistry::global().find(*kernel);
-    if (spec == nullptr || spec->best_variant() == nullptr || spec->best_variant()->name != v) return false;
     const std::string zone = *kernel + " ", arg = " variant=" + v;
     for (EngineModel& m : models_) {
-      const Fingerprint base = fingerprint(m, {}, {});
-      for (size_t at = 0; at < base.text.size();) {
-        const size_t end = std::min(base.text.find('\n', at), base.text.size());
-        const std::string_view line(base.text.data() + at, end - at);
-        const size_t found = line.find(arg);
-        if (line.starts_with(zone) && found != std::string_view::npos &&
-            (found + arg.size() == line.size() || line[found + arg.size()] == ' '))
-          return true;
-        at = end + 1;
+      for (const auto& ctx : contexts_) {
+        if (ctx.contains(k.name) || std::any_of(ctx.begin(), ctx.end(), [&](const auto& kv) { return kv.second == v; }))
+          continue;
+        const Fingerprint base = fingerprint(m, ctx, ctx);
+        for (size_t at = 0; at < base.text.size();) {
+          const size_t end = std::min(base.text.find('\n', at), base.text.size());
+          const std::string_view line(base.text.data() + at, end - at);
+          const size_t found = line.find(arg);
+          if (line.starts_with(zone) && found != std::string_view::npos &&
+              (found + arg.size() == line.size() || line[found + arg.size()] == ' '))
+            return true;
+          at = end + 1;
+        }
       }
     }
     return false;

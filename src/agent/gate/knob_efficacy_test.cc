@@ -100,7 +100,8 @@ TEST_F(KnobEfficacy, ALoadTimeKnobDeclaredAsRunTimeFails) {
 // named in the trace).
 TEST_F(KnobEfficacy, TheVariantKnobsOfTheKernelsTheEngineCallsActOnTheEngine) {
   KnobEfficacyOptions o = stack_readers();
-  for (const char* kernel : {"rmsnorm", "rmsnorm_residual", "swiglu", "rope", "route_topk"}) {
+  for (const char* kernel : {"rmsnorm", "rmsnorm_residual", "swiglu", "rope", "route_topk", "kda_decode",
+                             "kda_replay_decode", "kda_prefill", "attention_decode", "attention_prefill"}) {
     const std::string knob = fmt::format("kernel.{}.variant", kernel);
     const KnobSpec* k = KnobRegistry::global().find(knob);
     ASSERT_NE(k, nullptr) << knob;

@@ -36,6 +36,8 @@ constexpr ZoneRule kZoneRules[] = {
     // its kernel, whose variant knob carries the component.
     {"rmsnorm", "kernel:rmsnorm"},      {"rmsnorm_residual", "kernel:rmsnorm_residual"},
     {"swiglu", "kernel:swiglu"},        {"rope", "kernel:rope"},             {"route_topk", "kernel:route_topk"},
+    {"kda_replay_decode", "kernel:kda_replay_decode"}, {"attention_decode", "kernel:attention_decode"},
+    {"attention_prefill", "kernel:attention_prefill"},
 };
 
 // The layer a zone's work belongs to: its own `layer` arg or its nearest enclosing zone's; -1

@@ -77,12 +77,17 @@ Status KdaSequenceState::run(const LayerShard& S, const KdaRows& rows, float* ou
   shape.tokens = rows.tokens;
   const kda::Params params = kda_layer_params(K);
   const kda::Inputs in{rows.q, rows.k, rows.v, rows.g, rows.b, S.a_log.data(), S.dt_bias.data()};
+  if (rows.tokens == 1 && replay_) {
+    // Each zone is named after the registered kernel it runs (kernel.<name>.variant).
+    RECUR_ZONE("kda_replay_decode");
+    zone.arg("heads", shape.hv);
+    zone.arg("variant", kda::decode_variant_name(options_.replay_decode).data());
+    return kda::replay_step(*replay_, shape, params, in, out, options_.replay_decode, pool, ws);
+  }
   if (rows.tokens == 1) {
     RECUR_ZONE("kda_decode");
     zone.arg("heads", shape.hv);
     zone.arg("variant", kda::decode_variant_name(options_.decode).data());
-    zone.arg("replay", replay_ ? 1 : 0);
-    if (replay_) return kda::replay_step(*replay_, shape, params, in, out, options_.decode, pool, ws);
     return kda::decode(shape, params, in, state_.data(), out, options_.decode, pool, ws);
   }
   RECUR_ZONE("kda_prefill");

@@ -144,6 +144,9 @@ struct KernelSpec {
   // The engine's forward calls this kernel through the variant its knob names (engine/
   // engine_kernels.h), so kernel.<name>.variant acts on the engine as well as the probes.
   bool engine_calls = false;
+  // The knob "auto" defers to in the engine when that is not the best variant (the KDA kernels:
+  // engine.kda.decode_variant); empty: the best variant everywhere.
+  std::string engine_auto;
 
   const VariantSpec* find_variant(std::string_view name) const;
   // not_found naming the variants that exist.
