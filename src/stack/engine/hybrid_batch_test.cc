@@ -379,7 +379,8 @@ TEST(HybridBatch, TensorParallelRefusesUnevenHeadGroups) {
 // A decode step on a pool computes the projections of one input in one parallel region
 // (blocks/projections.cc): one matvec zone for a KDA layer's six, attention's three, the FFN's
 // gate and up; each row still whole on one thread, so the logits have the bits of a
-// one-thread pool, which runs every projection on its own.
+// one-thread pool, which runs every projection on its own (as the KDA convolutions, whose
+// channels a pool splits: hybrid_kda.cc).
 TEST(HybridBatch, FusedDecodeProjectionsKeepTheBitsOfOneThread) {
   TinyModel t = tiny_model(4);
   auto decode = [&](int threads, std::vector<int64_t>* fused) {

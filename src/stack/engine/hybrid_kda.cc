@@ -47,14 +47,15 @@ void KdaSequenceState::reset() {
   }
 }
 
-// Short causal depthwise convolution with SiLU over `channels` channels of `tokens` rows, in
-// token order; the window holds each channel's previous conv_size - 1 inputs, oldest first.
+// Short causal depthwise convolution with SiLU over channels [c0, c1) of `channels`, `tokens`
+// rows, in token order; the window holds each channel's previous conv_size - 1 inputs, oldest
+// first.
 void KdaSequenceState::convolve(const std::vector<float>& weights, float* x, int64_t channels, int64_t tokens,
-                                float* window) const {
+                                float* window, int64_t c0, int64_t c1) const {
   const int taps = conv_size_;
   for (int64_t t = 0; t < tokens; ++t) {
     float* row = x + t * channels;
-    for (int64_t ch = 0; ch < channels; ++ch) {
+    for (int64_t ch = c0; ch < c1; ++ch) {
       const float* w = weights.data() + ch * taps;
       float* win = window + size_t(ch) * size_t(taps - 1);
       float y = w[taps - 1] * row[ch];
@@ -66,13 +67,33 @@ void KdaSequenceState::convolve(const std::vector<float>& weights, float* x, int
   }
 }
 
+// q, k and v convolved: their channels in claimed chunks on the pool, each channel whole on one
+// thread (the same bits on any pool); serial work a decode step's ~2k SiLUs a layer and a
+// prompt's T times that.
+void KdaSequenceState::convolve_all(const LayerShard& S, const KdaRows& rows, ThreadPool* pool) {
+  const int64_t qk = shape_.hk * shape_.k, vd = shape_.hv * shape_.k, all = 2 * qk + vd;
+  const size_t w = size_t(conv_size_ - 1);
+  auto range = [&](int64_t c0, int64_t c1) {
+    const struct {
+      const std::vector<float>& weights;
+      float* x;
+      int64_t begin, channels;
+    } parts[] = {{S.conv_q, rows.q, 0, qk}, {S.conv_k, rows.k, qk, qk}, {S.conv_v, rows.v, 2 * qk, vd}};
+    for (const auto& p : parts) {
+      const int64_t b = std::max(c0, p.begin) - p.begin, e = std::min(c1, p.begin + p.channels) - p.begin;
+      if (b < e) convolve(p.weights, p.x, p.channels, rows.tokens, window_.data() + w * size_t(p.begin), b, e);
+    }
+  };
+  if (pool == nullptr || pool->size() == 1) return range(0, all);
+  const int64_t per_chunk = std::max<int64_t>(64, all / (8 * int64_t(pool->size())));
+  pool->parallel_claim((all + per_chunk - 1) / per_chunk,
+                       [&](int64_t c, int) { range(c * per_chunk, std::min(all, (c + 1) * per_chunk)); });
+}
+
 Status KdaSequenceState::run(const LayerShard& S, const KdaRows& rows, float* out, ThreadPool* pool,
                              kda::Workspace& ws, std::vector<float>& scratch) {
-  const int64_t K = shape_.k, qk = shape_.hk * K, vd = shape_.hv * K;
-  const size_t w = size_t(conv_size_ - 1);
-  convolve(S.conv_q, rows.q, qk, rows.tokens, window_.data());
-  convolve(S.conv_k, rows.k, qk, rows.tokens, window_.data() + w * size_t(qk));
-  convolve(S.conv_v, rows.v, vd, rows.tokens, window_.data() + 2 * w * size_t(qk));
+  const int64_t K = shape_.k;
+  convolve_all(S, rows, pool);
   kda::Shape shape = shape_;
   shape.tokens = rows.tokens;
   const kda::Params params = kda_layer_params(K);
