@@ -17,6 +17,23 @@ kda::Params kda_layer_params(int64_t head_dim) {
   return p;
 }
 
+// Channels [c0, c1) of one row through the convolution, the window shifted; kTaps > 0 fixes the
+// tap count at compile time (the window shift then needs no memmove call per channel), 0 reads
+// `taps`. The same operations in the same order either way (the same bits).
+template <int kTaps>
+void convolve_row(const float* weights, float* row, float* window, int64_t c0, int64_t c1, int taps_at_run) {
+  const int taps = kTaps > 0 ? kTaps : taps_at_run;
+  for (int64_t ch = c0; ch < c1; ++ch) {
+    const float* w = weights + ch * taps;
+    float* win = window + size_t(ch) * size_t(taps - 1);
+    float y = w[taps - 1] * row[ch];
+    for (int j = 0; j < taps - 1; ++j) y += w[j] * win[j];
+    for (int j = 0; j + 1 < taps - 1; ++j) win[j] = win[j + 1];
+    if (taps > 1) win[taps - 2] = row[ch];
+    row[ch] = kda_silu(y);
+  }
+}
+
 }  // namespace
 
 Result<KdaSequenceState> KdaSequenceState::create(const LayerShard& S, int64_t K, int conv_size,
@@ -52,18 +69,9 @@ void KdaSequenceState::reset() {
 // first.
 void KdaSequenceState::convolve(const std::vector<float>& weights, float* x, int64_t channels, int64_t tokens,
                                 float* window, int64_t c0, int64_t c1) const {
-  const int taps = conv_size_;
   for (int64_t t = 0; t < tokens; ++t) {
-    float* row = x + t * channels;
-    for (int64_t ch = c0; ch < c1; ++ch) {
-      const float* w = weights.data() + ch * taps;
-      float* win = window + size_t(ch) * size_t(taps - 1);
-      float y = w[taps - 1] * row[ch];
-      for (int j = 0; j < taps - 1; ++j) y += w[j] * win[j];
-      for (int j = 0; j + 1 < taps - 1; ++j) win[j] = win[j + 1];
-      if (taps > 1) win[taps - 2] = row[ch];
-      row[ch] = kda_silu(y);
-    }
+    if (conv_size_ == 4) convolve_row<4>(weights.data(), x + t * channels, window, c0, c1, 4);
+    else convolve_row<0>(weights.data(), x + t * channels, window, c0, c1, conv_size_);
   }
 }
 
