@@ -23,7 +23,8 @@
 //                 fails): each value must resolve differently from the default.
 //                 kernel.<k>.variant of a kernel the engine calls: the value "auto" resolves to
 //                 runs the same code as the default, so it holds when an engine run's trace
-//                 names it (zone <k>, arg variant=<value>) under the defaults or in a context.
+//                 names it (zone <k>, arg variant=<value>) under the defaults or in a context
+//                 (but not one setting another knob to that value).
 //   kernel_probe  kernel.<k>.variant of a registered kernel, every value "auto" or a variant of
 //                 it (the kernel probes run exactly that variant).
 //   nowhere       declared dead; it must not be read by any engine run above.

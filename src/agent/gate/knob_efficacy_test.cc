@@ -102,7 +102,8 @@ TEST_F(KnobEfficacy, TheVariantKnobsOfTheKernelsTheEngineCallsActOnTheEngine) {
   KnobEfficacyOptions o = stack_readers();
   for (const char* kernel : {"rmsnorm", "rmsnorm_residual", "swiglu", "rope", "route_topk", "embedding_f32",
                              "embedding_f16", "embedding_bf16", "embedding_q8_0", "sample", "gemv", "gemm",
-                             "gemm_w8a8"}) {
+                             "gemm_w8a8", "kda_decode", "kda_replay_decode", "kda_prefill", "attention_decode",
+                             "attention_prefill"}) {
     const std::string knob = fmt::format("kernel.{}.variant", kernel);
     const KnobSpec* k = KnobRegistry::global().find(knob);
     ASSERT_NE(k, nullptr) << knob;

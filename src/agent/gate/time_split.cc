@@ -40,6 +40,8 @@ constexpr ZoneRule kZoneRules[] = {
     {"embedding_bf16", "kernel:embedding_bf16"}, {"embedding_q8_0", "kernel:embedding_q8_0"},
     {"gemv", "kernel:gemv"},            {"gemm", "kernel:gemm"},             {"gemm_w8a8", "kernel:gemm_w8a8"},
     {"sample", "kernel:sample"},
+    {"kda_replay_decode", "kernel:kda_replay_decode"}, {"attention_decode", "kernel:attention_decode"},
+    {"attention_prefill", "kernel:attention_prefill"},
 };
 
 // The layer a zone's work belongs to: its own `layer` arg or its nearest enclosing zone's; -1

@@ -1,5 +1,7 @@
 #include "engine/engine_kernels.h"
 
+#include <charconv>
+
 #include <fmt/format.h>
 
 #include "kernels/registry.h"
@@ -8,12 +10,15 @@ namespace recur {
 
 namespace {
 
-Result<const kernels::VariantSpec*> resolve_variant(const Config& knobs, std::string_view kernel) {
+// The variant kernel.<kernel>.variant names: "auto" gives the best runnable one (null when
+// `best` is false).
+Result<const kernels::VariantSpec*> resolve_variant(const Config& knobs, std::string_view kernel, bool best = true) {
   const std::string knob = fmt::format("kernel.{}.variant", kernel);
   RECUR_ASSIGN_OR_RETURN(std::string value, knobs.get(knob));
   RECUR_ASSIGN_OR_RETURN(const kernels::KernelSpec* spec, kernels::KernelRegistry::global().lookup(kernel));
   const kernels::VariantSpec* v = nullptr;
   if (value == "auto") {
+    if (!best) return nullptr;
     v = spec->best_variant();
     if (v == nullptr) return unsupported("{}=auto: no variant of kernel {} runs on this machine", knob, kernel);
   } else {
@@ -28,6 +33,15 @@ Result<const kernels::VariantSpec*> resolve_variant(const Config& knobs, std::st
 Result<KernelChoice> resolve(const Config& knobs, std::string_view kernel) {
   RECUR_ASSIGN_OR_RETURN(const kernels::VariantSpec* v, resolve_variant(knobs, kernel));
   return KernelChoice{.variant = v->name, .isa = v->isa};
+}
+
+// A variant's integer parameter (`fallback` when it has none).
+int int_param(const kernels::VariantSpec& v, const std::string& name, int fallback) {
+  auto it = v.params.find(name);
+  if (it == v.params.end()) return fallback;
+  int out = fallback;
+  std::from_chars(it->second.data(), it->second.data() + it->second.size(), out);
+  return out;
 }
 
 // kernel.<kernel>.variant=auto keeps the engine's own stored-weight kernels: false.
@@ -95,6 +109,10 @@ Result<EngineKernels> engine_kernels_from(const Config& knobs, bool attention, b
   RECUR_ASSIGN_OR_RETURN(k.swiglu, resolve(knobs, "swiglu"));
   if (attention) {
     RECUR_ASSIGN_OR_RETURN(k.rope, resolve(knobs, "rope"));
+    RECUR_ASSIGN_OR_RETURN(const kernels::VariantSpec* decode, resolve_variant(knobs, "attention_decode"));
+    k.attention_decode = {.variant = decode->name, .isa = decode->isa};
+    k.attention_decode_split_k = int_param(*decode, "split_k", 1);
+    RECUR_ASSIGN_OR_RETURN(k.attention_prefill, resolve(knobs, "attention_prefill"));
   }
   if (experts) {
     RECUR_ASSIGN_OR_RETURN(k.route_topk, resolve(knobs, "route_topk"));
@@ -105,6 +123,12 @@ Result<EngineKernels> engine_kernels_from(const Config& knobs, bool attention, b
   }
   RECUR_ASSIGN_OR_RETURN(k.projections, projection_kernels_from(knobs));
   return k;
+}
+
+Result<std::optional<std::string>> explicit_variant(const Config& knobs, std::string_view kernel) {
+  RECUR_ASSIGN_OR_RETURN(const kernels::VariantSpec* v, resolve_variant(knobs, kernel, false));
+  if (v == nullptr) return std::optional<std::string>();
+  return std::optional<std::string>(v->name);
 }
 
 }  // namespace recur

@@ -3,11 +3,14 @@
 // variant this machine runs (KernelSpec::best_variant), any other value must name a variant it
 // can run. The blocks call the resolved ISA level's function directly (no per-element or per-row
 // dispatch) and name the variant in their trace zone (arg variant=<name>), so the knob's effect
-// is visible in every engine run. Kernels whose spec sets engine_calls are exactly these.
+// is visible in every engine run. Kernels whose spec sets engine_calls are exactly these and
+// the KDA kernels (kda_decode, kda_replay_decode, kda_prefill), whose "auto" is the engine's own
+// choice, engine.kda.decode_variant / engine.kda.prefill_variant (explicit_variant below).
 #pragma once
 
 #include <array>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "core/cpu_features.h"
@@ -58,9 +61,13 @@ struct EngineKernels {
   // order: f32, f16, bf16, q8_0): kernel embedding_<type> at kernel.embedding_<type>.variant.
   std::array<KernelChoice, 4> embedding;
   ProjectionKernels projections;  // every Projection of the forward (engine/projection.h)
+  KernelChoice attention_decode;   // paged attention of one-token runs (kernels/attention)
+  int attention_decode_split_k = 1;  // its variant's split_k parameter
+  KernelChoice attention_prefill;  // paged causal attention of longer runs
 };
 
-// Reads only the knobs of the kernels a model uses (attention: rope; experts: route_topk).
+// Reads only the knobs of the kernels a model uses (attention: rope and the paged attention
+// kernels; experts: route_topk).
 Result<EngineKernels> engine_kernels_from(const Config& knobs, bool attention, bool experts);
 
 // One registered kernel's variant from kernel.<kernel>.variant, "auto" the best this machine runs
@@ -74,5 +81,9 @@ Result<ProjectionKernels> projection_kernels_from(const Config& knobs);
 
 // "embedding_q8_0" for kernels::TableType::kQ8_0.
 std::string_view embedding_kernel_name(kernels::TableType type);
+
+// kernel.<kernel>.variant when it names a variant (checked as above: registered and runnable
+// here); nullopt for "auto", where the engine keeps its own choice.
+Result<std::optional<std::string>> explicit_variant(const Config& knobs, std::string_view kernel);
 
 }  // namespace recur
