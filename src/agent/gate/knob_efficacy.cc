@@ -263,15 +263,21 @@ class Checker {
   // no fingerprint can differ: it holds when an engine run's trace names v as the variant that
   // ran in zone <k> (the engine calls the kernel, and at v), under the defaults or in a context
   // (gemm_w8a8 runs only at kernel.gemm.precision=w8a8, kda_replay_decode only with
-  // engine.kda.replay=on), except one that sets another knob to v: engine.kda.decode_variant=vtile
-  // makes "auto" run vtile whether or not the knob acts.
+  // engine.kda.replay=on), except one where another knob of the same kernel is set to v:
+  // engine.kda.decode_variant=vtile (component kernel:kda_decode) makes "auto" run vtile whether
+  // or not the knob acts.
   bool runs_as_auto(const KnobSpec& k, const std::string& v, bool defaults_only) {
     const std::optional<std::string> kernel = variant_knob_kernel(k.name);
     if (!kernel) return false;
-    const std::string zone = *kernel + " ", arg = " variant=" + v;
+    const std::string zone = *kernel + " ", arg = " variant=" + v, component = "kernel:" + *kernel;
+    auto picks_v_for_the_kernel = [&](const auto& kv) {
+      if (kv.second != v) return false;
+      const KnobSpec* other = KnobRegistry::global().find(kv.first);
+      return other != nullptr && std::find(other->components.begin(), other->components.end(), component) !=
+                                     other->components.end();
+    };
     for (const auto& ctx : contexts_) {  // the defaults first: most kernels run there
-      if (ctx.contains(k.name) || std::any_of(ctx.begin(), ctx.end(), [&](const auto& kv) { return kv.second == v; }))
-        continue;
+      if (ctx.contains(k.name) || std::any_of(ctx.begin(), ctx.end(), picks_v_for_the_kernel)) continue;
       for (EngineModel& m : models_) {
         if (names_variant(fingerprint(m, ctx, ctx).text, zone, arg)) return true;
       }
