@@ -9,7 +9,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "engine/engine_kernels.h"
 #include "engine/model.h"
+#include "engine/sampler.h"
 #include "gate/arm_engines.h"
 #include "gate/engine_probe.h"
 #include "kernels/registry.h"
@@ -112,6 +114,9 @@ class Checker {
                                                    .ffn = 128, .vocab = 400, .context = 64, .dtype = "f32",
                                                    .pattern = "kkka", .kda_head_dim = 16, .experts = 8,
                                                    .experts_used = 2}));
+    // One layer: its BF16 token embedding is what the others lack (kernel.embedding_bf16.variant).
+    RECUR_RETURN_IF_ERROR(add_model("llama-bf16", {.arch = "llama", .dim = 64, .layers = 1, .heads = 4, .kv_heads = 2,
+                                                   .ffn = 128, .vocab = 400, .context = 64, .dtype = "bf16"}));
     // Contexts: the defaults, then the defaults plus one engine knob's value.
     contexts_.push_back({});
     for (const KnobSpec* j : reg_.acting_in(kAnyEngine))
@@ -189,7 +194,8 @@ class Checker {
   }
 
   // A batched prefill of 5 tokens and 10 decode steps through a session, then one batch forward; the logits'
-  // bits and the KV occupancy go into `text`. Returns the error, or "".
+  // bits, the KV occupancy and the tokens the engine's sampler picks from the last logits (greedy and
+  // temperature 0.8, top-p 0.9, as generate and serve pick) go into `text`. Returns the error, or "".
   static std::string run_engine(const ArmEngine& e, const Config& knobs, std::string& text) {
     const std::vector<TokenId> prompt = {1, 2, 3, 4, 5};
     auto session = e.model->new_session(*e.pool, 16, knobs);
@@ -211,8 +217,13 @@ class Checker {
     auto out = (*batch)->forward(tokens);
     if (!out) return out.error().message();
     const KvUsage kv = (*batch)->kv_usage();
-    text += fmt::format("logits {:016x} batch logits {:016x} kv pages {}/{} bytes {}\n", h,
-                        hash_floats(14695981039346656037ull, *out), kv.pages_used, kv.pages_total, kv.bytes_total);
+    auto sample_kernel = resolve_kernel(knobs, "sample");
+    if (!sample_kernel) return sample_kernel.error().message();
+    Sampler greedy({}, *sample_kernel), warm({.temperature = 0.8f, .top_p = 0.9f, .seed = 7}, *sample_kernel);
+    const TokenId picked = greedy.sample(*out), drawn = warm.sample(*out);
+    text += fmt::format("logits {:016x} batch logits {:016x} kv pages {}/{} bytes {} sampled {} {}\n", h,
+                        hash_floats(14695981039346656037ull, *out), kv.pages_used, kv.pages_total, kv.bytes_total,
+                        picked, drawn);
     return "";
   }
 
@@ -221,6 +232,9 @@ class Checker {
   void check_engine(const KnobSpec& k, const std::string& v) {
     const bool at_load = acts_in(k.acts, KnobActs::kEngineLoad);
     const std::string stem = k.name.ends_with("[]") ? k.name.substr(0, k.name.size() - 2) : k.name;
+    // The value "auto" resolves to changes no run: named in the defaults' trace, it holds without
+    // trying every context.
+    if (runs_as_auto(k, v, /*defaults_only=*/true)) return;
     std::string refusal;
     for (EngineModel& m : models_) {
       for (const std::string& member : members(k, m.layers)) {
@@ -238,33 +252,50 @@ class Checker {
       }
     }
     if (!refusal.empty()) return;
-    if (runs_as_auto(k, v)) return;
+    if (runs_as_auto(k, v, /*defaults_only=*/false)) return;
     fail(k, v,
          fmt::format("declared to act on the engine{}, but no run differs from {}={} (models: llama Q8_0, llama "
-                     "F16, hybrid MoE; contexts: the defaults and each other engine knob's values)",
+                     "F16, hybrid MoE, llama BF16; contexts: the defaults and each other engine knob's values)",
                      at_load ? " at load" : " at run time (the model instance is shared)", k.name, k.default_value));
   }
 
   // kernel.<k>.variant=v where "auto" (the default) already resolves to v runs the same code, so
   // no fingerprint can differ: it holds when an engine run's trace names v as the variant that
-  // ran in zone <k> (the engine calls the kernel, and at v).
-  bool runs_as_auto(const KnobSpec& k, const std::string& v) {
+  // ran in zone <k> (the engine calls the kernel, and at v), under the defaults or in a context
+  // (gemm_w8a8 runs only at kernel.gemm.precision=w8a8, kda_replay_decode only with
+  // engine.kda.replay=on), except one where another knob of the same kernel is set to v:
+  // engine.kda.decode_variant=vtile (component kernel:kda_decode) makes "auto" run vtile whether
+  // or not the knob acts.
+  bool runs_as_auto(const KnobSpec& k, const std::string& v, bool defaults_only) {
     const std::optional<std::string> kernel = variant_knob_kernel(k.name);
     if (!kernel) return false;
-    const kernels::KernelSpec* spec = kernels::KernelRegistry::global().find(*kernel);
-    if (spec == nullptr || spec->best_variant() == nullptr || spec->best_variant()->name != v) return false;
-    const std::string zone = *kernel + " ", arg = " variant=" + v;
-    for (EngineModel& m : models_) {
-      const Fingerprint base = fingerprint(m, {}, {});
-      for (size_t at = 0; at < base.text.size();) {
-        const size_t end = std::min(base.text.find('\n', at), base.text.size());
-        const std::string_view line(base.text.data() + at, end - at);
-        const size_t found = line.find(arg);
-        if (line.starts_with(zone) && found != std::string_view::npos &&
-            (found + arg.size() == line.size() || line[found + arg.size()] == ' '))
-          return true;
-        at = end + 1;
+    const std::string zone = *kernel + " ", arg = " variant=" + v, component = "kernel:" + *kernel;
+    auto picks_v_for_the_kernel = [&](const auto& kv) {
+      if (kv.second != v) return false;
+      const KnobSpec* other = KnobRegistry::global().find(kv.first);
+      return other != nullptr && std::find(other->components.begin(), other->components.end(), component) !=
+                                     other->components.end();
+    };
+    for (const auto& ctx : contexts_) {  // the defaults first: most kernels run there
+      if (ctx.contains(k.name) || std::any_of(ctx.begin(), ctx.end(), picks_v_for_the_kernel)) continue;
+      for (EngineModel& m : models_) {
+        if (names_variant(fingerprint(m, ctx, ctx).text, zone, arg)) return true;
       }
+      if (defaults_only) break;
+    }
+    return false;
+  }
+
+  // Whether a fingerprint's zone lines have one of zone `zone` (its name and a space) with arg `arg`.
+  static bool names_variant(const std::string& text, const std::string& zone, const std::string& arg) {
+    for (size_t at = 0; at < text.size();) {
+      const size_t end = std::min(text.find('\n', at), text.size());
+      const std::string_view line(text.data() + at, end - at);
+      const size_t found = line.find(arg);
+      if (line.starts_with(zone) && found != std::string_view::npos &&
+          (found + arg.size() == line.size() || line[found + arg.size()] == ' '))
+        return true;
+      at = end + 1;
     }
     return false;
   }

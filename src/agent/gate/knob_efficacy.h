@@ -5,10 +5,12 @@
 //
 // The signal per place:
 //   engine        tiny synthetic models (llama Q8_0, llama F16, hybrid with KDA, attention and
-//                 MoE) run a batched prefill and decode steps through a session, then one batch
-//                 forward. The run's fingerprint: the logits' bits, every trace zone with its args
-//                 (matvec dtype/precision, kda_decode variant, tp, ranks, ...), the batch's KV
-//                 occupancy, and an error that names the knob. knob=value must change the
+//                 MoE, a one-layer llama BF16 for its embedding table) run a batched prefill and
+//                 decode steps through a session, then one batch forward, and the engine's sampler
+//                 picks from its logits (greedy and sampled). The run's fingerprint: the logits'
+//                 bits, every trace zone with its args (matvec dtype/precision, kda_decode variant,
+//                 tp, ranks, ...), the batch's KV occupancy, the picked tokens, and an error that
+//                 names the knob. knob=value must change the
 //                 fingerprint against knob=default in some context: the defaults, or the defaults
 //                 plus one other engine knob's value (engine.tp.reduce_dtype acts only at tp > 1).
 //                 The model instance is shared as a gate shares it (gate/arm_engines.h): a knob
@@ -21,7 +23,8 @@
 //                 fails): each value must resolve differently from the default.
 //                 kernel.<k>.variant of a kernel the engine calls: the value "auto" resolves to
 //                 runs the same code as the default, so it holds when an engine run's trace
-//                 names it (zone <k>, arg variant=<value>).
+//                 names it (zone <k>, arg variant=<value>) under the defaults or in a context
+//                 (but not one setting another knob to that value).
 //   kernel_probe  kernel.<k>.variant of a registered kernel, every value "auto" or a variant of
 //                 it (the kernel probes run exactly that variant).
 //   nowhere       declared dead; it must not be read by any engine run above.

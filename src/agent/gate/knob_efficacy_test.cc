@@ -100,7 +100,10 @@ TEST_F(KnobEfficacy, ALoadTimeKnobDeclaredAsRunTimeFails) {
 // named in the trace).
 TEST_F(KnobEfficacy, TheVariantKnobsOfTheKernelsTheEngineCallsActOnTheEngine) {
   KnobEfficacyOptions o = stack_readers();
-  for (const char* kernel : {"rmsnorm", "rmsnorm_residual", "swiglu", "rope", "route_topk"}) {
+  for (const char* kernel : {"rmsnorm", "rmsnorm_residual", "swiglu", "rope", "route_topk", "embedding_f32",
+                             "embedding_f16", "embedding_bf16", "embedding_q8_0", "sample", "gemv", "gemm",
+                             "gemm_w8a8", "kda_decode", "kda_replay_decode", "kda_prefill", "attention_decode",
+                             "attention_prefill"}) {
     const std::string knob = fmt::format("kernel.{}.variant", kernel);
     const KnobSpec* k = KnobRegistry::global().find(knob);
     ASSERT_NE(k, nullptr) << knob;
@@ -111,6 +114,39 @@ TEST_F(KnobEfficacy, TheVariantKnobsOfTheKernelsTheEngineCallsActOnTheEngine) {
   auto failures = check_knob_efficacy(KnobRegistry::global(), o);
   ASSERT_TRUE(failures.has_value()) << failures.error().message();
   EXPECT_TRUE(failures->empty()) << describe(*failures);
+}
+
+// The gemm's algorithm and tiles reach the engine's packed products: each value changes the run
+// (the tiled zone's kc and mc, the algorithm's bits) or is refused naming the knob (a
+// contradiction with kernel.gemm.variant, or no AVX-512).
+TEST_F(KnobEfficacy, TheGemmAlgorithmAndTileKnobsActOnTheEngine) {
+  KnobEfficacyOptions o = stack_readers();
+  for (const char* knob : {"kernel.gemm.algo", "kernel.gemm.kc", "kernel.gemm.mc"}) {
+    const KnobSpec* k = KnobRegistry::global().find(knob);
+    ASSERT_NE(k, nullptr) << knob;
+    EXPECT_TRUE(acts_in(k->acts, KnobActs::kEngine)) << knob;
+    o.only.insert(knob);
+  }
+  auto failures = check_knob_efficacy(KnobRegistry::global(), o);
+  ASSERT_TRUE(failures.has_value()) << failures.error().message();
+  EXPECT_TRUE(failures->empty()) << describe(*failures);
+}
+
+// grouped_gemm stays probe-only (the engine's experts run their own projections): claiming the
+// engine fails, and its knob's help says why.
+TEST_F(KnobEfficacy, GroupedGemmIsProbeOnlyWithItsReason) {
+  const KnobSpec* k = KnobRegistry::global().find("kernel.grouped_gemm.variant");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->acts, KnobActs::kKernelProbe);
+  EXPECT_NE(k->help.find("probe-only:"), std::string::npos) << k->help;
+  KnobRegistry r = registry_copy([](KnobSpec& spec) {
+    if (spec.name == "kernel.grouped_gemm.variant") spec.acts = KnobActs::kEngine | KnobActs::kKernelProbe;
+  });
+  KnobEfficacyOptions o = stack_readers();
+  o.only = {"kernel.grouped_gemm.variant"};
+  auto failures = check_knob_efficacy(r, o);
+  ASSERT_TRUE(failures.has_value()) << failures.error().message();
+  EXPECT_EQ(failures->size(), r.find("kernel.grouped_gemm.variant")->choices.size() - 1) << describe(*failures);
 }
 
 // softmax is registered but the forward does not call it (attention's softmax is inside the paged

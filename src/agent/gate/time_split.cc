@@ -36,6 +36,12 @@ constexpr ZoneRule kZoneRules[] = {
     // its kernel, whose variant knob carries the component.
     {"rmsnorm", "kernel:rmsnorm"},      {"rmsnorm_residual", "kernel:rmsnorm_residual"},
     {"swiglu", "kernel:swiglu"},        {"rope", "kernel:rope"},             {"route_topk", "kernel:route_topk"},
+    {"embedding_f32", "kernel:embedding_f32"}, {"embedding_f16", "kernel:embedding_f16"},
+    {"embedding_bf16", "kernel:embedding_bf16"}, {"embedding_q8_0", "kernel:embedding_q8_0"},
+    {"gemv", "kernel:gemv"},            {"gemm", "kernel:gemm"},             {"gemm_w8a8", "kernel:gemm_w8a8"},
+    {"sample", "kernel:sample"},
+    {"kda_replay_decode", "kernel:kda_replay_decode"}, {"attention_decode", "kernel:attention_decode"},
+    {"attention_prefill", "kernel:attention_prefill"},
 };
 
 // The layer a zone's work belongs to: its own `layer` arg or its nearest enclosing zone's; -1

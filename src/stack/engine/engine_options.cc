@@ -183,11 +183,29 @@ Result<EngineOptions> engine_options_from(const Config& knobs, const ModelConfig
   RECUR_ASSIGN_OR_RETURN(std::string decode, knobs.get("engine.kda.decode_variant"));
   auto dv = kda::parse_decode_variant(decode);
   if (!dv) return invalid_argument("engine.kda.decode_variant '{}' is not a KDA decode variant", decode);
-  o.kda.decode = *dv;
   RECUR_ASSIGN_OR_RETURN(std::string prefill, knobs.get("engine.kda.prefill_variant"));
   auto pv = kda::parse_prefill_variant(prefill);
   if (!pv) return invalid_argument("engine.kda.prefill_variant '{}' is not a KDA prefill variant", prefill);
-  o.kda.prefill = *pv;
+  // kernel.kda_{decode,replay_decode,prefill}.variant name the registered kernels' variants;
+  // "auto" keeps the engine.kda.* choice above.
+  RECUR_ASSIGN_OR_RETURN(auto kernel_decode, explicit_variant(knobs, "kda_decode"));
+  RECUR_ASSIGN_OR_RETURN(auto kernel_replay, explicit_variant(knobs, "kda_replay_decode"));
+  RECUR_ASSIGN_OR_RETURN(auto kernel_prefill, explicit_variant(knobs, "kda_prefill"));
+  // A variant registered beside the engine's own (a test's) has no engine path.
+  auto engine_path = [](const std::optional<std::string>& name, auto parsed, auto keep, std::string_view kernel)
+      -> Result<decltype(keep)> {
+    if (!name) return keep;
+    if (!parsed) return unsupported("kernel.{}.variant={}: the engine has no path for this variant", kernel, *name);
+    return *parsed;
+  };
+  RECUR_ASSIGN_OR_RETURN(o.kda.decode, engine_path(kernel_decode, kda::parse_decode_variant(kernel_decode.value_or("")),
+                                                   *dv, "kda_decode"));
+  RECUR_ASSIGN_OR_RETURN(o.kda.replay_decode,
+                         engine_path(kernel_replay, kda::parse_decode_variant(kernel_replay.value_or("")), *dv,
+                                     "kda_replay_decode"));
+  RECUR_ASSIGN_OR_RETURN(o.kda.prefill,
+                         engine_path(kernel_prefill, kda::parse_prefill_variant(kernel_prefill.value_or("")), *pv,
+                                     "kda_prefill"));
   RECUR_ASSIGN_OR_RETURN(o.kda.replay, read_enum(knobs, "engine.kda.replay", kOnOffNames));
   RECUR_ASSIGN_OR_RETURN(int64_t window, knobs.get_int("engine.kda.replay_window"));
   o.kda.replay_window = int(window);

@@ -54,6 +54,7 @@ namespace hybrid {
 // The KDA layers' kernels and state form (hybrid_kda.h).
 struct KdaOptions {
   kda::DecodeVariant decode = kda::DecodeVariant::kHoisted;
+  kda::DecodeVariant replay_decode = kda::DecodeVariant::kHoisted;  // a decode step of a ReplaySSM state
   kda::PrefillVariant prefill = kda::PrefillVariant::kRecurrent;
   bool replay = false;  // ReplaySSM state
   int replay_window = 16;

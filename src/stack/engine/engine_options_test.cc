@@ -55,6 +55,39 @@ TEST(EngineOptions, TypedValuesFollowTheKnobs) {
   EXPECT_FALSE(load->model.regroup_f16);
 }
 
+// kernel.kda_*.variant name the registered KDA kernels' variants the forward runs; "auto" keeps
+// engine.kda.*'s choice (today's default); the paged attention kernels resolve like the others.
+TEST(EngineOptions, KernelVariantKnobsChooseTheKdaAndAttentionKernels) {
+  Config knobs;
+  ASSERT_TRUE(knobs.set("engine.kda.decode_variant", "vtile").has_value());
+  auto o = engine_options_from(knobs, testing::tiny_hybrid_config(0));
+  ASSERT_TRUE(o.has_value()) << o.error().message();
+  EXPECT_EQ(o->kda.decode, kda::DecodeVariant::kVtile) << "auto keeps engine.kda.decode_variant";
+  EXPECT_EQ(o->kda.replay_decode, kda::DecodeVariant::kVtile);
+  EXPECT_EQ(o->kda.prefill, kda::PrefillVariant::kRecurrent);
+  for (auto [k, v] : {std::pair{"kernel.kda_decode.variant", "hoisted_recip"},
+                      {"kernel.kda_replay_decode.variant", "vtile_recip"}, {"kernel.kda_prefill.variant", "chunked16"},
+                      {"kernel.attention_decode.variant", "scalar"}, {"kernel.attention_prefill.variant", "scalar"}})
+    ASSERT_TRUE(knobs.set(k, v).has_value()) << k;
+  o = engine_options_from(knobs, testing::tiny_hybrid_config(0));
+  ASSERT_TRUE(o.has_value()) << o.error().message();
+  EXPECT_EQ(o->kda.decode, kda::DecodeVariant::kHoistedRecip);
+  EXPECT_EQ(o->kda.replay_decode, kda::DecodeVariant::kVtileRecip);
+  EXPECT_EQ(o->kda.prefill, kda::PrefillVariant::kChunked16);
+  EXPECT_EQ(o->kernels.attention_decode.variant, "scalar");
+  EXPECT_EQ(o->kernels.attention_decode.isa, Isa::kScalar);
+  EXPECT_EQ(o->kernels.attention_prefill.variant, "scalar");
+  ASSERT_TRUE(knobs.set("kernel.attention_decode.variant", "avx2_split4").has_value());
+  o = engine_options_from(knobs, testing::tiny_hybrid_config(0));
+  if (active_isa() >= Isa::kAvx2) {
+    ASSERT_TRUE(o.has_value()) << o.error().message();
+    EXPECT_EQ(o->kernels.attention_decode_split_k, 4);
+  } else {
+    ASSERT_FALSE(o.has_value());
+    EXPECT_NE(o.error().message().find("kernel.attention_decode.variant"), std::string::npos) << o.error().message();
+  }
+}
+
 TEST(EngineOptions, ReadsOnlyTheKnobsThatActOnTheModel) {
   auto read_for = [](const ModelConfig& c) {
     Config knobs;

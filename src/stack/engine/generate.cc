@@ -1,6 +1,7 @@
 #include "engine/generate.h"
 
 #include "core/clock.h"
+#include "engine/engine_kernels.h"
 
 namespace recur {
 
@@ -29,7 +30,8 @@ Result<GenerateStats> generate_from_ids(const Model& model, ThreadPool& pool, st
     return invalid_argument("prompt of {} tokens plus {} new ones exceeds the context of {}", ids.size(),
                             options.max_new_tokens, model.config().context);
   RECUR_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, model.new_session(pool, capacity, knobs));
-  Sampler sampler(options.sampling);
+  RECUR_ASSIGN_OR_RETURN(KernelChoice sample_kernel, resolve_kernel(knobs, "sample"));
+  Sampler sampler(options.sampling, sample_kernel);
   GenerateStats stats;
   stats.prompt_tokens = int(ids.size());
 

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <map>
 
 #include "core/thread_pool.h"
@@ -19,6 +20,7 @@
 #include "engine/synthetic.h"
 #include "engine/batch_scenario_test_util.h"
 #include "engine/test_models.h"
+#include "trace/trace.h"
 
 namespace recur {
 namespace {
@@ -372,6 +374,51 @@ TEST(HybridBatch, TensorParallelRefusesUnevenHeadGroups) {
   ASSERT_FALSE(b.has_value());
   EXPECT_NE(b.error().message().find("rank 0's attention heads [0, 3)"), std::string::npos) << b.error().message();
   EXPECT_TRUE((*model)->new_batch(**pool, small, Config()).has_value()) << "TP=1 runs it";
+}
+
+// A decode step on a pool computes the projections of one input in one parallel region
+// (blocks/projections.cc): one matvec zone for a KDA layer's six, attention's three, the FFN's
+// gate and up; each row still whole on one thread, so the logits have the bits of a
+// one-thread pool, which runs every projection on its own (as the KDA convolutions, whose
+// channels a pool splits: hybrid_kda.cc).
+TEST(HybridBatch, FusedDecodeProjectionsKeepTheBitsOfOneThread) {
+  TinyModel t = tiny_model(4);
+  auto decode = [&](int threads, std::vector<int64_t>* fused) {
+    auto pool = ThreadPool::create({.threads = threads, .pin = false});
+    EXPECT_TRUE(pool.has_value());
+    auto session = t.model->new_session(**pool, 32, Config());
+    EXPECT_TRUE(session.has_value()) << session.error().message();
+    std::vector<float> all;
+    auto logits = (*session)->prefill(prompt(5, 3));
+    EXPECT_TRUE(logits.has_value());
+    all.assign(logits->begin(), logits->end());
+    trace::reset();
+    trace::set_enabled(true);
+    for (TokenId tok : {7, 8, 9}) {
+      logits = (*session)->step(tok);
+      EXPECT_TRUE(logits.has_value());
+      all.insert(all.end(), logits->begin(), logits->end());
+    }
+    trace::set_enabled(false);
+    const trace::EventTable table = trace::capture();
+    for (size_t i = 0; i < table.size(); ++i)
+      if (auto n = table.int_arg(i, "fused"); n && table.name(i) == "matvec") fused->push_back(*n);
+    return all;
+  };
+  std::vector<int64_t> one_fused, three_fused;
+  const std::vector<float> one = decode(1, &one_fused), three = decode(3, &three_fused);
+  ASSERT_EQ(one.size(), three.size());
+  EXPECT_EQ(std::memcmp(one.data(), three.data(), one.size() * sizeof(float)), 0) << "the bits depend on the pool";
+  EXPECT_TRUE(one_fused.empty()) << "one thread runs each projection on its own";
+  std::map<int64_t, int> groups;  // projections per group -> groups over the 3 steps
+  for (int64_t n : three_fused) ++groups[n];
+  const ModelConfig& c = t.model->config();
+  int kda = 0, expert_calls = 0;
+  for (int l = 0; l < c.n_layers; ++l) kda += c.is_kda_layer(l) ? 1 : 0;
+  expert_calls = c.n_layers * c.n_experts_used + (c.shared_expert ? c.n_layers : 0);
+  EXPECT_EQ(groups[6], 3 * kda);
+  EXPECT_EQ(groups[3], 3 * (c.n_layers - kda));
+  EXPECT_EQ(groups[2], 3 * expert_calls) << "each routed (and shared) expert's gate and up";
 }
 
 TEST(HybridBatch, Float64ReferenceRunsOneSequenceOnly) {

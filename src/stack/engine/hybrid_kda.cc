@@ -17,6 +17,23 @@ kda::Params kda_layer_params(int64_t head_dim) {
   return p;
 }
 
+// Channels [c0, c1) of one row through the convolution, the window shifted; kTaps > 0 fixes the
+// tap count at compile time (the window shift then needs no memmove call per channel), 0 reads
+// `taps`. The same operations in the same order either way (the same bits).
+template <int kTaps>
+void convolve_row(const float* weights, float* row, float* window, int64_t c0, int64_t c1, int taps_at_run) {
+  const int taps = kTaps > 0 ? kTaps : taps_at_run;
+  for (int64_t ch = c0; ch < c1; ++ch) {
+    const float* w = weights + ch * taps;
+    float* win = window + size_t(ch) * size_t(taps - 1);
+    float y = w[taps - 1] * row[ch];
+    for (int j = 0; j < taps - 1; ++j) y += w[j] * win[j];
+    for (int j = 0; j + 1 < taps - 1; ++j) win[j] = win[j + 1];
+    if (taps > 1) win[taps - 2] = row[ch];
+    row[ch] = kda_silu(y);
+  }
+}
+
 }  // namespace
 
 Result<KdaSequenceState> KdaSequenceState::create(const LayerShard& S, int64_t K, int conv_size,
@@ -47,42 +64,59 @@ void KdaSequenceState::reset() {
   }
 }
 
-// Short causal depthwise convolution with SiLU over `channels` channels of `tokens` rows, in
-// token order; the window holds each channel's previous conv_size - 1 inputs, oldest first.
+// Short causal depthwise convolution with SiLU over channels [c0, c1) of `channels`, `tokens`
+// rows, in token order; the window holds each channel's previous conv_size - 1 inputs, oldest
+// first.
 void KdaSequenceState::convolve(const std::vector<float>& weights, float* x, int64_t channels, int64_t tokens,
-                                float* window) const {
-  const int taps = conv_size_;
+                                float* window, int64_t c0, int64_t c1) const {
   for (int64_t t = 0; t < tokens; ++t) {
-    float* row = x + t * channels;
-    for (int64_t ch = 0; ch < channels; ++ch) {
-      const float* w = weights.data() + ch * taps;
-      float* win = window + size_t(ch) * size_t(taps - 1);
-      float y = w[taps - 1] * row[ch];
-      for (int j = 0; j < taps - 1; ++j) y += w[j] * win[j];
-      for (int j = 0; j + 1 < taps - 1; ++j) win[j] = win[j + 1];
-      if (taps > 1) win[taps - 2] = row[ch];
-      row[ch] = kda_silu(y);
-    }
+    if (conv_size_ == 4) convolve_row<4>(weights.data(), x + t * channels, window, c0, c1, 4);
+    else convolve_row<0>(weights.data(), x + t * channels, window, c0, c1, conv_size_);
   }
+}
+
+// q, k and v convolved: their channels in claimed chunks on the pool, each channel whole on one
+// thread (the same bits on any pool); serial work a decode step's ~2k SiLUs a layer and a
+// prompt's T times that.
+void KdaSequenceState::convolve_all(const LayerShard& S, const KdaRows& rows, ThreadPool* pool) {
+  const int64_t qk = shape_.hk * shape_.k, vd = shape_.hv * shape_.k, all = 2 * qk + vd;
+  const size_t w = size_t(conv_size_ - 1);
+  auto range = [&](int64_t c0, int64_t c1) {
+    const struct {
+      const std::vector<float>& weights;
+      float* x;
+      int64_t begin, channels;
+    } parts[] = {{S.conv_q, rows.q, 0, qk}, {S.conv_k, rows.k, qk, qk}, {S.conv_v, rows.v, 2 * qk, vd}};
+    for (const auto& p : parts) {
+      const int64_t b = std::max(c0, p.begin) - p.begin, e = std::min(c1, p.begin + p.channels) - p.begin;
+      if (b < e) convolve(p.weights, p.x, p.channels, rows.tokens, window_.data() + w * size_t(p.begin), b, e);
+    }
+  };
+  if (pool == nullptr || pool->size() == 1) return range(0, all);
+  const int64_t per_chunk = std::max<int64_t>(64, all / (8 * int64_t(pool->size())));
+  pool->parallel_claim((all + per_chunk - 1) / per_chunk,
+                       [&](int64_t c, int) { range(c * per_chunk, std::min(all, (c + 1) * per_chunk)); });
 }
 
 Status KdaSequenceState::run(const LayerShard& S, const KdaRows& rows, float* out, ThreadPool* pool,
                              kda::Workspace& ws, std::vector<float>& scratch) {
-  const int64_t K = shape_.k, qk = shape_.hk * K, vd = shape_.hv * K;
-  const size_t w = size_t(conv_size_ - 1);
-  convolve(S.conv_q, rows.q, qk, rows.tokens, window_.data());
-  convolve(S.conv_k, rows.k, qk, rows.tokens, window_.data() + w * size_t(qk));
-  convolve(S.conv_v, rows.v, vd, rows.tokens, window_.data() + 2 * w * size_t(qk));
+  const int64_t K = shape_.k;
+  convolve_all(S, rows, pool);
   kda::Shape shape = shape_;
   shape.tokens = rows.tokens;
   const kda::Params params = kda_layer_params(K);
   const kda::Inputs in{rows.q, rows.k, rows.v, rows.g, rows.b, S.a_log.data(), S.dt_bias.data()};
+  if (rows.tokens == 1 && replay_) {
+    // Each zone is named after the registered kernel it runs (kernel.<name>.variant).
+    RECUR_ZONE("kda_replay_decode");
+    zone.arg("heads", shape.hv);
+    zone.arg("variant", kda::decode_variant_name(options_.replay_decode).data());
+    return kda::replay_step(*replay_, shape, params, in, out, options_.replay_decode, pool, ws);
+  }
   if (rows.tokens == 1) {
     RECUR_ZONE("kda_decode");
     zone.arg("heads", shape.hv);
     zone.arg("variant", kda::decode_variant_name(options_.decode).data());
-    zone.arg("replay", replay_ ? 1 : 0);
-    if (replay_) return kda::replay_step(*replay_, shape, params, in, out, options_.decode, pool, ws);
     return kda::decode(shape, params, in, state_.data(), out, options_.decode, pool, ws);
   }
   RECUR_ZONE("kda_prefill");

@@ -46,7 +46,9 @@ class KdaSequenceState {
 
  private:
   KdaSequenceState() = default;
-  void convolve(const std::vector<float>& weights, float* x, int64_t channels, int64_t tokens, float* window) const;
+  void convolve(const std::vector<float>& weights, float* x, int64_t channels, int64_t tokens, float* window,
+                int64_t c0, int64_t c1) const;
+  void convolve_all(const LayerShard& shard, const KdaRows& rows, ThreadPool* pool);
 
   KdaOptions options_;
   kda::Shape shape_;             // one sequence of the rank's heads; tokens set per run

@@ -11,6 +11,14 @@
 //                                        precision (gemm::PackedWeights; bf16 rounds W too,
 //                                        bf16x3 splits both operands), then gemm()
 //
+// The registered kernels' variant knobs (engine_kernels.h ProjectionKernels) pick beside that:
+// kernel.gemv.variant (not auto) runs M = 1 products of F32 row-form weights at f32 through the
+// registered gemv at that variant; kernel.gemm.variant (not auto) runs M > 1 products through the
+// registered gemm at its precision and algorithm (weights also widened and packed for it);
+// kernel.gemm.{algo,kc,mc} reach every packed gemm() call. Each call's "matvec" zone names the
+// kernel and variant that ran (kernel=gemv|gemm|gemm_w8a8 variant=...; the stored kernels:
+// kernel=stored, and requested=<variant> where a requested gemv could not run on the weights).
+//
 // Immutable after create(); apply() may run on several threads at once (per-thread scratch).
 #pragma once
 
@@ -18,6 +26,7 @@
 #include <optional>
 
 #include "core/status.h"
+#include "engine/engine_kernels.h"
 #include "engine/tensor_parallel.h"
 #include "engine/weights.h"
 #include "kernels/gemm/gemm.h"
@@ -25,6 +34,13 @@
 namespace recur {
 
 class ThreadPool;
+
+// How a projection multiplies besides its precision: the activation forms of the stored kernels
+// and the registered kernels' variants (engine_kernels.h).
+struct ProjectionForm {
+  gemm::Activations act = kDefaultActivations;
+  ProjectionKernels kernels;
+};
 
 class Projection {
  public:
@@ -37,6 +53,10 @@ class Projection {
   // Copied columns (a row-parallel shard); the projection keeps the copy alive.
   static Result<Projection> create(std::unique_ptr<OwnedWeight> owned, gemm::Precision precision,
                                    gemm::Activations act = kDefaultActivations);
+  // The same with the registered kernels' variants (the forward's projections).
+  static Result<Projection> create(const Weight& w, gemm::Precision precision, const ProjectionForm& form);
+  static Result<Projection> create(std::unique_ptr<OwnedWeight> owned, gemm::Precision precision,
+                                   const ProjectionForm& form);
 
   // y[m, rows] = x[m, cols] W^T for m activation rows (tokens); pool may be null (runs on the
   // caller). Each output row is what the m = 1 call on that x row gives, up to the kernels'
@@ -48,11 +68,17 @@ class Projection {
   int64_t rows() const { return view_.rows; }
 
  private:
+  // The registered gemv (M = 1) and gemm (M > 1) paths, when their knobs name a variant.
+  void apply_gemv(const float* x, float* y, ThreadPool* pool) const;
+  void apply_gemm(const float* x, int64_t m, float* y, ThreadPool* pool) const;
+
   Weight view_;
   std::unique_ptr<OwnedWeight> owned_;
   std::optional<gemm::PackedWeights> packed_;
+  std::optional<gemm::PackedWeights> gemm_packed_;  // kernel.gemm.variant's precision (M > 1)
   gemm::Precision precision_ = gemm::Precision::kF32;
   gemm::Activations act_ = kDefaultActivations;
+  ProjectionKernels kernels_;
 };
 
 }  // namespace recur

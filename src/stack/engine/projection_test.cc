@@ -7,7 +7,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <random>
+#include <set>
+#include <string>
 
 #include "core/convert.h"
 
@@ -15,6 +18,7 @@
 #include "engine/model.h"
 #include "engine/synthetic.h"
 #include "engine/test_models.h"
+#include "trace/trace.h"
 
 namespace recur {
 namespace {
@@ -127,6 +131,92 @@ TEST(Matmul, RowsMatchMatvecForEveryFormat) {
       }
     }
   }
+}
+
+// The registered kernels' variant knobs on the projections (engine_kernels.h ProjectionKernels):
+// a named gemv runs the M = 1 products of F32 weights, a named gemm the M > 1 ones, each within
+// fp32 summation-order error of the stored kernels and named in its zone; Q8_0 weights keep the
+// stored GEMV bit for bit, the zone saying so; and a tiled gemm's zone carries the knobs' tiles.
+struct ProjectionRun {
+  std::vector<float> logits;
+  std::set<std::string> zones;  // "gemv variant=scalar", "gemm variant=f32_tiled kc=32", ...
+};
+
+ProjectionRun run_with(const Model& model, ThreadPool& pool, const std::map<std::string, std::string>& set) {
+  Config knobs;
+  for (const auto& [k, v] : set) EXPECT_TRUE(knobs.set(k, v).has_value()) << k;
+  ProjectionRun r;
+  trace::reset();
+  trace::set_enabled(true);
+  auto s = model.new_session(pool, 12, knobs);
+  EXPECT_TRUE(s.has_value()) << (s ? "" : s.error().message());
+  if (s) {
+    auto l = (*s)->prefill(std::vector<TokenId>{3, 5, 7, 11, 13, 17, 19, 23, 29, 31});  // M = 10 > 8
+    EXPECT_TRUE(l.has_value());
+    l = (*s)->step(37);
+    EXPECT_TRUE(l.has_value());
+    if (l) r.logits.assign(l->begin(), l->end());
+  }
+  trace::set_enabled(false);
+  const trace::EventTable t = trace::capture();
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t.name(i) != "gemv" && t.name(i) != "gemm") continue;
+    std::string z(t.name(i));
+    for (const char* key : {"variant", "requested"})
+      if (const trace::Arg* a = t.find_arg(i, key)) z += fmt::format(" {}={}", key, t.strings().str(a->s));
+    if (const trace::Arg* a = t.find_arg(i, "kc")) z += fmt::format(" kc={}", a->i);
+    r.zones.insert(z);
+  }
+  return r;
+}
+
+TEST(Projection, RegisteredGemvAndGemmVariantsRunTheProjectionsAndSaySo) {
+  auto pool = ThreadPool::create({.threads = 2, .pin = false});
+  ASSERT_TRUE(pool.has_value());
+  for (auto dtype : {gguf::TensorType::kF32, gguf::TensorType::kQ8_0}) {
+    auto w = synthetic_model({testing::tiny_llama_config(), dtype, 4});
+    ASSERT_TRUE(w.has_value());
+    std::vector<std::byte> bytes = w->serialize();
+    auto model = model_from_file(std::move(*gguf::parse(bytes, "p.gguf")));
+    ASSERT_TRUE(model.has_value()) << model.error().message();
+    const ProjectionRun base = run_with(**model, **pool, {});
+    EXPECT_TRUE(base.zones.empty()) << "auto keeps the stored kernels: " << *base.zones.begin();
+    const ProjectionRun gemv = run_with(**model, **pool, {{"kernel.gemv.variant", "scalar"}});
+    if (dtype == gguf::TensorType::kF32) {
+      EXPECT_EQ(gemv.zones, (std::set<std::string>{"gemv variant=scalar"}));
+      EXPECT_NE(gemv.logits, base.logits) << "the scalar gemv sums in another order";
+      EXPECT_LT(rel_err(gemv.logits, base.logits), 1e-5);
+    } else {
+      EXPECT_EQ(gemv.zones, (std::set<std::string>{"gemv variant=stored requested=scalar"}));
+      EXPECT_EQ(gemv.logits, base.logits) << "Q8_0 keeps the stored GEMV";
+    }
+    const ProjectionRun gemm = run_with(**model, **pool, {{"kernel.gemm.variant", "f32"}});
+    EXPECT_EQ(gemm.zones, (std::set<std::string>{"gemm variant=f32"}));
+    EXPECT_LT(rel_err(gemm.logits, base.logits), dtype == gguf::TensorType::kF32 ? 1e-5 : 2e-2)
+        << "Q8_0's stored kernels meet Q8_0 activations; the packed f32 gemm does not";
+    if (active_isa() >= Isa::kAvx512) {
+      const ProjectionRun tiled = run_with(**model, **pool, {{"kernel.gemm.variant", "f32_tiled"}, {"kernel.gemm.kc", "32"}});
+      EXPECT_EQ(tiled.zones, (std::set<std::string>{"gemm variant=f32_tiled kc=32"}));
+      EXPECT_LT(rel_err(tiled.logits, gemm.logits), 1e-5);
+    }
+  }
+}
+
+// kernel.gemm.algo against a named kernel.gemm.variant of another algorithm is refused, naming the knob.
+TEST(Projection, AGemmAlgorithmThatContradictsTheVariantIsRefused) {
+  auto pool = ThreadPool::create({.threads = 1, .pin = false});
+  ASSERT_TRUE(pool.has_value());
+  auto w = synthetic_model({testing::tiny_llama_config(), gguf::TensorType::kF32, 4});
+  ASSERT_TRUE(w.has_value());
+  std::vector<std::byte> bytes = w->serialize();
+  auto model = model_from_file(std::move(*gguf::parse(bytes, "p.gguf")));
+  ASSERT_TRUE(model.has_value()) << model.error().message();
+  Config knobs;
+  ASSERT_TRUE(knobs.set("kernel.gemm.variant", "f32").has_value());
+  ASSERT_TRUE(knobs.set("kernel.gemm.algo", "tiled").has_value());
+  auto s = (*model)->new_session(**pool, 4, knobs);
+  ASSERT_FALSE(s.has_value());
+  EXPECT_NE(s.error().message().find("kernel.gemm.algo"), std::string::npos) << s.error().message();
 }
 
 }  // namespace

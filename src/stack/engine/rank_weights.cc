@@ -8,18 +8,18 @@ namespace {
 // The row-parallel projection of w's columns `cols` (a copy when ranks > 1, recorded in
 // `copied` so its file pages can be released once every rank has its copy; a view otherwise).
 Result<Projection> rank_row_parallel(const Weight& w, Span cols, int ranks, gemm::Precision p,
-                                       gemm::Activations act, std::vector<const Weight*>& copied) {
+                                       const ProjectionForm& form, std::vector<const Weight*>& copied) {
   RECUR_ASSIGN_OR_RETURN(auto owned, row_parallel_shard(w, cols, ranks));
   if (ranks > 1) copied.push_back(&w);
-  return Projection::create(std::move(owned), p, act);
+  return Projection::create(std::move(owned), p, form);
 }
 
 Result<FfnShard> rank_ffn_shard(const Weight& gate, const Weight& up, const Weight& down, Span ffn, int tp,
-                                  gemm::Precision p, gemm::Activations act, std::vector<const Weight*>& copied) {
+                                  gemm::Precision p, const ProjectionForm& form, std::vector<const Weight*>& copied) {
   FfnShard s;
-  RECUR_ASSIGN_OR_RETURN(s.gate, Projection::create(weight_rows(gate, ffn.begin, ffn.end), p, act));
-  RECUR_ASSIGN_OR_RETURN(s.up, Projection::create(weight_rows(up, ffn.begin, ffn.end), p, act));
-  RECUR_ASSIGN_OR_RETURN(s.down, rank_row_parallel(down, ffn, tp, p, act, copied));
+  RECUR_ASSIGN_OR_RETURN(s.gate, Projection::create(weight_rows(gate, ffn.begin, ffn.end), p, form));
+  RECUR_ASSIGN_OR_RETURN(s.up, Projection::create(weight_rows(up, ffn.begin, ffn.end), p, form));
+  RECUR_ASSIGN_OR_RETURN(s.down, rank_row_parallel(down, ffn, tp, p, form, copied));
   return s;
 }
 
@@ -92,7 +92,7 @@ Status check_tp_split(const ModelConfig& c, int tp, int64_t block, bool layer_sp
 }
 
 Result<RankWeights> shard_rank(const TransformerModel& m, int rank, int tp, int ep, gemm::Precision p,
-                               gemm::Activations act, bool layer_split) {
+                               const ProjectionForm& form, bool layer_split) {
   const ModelConfig& c = m.config();
   int attention_index = 0;
   const int64_t K = c.kda_head_dim, hd = c.head_dim;
@@ -111,13 +111,13 @@ Result<RankWeights> shard_rank(const TransformerModel& m, int rank, int tp, int 
       S.v_heads = rank_span(c.kda_heads, tp, index);
       S.k_heads = {S.v_heads.begin / group, (S.v_heads.end - 1) / group + 1};
       const Span kc{S.k_heads.begin * K, S.k_heads.end * K}, vc{S.v_heads.begin * K, S.v_heads.end * K};
-      RECUR_ASSIGN_OR_RETURN(S.wq, Projection::create(weight_rows(L.wq, kc.begin, kc.end), p, act));
-      RECUR_ASSIGN_OR_RETURN(S.wk, Projection::create(weight_rows(L.wk, kc.begin, kc.end), p, act));
-      RECUR_ASSIGN_OR_RETURN(S.wv, Projection::create(weight_rows(L.wv, vc.begin, vc.end), p, act));
-      RECUR_ASSIGN_OR_RETURN(S.wf, Projection::create(weight_rows(L.wf, vc.begin, vc.end), p, act));
-      RECUR_ASSIGN_OR_RETURN(S.wb, Projection::create(weight_rows(L.wb, S.v_heads.begin, S.v_heads.end), p, act));
-      RECUR_ASSIGN_OR_RETURN(S.out_gate, Projection::create(weight_rows(L.out_gate, vc.begin, vc.end), p, act));
-      RECUR_ASSIGN_OR_RETURN(S.wo, rank_row_parallel(L.wo, vc, tp, p, act, r.copied_sources));
+      RECUR_ASSIGN_OR_RETURN(S.wq, Projection::create(weight_rows(L.wq, kc.begin, kc.end), p, form));
+      RECUR_ASSIGN_OR_RETURN(S.wk, Projection::create(weight_rows(L.wk, kc.begin, kc.end), p, form));
+      RECUR_ASSIGN_OR_RETURN(S.wv, Projection::create(weight_rows(L.wv, vc.begin, vc.end), p, form));
+      RECUR_ASSIGN_OR_RETURN(S.wf, Projection::create(weight_rows(L.wf, vc.begin, vc.end), p, form));
+      RECUR_ASSIGN_OR_RETURN(S.wb, Projection::create(weight_rows(L.wb, S.v_heads.begin, S.v_heads.end), p, form));
+      RECUR_ASSIGN_OR_RETURN(S.out_gate, Projection::create(weight_rows(L.out_gate, vc.begin, vc.end), p, form));
+      RECUR_ASSIGN_OR_RETURN(S.wo, rank_row_parallel(L.wo, vc, tp, p, form, r.copied_sources));
       S.conv_q = rank_widened_rows(L.conv_q, kc.begin, kc.end);
       S.conv_k = rank_widened_rows(L.conv_k, kc.begin, kc.end);
       S.conv_v = rank_widened_rows(L.conv_v, vc.begin, vc.end);
@@ -131,55 +131,55 @@ Result<RankWeights> shard_rank(const TransformerModel& m, int rank, int tp, int 
       if (S.owns_attention) {
         S.heads = {0, c.n_heads};
         S.kv_heads = {0, c.n_kv_heads};
-        RECUR_ASSIGN_OR_RETURN(S.wq, Projection::create(weight_rows(L.wq, 0, L.wq.rows), p, act));
-        RECUR_ASSIGN_OR_RETURN(S.wk, Projection::create(weight_rows(L.wk, 0, L.wk.rows), p, act));
-        RECUR_ASSIGN_OR_RETURN(S.wv, Projection::create(weight_rows(L.wv, 0, L.wv.rows), p, act));
-        RECUR_ASSIGN_OR_RETURN(S.wo, rank_row_parallel(L.wo, {0, L.wo.cols}, 1, p, act, r.copied_sources));
+        RECUR_ASSIGN_OR_RETURN(S.wq, Projection::create(weight_rows(L.wq, 0, L.wq.rows), p, form));
+        RECUR_ASSIGN_OR_RETURN(S.wk, Projection::create(weight_rows(L.wk, 0, L.wk.rows), p, form));
+        RECUR_ASSIGN_OR_RETURN(S.wv, Projection::create(weight_rows(L.wv, 0, L.wv.rows), p, form));
+        RECUR_ASSIGN_OR_RETURN(S.wo, rank_row_parallel(L.wo, {0, L.wo.cols}, 1, p, form, r.copied_sources));
         rank_attention_features(L, S.heads, S.kv_heads, hd, S);
       }
     } else {
       const int64_t group = c.n_heads / c.n_kv_heads;
       S.heads = rank_span(c.n_heads, tp, index);
       S.kv_heads = {S.heads.begin / group, (S.heads.end - 1) / group + 1};
-      RECUR_ASSIGN_OR_RETURN(S.wq, Projection::create(weight_rows(L.wq, S.heads.begin * hd, S.heads.end * hd), p, act));
+      RECUR_ASSIGN_OR_RETURN(S.wq, Projection::create(weight_rows(L.wq, S.heads.begin * hd, S.heads.end * hd), p, form));
       RECUR_ASSIGN_OR_RETURN(S.wk,
-                             Projection::create(weight_rows(L.wk, S.kv_heads.begin * hd, S.kv_heads.end * hd), p, act));
+                             Projection::create(weight_rows(L.wk, S.kv_heads.begin * hd, S.kv_heads.end * hd), p, form));
       RECUR_ASSIGN_OR_RETURN(S.wv,
-                             Projection::create(weight_rows(L.wv, S.kv_heads.begin * hd, S.kv_heads.end * hd), p, act));
+                             Projection::create(weight_rows(L.wv, S.kv_heads.begin * hd, S.kv_heads.end * hd), p, form));
       RECUR_ASSIGN_OR_RETURN(
-          S.wo, rank_row_parallel(L.wo, {S.heads.begin * hd, S.heads.end * hd}, tp, p, act, r.copied_sources));
+          S.wo, rank_row_parallel(L.wo, {S.heads.begin * hd, S.heads.end * hd}, tp, p, form, r.copied_sources));
       rank_attention_features(L, S.heads, S.kv_heads, hd, S);
     }
     S.sh_gate_inp = rank_widened_span(L.sh_gate_inp, 0, L.sh_gate_inp.cols);
     std::vector<const Weight*>& copied = r.copied_sources;
     if (c.n_experts == 0) {
-      RECUR_ASSIGN_OR_RETURN(S.dense, rank_ffn_shard(L.w_gate, L.w_up, L.w_down, r.ffn, tp, p, act, copied));
+      RECUR_ASSIGN_OR_RETURN(S.dense, rank_ffn_shard(L.w_gate, L.w_up, L.w_down, r.ffn, tp, p, form, copied));
     } else if (ep > 1) {
       // Whole experts (views, no copy), and the whole shared expert for the rank's own tokens.
       const Span all{0, c.ffn_dim};
       S.experts.resize(size_t(c.n_experts));
       for (int64_t e = r.experts.begin; e < r.experts.end; ++e) {
         RECUR_ASSIGN_OR_RETURN(S.experts[size_t(e)], rank_ffn_shard(L.exp_gate[size_t(e)], L.exp_up[size_t(e)],
-                                                                      L.exp_down[size_t(e)], all, 1, p, act, copied));
+                                                                      L.exp_down[size_t(e)], all, 1, p, form, copied));
       }
       if (c.shared_expert) {
         RECUR_ASSIGN_OR_RETURN(S.shared, rank_ffn_shard(L.sh_gate, L.sh_up, L.sh_down, {0, c.shared_width()}, 1, p,
-                                                        act, copied));
+                                                        form, copied));
       }
     } else {
       for (int e = 0; e < c.n_experts; ++e) {
         RECUR_ASSIGN_OR_RETURN(FfnShard x, rank_ffn_shard(L.exp_gate[size_t(e)], L.exp_up[size_t(e)],
-                                                            L.exp_down[size_t(e)], r.ffn, tp, p, act, copied));
+                                                            L.exp_down[size_t(e)], r.ffn, tp, p, form, copied));
         S.experts.push_back(std::move(x));
       }
       if (c.shared_expert) {
         RECUR_ASSIGN_OR_RETURN(S.shared,
-                               rank_ffn_shard(L.sh_gate, L.sh_up, L.sh_down, r.shared_ffn, tp, p, act, copied));
+                               rank_ffn_shard(L.sh_gate, L.sh_up, L.sh_down, r.shared_ffn, tp, p, form, copied));
       }
     }
     r.layers.push_back(std::move(S));
   }
-  RECUR_ASSIGN_OR_RETURN(r.output, Projection::create(weight_rows(m.output, r.vocab.begin, r.vocab.end), p, act));
+  RECUR_ASSIGN_OR_RETURN(r.output, Projection::create(weight_rows(m.output, r.vocab.begin, r.vocab.end), p, form));
   return r;
 }
 

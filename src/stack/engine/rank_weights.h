@@ -61,6 +61,6 @@ inline int layer_split_owner(int attention_index, int tp) { return attention_ind
 // its whole experts when ep > 1. With layer_split (and tp > 1) each attention layer is whole on
 // its owner (layer_split_owner) and empty elsewhere.
 Result<RankWeights> shard_rank(const TransformerModel& m, int index, int tp, int ep, gemm::Precision precision,
-                               gemm::Activations act, bool layer_split = false);
+                               const ProjectionForm& form, bool layer_split = false);
 
 }  // namespace recur

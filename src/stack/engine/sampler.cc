@@ -1,7 +1,9 @@
 #include "engine/sampler.h"
 
-#include <algorithm>
 #include <cmath>
+
+#include "kernels/layer/layer.h"
+#include "trace/trace.h"
 
 namespace recur {
 
@@ -19,38 +21,16 @@ TokenId argmax(std::span<const float> logits) {
 }
 
 TokenId Sampler::sample(std::span<const float> logits) {
-  if (options_.temperature == 0.0f) return argmax(logits);
-  float max_logit = *std::max_element(logits.begin(), logits.end());
-  scratch_.clear();
-  double total = 0;
-  for (size_t i = 0; i < logits.size(); ++i) {
-    float p = std::exp((logits[i] - max_logit) / options_.temperature);
-    scratch_.emplace_back(p, TokenId(i));
-    total += p;
-  }
-  // Highest probability first, lowest id on ties, so a seed always gives the same tokens.
-  std::sort(scratch_.begin(), scratch_.end(), [](const auto& a, const auto& b) {
-    return a.first > b.first || (a.first == b.first && a.second < b.second);
-  });
-  size_t keep = scratch_.size();
-  if (options_.top_p < 1.0f) {
-    double cumulative = 0;
-    for (size_t i = 0; i < scratch_.size(); ++i) {
-      cumulative += scratch_[i].first / total;
-      if (cumulative >= options_.top_p) {
-        keep = i + 1;
-        break;
-      }
-    }
-  }
-  double kept_total = 0;
-  for (size_t i = 0; i < keep; ++i) kept_total += scratch_[i].first;
-  double r = std::uniform_real_distribution<double>(0.0, kept_total)(rng_);
-  for (size_t i = 0; i < keep; ++i) {
-    r -= scratch_[i].first;
-    if (r <= 0) return scratch_[i].second;
-  }
-  return scratch_[keep - 1].second;
+  RECUR_ZONE("sample");
+  zone.arg("variant", kernel_.variant.data());
+  zone.arg("vocab", int64_t(logits.size()));
+  // Greedy draws nothing, so a seed's stream is only consumed by sampled tokens.
+  const kernels::SampleParams p{.temperature = options_.temperature, .top_p = options_.top_p,
+                                .seed = options_.temperature > 0.0f ? rng_() : 0};
+  int32_t token = 0;
+  // The only failures are parameters validate() refuses and an empty vocabulary.
+  if (Status s = kernels::sample(logits.data(), 1, int64_t(logits.size()), p, &token); !s) return argmax(logits);
+  return TokenId(token);
 }
 
 }  // namespace recur

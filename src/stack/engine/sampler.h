@@ -1,13 +1,15 @@
-// Token sampling: greedy (temperature 0), or temperature + nucleus (top-p), seeded.
-// A Sampler owns its RNG; one per sequence, used by one thread.
+// Token sampling: greedy (temperature 0), or temperature + nucleus (top-p), seeded, through the
+// registered kernel `sample` (kernels/layer sample()) at the variant kernel.sample.variant names
+// (engine_kernels.h resolve_kernel); each pick's "sample" zone names it. A Sampler owns its RNG
+// (one 64-bit draw per sampled token seeds the kernel's walk); one per sequence, used by one thread.
 #pragma once
 
 #include <cstdint>
 #include <random>
 #include <span>
-#include <vector>
 
 #include "core/status.h"
+#include "engine/engine_kernels.h"
 #include "engine/tokenizer.h"
 
 namespace recur {
@@ -22,13 +24,14 @@ struct SamplerOptions {
 
 class Sampler {
  public:
-  explicit Sampler(const SamplerOptions& options) : options_(options), rng_(options.seed) {}
+  Sampler(const SamplerOptions& options, const KernelChoice& kernel)
+      : options_(options), kernel_(kernel), rng_(options.seed) {}
   TokenId sample(std::span<const float> logits);
 
  private:
   SamplerOptions options_;
+  KernelChoice kernel_;
   std::mt19937_64 rng_;
-  std::vector<std::pair<float, TokenId>> scratch_;
 };
 
 TokenId argmax(std::span<const float> logits);

@@ -166,7 +166,7 @@ namespace {
 
 // A kernel's variant is a knob, kernel.<name>.variant ("auto" = best runnable), tagged with the
 // kernel's component, so every registered variant is in the agent's search space. It acts on the
-// kernel probes only: the engine runs its own code paths, chosen by engine.* knobs (issue #23). A knob
+// kernel probes and, for a kernel whose spec sets engine_calls, on the engine too (engine/engine_kernels.h). A knob
 // registry that already has it (a second kernel registry in a test) keeps its own.
 void register_variant_knob(const KernelSpec& spec) {
   const std::string knob = fmt::format("kernel.{}.variant", spec.name);
@@ -176,7 +176,8 @@ void register_variant_knob(const KernelSpec& spec) {
   (void)KnobRegistry::global().add({.name = knob, .type = KnobType::kEnum, .choices = choices, .default_value = "auto",
                                     .components = {"kernel:" + spec.name}, .acts = spec.engine_calls ? KnobActs::kEngine | KnobActs::kKernelProbe
                                                               : KnobActs::kKernelProbe,
-                                    .help = "variant of kernel " + spec.name + " (auto: best for the ISA)"});
+                                    .help = "variant of kernel " + spec.name + " (auto: best for the ISA)" +
+                                            (spec.engine_note.empty() ? "" : "; " + spec.engine_note)});
 }
 
 }  // namespace

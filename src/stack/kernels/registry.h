@@ -144,6 +144,9 @@ struct KernelSpec {
   // The engine's forward calls this kernel through the variant its knob names (engine/
   // engine_kernels.h), so kernel.<name>.variant acts on the engine as well as the probes.
   bool engine_calls = false;
+  // Said in the variant knob's help: what "auto" runs in the engine where that is not the best
+  // variant, or, for a kernel the engine does not call, why not (its knob is probe-only).
+  std::string engine_note;
 
   const VariantSpec* find_variant(std::string_view name) const;
   // not_found naming the variants that exist.

@@ -33,7 +33,9 @@ Result<std::unique_ptr<BatchScheduler>> BatchScheduler::create(const Model& mode
   const BatchOptions bo{.max_sequences = options.max_sequences, .max_tokens = model.config().context,
                         .max_batch_tokens = options.max_batch_tokens};
   RECUR_ASSIGN_OR_RETURN(std::unique_ptr<Batch> batch, model.new_batch(pool, bo, knobs));
-  return std::unique_ptr<BatchScheduler>(new BatchScheduler(model, std::move(batch), options, queue, metrics));
+  RECUR_ASSIGN_OR_RETURN(KernelChoice sample_kernel, resolve_kernel(knobs, "sample"));
+  return std::unique_ptr<BatchScheduler>(
+      new BatchScheduler(model, std::move(batch), options, queue, metrics, sample_kernel));
 }
 
 void BatchScheduler::run() {
@@ -90,7 +92,7 @@ void BatchScheduler::start(std::shared_ptr<Job> job) {
   }
   metrics_.running().fetch_add(1);
   running_.push_back(std::unique_ptr<Running>(new Running{
-      .job = job, .seq = *seq, .prompt = scheduler_prompt_ids(model_, req), .sampler = Sampler(req.options.sampling),
+      .job = job, .seq = *seq, .prompt = scheduler_prompt_ids(model_, req), .sampler = Sampler(req.options.sampling, sample_kernel_),
       .out = std::move(out), .reserved_pages = scheduler_pages_needed(req)}));
   if (req.prompt_logprobs) score_prompt_token(*running_.back(), 0, {});
   if (options_.import_prompt) {  // the prompt is in: sample its first token now, decode from the next forward

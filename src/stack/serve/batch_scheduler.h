@@ -80,8 +80,9 @@ class BatchScheduler {
   };
 
   BatchScheduler(const Model& model, std::unique_ptr<Batch> batch, const SchedulerOptions& options, JobQueue& queue,
-                 Metrics& metrics)
-      : model_(model), batch_(std::move(batch)), options_(options), queue_(queue), metrics_(metrics) {}
+                 Metrics& metrics, KernelChoice sample_kernel)
+      : model_(model), batch_(std::move(batch)), options_(options), queue_(queue), metrics_(metrics),
+        sample_kernel_(sample_kernel) {}
   // False once the queue is closed and empty while nothing runs.
   bool admit();
   bool fits(const Job& job) const;
@@ -98,6 +99,7 @@ class BatchScheduler {
   SchedulerOptions options_;
   JobQueue& queue_;
   Metrics& metrics_;
+  KernelChoice sample_kernel_;  // kernel.sample.variant: every request's sampler picks through it
   std::vector<std::unique_ptr<Running>> running_;  // in admission order
   std::vector<BatchToken> tokens_;                 // this forward's tokens
   std::vector<Row> rows_;                           // per logits row

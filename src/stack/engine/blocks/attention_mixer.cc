@@ -52,9 +52,8 @@ void attention_mixer(const Step& s, int l) {
   const int64_t q_local = heads * hd, kv_local = kv_heads * hd;
   const int64_t q_all = int64_t(c.n_heads) * hd, kv_all = int64_t(c.n_kv_heads) * hd;
   const float* h = r.h.data();
-  S.wq.apply(h, M, r.q.data(), s.intra);
-  S.wk.apply(h, M, r.k.data(), s.intra);
-  S.wv.apply(h, M, r.v.data(), s.intra);
+  const ProjectionOut qkv[] = {{&S.wq, r.q.data()}, {&S.wk, r.k.data()}, {&S.wv, r.v.data()}};
+  project_rows(s, h, M, qkv);
   add_bias_rows(s.intra, r.q.data(), M, S.bq);
   add_bias_rows(s.intra, r.k.data(), M, S.bk);
   add_bias_rows(s.intra, r.v.data(), M, S.bv);
@@ -93,15 +92,25 @@ void attention_mixer(const Step& s, int l) {
     counts.push_back(run.count);
   }
   namespace paged = kernels::attention;
+  const EngineKernels& ek = s.o.kernels;
   Status st;
   if (s.p.all_single) {
-    // Batched decode: append each sequence's token, then one paged decode over all of them.
+    // Batched decode: append each sequence's token, then one paged decode over all of them, at
+    // the variant of kernel.attention_decode.variant.
+    RECUR_ZONE("attention_decode");
+    zone.arg("variant", ek.attention_decode.variant.data());
+    zone.arg("sequences", int64_t(seqs.size()));
     for (size_t i = 0; i < seqs.size() && st; ++i)
       st = r.kv->append(seqs[i], layer, std::span<const float>(r.k.data() + int64_t(i) * kv_local, size_t(kv_local)),
                         std::span<const float>(r.v.data() + int64_t(i) * kv_local, size_t(kv_local)));
-    if (st) st = paged::decode(*r.kv, layer, seqs, r.q.data(), heads, r.o.data(), {}, s.intra);
+    const paged::AttentionOptions o{.isa = ek.attention_decode.isa, .split_k = ek.attention_decode_split_k};
+    if (st) st = paged::decode(*r.kv, layer, seqs, r.q.data(), heads, r.o.data(), o, s.intra);
   } else {
-    st = paged::prefill(*r.kv, layer, seqs, counts, r.q.data(), r.k.data(), r.v.data(), heads, r.o.data(), {},
+    RECUR_ZONE("attention_prefill");
+    zone.arg("variant", ek.attention_prefill.variant.data());
+    zone.arg("rows", M);
+    const paged::AttentionOptions o{.isa = ek.attention_prefill.isa};
+    st = paged::prefill(*r.kv, layer, seqs, counts, r.q.data(), r.k.data(), r.v.data(), heads, r.o.data(), o,
                         s.intra);
   }
   r.fail(std::move(st));

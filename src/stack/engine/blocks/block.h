@@ -5,6 +5,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "core/status.h"
@@ -84,6 +85,14 @@ const float* norm_weight(const Step& s, const Weight& w);
 // ffn.cc: rows [m, dim] of x through one FFN (shard): out = down(silu(gate x) * up x); with
 // tap_layer >= 0 the gate, up and activation are tapped as layer tap_layer's dense FFN.
 void ffn_rows(const Step& s, const FfnShard& f, const float* x, int64_t m, float* out, int tap_layer = -1);
+
+// projections.cc: y = W x for several projections of the same m rows x (each out's rows
+// written to its y), in one parallel region for a decode step of fp32 weights.
+struct ProjectionOut {
+  const Projection* p;
+  float* y;
+};
+void project_rows(const Step& s, const float* x, int64_t m, std::span<const ProjectionOut> outs);
 
 // The token mixers: h -> partial (this rank's addend of the layer's output).
 void attention_mixer(const Step& s, int l);

@@ -12,8 +12,8 @@ void ffn_rows(const Step& s, const FfnShard& f, const float* x, int64_t m, float
   float* a = s.r.ff_a.data();
   float* b = s.r.ff_b.data();
   const int64_t n = f.gate.rows();  // a TP shard's columns, or a whole expert's under EP
-  f.gate.apply(x, m, a, s.intra);
-  f.up.apply(x, m, b, s.intra);
+  const ProjectionOut gate_up[] = {{&f.gate, a}, {&f.up, b}};
+  project_rows(s, x, m, gate_up);
   const Span cols = s.r.w.ffn;
   const int64_t whole = s.c().ffn_dim;
   if (tap_layer >= 0) {

@@ -25,11 +25,10 @@ void kda_mixer(const Step& s, int l) {
   const int64_t q_off = S.k_heads.begin * K, v_off = S.v_heads.begin * K;
   const int64_t qk_all = int64_t(c.kda_key_heads) * K, v_all = int64_t(c.kda_heads) * K;
   const float* h = r.h.data();
-  S.wq.apply(h, M, r.q.data(), s.intra);
-  S.wk.apply(h, M, r.k.data(), s.intra);
-  S.wv.apply(h, M, r.v.data(), s.intra);
-  S.wf.apply(h, M, r.g.data(), s.intra);
-  S.wb.apply(h, M, r.b.data(), s.intra);
+  // Every projection of h, the output gate's included (the KDA core leaves r.gate alone).
+  const ProjectionOut in[] = {{&S.wq, r.q.data()}, {&S.wk, r.k.data()}, {&S.wv, r.v.data()},
+                              {&S.wf, r.g.data()}, {&S.wb, r.b.data()}, {&S.out_gate, r.gate.data()}};
+  project_rows(s, h, M, in);
   s.tap(Op::kKdaQProj, l, r.q.data(), qk, q_off, qk_all);
   s.tap(Op::kKdaKProj, l, r.k.data(), qk, q_off, qk_all);
   s.tap(Op::kKdaVProj, l, r.v.data(), vd, v_off, v_all);
@@ -42,10 +41,10 @@ void kda_mixer(const Step& s, int l) {
     r.fail(r.kda[size_t(l)][size_t(run.seq)]->run(S, rows, r.o.data() + f * vd, s.intra, r.ws, r.scratch));
   }
   s.tap(Op::kKdaCore, l, r.o.data(), vd, v_off, v_all);
-  S.out_gate.apply(h, M, r.gate.data(), s.intra);
   s.tap(Op::kKdaGateProj, l, r.gate.data(), vd, v_off, v_all);
-  // Gated RMSNorm per value head, in claimed chunks of (row, head) pairs.
-  for_rows(s.intra, M * hv, [&](int64_t i0, int64_t i1) {
+  // Gated RMSNorm per value head, in claimed chunks of (row, head) pairs; a decode step's few
+  // heads on the caller (a parallel region costs more than their work).
+  for_rows(M > 1 ? s.intra : nullptr, M * hv, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
       float* o = r.o.data() + i * K;
       const float* gate = r.gate.data() + i * K;

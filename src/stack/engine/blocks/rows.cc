@@ -1,6 +1,9 @@
 // Row-wise blocks of the forward: embedding (and RoPE tables), RMSNorm and the residual add. Each runs
 // over the rows in claimed chunks (for_rows), one row whole per thread. The norms are the
-// registered kernels rmsnorm and rmsnorm_residual at the variants EngineOptions::kernels names.
+// registered kernels rmsnorm and rmsnorm_residual, the embedding rows the registered
+// embedding_<table type>, at the variants EngineOptions::kernels names.
+#include <optional>
+
 #include "engine/blocks/block.h"
 #include "engine/layers.h"
 #include "kernels/layer/layer.h"
@@ -14,9 +17,70 @@ const float* norm_weight(const Step& s, const Weight& w) {
   return s.r.norm_w.data();
 }
 
+namespace {
+
+// The registered embedding kernel's table type for the model's token embedding; none for a
+// table it does not read (W8A8's I8 rows, a regrouped table): those rows are dequantized.
+std::optional<kernels::TableType> table_type(const Weight& w) {
+  if (w.regrouped) return std::nullopt;
+  switch (w.type) {
+    case gguf::TensorType::kF32: return kernels::TableType::kF32;
+    case gguf::TensorType::kF16: return kernels::TableType::kF16;
+    case gguf::TensorType::kBF16: return kernels::TableType::kBF16;
+    case gguf::TensorType::kQ8_0: return kernels::TableType::kQ8_0;
+    default: return std::nullopt;
+  }
+}
+
+// x = each row's embedding: the rows a caller gave (vision), the others gathered from the table
+// by the registered embedding_<type> at its variant (ids were checked by the plan).
+void gather_rows(const Step& s, kernels::TableType type, trace::Zone& zone) {
+  const KernelChoice& k = s.o.kernels.embedding[size_t(type)];
+  zone.arg("variant", k.variant.data());
+  zone.arg("rows", s.rows());
+  const kernels::LayerOps& ops = kernels::layer_ops(k.isa);
+  const Weight& table = s.m.token_embedding;
+  const int64_t dim = s.c().dim;
+  for (int64_t i = 0; i < s.rows(); ++i) {
+    float* row = s.r.x.data() + i * dim;
+    if (const float* given = s.p.embeddings[size_t(i)]) {
+      std::copy(given, given + dim, row);
+      continue;
+    }
+    const int32_t id = s.p.tokens[size_t(i)];
+    s.r.fail(kernels::embedding_gather(table.data, type, table.rows, dim, std::span(&id, 1), row, ops));
+  }
+}
+
+void embed_tokens(const Step& s) {
+  const std::optional<kernels::TableType> type = table_type(s.m.token_embedding);
+  if (!type) return batch_embed_rows(s.p, s.m.token_embedding, s.c().dim, s.r.x.data());
+  // One zone per kernel, named after it (a zone's name is static).
+  switch (*type) {
+    case kernels::TableType::kF32: {
+      RECUR_ZONE("embedding_f32");
+      return gather_rows(s, *type, zone);
+    }
+    case kernels::TableType::kF16: {
+      RECUR_ZONE("embedding_f16");
+      return gather_rows(s, *type, zone);
+    }
+    case kernels::TableType::kBF16: {
+      RECUR_ZONE("embedding_bf16");
+      return gather_rows(s, *type, zone);
+    }
+    case kernels::TableType::kQ8_0: {
+      RECUR_ZONE("embedding_q8_0");
+      return gather_rows(s, *type, zone);
+    }
+  }
+}
+
+}  // namespace
+
 void embed_rows(const Step& s) {
   const ModelConfig& c = s.c();
-  batch_embed_rows(s.p, s.m.token_embedding, c.dim, s.r.x.data());
+  embed_tokens(s);
   s.tap(Op::kEmbed, -1, s.r.x.data(), c.dim);
   if (s.r.rope.empty()) return;  // no attention layer
   const int64_t hd = c.head_dim;

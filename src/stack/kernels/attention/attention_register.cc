@@ -250,6 +250,7 @@ std::map<DType, Tolerance> tolerances() { return {{DType::kF32, Tolerance{.atol 
 KernelSpec attention_decode_spec() {
   KernelSpec k;
   k.name = "attention_decode";
+  k.engine_calls = true;  // engine/blocks/attention_mixer.cc (engine/engine_kernels.h)
   k.help = "GQA decode over a paged KV cache of dtype C (attention.h); lens -> 1 + |lens| mod L tokens; builds the cache per call";
   k.shape_params = shape_params("L", 300, "max tokens per sequence");
   k.check_shape = check_heads;
@@ -275,6 +276,7 @@ KernelSpec attention_decode_spec() {
 KernelSpec attention_prefill_spec() {
   KernelSpec k;
   k.name = "attention_prefill";
+  k.engine_calls = true;  // engine/blocks/attention_mixer.cc (engine/engine_kernels.h)
   k.help = "causal GQA prefill of 1 + |lens| mod T tokens per sequence into a paged KV cache of dtype C (attention.h)";
   k.shape_params = shape_params("T", 40, "max new tokens per sequence");
   k.shape_params[0].default_value = 2;

@@ -81,6 +81,11 @@ void run_tiled(const PackedWeights& w, const float* x, int64_t m, float* y, cons
 
 }  // namespace
 
+bool runs_tiled(Precision p, int64_t m, const Options& options) {
+  return (p == Precision::kF32 || p == Precision::kTf32) && active_isa() >= Isa::kAvx512 &&
+         (options.algo == Algo::kTiled || (options.algo == Algo::kAuto && m > 8));
+}
+
 Status gemm(const PackedWeights& w, const float* x, int64_t m, float* y, const Options& options, ThreadPool* pool,
             Workspace& ws) {
   if (m < 1 || x == nullptr || y == nullptr)
@@ -99,9 +104,7 @@ Status gemm(const PackedWeights& w, const float* x, int64_t m, float* y, const O
     for (size_t i = 0; i < mk; ++i) hi[i] = tf32_round(x[i]);
     xf = hi;
   }
-  const bool tiled = (p == Precision::kF32 || p == Precision::kTf32) && isa >= Isa::kAvx512 &&
-                     (options.algo == Algo::kTiled || (options.algo == Algo::kAuto && m > 8));
-  if (tiled) {
+  if (runs_tiled(p, m, options)) {
     run_tiled(w, xf, m, y, options, pool, ws);
     return ok_status();
   }

@@ -70,6 +70,9 @@ struct Options {
   int kc = 256;  // tiled: K block (B micro-panel of kc x 64 floats stays in L1/L2)
   int mc = 120;  // tiled: M block, rounded up to a multiple of 6 (A block kc x mc in L2)
 };
+// Whether gemm() runs the tiled algorithm for m rows at this precision and options on this
+// machine (the rest run dot): callers name the algorithm that ran.
+bool runs_tiled(Precision p, int64_t m, const Options& options);
 // Options from the knobs kernel.gemm.algo, kernel.gemm.kc and kernel.gemm.mc.
 Result<Options> options_from_config(const Config& config);
 // The knob kernel.gemm.precision (for callers that let the configuration choose).

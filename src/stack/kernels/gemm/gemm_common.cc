@@ -17,16 +17,20 @@ RECUR_KNOB(gemm_precision, {.name = "kernel.gemm.precision", .type = KnobType::k
                                     "including the engine's projections and LM head (docs/engine.md)"});
 RECUR_KNOB(gemm_algo, {.name = "kernel.gemm.algo", .type = KnobType::kEnum, .choices = {"auto", "dot", "tiled"},
                        .default_value = "auto", .components = {"kernel:gemm"},
-                       .acts = KnobActs::kNowhere,
-                       .help = "dot: register-blocked dot products; tiled: packed 6x64 AVX-512 microkernel (f32/tf32)"});
+                       .acts = KnobActs::kEngine,
+                       .help = "dot: register-blocked dot products; tiled: packed 6x64 AVX-512 microkernel (f32/tf32); "
+                               "the engine's packed products (kernel.gemm.precision or .variant; a variant's own "
+                               "algorithm must agree); without AVX-512 only auto is accepted"});
 RECUR_KNOB(gemm_kc, {.name = "kernel.gemm.kc", .type = KnobType::kInt, .min = 16, .max = 8192,
                      .default_value = "256", .components = {"kernel:gemm"},
-                     .acts = KnobActs::kNowhere,
-                     .help = "tiled: K block (B micro-panel kc x 64 floats)"});
+                     .acts = KnobActs::kEngine,
+                     .help = "tiled: K block (B micro-panel kc x 64 floats); the engine's tiled products (zone args "
+                             "kc, mc); without AVX-512 only the default is accepted"});
 RECUR_KNOB(gemm_mc, {.name = "kernel.gemm.mc", .type = KnobType::kInt, .min = 6, .max = 4096,
                      .default_value = "120", .components = {"kernel:gemm"},
-                     .acts = KnobActs::kNowhere,
-                     .help = "tiled: M block (rounded up to a multiple of 6)"});
+                     .acts = KnobActs::kEngine,
+                     .help = "tiled: M block (rounded up to a multiple of 6); the engine's tiled products; without "
+                             "AVX-512 only the default is accepted"});
 
 std::string_view precision_name(Precision p) {
   switch (p) {

@@ -155,6 +155,10 @@ KernelSpec gemm_spec() {
   KernelSpec k = gemm_like_spec(
       "gemm", "Y[M,N] = X[M,K] W[N,K]^T by precision (docs/gemm.md); N split across shards (column-parallel TP)",
       reference_exact, Precision::kF32);
+  k.engine_calls = true;  // engine/projection.h: M > 1 products
+  k.engine_note = "in the engine auto keeps its stored-weight kernels (or kernel.gemm.precision's packed gemm); a "
+                   "variant runs every M > 1 product at its precision and algorithm (weights widened and packed once "
+                   "per batch, beside the stored ones)";
   // Tolerances relative to sum |x w| (docs/gemm.md, error vs K): the operand rounding of each
   // precision (bf16 2^-8 per product, tf32 2^-10, split forms ~2^-16 and below) plus fp32
   // accumulation. The roofline is the f32 form's; docs/gemm.md has each precision's bytes.
@@ -179,6 +183,7 @@ KernelSpec gemm_w8a8_spec() {
   KernelSpec k = gemm_like_spec(
       "gemm_w8a8", "Y = dequant(int8 X per token . int8 W per channel); reference: the same quantization in float64",
       reference_w8a8, Precision::kW8A8);
+  k.engine_calls = true;  // engine/projection.h: the projections at kernel.gemm.precision=w8a8
   k.variants = {variant(Precision::kW8A8, gemm::Algo::kDot, Isa::kScalar,
                         "int32 dots (VNNI vpdpbusd / AVX2 maddubs / scalar), fp32 dequantization", 1e-5)};
   // Its operations are int8 multiply-adds, which the fp32 FMA roof does not bound (even the

@@ -47,6 +47,9 @@ void gemv_reference(const Shape& shape, std::span<const std::vector<double>> in,
 KernelSpec gemv_spec() {
   KernelSpec k;
   k.name = "gemv";
+  k.engine_calls = true;  // engine/projection.h: M = 1 products of F32 weights
+  k.engine_note = "in the engine auto keeps its stored-weight GEMV (every weight type, regrouped r16 included); a "
+                   "variant runs M = 1 products of F32 weights (others keep the stored GEMV, zone gemv variant=stored)";
   k.help = "y[m] = sum_n W[m,n] x[n], fp32; output rows split across shards";
   k.shape_params = {{.name = "M", .default_value = 1024, .help = "output rows"},
                     {.name = "N", .default_value = 1024, .max = int64_t(1) << 24, .help = "input length"}};

@@ -244,6 +244,8 @@ KernelFn prefill_call(kda::PrefillVariant variant) {
 KernelSpec kda_decode_spec() {
   KernelSpec k;
   k.name = "kda_decode";
+  k.engine_calls = true;  // engine/hybrid_kda.cc; "auto" there is engine.kda.decode_variant
+  k.engine_note = "in the engine auto keeps engine.kda.decode_variant's choice";
   k.help = "one KDA decode step (kda.h): gate sigmoid_bounded, state KV, block_v 64; state copied then updated";
   k.shape_params = shape_params(false, 1);
   k.check_shape = check_heads;
@@ -269,6 +271,8 @@ KernelSpec kda_decode_spec() {
 KernelSpec kda_replay_decode_spec() {
   KernelSpec k;
   k.name = "kda_replay_decode";
+  k.engine_calls = true;  // engine/hybrid_kda.cc; "auto" there is engine.kda.decode_variant
+  k.engine_note = "in the engine auto keeps engine.kda.decode_variant's choice";
   k.help = "ReplaySSM step (kda_replay.h) of T drafts against a checkpoint with F steps already buffered "
            "(window 16; inputs q..b of the T tokens, then q_prev..b_prev of the F earlier ones); T = 1 is decode, "
            "T > 1 speculative verify; state_in copied into the checkpoint per call";
@@ -311,6 +315,8 @@ KernelSpec kda_replay_decode_spec() {
 KernelSpec kda_prefill_spec() {
   KernelSpec k;
   k.name = "kda_prefill";
+  k.engine_calls = true;  // engine/hybrid_kda.cc; "auto" there is engine.kda.prefill_variant
+  k.engine_note = "in the engine auto keeps engine.kda.prefill_variant's choice";
   k.help = "KDA prefill of T tokens per sequence (kda.h): gate sigmoid_bounded, state KV; state copied then updated";
   k.shape_params = shape_params(true, 1 << 16);
   k.shape_params[0].default_value = 1;

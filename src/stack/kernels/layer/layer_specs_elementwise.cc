@@ -112,6 +112,9 @@ KernelSpec swiglu_spec() {
 KernelSpec softmax_spec() {
   KernelSpec k;
   k.name = "softmax";
+  k.engine_note = "probe-only: the engine's softmaxes run inside the kernels that need them (attention's in the "
+                   "paged attention kernels, the MoE router's in route_topk, sampling's in sample), whose variant "
+                   "knobs act on the engine";
   k.help = "y[m, :] = exp(x[m, :] - max) / sum, fp32 rows (attention scores, router logits)";
   k.shape_params = mn_params(1000);
   k.inputs = {rows("x")};

@@ -34,6 +34,7 @@ double table_value(const TableInfo& info, const std::vector<double>& table, int6
 KernelSpec embedding_spec(const TableInfo& info) {
   KernelSpec k;
   k.name = std::string("embedding_") + info.suffix;
+  k.engine_calls = true;  // engine/blocks/rows.cc: the token embedding rows of a table of this type
   k.help = std::string("out[t, :] = table[id_t, :] from a ") + info.suffix +
            " table[V, N] (q8_0: GGUF blocks of fp16 d + 32 int8), id_t = (7919 t + 13) mod V";
   k.shape_params = {{.name = "T", .default_value = 64, .help = "tokens"},
@@ -98,6 +99,7 @@ std::vector<KernelSpec> embedding_specs() {
 KernelSpec sample_spec() {
   KernelSpec k;
   k.name = "sample";
+  k.engine_calls = true;  // engine/sampler.h: generate's and serve's token picks
   k.help = "one token per row of logits[R, V]: TEMP (thousandths; 0 greedy), TOPP (thousandths), SEED; the "
            "reference repeats the double walk with the same seeded uniform";
   k.shape_params = {{.name = "R", .default_value = 8, .help = "rows (sequences)"},

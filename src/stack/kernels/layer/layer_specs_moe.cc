@@ -89,6 +89,9 @@ KernelSpec route_topk_spec() {
 KernelSpec grouped_gemm_spec() {
   KernelSpec k;
   k.name = "grouped_gemm";
+  k.engine_note = "probe-only: the engine runs each expert's rows through that expert's projections (its stored "
+                   "Q8_0/F16/BF16/F32 weights, regrouped r16 included: kernel.gemv/gemm.variant), while grouped_gemm "
+                   "needs every expert as fp32 in one [E, N, K] tensor, which the engine does not hold";
   k.help = "MoE expert GEMM: tokens x[T, K] grouped by expert (group sizes from the shape: weight (5e+3)%7, some "
            "empty), Y_e = X_e W_e^T with w[E, N, K]";
   k.shape_params = {{.name = "E", .default_value = 8, .max = 4096, .help = "experts"},

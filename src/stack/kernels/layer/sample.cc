@@ -22,7 +22,7 @@ Status sample(const float* logits, int64_t rows, int64_t vocab, const SamplePara
     return invalid_argument("sample: temperature {} must not be NaN and top_p {} must be in (0, 1]", p.temperature, p.top_p);
   if (vocab < 1) return invalid_argument("sample: vocab {} must be >= 1", vocab);
   std::vector<int32_t> order;
-  std::vector<double> prob(static_cast<size_t>(vocab));
+  std::vector<double> prob;  // sized on the first sampled row: greedy rows (argmax) allocate nothing
   for (int64_t r = 0; r < rows; ++r) {
     const float* l = logits + r * vocab;
     int32_t best = 0;
@@ -32,6 +32,7 @@ Status sample(const float* logits, int64_t rows, int64_t vocab, const SamplePara
       out[r] = best;
       continue;
     }
+    prob.resize(size_t(vocab));
     const double inv_t = 1.0 / double(p.temperature), mx = double(l[best]);
     double total = 0;
     for (int64_t i = 0; i < vocab; ++i) total += prob[size_t(i)] = std::exp((double(l[i]) - mx) * inv_t);
