@@ -52,4 +52,9 @@ perl -pe 's/llama/mamba/g' "$T/llama.gguf" > "$T/mamba.gguf"
 if "$RECUR" generate -m "$T/mamba.gguf" -n 2 > /dev/null 2> "$T/mamba.err"; then fail "mamba file ran"; fi
 grep -q "mamba.gguf: architecture 'mamba' is not supported (recur runs llama, qwen2, qwen3, qwen2moe, qwen3moe" "$T/mamba.err" \
   || fail "mamba message: $(cat "$T/mamba.err")"
+# model new refuses flags the architecture has no place for (a reader would silently drop them).
+if "$RECUR" model new "$T/bad.gguf" --arch qwen2 --experts 4 2> "$T/bad.err"; then fail "qwen2 --experts accepted"; fi
+grep -q -- "--experts: qwen2 is dense" "$T/bad.err" || fail "qwen2 --experts message: $(cat "$T/bad.err")"
+if "$RECUR" model new "$T/bad.gguf" --arch qwen3moe --shared-expert 2> "$T/bad.err"; then fail "qwen3moe --shared-expert accepted"; fi
+grep -q -- "--shared-expert: qwen3moe has no shared expert" "$T/bad.err" || fail "shared expert message: $(cat "$T/bad.err")"
 echo "architectures_cli_test: ok"

@@ -116,6 +116,19 @@ int run_new(const NewFlags& f) {
   c.tied_embeddings = f.tied;
   c.rope_freq_scale = 1.0f / f.rope_scale;
   const bool moe_arch = c.arch == Arch::kQwen2Moe || c.arch == Arch::kQwen3Moe;
+  // Flags the architecture has no place for are refused, not dropped: a reader would not see them.
+  auto refuse = [&](const char* flag, std::string_view why) {
+    std::fprintf(stderr, "recur: model new: %s: %s\n", flag, std::string(why).c_str());
+    return kExitUsage;
+  };
+  if (f.experts > 0 && c.arch != Arch::kHybrid && !moe_arch)
+    return refuse("--experts", fmt::format("{} is dense (the MoE architectures are qwen2moe, qwen3moe and hybrid)",
+                                           arch_name(c.arch)));
+  if (f.shared_expert && c.arch != Arch::kHybrid && !c.shared_expert)
+    return refuse("--shared-expert", fmt::format("{} has no shared expert", arch_name(c.arch)));
+  if (f.llama3_rope && c.arch != Arch::kLlama)
+    return refuse("--llama3-rope", fmt::format("llama.cpp reads rope_freqs.weight for llama only, not {}",
+                                               arch_name(c.arch)));
   if (c.arch == Arch::kHybrid || moe_arch) {
     // MoE architectures default to 4 experts (top --experts-used) when --experts is not given.
     c.n_experts = moe_arch && f.experts == 0 ? 4 : f.experts;

@@ -23,7 +23,8 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::from_file(gguf::File file, const
   for (const char* name : {"rope_factors_long.weight", "rope_factors_short.weight"})
     if (f.tensor(name) != nullptr)
       return unsupported("{}: tensor '{}': Phi-3 LongRoPE factors are not supported", f.source(), name);
-  if (f.tensor("rope_freqs.weight") != nullptr) {
+  // llama.cpp reads rope_freqs.weight for llama only; other rows ignore the tensor as it does.
+  if (c.arch == Arch::kLlama && f.tensor("rope_freqs.weight") != nullptr) {
     RECUR_ASSIGN_OR_RETURN(m->rope_freqs, bind_weight(f, "rope_freqs.weight", 1, c.head_dim / 2));
   }
   for (int l = 0; l < c.n_layers; ++l) {

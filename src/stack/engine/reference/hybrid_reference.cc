@@ -162,7 +162,8 @@ void HybridReference::norm_heads(std::vector<double>& x, const std::string& name
 // (i, i + d/2) (NeoX).
 void HybridReference::rope(std::vector<double>& x) {
   const int hd = c_.head_dim;
-  const std::vector<double>* factors = file_.tensor("rope_freqs.weight") ? &tensor("rope_freqs.weight") : nullptr;
+  const bool llama3 = c_.arch == Arch::kLlama && file_.tensor("rope_freqs.weight") != nullptr;
+  const std::vector<double>* factors = llama3 ? &tensor("rope_freqs.weight") : nullptr;
   for (size_t head = 0; head < x.size() / size_t(hd); ++head)
     for (int i = 0; i < hd / 2; ++i) {
       double a = pos_ * double(c_.rope_freq_scale) * std::pow(double(c_.rope_theta), -2.0 * i / hd);
