@@ -113,7 +113,7 @@ int run_new(const NewFlags& f) {
   c.ffn_dim = f.ffn > 0 ? f.ffn : (f.dim * 8 / 3 + 31) / 32 * 32;
   c.vocab = f.vocab;
   c.context = f.context;
-  c.tied_embeddings = f.tied;
+  c.tied_embeddings = c.tied_embeddings || f.tied;  // gemma2 is always tied
   c.rope_freq_scale = 1.0f / f.rope_scale;
   const bool moe_arch = c.arch == Arch::kQwen2Moe || c.arch == Arch::kQwen3Moe;
   // Flags the architecture has no place for are refused, not dropped: a reader would not see them.

@@ -1,6 +1,7 @@
 #include "engine/architectures.h"
 
 #include <array>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -68,6 +69,31 @@ void phi3_features(ModelConfig& c) {
   c.fused_gate_up = true;
 }
 
+// Gemma 2: embeddings times sqrt(dim), GELU-gated FFN, sandwich norms, soft-capped attention
+// scores (50) and logits (30), NeoX RoPE, a sliding window (4096) on even layers, the LM head
+// tied to the embedding (llama.cpp duplicates token_embd whatever the file holds).
+void gemma2_features(ModelConfig& c) {
+  c.rope_neox = true;
+  c.scale_embeddings = true;
+  c.ffn_gelu = true;
+  c.post_norms = true;
+  c.attn_softcap = 50.0f;
+  c.final_softcap = 30.0f;
+  c.sliding_window = 4096;
+  c.tied_embeddings = true;
+}
+
+// llama.cpp c392e50's query scale: 1 / sqrt(key_length), but 1 / sqrt(dim / heads) for the 27B
+// (46 layers; gemma_pytorch's query_pre_attn_scalar).
+Status gemma2_keys(const ArchKeys& k, ModelConfig& c) {
+  RECUR_RETURN_IF_ERROR(k.get_opt("attn_logit_softcapping", c.attn_softcap));
+  RECUR_RETURN_IF_ERROR(k.get_opt("final_logit_softcapping", c.final_softcap));
+  RECUR_RETURN_IF_ERROR(k.get_opt("attention.sliding_window", c.sliding_window));
+  c.tied_embeddings = true;
+  if (c.n_layers == 46 && c.n_heads > 0) c.attn_scale = 1.0f / std::sqrt(float(c.dim / c.n_heads));
+  return ok_status();
+}
+
 // The MoE keys llama.cpp's qwen2moe / qwen3moe read: the routed experts' width is
 // expert_feed_forward_length (absent: feed_forward_length / expert_used_count); qwen2moe's
 // shared expert is expert_shared_feed_forward_length wide (absent: feed_forward_length).
@@ -106,13 +132,14 @@ Status hybrid_keys(const ArchKeys& k, ModelConfig& c) {
 // does ("Phi SWA is currently disabled"): both attend to the whole context.
 Status phi3_keys(const ArchKeys&, ModelConfig&) { return ok_status(); }
 
-const std::array<Architecture, 7> kArchitectures{{
+const std::array<Architecture, 8> kArchitectures{{
     {"llama", Arch::kLlama, no_features, no_keys, load_as<LlamaModel>},
     {"qwen2", Arch::kQwen2, qwen2_features, no_keys, load_as<LlamaModel>},
     {"qwen3", Arch::kQwen3, qwen3_features, no_keys, load_as<LlamaModel>},
     {"qwen2moe", Arch::kQwen2Moe, qwen2moe_features, moe_keys, load_as<LlamaModel>},
     {"qwen3moe", Arch::kQwen3Moe, qwen3moe_features, moe_keys, load_as<LlamaModel>},
     {"phi3", Arch::kPhi3, phi3_features, phi3_keys, load_as<LlamaModel>},
+    {"gemma2", Arch::kGemma2, gemma2_features, gemma2_keys, load_as<LlamaModel>},
     {"hybrid", Arch::kHybrid, no_features, hybrid_keys, load_as<HybridModel>},
 }};
 

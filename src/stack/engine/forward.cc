@@ -22,6 +22,10 @@ Result<std::unique_ptr<Forward>> Forward::create(const TransformerModel& m, Thre
                             b.max_sequences, b.max_tokens, b.max_batch_tokens);
   if (b.max_tokens > c.context)
     return invalid_argument("{}: max_tokens {} exceeds the context of {}", who, b.max_tokens, c.context);
+  if (c.sliding_window > 0 && b.max_tokens > c.sliding_window)
+    return unsupported("{}: max_tokens {} exceeds the sliding window of {} ({}.attention.sliding_window): windowed "
+                       "attention is not implemented, so sequences stay within the window",
+                       who, b.max_tokens, c.sliding_window, arch_name(c.arch));
   if (o.tp < 1) return invalid_argument("engine.tp must be at least 1, got {}", o.tp);
   int attention_layers = 0;
   for (int l = 0; l < c.n_layers; ++l) attention_layers += c.is_kda_layer(l) ? 0 : 1;
@@ -122,6 +126,7 @@ void Forward::rank_forward(ForwardRank& r, const BatchPlan& p) {
     if (L.kda) kda_mixer(s, l);
     else attention_mixer(s, l);
     all_reduce(s, l, L.kda ? Op::kKdaAllReduce : Op::kAttnAllReduce);
+    if (L.post_attn_norm.data != nullptr) norm_partial_rows(s, L.post_attn_norm);  // gemma2's sandwich
     // FFN: x += ffn(RMSNorm(x)), the mixer's residual add fused with the norm.
     add_partial_norm_rows(s, L.ffn_norm);
     tap(L.kda ? Op::kKdaMixResidual : Op::kAttnMixResidual, l, r.x.data(), dim);
@@ -134,6 +139,7 @@ void Forward::rank_forward(ForwardRank& r, const BatchPlan& p) {
       if (options_.ep.ep > 1) tap(Op::kMoeCombine, l, r.partial.data(), dim);  // gathered whole: no reduce
       else all_reduce(s, l, Op::kMoeAllReduce);
     }
+    if (L.post_ffn_norm.data != nullptr) norm_partial_rows(s, L.post_ffn_norm);
     add_partial_rows(s);
     tap(Op::kResidual, l, r.x.data(), dim);
     if (observer_ && M == 1 && r.w.index == 0) (*observer_)(l, std::span<const float>(r.x.data(), size_t(dim)));

@@ -49,6 +49,7 @@ Status bind_attention_weights(const gguf::File& f, const ModelConfig& c, const s
     RECUR_RETURN_IF_ERROR(bind(L.bk, "attn_k.bias", 1, kv_dim));
     RECUR_RETURN_IF_ERROR(bind(L.bv, "attn_v.bias", 1, kv_dim));
   }
+  if (c.post_norms) RECUR_RETURN_IF_ERROR(bind(L.post_attn_norm, "post_attention_norm.weight", 1, c.dim));
   if (c.qk_norm) {
     RECUR_RETURN_IF_ERROR(bind(L.q_norm, "attn_q_norm.weight", 1, c.head_dim));
     RECUR_RETURN_IF_ERROR(bind(L.k_norm, "attn_k_norm.weight", 1, c.head_dim));
@@ -61,6 +62,7 @@ Status bind_ffn_weights(const gguf::File& f, const ModelConfig& c, const std::st
     RECUR_ASSIGN_OR_RETURN(w, bind_weight(f, p + name, rows, cols));
     return ok_status();
   };
+  if (c.post_norms) RECUR_RETURN_IF_ERROR(bind(L.post_ffn_norm, "post_ffw_norm.weight", 1, c.dim));
   if (c.n_experts == 0) {
     if (c.fused_gate_up) {
       // phi3: ffn_up is [2 * ffn, dim], the gate's rows first (ggml_swiglu's halves).

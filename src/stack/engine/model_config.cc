@@ -122,6 +122,11 @@ void ModelConfig::to_gguf(gguf::Writer& w) const {
   // phi3: llama.cpp before mid-2025 refuses a phi3 file without a sliding window (and applies
   // it); newer llama.cpp ignores it, as recur does. The whole context keeps both the same.
   if (arch == Arch::kPhi3) w.set(p + "attention.sliding_window", Value::of_u32(uint32_t(context)));
+  if (arch == Arch::kGemma2) {
+    w.set(p + "attn_logit_softcapping", Value::of_f32(attn_softcap));
+    w.set(p + "final_logit_softcapping", Value::of_f32(final_softcap));
+    w.set(p + "attention.sliding_window", Value::of_u32(uint32_t(sliding_window)));
+  }
   if (arch != Arch::kHybrid && n_experts > 0) {
     w.set(p + "expert_count", Value::of_u32(uint32_t(n_experts)));
     w.set(p + "expert_used_count", Value::of_u32(uint32_t(n_experts_used)));

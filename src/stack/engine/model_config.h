@@ -17,7 +17,7 @@
 
 namespace recur {
 
-enum class Arch { kLlama, kHybrid, kQwen2, kQwen3, kQwen2Moe, kQwen3Moe, kPhi3 };
+enum class Arch { kLlama, kHybrid, kQwen2, kQwen3, kQwen2Moe, kQwen3Moe, kPhi3, kGemma2 };
 std::string_view arch_name(Arch a);  // general.architecture (architectures.h)
 
 struct ModelConfig {
@@ -55,10 +55,20 @@ struct ModelConfig {
   bool shared_expert_gate = false; // shared expert output times sigmoid(ffn_gate_inp_shexp . x) (qwen2moe)
   int shared_ffn_dim = 0;          // shared expert width; 0: ffn_dim
   int rope_dims = 0;               // {arch}.rope.dimension_count as read (0: absent); loaders refuse partial rotary
+  bool scale_embeddings = false;   // embedding rows times sqrt(dim) (gemma)
+  bool ffn_gelu = false;           // GELU (tanh) gated FFN instead of SiLU (gemma)
+  bool post_norms = false;         // sandwich norms: post_attention_norm / post_ffw_norm on each block's output (gemma2)
+  float attn_softcap = 0;          // attention scores cap * tanh(s / cap) (gemma2); 0: none
+  float final_softcap = 0;         // logits cap * tanh(l / cap) (gemma2); 0: none
+  float attn_scale = 0;            // softmax scale; 0: 1 / sqrt(head_dim)
+  int sliding_window = 0;          // {arch}.attention.sliding_window of the sliding layers (0: none);
+                                   // sequences longer than it are refused (no windowed attention yet)
   int shared_width() const { return shared_ffn_dim > 0 ? shared_ffn_dim : ffn_dim; }
 
   // Layer i is KDA (hybrid) or attention.
   bool is_kda_layer(int layer) const;
+  // Layer i attends within sliding_window (gemma2: the even layers, as llama.cpp).
+  bool is_sliding_layer(int layer) const { return sliding_window > 0 && arch == Arch::kGemma2 && layer % 2 == 0; }
   // Checks that every size is positive and consistent (heads divide dim, pattern length, ...).
   Status validate() const;
 

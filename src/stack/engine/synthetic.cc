@@ -254,9 +254,11 @@ Result<gguf::Writer> synthetic_model(const SyntheticModelOptions& o) {
         RECUR_RETURN_IF_ERROR(make.random_vector(p + "attn_k_norm.weight", c.head_dim, 1, 0.2));
       }
       RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_output.weight", c.dim, q_dim, residual / std::sqrt(double(q_dim))));
+      if (c.post_norms) RECUR_RETURN_IF_ERROR(make.random_vector(p + "post_attention_norm.weight", c.dim, 1, 0.2));
     }
     RECUR_RETURN_IF_ERROR(make.ones(p + "ffn_norm.weight", c.dim));
     const double down = residual / std::sqrt(double(c.ffn_dim));
+    if (c.post_norms) RECUR_RETURN_IF_ERROR(make.random_vector(p + "post_ffw_norm.weight", c.dim, 1, 0.2));
     if (c.n_experts == 0) {
       if (c.fused_gate_up) {
         RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_up.weight", 2 * int64_t(c.ffn_dim), c.dim, in_dim));

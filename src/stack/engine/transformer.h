@@ -31,6 +31,7 @@ struct LayerWeights {
   // Architecture features (model_config.h; unset: data null): q/k/v biases, per-head QK RMSNorm
   // weights [head_dim], the shared expert's sigmoid gate [1, dim].
   Weight bq, bk, bv, q_norm, k_norm, sh_gate_inp;
+  Weight post_attn_norm, post_ffn_norm;  // sandwich norms (post_norms)
 };
 
 class TransformerModel : public Model {

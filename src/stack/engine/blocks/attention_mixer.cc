@@ -93,15 +93,16 @@ void attention_mixer(const Step& s, int l) {
     counts.push_back(run.count);
   }
   namespace paged = kernels::attention;
+  const paged::AttentionOptions ao{.scale = c.attn_scale, .softcap = c.attn_softcap};
   Status st;
   if (s.p.all_single) {
     // Batched decode: append each sequence's token, then one paged decode over all of them.
     for (size_t i = 0; i < seqs.size() && st; ++i)
       st = r.kv->append(seqs[i], layer, std::span<const float>(r.k.data() + int64_t(i) * kv_local, size_t(kv_local)),
                         std::span<const float>(r.v.data() + int64_t(i) * kv_local, size_t(kv_local)));
-    if (st) st = paged::decode(*r.kv, layer, seqs, r.q.data(), heads, r.o.data(), {}, s.intra);
+    if (st) st = paged::decode(*r.kv, layer, seqs, r.q.data(), heads, r.o.data(), ao, s.intra);
   } else {
-    st = paged::prefill(*r.kv, layer, seqs, counts, r.q.data(), r.k.data(), r.v.data(), heads, r.o.data(), {},
+    st = paged::prefill(*r.kv, layer, seqs, counts, r.q.data(), r.k.data(), r.v.data(), heads, r.o.data(), ao,
                         s.intra);
   }
   r.fail(std::move(st));

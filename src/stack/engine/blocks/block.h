@@ -80,10 +80,14 @@ void embed_rows(const Step& s);
 void norm_rows(const Step& s, const Weight& w);
 void add_partial_rows(const Step& s);
 void add_partial_norm_rows(const Step& s, const Weight& w);
+// partial = RMSNorm(partial) * w in place (post_norms: after the all-reduce, so every rank has it whole).
+void norm_partial_rows(const Step& s, const Weight& w);
 const float* norm_weight(const Step& s, const Weight& w);
 // ffn.cc: rows [m, dim] of x through one FFN (shard): out = down(silu(gate x) * up x); with
 // tap_layer >= 0 the gate, up and activation are tapped as layer tap_layer's dense FFN.
 void ffn_rows(const Step& s, const FfnShard& f, const float* x, int64_t m, float* out, int tap_layer = -1);
+// GELU, tanh approximation (ffn_gelu: gemma's gated FFN).
+float gelu_tanh(float x);
 
 // The token mixers: h -> partial (this rank's addend of the layer's output).
 void attention_mixer(const Step& s, int l);

@@ -1,6 +1,8 @@
 // Row-wise blocks of the forward: embedding (and RoPE tables), RMSNorm and the residual add. Each runs
 // over the rows in claimed chunks (for_rows), one row whole per thread. The norms are the
 // registered kernels rmsnorm and rmsnorm_residual at the variants EngineOptions::kernels names.
+#include <cmath>
+
 #include "engine/blocks/block.h"
 #include "engine/layers.h"
 #include "kernels/layer/layer.h"
@@ -17,6 +19,10 @@ const float* norm_weight(const Step& s, const Weight& w) {
 void embed_rows(const Step& s) {
   const ModelConfig& c = s.c();
   batch_embed_rows(s.p, s.m.token_embedding, c.dim, s.r.x.data());
+  if (c.scale_embeddings) {
+    const float k = std::sqrt(float(c.dim));  // gemma, as llama.cpp's ggml_scale(sqrtf(n_embd))
+    for (int64_t i = 0; i < s.rows() * c.dim; ++i) s.r.x[size_t(i)] *= k;
+  }
   s.tap(Op::kEmbed, -1, s.r.x.data(), c.dim);
   if (s.r.rope.empty()) return;  // no attention layer
   const int64_t hd = c.head_dim;
@@ -47,6 +53,15 @@ void norm_rows(const Step& s, const Weight& w) {
   const float* x = s.r.x.data();
   float* h = s.r.h.data();
   for_rows(s.intra, s.rows(), [&](int64_t i0, int64_t i1) { fn(x + i0 * dim, wf, h + i0 * dim, i1 - i0, dim, eps); });
+}
+
+void norm_partial_rows(const Step& s, const Weight& w) {
+  const kernels::RmsNormFn fn = kernels::rmsnorm_fn(s.o.kernels.rmsnorm.isa);
+  const int64_t dim = s.c().dim;
+  const float eps = s.c().rms_eps;
+  const float* wf = norm_weight(s, w);
+  float* y = s.r.partial.data();
+  for_rows(s.intra, s.rows(), [&](int64_t i0, int64_t i1) { fn(y + i0 * dim, wf, y + i0 * dim, i1 - i0, dim, eps); });
 }
 
 void add_partial_norm_rows(const Step& s, const Weight& w) {

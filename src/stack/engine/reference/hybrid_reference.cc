@@ -73,17 +73,25 @@ std::vector<double> HybridReference::step(int token) {
   const int d = c_.dim;
   const std::vector<double>& embd = tensor("token_embd.weight");
   std::vector<double> x(embd.begin() + int64_t(token) * d, embd.begin() + int64_t(token + 1) * d);
+  if (c_.scale_embeddings)
+    for (double& v : x) v *= std::sqrt(double(float(d)));
   for (int l = 0; l < c_.n_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     std::vector<double> h = norm(x, p + "attn_norm.weight");
     std::vector<double> mix = c_.is_kda_layer(l) ? kda(l, p, h) : attention(l, p, h);
+    if (c_.post_norms) mix = norm(mix, p + "post_attention_norm.weight");
     for (int i = 0; i < d; ++i) x[size_t(i)] += mix[size_t(i)];
     h = norm(x, p + "ffn_norm.weight");
     std::vector<double> ff = mlp(p, h);
+    if (c_.post_norms) ff = norm(ff, p + "post_ffw_norm.weight");
     for (int i = 0; i < d; ++i) x[size_t(i)] += ff[size_t(i)];
   }
   ++pos_;
-  return mat(c_.tied_embeddings ? "token_embd.weight" : "output.weight", norm(x, "output_norm.weight"), c_.vocab, 0);
+  std::vector<double> logits =
+      mat(c_.tied_embeddings ? "token_embd.weight" : "output.weight", norm(x, "output_norm.weight"), c_.vocab, 0);
+  if (c_.final_softcap > 0)
+    for (double& v : logits) v = c_.final_softcap * std::tanh(v / c_.final_softcap);
+  return logits;
 }
 
 std::vector<double> HybridReference::mat(const std::string& name, const std::vector<double>& x, int rows,
@@ -214,7 +222,9 @@ std::vector<double> HybridReference::attention(int l, const std::string& p, cons
     for (const auto& key : keys_[size_t(l)]) {
       double dot = 0;
       for (int i = 0; i < hd; ++i) dot += q[size_t(head * hd + i)] * key[size_t(kvh * hd + i)];
-      s.push_back(dot / std::sqrt(double(hd)));
+      double score = c_.attn_scale > 0 ? dot * double(c_.attn_scale) : dot / std::sqrt(double(hd));
+      if (c_.attn_softcap > 0) score = c_.attn_softcap * std::tanh(score / c_.attn_softcap);
+      s.push_back(score);
       mx = std::max(mx, s.back());
     }
     for (double& e : s) sum += (e = std::exp(e - mx));
@@ -224,10 +234,16 @@ std::vector<double> HybridReference::attention(int l, const std::string& p, cons
   return mat(p + "attn_output.weight", out, c_.dim, 0);
 }
 
+// The gated FFN's activation: SiLU, or GELU's tanh approximation (ffn_gelu).
+double HybridReference::activation(double g) const {
+  if (!c_.ffn_gelu) return g * sigmoid(g);
+  return 0.5 * g * (1 + std::tanh(std::sqrt(2 / M_PI) * (g + 0.044715 * g * g * g)));
+}
+
 std::vector<double> HybridReference::swiglu(const std::string& gate, const std::string& up, const std::string& down,
                                             const std::vector<double>& h, int64_t off_in, int64_t off_out, int width) {
   std::vector<double> g = mat(gate, h, width, off_in), u = mat(up, h, width, off_in);
-  for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] * sigmoid(g[i]) * u[i];
+  for (size_t i = 0; i < g.size(); ++i) g[i] = activation(g[i]) * u[i];
   return mat(down, g, c_.dim, off_out);
 }
 
@@ -235,7 +251,7 @@ std::vector<double> HybridReference::mlp(const std::string& p, const std::vector
   const int ffn = c_.ffn_dim;
   if (c_.n_experts == 0 && c_.fused_gate_up) {  // phi3: ffn_up is the gate's rows, then the up rows
     std::vector<double> g = mat(p + "ffn_up.weight", h, ffn, 0), u = mat(p + "ffn_up.weight", h, ffn, int64_t(ffn) * c_.dim);
-    for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] * sigmoid(g[i]) * u[i];
+    for (size_t i = 0; i < g.size(); ++i) g[i] = activation(g[i]) * u[i];
     return mat(p + "ffn_down.weight", g, c_.dim, 0);
   }
   if (c_.n_experts == 0) return swiglu(p + "ffn_gate.weight", p + "ffn_up.weight", p + "ffn_down.weight", h, 0, 0, ffn);
