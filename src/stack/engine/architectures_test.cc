@@ -217,7 +217,8 @@ TEST(ArchitectureFeatures, EachFeatureChangesTheLogits) {
   EXPECT_GT(without_feature(gemma2, [](ModelConfig& c) { c.scale_embeddings = false; }), 1e-2) << "gemma2 embedding scale";
   EXPECT_GT(without_feature(gemma2, [](ModelConfig& c) { c.ffn_gelu = false; }), 1e-2) << "gemma2 GELU";
   EXPECT_GT(without_feature(gemma2, [](ModelConfig& c) { c.post_norms = false; }), 1e-2) << "gemma2 sandwich norms";
-  EXPECT_GT(without_feature(gemma2, [](ModelConfig& c) { c.final_softcap = 0; }), 1e-2) << "gemma2 final soft-cap";
+  // Logits of a few units sit where tanh is nearly linear: 8.8e-3 here, still 40x the tolerance.
+  EXPECT_GT(without_feature(gemma2, [](ModelConfig& c) { c.final_softcap = 0; }), 2e-3) << "gemma2 final soft-cap";
   // Llama 3's divisors slow only the low frequencies: 2.9e-3 here, still 15x the tolerance.
   EXPECT_GT(without_feature(kVariants[1], [](ModelConfig&) {}, &kVariants[0]), 1e-3) << "Llama 3 rope_freqs";
 }

@@ -217,7 +217,10 @@ Result<gguf::Writer> synthetic_model(const SyntheticModelOptions& o) {
   const int64_t q_dim = int64_t(c.n_heads) * c.head_dim, kv_dim = int64_t(c.n_kv_heads) * c.head_dim;
   const double in_dim = 1.0 / std::sqrt(double(c.dim));
   const double residual = 1.0 / std::sqrt(2.0 * c.n_layers);
-  RECUR_RETURN_IF_ERROR(make.matrix("token_embd.weight", c.vocab, c.dim, 1.0));
+  // Architectures that scale the embedding by sqrt(dim) (gemma) get embeddings N(0, 1/dim), so the
+  // scaled rows are N(0, 1) like everyone else's: N(0, 1) times sqrt(dim) would drown the layers,
+  // and with gemma's tied head every greedy token would repeat the one before.
+  RECUR_RETURN_IF_ERROR(make.matrix("token_embd.weight", c.vocab, c.dim, c.scale_embeddings ? in_dim : 1.0));
   if (o.llama3_rope) RECUR_RETURN_IF_ERROR(make.vector("rope_freqs.weight", llama3_rope_factors(c.head_dim, c.rope_theta)));
   const int64_t K = c.kda_head_dim, qk = int64_t(c.kda_key_heads) * K, vd = int64_t(c.kda_heads) * K;
   for (int l = 0; l < c.n_layers; ++l) {

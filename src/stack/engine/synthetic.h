@@ -5,7 +5,8 @@
 // Weight statistics keep activations finite and non-degenerate through every layer: matrices
 // are N(0, 1/fan_in) so W x keeps the RMS of x, the two projections that write into the
 // residual stream (attention output, FFN down) are further scaled by 1/sqrt(2 * layers) so the
-// residual grows like sqrt(1 + layer / layers), norm weights are 1, embeddings N(0, 1).
+// residual grows like sqrt(1 + layer / layers), norm weights are 1, embeddings N(0, 1) (N(0, 1/dim)
+// where the architecture multiplies them by sqrt(dim)).
 // The vocabulary is a synthetic SentencePiece one: control tokens, 256 byte tokens, then
 // printable characters and letter n-grams with and without the word-start marker.
 #pragma once
