@@ -84,9 +84,38 @@ struct NewFlags {
   std::string pattern = "kkka";
   int kda_heads = 0, kda_key_heads = 0, kda_head_dim = 128, conv = 4, experts = 0, experts_used = 2;
   bool shared_expert = false;
+  // deepseek2 (MLA; --ffn is each expert's width, --experts 0 makes every layer dense)
+  int q_lora_rank = 0, kv_lora_rank = 128, qk_nope = 32, qk_rope = 16, v_head_dim = 32, leading_dense = 1,
+      dense_ffn = 0, shared_experts = 1;
+  std::string gating = "softmax";
+  float yarn_factor = 1;
+  bool unsplit_kv_b = false;
   bool force = false;  // overwrite an existing OUT
   bool json = false;
 };
+
+void set_deepseek2(const NewFlags& f, ModelConfig& c) {
+  c.n_kv_heads = 1;  // MLA runs as MQA over the latent (what llama.cpp writes)
+  c.q_lora_rank = f.q_lora_rank;
+  c.kv_lora_rank = f.kv_lora_rank;
+  c.qk_nope_dim = f.qk_nope;
+  c.qk_rope_dim = f.qk_rope;
+  c.head_dim = f.qk_nope + f.qk_rope;
+  c.v_head_dim = f.v_head_dim;
+  c.n_experts = f.experts;
+  c.n_experts_used = f.experts > 0 ? f.experts_used : 0;
+  c.leading_dense_layers = f.experts > 0 ? std::min(f.leading_dense, f.layers) : f.layers;
+  c.dense_ffn_dim = f.dense_ffn > 0 ? f.dense_ffn : (f.dim * 8 / 3 + 31) / 32 * 32;
+  c.n_shared_experts = f.experts > 0 ? f.shared_experts : 0;
+  c.shared_expert = c.n_shared_experts > 0;
+  c.expert_gating = f.gating == "sigmoid" ? ExpertGating::kSigmoid : ExpertGating::kSoftmax;
+  c.expert_weights_norm = c.expert_gating == ExpertGating::kSigmoid;  // V3 renormalizes, V2 does not
+  if (f.yarn_factor > 1) {
+    c.rope_yarn_factor = f.yarn_factor;
+    c.rope_original_context = std::max(1, int(float(f.context) / f.yarn_factor));
+    c.rope_yarn_log_mul = 0.0707f;  // DeepSeek-V2: 0.1 * mscale_all_dim 0.707
+  }
+}
 
 int run_new(const NewFlags& f) {
   std::error_code ec;
@@ -96,7 +125,7 @@ int run_new(const NewFlags& f) {
   }
   SyntheticModelOptions o;
   ModelConfig& c = o.config;
-  c.arch = f.arch == "hybrid" ? Arch::kHybrid : Arch::kLlama;
+  c.arch = f.arch == "hybrid" ? Arch::kHybrid : f.arch == "deepseek2" ? Arch::kDeepseek2 : Arch::kLlama;
   c.dim = f.dim;
   c.n_layers = f.layers;
   c.n_heads = f.heads;
@@ -116,6 +145,8 @@ int run_new(const NewFlags& f) {
     c.n_experts_used = f.experts > 0 ? f.experts_used : 0;
     c.shared_expert = f.shared_expert;
   }
+  if (c.arch == Arch::kDeepseek2) set_deepseek2(f, c);
+  o.unsplit_kv_b = f.unsplit_kv_b;
   o.seed = f.seed;
   auto dtype = parse_storage_type(f.dtype);
   if (!dtype) return report_failure(dtype.error());
@@ -153,7 +184,7 @@ void register_model(CLI::App& app, Invocation& inv) {
   auto* create = model->add_subcommand("new", "Write a model with random weights (seeded) and a synthetic vocabulary, "
                                               "with weight statistics that keep activations finite through every layer");
   create->add_option("OUT", nf->out, "output .gguf path")->required();
-  create->add_option("--arch", nf->arch, "architecture")->check(CLI::IsMember({"llama", "hybrid"}))->capture_default_str();
+  create->add_option("--arch", nf->arch, "architecture")->check(CLI::IsMember({"llama", "hybrid", "deepseek2"}))->capture_default_str();
   create->add_option("--dim", nf->dim, "embedding width")->check(CLI::Range(16, 1 << 16))->capture_default_str();
   create->add_option("--layers", nf->layers, "layers")->check(CLI::Range(1, 1024))->capture_default_str();
   create->add_option("--heads", nf->heads, "attention heads")->check(CLI::Range(1, 1024))->capture_default_str();
@@ -173,6 +204,18 @@ void register_model(CLI::App& app, Invocation& inv) {
   create->add_option("--experts", nf->experts, "hybrid: MoE experts (0 = dense SwiGLU)")->check(CLI::Range(0, 1024))->capture_default_str();
   create->add_option("--experts-used", nf->experts_used, "hybrid: experts per token (top-k)")->check(CLI::Range(1, 1024))->capture_default_str();
   create->add_flag("--shared-expert", nf->shared_expert, "hybrid: add a shared expert");
+  create->add_option("--q-lora-rank", nf->q_lora_rank, "deepseek2: low-rank q width (0: attn_q)")->check(CLI::Range(0, 1 << 16))->capture_default_str();
+  create->add_option("--kv-lora-rank", nf->kv_lora_rank, "deepseek2: MLA latent width")->check(CLI::Range(1, 1 << 16))->capture_default_str();
+  create->add_option("--qk-nope", nf->qk_nope, "deepseek2: q/k dims per head without RoPE")->check(CLI::Range(1, 4096))->capture_default_str();
+  create->add_option("--qk-rope", nf->qk_rope, "deepseek2: RoPE'd q/k dims per head (even)")->check(CLI::Range(2, 4096))->capture_default_str();
+  create->add_option("--v-head-dim", nf->v_head_dim, "deepseek2: value dims per head")->check(CLI::Range(1, 4096))->capture_default_str();
+  create->add_option("--leading-dense", nf->leading_dense, "deepseek2: leading layers with a dense FFN")->check(CLI::Range(0, 1024))->capture_default_str();
+  create->add_option("--dense-ffn", nf->dense_ffn, "deepseek2: the dense layers' SwiGLU width (default 8/3 dim)")->check(CLI::Range(0, 1 << 20));
+  create->add_option("--shared-experts", nf->shared_experts, "deepseek2: shared experts' worth of shared expert")->check(CLI::Range(0, 64))->capture_default_str();
+  create->add_option("--gating", nf->gating, "deepseek2: expert scores (sigmoid adds exp_probs_b and renormalizes)")
+      ->check(CLI::IsMember({"softmax", "sigmoid"}))->capture_default_str();
+  create->add_option("--yarn-factor", nf->yarn_factor, "deepseek2: YaRN RoPE scaling factor (1: none)")->check(CLI::Range(1.0f, 1024.0f))->capture_default_str();
+  create->add_flag("--unsplit-kv-b", nf->unsplit_kv_b, "deepseek2: write the older unsplit attn_kv_b");
   create->add_flag("--force", nf->force, "overwrite OUT when it exists (refused otherwise)");
   create->add_flag("--json", nf->json, "Print what was written as a JSON object");
   create->callback([&inv, nf] { inv.run = [nf] { return run_new(*nf); }; });

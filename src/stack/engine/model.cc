@@ -1,5 +1,6 @@
 #include "engine/model.h"
 
+#include "engine/deepseek2.h"
 #include "engine/hybrid.h"
 #include "engine/llama.h"
 
@@ -68,7 +69,11 @@ Result<std::unique_ptr<Model>> model_from_file(gguf::File file, const ModelLoadO
     RECUR_ASSIGN_OR_RETURN(auto m, HybridModel::from_file(std::move(file), options));
     return std::unique_ptr<Model>(std::move(m));
   }
-  return unsupported("{}: architecture '{}' (recur runs llama and hybrid)", file.source(), arch);
+  if (arch == "deepseek2") {
+    RECUR_ASSIGN_OR_RETURN(auto m, Deepseek2Model::from_file(std::move(file), options));
+    return std::unique_ptr<Model>(std::move(m));
+  }
+  return unsupported("{}: architecture '{}' (recur runs llama, hybrid and deepseek2)", file.source(), arch);
 }
 
 Result<FileMemory> weights_file_memory(const Config& knobs) {

@@ -1,10 +1,28 @@
 #include "engine/model_config.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
+
+#include "engine/deepseek2_config.h"
 
 namespace recur {
 
-std::string_view arch_name(Arch a) { return a == Arch::kLlama ? "llama" : "hybrid"; }
+std::string_view arch_name(Arch a) {
+  switch (a) {
+    case Arch::kLlama: return "llama";
+    case Arch::kHybrid: return "hybrid";
+    case Arch::kDeepseek2: return "deepseek2";
+  }
+  return "?";
+}
+
+int ModelConfig::max_ffn_width() const {
+  int w = ffn_dim;
+  if (leading_dense_layers > 0) w = std::max(w, dense_ffn_dim);
+  if (n_shared_experts > 0) w = std::max(w, n_shared_experts * ffn_dim);
+  return w;
+}
 
 bool ModelConfig::is_kda_layer(int layer) const {
   if (arch != Arch::kHybrid || layer_pattern.empty()) return false;
@@ -39,6 +57,7 @@ Status ModelConfig::validate() const {
     if (n_experts < 0 || (n_experts > 0 && (n_experts_used <= 0 || n_experts_used > n_experts)))
       return invalid_argument("model config: top-{} of {} experts", n_experts_used, n_experts);
   }
+  if (arch == Arch::kDeepseek2) RECUR_RETURN_IF_ERROR(validate_deepseek2(*this));
   return ok_status();
 }
 
@@ -47,7 +66,8 @@ Result<ModelConfig> ModelConfig::from_gguf(const gguf::File& f) {
   RECUR_ASSIGN_OR_RETURN(std::string arch, f.get_string("general.architecture"));
   if (arch == "llama") c.arch = Arch::kLlama;
   else if (arch == "hybrid") c.arch = Arch::kHybrid;
-  else return unsupported("{}: architecture '{}' (recur runs llama and hybrid)", f.source(), arch);
+  else if (arch == "deepseek2") c.arch = Arch::kDeepseek2;
+  else return unsupported("{}: architecture '{}' (recur runs llama, hybrid and deepseek2)", f.source(), arch);
   const std::string p = arch + ".";
   auto get = [&](const std::string& key, int& out) -> Status {
     RECUR_ASSIGN_OR_RETURN(int64_t v, f.get_int(p + key));
@@ -96,6 +116,7 @@ Result<ModelConfig> ModelConfig::from_gguf(const gguf::File& f) {
     RECUR_RETURN_IF_ERROR(get_opt("expert_shared_count", shared));
     c.shared_expert = shared > 0;
   }
+  if (c.arch == Arch::kDeepseek2) RECUR_RETURN_IF_ERROR(read_deepseek2_keys(f, c));
   if (auto s = c.validate(); !s) return unexpected(s.error().with_context(f.source()));
   return c;
 }
@@ -129,6 +150,7 @@ void ModelConfig::to_gguf(gguf::Writer& w) const {
     w.set(p + "expert_used_count", Value::of_u32(uint32_t(n_experts_used)));
     w.set(p + "expert_shared_count", Value::of_u32(shared_expert ? 1 : 0));
   }
+  if (arch == Arch::kDeepseek2) write_deepseek2_keys(*this, w);
 }
 
 Result<ModelConfig> ModelConfig::from_hf_config(std::string_view text, std::string_view source) {

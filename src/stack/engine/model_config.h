@@ -1,9 +1,10 @@
 // ModelConfig: the hyperparameters of a model, read from GGUF metadata or a Hugging Face
 // config.json, and written back to GGUF.
 //
-// Two architectures: "llama" (GGUF's standard keys, llama.*) and "hybrid" (recur's own keys,
+// Architectures: "llama" (GGUF's standard keys, llama.*), "hybrid" (recur's own keys,
 // hybrid.*): KDA linear-attention layers and full-attention layers in a pattern, each followed by
-// a dense SwiGLU or MoE MLP.
+// a dense SwiGLU or MoE MLP; and "deepseek2" (llama.cpp's keys, deepseek2_config.cc): MLA
+// attention, leading dense layers, then MoE with shared experts and biased gating.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +16,8 @@
 
 namespace recur {
 
-enum class Arch { kLlama, kHybrid };
+enum class Arch { kLlama, kHybrid, kDeepseek2 };
+enum class ExpertGating : uint8_t { kSoftmax = 1, kSigmoid = 2 };  // llama.cpp's expert_gating_func values
 std::string_view arch_name(Arch a);
 
 struct ModelConfig {
@@ -41,6 +43,36 @@ struct ModelConfig {
   int n_experts = 0;          // 0 = dense MLP
   int n_experts_used = 0;     // top-k
   bool shared_expert = false;
+
+  // MLA attention (deepseek2: kv_lora_rank > 0; kernels/mla/mla.h, docs/engine.md "MLA").
+  // head_dim is then qk_nope_dim + qk_rope_dim (llama.cpp's key_length_mla).
+  int q_lora_rank = 0;   // 0: attn_q; else attn_q_a -> RMSNorm attn_q_a_norm -> attn_q_b
+  int kv_lora_rank = 0;  // the compressed latent each token caches
+  int qk_nope_dim = 0;   // per head: q and k parts without RoPE
+  int qk_rope_dim = 0;   // per head: RoPE'd q part; the RoPE'd key part is one, shared by every head
+  int v_head_dim = 0;
+  // YaRN (rope.scaling.type yarn): factor > 1 with the original context, DeepSeek's mscale
+  // through yarn_log_multiplier (0.1 * mscale_all_dim).
+  float rope_yarn_factor = 1;
+  int rope_original_context = 0;
+  float rope_yarn_log_mul = 0, rope_yarn_beta_fast = 32, rope_yarn_beta_slow = 1;
+  // MoE as deepseek2 routes it: layers [0, leading_dense_layers) have a dense FFN of
+  // dense_ffn_dim (ffn_dim is each expert's width); n_shared_experts experts' worth of shared
+  // expert; scores softmax or sigmoid, chosen by score + exp_probs_b when the layer has that
+  // bias, weighted by the unbiased score, renormalized when expert_weights_norm, times
+  // expert_weights_scale. The hybrid keeps softmax, renormalized, scale 1.
+  int leading_dense_layers = 0;
+  int dense_ffn_dim = 0;
+  int n_shared_experts = 0;
+  ExpertGating expert_gating = ExpertGating::kSoftmax;
+  bool expert_weights_norm = true;
+  float expert_weights_scale = 1;
+
+  bool is_mla() const { return kv_lora_rank > 0; }
+  // Layer i has a dense FFN (no experts, or one of deepseek2's leading dense layers).
+  bool is_dense_ffn_layer(int layer) const { return n_experts == 0 || layer < leading_dense_layers; }
+  // The widest FFN hidden row any layer computes (dense, an expert, or the shared expert).
+  int max_ffn_width() const;
 
   // Layer i is KDA (hybrid) or attention.
   bool is_kda_layer(int layer) const;

@@ -105,6 +105,10 @@ Result<RankWeights> shard_rank(const TransformerModel& m, int rank, int tp, int 
       S.a_log.assign(a_log.begin() + S.v_heads.begin, a_log.begin() + S.v_heads.end);
       S.dt_bias.assign(dt_bias.begin() + vc.begin, dt_bias.begin() + vc.end);
       S.out_norm = rank_widened_rows(L.out_norm, 0, 1);
+    } else if (L.mla) {
+      // MLA (blocks/mla_mixer.cc) reads the model's weights whole: one rank (Forward refuses tp > 1).
+      S.heads = {0, c.n_heads};
+      S.kv_heads = {0, 1};
     } else if (layer_split && tp > 1) {
       // The owner holds the layer whole (wo as a view, as with tp = 1); the others nothing.
       S.owns_attention = layer_split_owner(attention_index++, tp) == index;
@@ -129,8 +133,10 @@ Result<RankWeights> shard_rank(const TransformerModel& m, int rank, int tp, int 
           S.wo, rank_row_parallel(L.wo, {S.heads.begin * hd, S.heads.end * hd}, tp, p, act, r.copied_sources));
     }
     std::vector<const Weight*>& copied = r.copied_sources;
-    if (c.n_experts == 0) {
-      RECUR_ASSIGN_OR_RETURN(S.dense, rank_ffn_shard(L.w_gate, L.w_up, L.w_down, r.ffn, tp, p, act, copied));
+    if (c.is_dense_ffn_layer(l)) {
+      // With tp = 1 a layer's own width (deepseek2's leading dense layers differ from its experts).
+      const Span cols = tp == 1 ? Span{0, L.w_gate.rows} : r.ffn;
+      RECUR_ASSIGN_OR_RETURN(S.dense, rank_ffn_shard(L.w_gate, L.w_up, L.w_down, cols, tp, p, act, copied));
     } else if (ep > 1) {
       // Whole experts (views, no copy), and the whole shared expert for the rank's own tokens.
       const Span all{0, c.ffn_dim};
@@ -149,7 +155,8 @@ Result<RankWeights> shard_rank(const TransformerModel& m, int rank, int tp, int 
         S.experts.push_back(std::move(x));
       }
       if (c.shared_expert) {
-        RECUR_ASSIGN_OR_RETURN(S.shared, rank_ffn_shard(L.sh_gate, L.sh_up, L.sh_down, r.ffn, tp, p, act, copied));
+        const Span cols = tp == 1 ? Span{0, L.sh_gate.rows} : r.ffn;  // deepseek2: n_shared_experts wide
+        RECUR_ASSIGN_OR_RETURN(S.shared, rank_ffn_shard(L.sh_gate, L.sh_up, L.sh_down, cols, tp, p, act, copied));
       }
     }
     r.layers.push_back(std::move(S));

@@ -52,6 +52,12 @@ class TensorMaker {
     return stored(name, {uint64_t(cols), uint64_t(rows)}, x);
   }
   Status ones(const std::string& name, int64_t n) { return vector(name, std::vector<float>(size_t(n), 1.0f)); }
+  Status normal_vector(const std::string& name, int64_t n, double stddev) {
+    std::normal_distribution<float> dist(0.0f, float(stddev));
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float& v : x) v = dist(rng_);
+    return vector(name, x);
+  }
   Status vector(const std::string& name, const std::vector<float>& x) {
     return w_.add_tensor(name, gguf::TensorType::kF32, {uint64_t(x.size())}, encode_as(gguf::TensorType::kF32, x));
   }
@@ -104,6 +110,48 @@ class TensorMaker {
   gguf::TensorType type_;
   std::mt19937_64 rng_;
 };
+
+// One deepseek2 layer's attention and FFN in llama.cpp's names (deepseek2.h): MLA with a
+// direct or low-rank q, attn_k_b / attn_v_b (or the unsplit attn_kv_b), then the dense FFN of
+// a leading layer or the experts (with the selection bias for sigmoid gating) and shared experts.
+Status deepseek2_layer(TensorMaker& make, const ModelConfig& c, const std::string& p, int l, bool unsplit_kv_b) {
+  const int64_t H = c.n_heads, N = c.qk_nope_dim, E = c.qk_rope_dim, R = c.kv_lora_rank, V = c.v_head_dim;
+  const double in_dim = 1.0 / std::sqrt(double(c.dim)), residual = 1.0 / std::sqrt(2.0 * c.n_layers);
+  if (c.q_lora_rank > 0) {
+    RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_q_a.weight", c.q_lora_rank, c.dim, in_dim));
+    RECUR_RETURN_IF_ERROR(make.ones(p + "attn_q_a_norm.weight", c.q_lora_rank));
+    RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_q_b.weight", H * (N + E), c.q_lora_rank, 1 / std::sqrt(double(c.q_lora_rank))));
+  } else {
+    RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_q.weight", H * (N + E), c.dim, in_dim));
+  }
+  RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_kv_a_mqa.weight", R + E, c.dim, in_dim));
+  RECUR_RETURN_IF_ERROR(make.ones(p + "attn_kv_a_norm.weight", R));
+  const double up = 1 / std::sqrt(double(R));
+  if (unsplit_kv_b) {
+    RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_kv_b.weight", H * (N + V), R, up));
+  } else {
+    RECUR_RETURN_IF_ERROR(make.experts(p + "attn_k_b.weight", int(H), R, N, up));
+    RECUR_RETURN_IF_ERROR(make.experts(p + "attn_v_b.weight", int(H), V, R, up));
+  }
+  RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_output.weight", c.dim, H * V, residual / std::sqrt(double(H * V))));
+  RECUR_RETURN_IF_ERROR(make.ones(p + "ffn_norm.weight", c.dim));
+  if (c.is_dense_ffn_layer(l)) {
+    RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_gate.weight", c.dense_ffn_dim, c.dim, in_dim));
+    RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_up.weight", c.dense_ffn_dim, c.dim, in_dim));
+    return make.matrix(p + "ffn_down.weight", c.dim, c.dense_ffn_dim, residual / std::sqrt(double(c.dense_ffn_dim)));
+  }
+  const double down = residual / std::sqrt(double(c.ffn_dim));
+  RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_gate_inp.weight", c.n_experts, c.dim, in_dim));
+  if (c.expert_gating == ExpertGating::kSigmoid) RECUR_RETURN_IF_ERROR(make.normal_vector(p + "exp_probs_b.bias", c.n_experts, 0.1));
+  RECUR_RETURN_IF_ERROR(make.experts(p + "ffn_gate_exps.weight", c.n_experts, c.ffn_dim, c.dim, in_dim));
+  RECUR_RETURN_IF_ERROR(make.experts(p + "ffn_up_exps.weight", c.n_experts, c.ffn_dim, c.dim, in_dim));
+  RECUR_RETURN_IF_ERROR(make.experts(p + "ffn_down_exps.weight", c.n_experts, c.dim, c.ffn_dim, down));
+  if (!c.shared_expert) return ok_status();
+  const int64_t shared = int64_t(c.n_shared_experts) * c.ffn_dim;
+  RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_gate_shexp.weight", shared, c.dim, in_dim));
+  RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_up_shexp.weight", shared, c.dim, in_dim));
+  return make.matrix(p + "ffn_down_shexp.weight", c.dim, shared, residual / std::sqrt(double(shared)));
+}
 
 }  // namespace
 
@@ -175,9 +223,14 @@ Result<Vocabulary> synthetic_vocabulary(int size) {
 Result<gguf::Writer> synthetic_model(const SyntheticModelOptions& o) {
   const ModelConfig& c = o.config;
   RECUR_RETURN_IF_ERROR(c.validate());
-  if (o.dtype == gguf::TensorType::kQ8_0 && (c.dim % 32 != 0 || c.ffn_dim % 32 != 0 || (c.n_heads * c.head_dim) % 32 != 0 ||
+  if (o.dtype == gguf::TensorType::kQ8_0 && (c.dim % 32 != 0 || c.ffn_dim % 32 != 0 || (!c.is_mla() && (c.n_heads * c.head_dim) % 32 != 0) ||
                                             (c.arch == Arch::kHybrid && (c.kda_head_dim * c.kda_key_heads) % 32 != 0)))
     return invalid_argument("Q8_0 needs dim, ffn and the head widths to be multiples of 32");
+  if (o.dtype == gguf::TensorType::kQ8_0 && c.is_mla() &&
+      (c.kv_lora_rank % 32 != 0 || c.qk_nope_dim % 32 != 0 || c.q_lora_rank % 32 != 0 || c.dense_ffn_dim % 32 != 0 ||
+       (c.n_heads * c.v_head_dim) % 32 != 0))
+    return invalid_argument("Q8_0 needs kv_lora_rank, q_lora_rank, the nope and value widths and the dense FFN to be "
+                            "multiples of 32");
   if (o.dtype == gguf::TensorType::kI32)
     return invalid_argument("synthetic weights are F32, F16, BF16, Q8_0 or W8A8 (I8)");
   gguf::Writer w;
@@ -195,6 +248,10 @@ Result<gguf::Writer> synthetic_model(const SyntheticModelOptions& o) {
   for (int l = 0; l < c.n_layers; ++l) {
     const std::string p = fmt::format("blk.{}.", l);
     RECUR_RETURN_IF_ERROR(make.ones(p + "attn_norm.weight", c.dim));
+    if (c.arch == Arch::kDeepseek2) {
+      RECUR_RETURN_IF_ERROR(deepseek2_layer(make, c, p, l, o.unsplit_kv_b));
+      continue;
+    }
     if (c.is_kda_layer(l)) {
       RECUR_RETURN_IF_ERROR(make.matrix(p + "kda_q.weight", qk, c.dim, in_dim));
       RECUR_RETURN_IF_ERROR(make.matrix(p + "kda_k.weight", qk, c.dim, in_dim));

@@ -24,6 +24,8 @@ struct SyntheticModelOptions {
   // <name>.scale per row (engine/w8a8.h).
   gguf::TensorType dtype = gguf::TensorType::kF32;
   uint64_t seed = 1;
+  // deepseek2: the unsplit attn_kv_b of older llama.cpp files instead of attn_k_b / attn_v_b.
+  bool unsplit_kv_b = false;
 };
 
 // A SentencePiece vocabulary of exactly `size` tokens (at least 259 + 95).

@@ -28,6 +28,12 @@ struct LayerWeights {
   Weight router;
   std::vector<Weight> exp_gate, exp_up, exp_down;
   Weight sh_gate, sh_up, sh_down;
+  Weight exp_probs_b;  // deepseek2: the router's selection bias [n_experts] (absent: no bias)
+  // MLA attention (deepseek2.h, blocks/mla_mixer.cc) when `mla`: q from wq or wq_a -> q_a_norm
+  // -> wq_b; wkv_a gives the latent and the shared RoPE key; wk_b, wv_b are F32 copies the model
+  // owns ([heads, rank, nope] and [heads, v_dim, rank], kernels/mla/mla.h); wo as attention's.
+  bool mla = false;
+  Weight wq_a, q_a_norm, wq_b, wkv_a, kv_a_norm, wk_b, wv_b;
 };
 
 class TransformerModel : public Model {

@@ -19,6 +19,7 @@ void embed_rows(const Step& s) {
   batch_embed_rows(s.p, s.m.token_embedding, c.dim, s.r.x.data());
   s.tap(Op::kEmbed, -1, s.r.x.data(), c.dim);
   if (s.r.rope.empty()) return;  // no attention layer
+  if (c.is_mla()) return mla_rope_tables(s);
   const int64_t hd = c.head_dim;
   for (int64_t i = 0; i < s.rows(); ++i) {
     float* cs = s.r.rope.data() + i * 2 * hd;
