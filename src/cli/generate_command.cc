@@ -96,7 +96,7 @@ int run_generate(const GenerateFlags& f) {
 
 void register_generate(CLI::App& app, Invocation& inv) {
   auto f = std::make_shared<GenerateFlags>();
-  auto* cmd = app.add_subcommand("generate", "Generate text with a GGUF model (llama, hybrid or deepseek2 architecture). Tokens stream to "
+  auto* cmd = app.add_subcommand("generate", "Generate text with a GGUF model (llama, hybrid, deepseek2 or kimi-linear architecture). Tokens stream to "
                                              "stdout; prefill and decode tokens/s go to stderr. Without -m, a small "
                                              "synthetic model is written once into ~/.cache/recur/models/ and used.");
   cmd->add_option("-m,--model", f->model, "GGUF model file");

@@ -125,7 +125,10 @@ int run_new(const NewFlags& f) {
   }
   SyntheticModelOptions o;
   ModelConfig& c = o.config;
-  c.arch = f.arch == "hybrid" ? Arch::kHybrid : f.arch == "deepseek2" ? Arch::kDeepseek2 : Arch::kLlama;
+  c.arch = f.arch == "hybrid"        ? Arch::kHybrid
+           : f.arch == "deepseek2"   ? Arch::kDeepseek2
+           : f.arch == "kimi-linear" ? Arch::kKimiLinear
+                                     : Arch::kLlama;
   c.dim = f.dim;
   c.n_layers = f.layers;
   c.n_heads = f.heads;
@@ -145,7 +148,17 @@ int run_new(const NewFlags& f) {
     c.n_experts_used = f.experts > 0 ? f.experts_used : 0;
     c.shared_expert = f.shared_expert;
   }
-  if (c.arch == Arch::kDeepseek2) set_deepseek2(f, c);
+  if (c.arch == Arch::kDeepseek2 || c.arch == Arch::kKimiLinear) set_deepseek2(f, c);
+  if (c.arch == Arch::kKimiLinear) {
+    // Kimi-Linear: KDA heads = head_count, no RoPE in MLA, sigmoid gating, renormalized top-k.
+    c.layer_pattern = f.pattern;
+    c.kda_head_dim = f.kda_head_dim;
+    c.kda_heads = c.kda_key_heads = f.heads;
+    c.conv_size = f.conv;
+    c.mla_rope = false;
+    c.expert_gating = ExpertGating::kSigmoid;
+    c.expert_weights_norm = true;
+  }
   o.unsplit_kv_b = f.unsplit_kv_b;
   o.seed = f.seed;
   auto dtype = parse_storage_type(f.dtype);
@@ -184,7 +197,7 @@ void register_model(CLI::App& app, Invocation& inv) {
   auto* create = model->add_subcommand("new", "Write a model with random weights (seeded) and a synthetic vocabulary, "
                                               "with weight statistics that keep activations finite through every layer");
   create->add_option("OUT", nf->out, "output .gguf path")->required();
-  create->add_option("--arch", nf->arch, "architecture")->check(CLI::IsMember({"llama", "hybrid", "deepseek2"}))->capture_default_str();
+  create->add_option("--arch", nf->arch, "architecture")->check(CLI::IsMember({"llama", "hybrid", "deepseek2", "kimi-linear"}))->capture_default_str();
   create->add_option("--dim", nf->dim, "embedding width")->check(CLI::Range(16, 1 << 16))->capture_default_str();
   create->add_option("--layers", nf->layers, "layers")->check(CLI::Range(1, 1024))->capture_default_str();
   create->add_option("--heads", nf->heads, "attention heads")->check(CLI::Range(1, 1024))->capture_default_str();
@@ -196,7 +209,7 @@ void register_model(CLI::App& app, Invocation& inv) {
       ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "w8a8"}))->capture_default_str();
   create->add_option("--seed", nf->seed, "random seed")->capture_default_str();
   create->add_flag("--tied", nf->tied, "tie the LM head to the embedding");
-  create->add_option("--pattern", nf->pattern, "hybrid: layer pattern, k = KDA, a = attention, repeated")->capture_default_str();
+  create->add_option("--pattern", nf->pattern, "hybrid, kimi-linear: layer pattern, k = KDA, a = attention (MLA), repeated")->capture_default_str();
   create->add_option("--kda-heads", nf->kda_heads, "hybrid: KDA value heads (default dim / head dim)")->check(CLI::Range(0, 1024));
   create->add_option("--kda-key-heads", nf->kda_key_heads, "hybrid: KDA key heads (default: value heads)")->check(CLI::Range(0, 1024));
   create->add_option("--kda-head-dim", nf->kda_head_dim, "hybrid: KDA head dim K = V")->check(CLI::Range(2, 1024))->capture_default_str();

@@ -72,6 +72,32 @@ Status bind_mla_attention(const gguf::File& f, const ModelConfig& c, const std::
   return ok_status();
 }
 
+Status bind_deepseek_ffn(const gguf::File& f, const ModelConfig& c, const std::string& p, int l, LayerWeights& L) {
+  auto bind = [&](Weight& w, const std::string& name, int64_t rows, int64_t cols) -> Status {
+    RECUR_ASSIGN_OR_RETURN(w, bind_weight(f, p + name, rows, cols));
+    return ok_status();
+  };
+  if (c.is_dense_ffn_layer(l)) {
+    RECUR_RETURN_IF_ERROR(bind(L.w_gate, "ffn_gate.weight", c.dense_ffn_dim, c.dim));
+    RECUR_RETURN_IF_ERROR(bind(L.w_up, "ffn_up.weight", c.dense_ffn_dim, c.dim));
+    RECUR_RETURN_IF_ERROR(bind(L.w_down, "ffn_down.weight", c.dim, c.dense_ffn_dim));
+  } else {
+    RECUR_RETURN_IF_ERROR(bind(L.router, "ffn_gate_inp.weight", c.n_experts, c.dim));
+    if (f.tensor(p + "exp_probs_b.bias") != nullptr)
+      RECUR_RETURN_IF_ERROR(bind(L.exp_probs_b, "exp_probs_b.bias", 1, c.n_experts));
+    RECUR_ASSIGN_OR_RETURN(L.exp_gate, bind_experts(f, p + "ffn_gate_exps.weight", c.n_experts, c.ffn_dim, c.dim));
+    RECUR_ASSIGN_OR_RETURN(L.exp_up, bind_experts(f, p + "ffn_up_exps.weight", c.n_experts, c.ffn_dim, c.dim));
+    RECUR_ASSIGN_OR_RETURN(L.exp_down, bind_experts(f, p + "ffn_down_exps.weight", c.n_experts, c.dim, c.ffn_dim));
+    if (c.shared_expert) {
+      const int64_t shared = int64_t(c.n_shared_experts) * c.ffn_dim;
+      RECUR_RETURN_IF_ERROR(bind(L.sh_gate, "ffn_gate_shexp.weight", shared, c.dim));
+      RECUR_RETURN_IF_ERROR(bind(L.sh_up, "ffn_up_shexp.weight", shared, c.dim));
+      RECUR_RETURN_IF_ERROR(bind(L.sh_down, "ffn_down_shexp.weight", c.dim, shared));
+    }
+  }
+  return ok_status();
+}
+
 Result<std::unique_ptr<Session>> Deepseek2Model::reference_session(int max_tokens) const {
   return new_mla_reference_session(file_, config_, max_tokens);
 }
@@ -92,24 +118,7 @@ Result<std::unique_ptr<Deepseek2Model>> Deepseek2Model::from_file(gguf::File fil
     RECUR_RETURN_IF_ERROR(bind(L.attn_norm, "attn_norm.weight", 1, c.dim));
     RECUR_RETURN_IF_ERROR(bind(L.ffn_norm, "ffn_norm.weight", 1, c.dim));
     RECUR_RETURN_IF_ERROR(bind_mla_attention(f, c, p, L, m->mla_f32_));
-    if (c.is_dense_ffn_layer(l)) {
-      RECUR_RETURN_IF_ERROR(bind(L.w_gate, "ffn_gate.weight", c.dense_ffn_dim, c.dim));
-      RECUR_RETURN_IF_ERROR(bind(L.w_up, "ffn_up.weight", c.dense_ffn_dim, c.dim));
-      RECUR_RETURN_IF_ERROR(bind(L.w_down, "ffn_down.weight", c.dim, c.dense_ffn_dim));
-    } else {
-      RECUR_RETURN_IF_ERROR(bind(L.router, "ffn_gate_inp.weight", c.n_experts, c.dim));
-      if (f.tensor(p + "exp_probs_b.bias") != nullptr)
-        RECUR_RETURN_IF_ERROR(bind(L.exp_probs_b, "exp_probs_b.bias", 1, c.n_experts));
-      RECUR_ASSIGN_OR_RETURN(L.exp_gate, bind_experts(f, p + "ffn_gate_exps.weight", c.n_experts, c.ffn_dim, c.dim));
-      RECUR_ASSIGN_OR_RETURN(L.exp_up, bind_experts(f, p + "ffn_up_exps.weight", c.n_experts, c.ffn_dim, c.dim));
-      RECUR_ASSIGN_OR_RETURN(L.exp_down, bind_experts(f, p + "ffn_down_exps.weight", c.n_experts, c.dim, c.ffn_dim));
-      if (c.shared_expert) {
-        const int64_t shared = int64_t(c.n_shared_experts) * c.ffn_dim;
-        RECUR_RETURN_IF_ERROR(bind(L.sh_gate, "ffn_gate_shexp.weight", shared, c.dim));
-        RECUR_RETURN_IF_ERROR(bind(L.sh_up, "ffn_up_shexp.weight", shared, c.dim));
-        RECUR_RETURN_IF_ERROR(bind(L.sh_down, "ffn_down_shexp.weight", c.dim, shared));
-      }
-    }
+    RECUR_RETURN_IF_ERROR(bind_deepseek_ffn(f, c, p, l, L));
     m->layers.push_back(std::move(L));
   }
   RECUR_RETURN_IF_ERROR(m->regroup_weights(options));

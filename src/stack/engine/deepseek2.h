@@ -37,4 +37,8 @@ class Deepseek2Model final : public TransformerModel {
 Status bind_mla_attention(const gguf::File& f, const ModelConfig& c, const std::string& prefix, LayerWeights& L,
                           std::vector<std::vector<float>>& storage);
 
+// Binds layer `l`'s FFN: the dense SwiGLU of a leading layer, else the router, the optional
+// exp_probs_b selection bias, the stacked experts and the shared experts.
+Status bind_deepseek_ffn(const gguf::File& f, const ModelConfig& c, const std::string& prefix, int l, LayerWeights& L);
+
 }  // namespace recur

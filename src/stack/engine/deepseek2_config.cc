@@ -2,8 +2,10 @@
 
 namespace recur {
 
-Status read_deepseek2_keys(const gguf::File& f, ModelConfig& c) {
-  const std::string p = "deepseek2.";
+namespace {
+
+// The MLA and MoE keys deepseek2 and kimi-linear share, under prefix p ("deepseek2.").
+Status read_mla_moe_keys(const gguf::File& f, const std::string& p, ModelConfig& c) {
   auto get_int = [&](const char* key, int& out, bool required) -> Status {
     if (!f.find(p + key)) {
       if (required) return parse_error("{}: deepseek2 needs metadata key '{}{}'", f.source(), p, key);
@@ -62,10 +64,8 @@ Status read_deepseek2_keys(const gguf::File& f, ModelConfig& c) {
   return ok_status();
 }
 
-void write_deepseek2_keys(const ModelConfig& c, gguf::Writer& w) {
+void write_mla_moe_keys(const ModelConfig& c, const std::string& p, gguf::Writer& w) {
   using gguf::Value;
-  const std::string p = "deepseek2.";
-  w.set(p + "attention.head_count_kv", Value::of_u32(1));
   w.set(p + "feed_forward_length", Value::of_u32(uint32_t(c.dense_ffn_dim)));
   if (c.q_lora_rank > 0) w.set(p + "attention.q_lora_rank", Value::of_u32(uint32_t(c.q_lora_rank)));
   w.set(p + "attention.kv_lora_rank", Value::of_u32(uint32_t(c.kv_lora_rank)));
@@ -88,6 +88,53 @@ void write_deepseek2_keys(const ModelConfig& c, gguf::Writer& w) {
     w.set(p + "rope.scaling.original_context_length", Value::of_u32(uint32_t(c.rope_original_context)));
     w.set(p + "rope.scaling.yarn_log_multiplier", Value::of_f32(c.rope_yarn_log_mul));
   }
+}
+
+}  // namespace
+
+Status read_deepseek2_keys(const gguf::File& f, ModelConfig& c) { return read_mla_moe_keys(f, "deepseek2.", c); }
+
+void write_deepseek2_keys(const ModelConfig& c, gguf::Writer& w) {
+  w.set("deepseek2.attention.head_count_kv", gguf::Value::of_u32(1));
+  write_mla_moe_keys(c, "deepseek2.", w);
+}
+
+Status read_kimi_linear_keys(const gguf::File& f, ModelConfig& c) {
+  const std::string p = "kimi-linear.";
+  RECUR_RETURN_IF_ERROR(read_mla_moe_keys(f, p, c));
+  c.mla_rope = false;            // Kimi's MLA layers run without RoPE (llama.cpp, vLLM)
+  c.expert_weights_norm = true;  // llama.cpp's graph renormalizes kimi-linear's top-k always
+  if (!f.find(p + "expert_gating_func"))
+    return parse_error("{}: kimi-linear needs metadata key '{}expert_gating_func'", f.source(), p);
+  // head_count_kv per layer: 0 marks a KDA (recurrent) layer, anything else an MLA layer.
+  const gguf::Value* kv = f.find(p + "attention.head_count_kv");
+  if (kv == nullptr || int(kv->items.size()) != c.n_layers)
+    return parse_error("{}: kimi-linear needs '{}attention.head_count_kv' as an array of {} per-layer values "
+                       "(0 = KDA layer)",
+                       f.source(), p, c.n_layers);
+  c.layer_pattern.clear();
+  for (const gguf::Value& v : kv->items) c.layer_pattern.push_back(v.as_int().value_or(0) == 0 ? 'k' : 'a');
+  c.n_kv_heads = 1;
+  auto get = [&](const char* key, int& out) -> Status {
+    RECUR_ASSIGN_OR_RETURN(int64_t v, f.get_int(p + key));
+    out = int(v);
+    return ok_status();
+  };
+  RECUR_RETURN_IF_ERROR(get("kda.head_dim", c.kda_head_dim));
+  RECUR_RETURN_IF_ERROR(get("ssm.conv_kernel", c.conv_size));
+  c.kda_heads = c.kda_key_heads = c.n_heads;  // KDA and MLA share head_count
+  return ok_status();
+}
+
+void write_kimi_linear_keys(const ModelConfig& c, gguf::Writer& w) {
+  using gguf::Value;
+  const std::string p = "kimi-linear.";
+  std::vector<int32_t> kv;
+  for (int l = 0; l < c.n_layers; ++l) kv.push_back(c.is_kda_layer(l) ? 0 : 1);
+  w.set(p + "attention.head_count_kv", Value::of_i32s(kv));
+  write_mla_moe_keys(c, p, w);
+  w.set(p + "kda.head_dim", Value::of_u32(uint32_t(c.kda_head_dim)));
+  w.set(p + "ssm.conv_kernel", Value::of_u32(uint32_t(c.conv_size)));
 }
 
 Status validate_deepseek2(const ModelConfig& c) {

@@ -21,6 +21,14 @@ namespace recur {
 // After the common keys (dim, layers, heads, context, eps, theta, vocab) are in `c`.
 Status read_deepseek2_keys(const gguf::File& f, ModelConfig& c);
 void write_deepseek2_keys(const ModelConfig& c, gguf::Writer& w);
+// deepseek2's checks, which kimi-linear's MLA layers and MoE share.
 Status validate_deepseek2(const ModelConfig& c);
+
+// kimi-linear (llama.cpp's LLM_ARCH_KIMI_LINEAR): the MLA and MoE keys above under
+// "kimi-linear.", plus attention.head_count_kv as a per-layer array (0 = KDA layer, which
+// becomes layer_pattern), kda.head_dim and ssm.conv_kernel; KDA has head_count heads. Its MLA
+// layers apply no RoPE and its top-k weights are always renormalized (llama.cpp's graph).
+Status read_kimi_linear_keys(const gguf::File& f, ModelConfig& c);
+void write_kimi_linear_keys(const ModelConfig& c, gguf::Writer& w);
 
 }  // namespace recur

@@ -2,7 +2,8 @@
 // models in llama.cpp's layout: two shapes (direct q, softmax gating, no YaRN; low-rank q,
 // sigmoid gating with exp_probs_b and renormalization, YaRN, two shared experts) in F32, F16
 // and Q8_0; prefill equals token-by-token decode; the absorbed and expanded MLA forms agree;
-// the older unsplit attn_kv_b loads; the latent cache's dtypes; what is refused.
+// the older unsplit attn_kv_b loads; the latent cache's dtypes; what is refused. kimi-linear
+// (kimi_linear.h: KDA + MLA without RoPE + the same MoE) against the same reference.
 #include "engine/deepseek2.h"
 
 #include <gtest/gtest.h>
@@ -166,28 +167,32 @@ TEST(Deepseek2, UnsplitKvBMatchesTheFloat64Reference) {
 
 // A prefill of several tokens (mla_prefill, causal within the run) ends where token-by-token
 // decode (mla_decode) ends.
+// A prefill of the prompt ends where stepping it token by token ends, and both decode on alike.
+void expect_prefill_equals_steps(const Model& m, ThreadPool& pool, const Config& knobs, const char* what) {
+  const std::vector<TokenId> prompt = {9, 120, 33, 7, 301, 44, 2, 18, 250};
+  auto batched = session(m, pool, knobs);
+  auto stepped = session(m, pool, knobs);
+  auto p = batched->prefill(prompt);
+  ASSERT_TRUE(p.has_value()) << p.error().message();
+  std::vector<float> prefilled(p->begin(), p->end());
+  std::span<const float> last;
+  for (TokenId t : prompt) {
+    auto s = stepped->step(t);
+    ASSERT_TRUE(s.has_value());
+    last = *s;
+  }
+  for (size_t v = 0; v < last.size(); ++v) ASSERT_NEAR(prefilled[v], last[v], 1e-4) << what << " " << v;
+  auto x = batched->step(77), y = stepped->step(77);
+  ASSERT_TRUE(x.has_value() && y.has_value());
+  for (size_t v = 0; v < x->size(); ++v) ASSERT_NEAR((*x)[v], (*y)[v], 1e-4) << what << " " << v;
+}
+
 TEST(Deepseek2, PrefillEqualsTokenByTokenDecode) {
   for (const ModelConfig& c : {shape_a(), shape_b()}) {
     Built b = make(c, gguf::TensorType::kF32);
     ASSERT_TRUE(b.model);
     auto pool = ThreadPool::create({.threads = 2, .pin = false});
-    const std::vector<TokenId> prompt = {9, 120, 33, 7, 301, 44, 2, 18, 250};
-    auto batched = session(*b.model, **pool, Config());
-    auto stepped = session(*b.model, **pool, Config());
-    auto p = batched->prefill(prompt);
-    ASSERT_TRUE(p.has_value()) << p.error().message();
-    std::vector<float> prefilled(p->begin(), p->end());
-    std::span<const float> last;
-    for (TokenId t : prompt) {
-      auto s = stepped->step(t);
-      ASSERT_TRUE(s.has_value());
-      last = *s;
-    }
-    for (size_t v = 0; v < last.size(); ++v) ASSERT_NEAR(prefilled[v], last[v], 1e-4) << v;
-    // Then both decode on from the same cache contents.
-    auto x = batched->step(77), y = stepped->step(77);
-    ASSERT_TRUE(x.has_value() && y.has_value());
-    for (size_t v = 0; v < x->size(); ++v) ASSERT_NEAR((*x)[v], (*y)[v], 1e-4) << v;
+    expect_prefill_equals_steps(*b.model, **pool, Config(), "deepseek2");
   }
 }
 
@@ -254,6 +259,59 @@ TEST(Deepseek2, LatentCacheBytesAndDtypes) {
     double err = 0;
     for (size_t v = 0; v < base.size(); ++v) err = std::max(err, std::fabs(double(base[v]) - (*logits)[v]));
     EXPECT_LT(err, std::string(dtype) == "f32" ? 0.0 + 1e-30 : 0.05) << dtype;
+  }
+}
+
+// Kimi-Linear's form: KDA layers with low-rank gates and MLA layers without RoPE in a pattern,
+// a leading dense layer, sigmoid gating with exp_probs_b, renormalized, scaled.
+ModelConfig kimi_linear() {
+  ModelConfig c = shape_a();
+  c.arch = Arch::kKimiLinear;
+  c.n_layers = 4;
+  c.layer_pattern = "kkak";
+  c.kda_head_dim = 32;
+  c.kda_heads = c.kda_key_heads = c.n_heads;
+  c.conv_size = 4;
+  c.mla_rope = false;
+  c.expert_gating = ExpertGating::kSigmoid;
+  c.expert_weights_norm = true;
+  c.expert_weights_scale = 2.446f;
+  return c;
+}
+
+TEST(KimiLinear, MatchesTheFloat64Reference) {
+  expect_matches_reference(kimi_linear(), gguf::TensorType::kF32, "kimi f32");
+  expect_matches_reference(kimi_linear(), gguf::TensorType::kF16, "kimi f16");
+  expect_matches_reference(kimi_linear(), gguf::TensorType::kQ8_0, "kimi q8_0");
+}
+
+TEST(KimiLinear, WritesAndReadsLlamaCppsLayout) {
+  Built b = make(kimi_linear(), gguf::TensorType::kF32);
+  ASSERT_TRUE(b.model);
+  const gguf::File& f = static_cast<const TransformerModel&>(*b.model).file();
+  for (const char* name : {"blk.0.ssm_conv1d_q.weight", "blk.0.ssm_f_a.weight", "blk.0.ssm_f_b.weight", "blk.0.ssm_beta.weight",
+                           "blk.0.ssm_a", "blk.0.ssm_dt.bias", "blk.0.ssm_g_a.weight", "blk.0.ssm_g_b.weight",
+                           "blk.0.ssm_norm.weight", "blk.2.attn_kv_a_mqa.weight", "blk.2.attn_k_b.weight",
+                           "blk.1.exp_probs_b.bias"})
+    EXPECT_NE(f.tensor(name), nullptr) << name;
+  EXPECT_EQ(f.tensor("blk.0.ssm_conv1d_q.weight")->dims, (std::vector<uint64_t>{4, 1, 128}));
+  const gguf::Value* kv = f.find("kimi-linear.attention.head_count_kv");
+  ASSERT_NE(kv, nullptr);
+  ASSERT_EQ(kv->items.size(), 4u);
+  EXPECT_EQ(kv->items[0].as_int(), 0);
+  EXPECT_EQ(kv->items[2].as_int(), 1);
+  EXPECT_EQ(b.model->config().layer_pattern, "kkak");
+  EXPECT_FALSE(b.model->config().mla_rope);
+}
+
+TEST(KimiLinear, PrefillEqualsTokenByTokenDecodeForEveryKdaVariant) {
+  Built b = make(kimi_linear(), gguf::TensorType::kF32);
+  ASSERT_TRUE(b.model);
+  auto pool = ThreadPool::create({.threads = 2, .pin = false});
+  for (const char* variant : {"vtile", "hoisted_recip"}) {
+    Config knobs;
+    ASSERT_TRUE(knobs.set("engine.kda.decode_variant", variant).has_value());
+    expect_prefill_equals_steps(*b.model, **pool, knobs, variant);
   }
 }
 

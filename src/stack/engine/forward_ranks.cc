@@ -75,6 +75,9 @@ Status Forward::add_rank(int index) {
   r->ff_b.resize(size_t(M * ffn));
   r->router.resize(size_t(M * c.n_experts));
   r->q_a.resize(size_t(M * c.q_lora_rank));
+  int64_t low_rank = 0;
+  for (const LayerWeights& L : m_.layers) low_rank = std::max({low_rank, L.wf_a.rows, L.out_gate_a.rows});
+  r->low_rank.resize(size_t(M * low_rank));
   r->norm_w.resize(size_t(c.dim));
   if (any_attention) r->rope.resize(size_t(M * 2 * (c.is_mla() ? c.qk_rope_dim : hd)));
   ranks_.push_back(std::move(r));

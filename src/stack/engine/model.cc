@@ -2,6 +2,7 @@
 
 #include "engine/deepseek2.h"
 #include "engine/hybrid.h"
+#include "engine/kimi_linear.h"
 #include "engine/llama.h"
 
 #include <fmt/format.h>
@@ -73,7 +74,11 @@ Result<std::unique_ptr<Model>> model_from_file(gguf::File file, const ModelLoadO
     RECUR_ASSIGN_OR_RETURN(auto m, Deepseek2Model::from_file(std::move(file), options));
     return std::unique_ptr<Model>(std::move(m));
   }
-  return unsupported("{}: architecture '{}' (recur runs llama, hybrid and deepseek2)", file.source(), arch);
+  if (arch == "kimi-linear") {
+    RECUR_ASSIGN_OR_RETURN(auto m, KimiLinearModel::from_file(std::move(file), options));
+    return std::unique_ptr<Model>(std::move(m));
+  }
+  return unsupported("{}: architecture '{}' (recur runs llama, hybrid, deepseek2 and kimi-linear)", file.source(), arch);
 }
 
 Result<FileMemory> weights_file_memory(const Config& knobs) {

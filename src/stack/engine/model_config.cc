@@ -13,6 +13,7 @@ std::string_view arch_name(Arch a) {
     case Arch::kLlama: return "llama";
     case Arch::kHybrid: return "hybrid";
     case Arch::kDeepseek2: return "deepseek2";
+    case Arch::kKimiLinear: return "kimi-linear";
   }
   return "?";
 }
@@ -25,7 +26,7 @@ int ModelConfig::max_ffn_width() const {
 }
 
 bool ModelConfig::is_kda_layer(int layer) const {
-  if (arch != Arch::kHybrid || layer_pattern.empty()) return false;
+  if ((arch != Arch::kHybrid && arch != Arch::kKimiLinear) || layer_pattern.empty()) return false;
   return layer_pattern[size_t(layer) % layer_pattern.size()] == 'k';
 }
 
@@ -45,7 +46,7 @@ Status ModelConfig::validate() const {
   if (n_heads % n_kv_heads != 0)
     return invalid_argument("model config: {} heads is not a multiple of {} kv heads", n_heads, n_kv_heads);
   if (head_dim % 2 != 0) return invalid_argument("model config: head dim {} must be even for RoPE", head_dim);
-  if (arch == Arch::kHybrid) {
+  if (arch == Arch::kHybrid || arch == Arch::kKimiLinear) {
     if (layer_pattern.empty() || layer_pattern.find_first_not_of("ka") != std::string::npos)
       return invalid_argument("model config: layer pattern '{}' must be letters k (KDA) and a (attention)", layer_pattern);
     RECUR_RETURN_IF_ERROR(positive("kda heads", kda_heads));
@@ -57,7 +58,7 @@ Status ModelConfig::validate() const {
     if (n_experts < 0 || (n_experts > 0 && (n_experts_used <= 0 || n_experts_used > n_experts)))
       return invalid_argument("model config: top-{} of {} experts", n_experts_used, n_experts);
   }
-  if (arch == Arch::kDeepseek2) RECUR_RETURN_IF_ERROR(validate_deepseek2(*this));
+  if (arch == Arch::kDeepseek2 || arch == Arch::kKimiLinear) RECUR_RETURN_IF_ERROR(validate_deepseek2(*this));
   return ok_status();
 }
 
@@ -67,7 +68,8 @@ Result<ModelConfig> ModelConfig::from_gguf(const gguf::File& f) {
   if (arch == "llama") c.arch = Arch::kLlama;
   else if (arch == "hybrid") c.arch = Arch::kHybrid;
   else if (arch == "deepseek2") c.arch = Arch::kDeepseek2;
-  else return unsupported("{}: architecture '{}' (recur runs llama, hybrid and deepseek2)", f.source(), arch);
+  else if (arch == "kimi-linear") c.arch = Arch::kKimiLinear;
+  else return unsupported("{}: architecture '{}' (recur runs llama, hybrid, deepseek2 and kimi-linear)", f.source(), arch);
   const std::string p = arch + ".";
   auto get = [&](const std::string& key, int& out) -> Status {
     RECUR_ASSIGN_OR_RETURN(int64_t v, f.get_int(p + key));
@@ -83,7 +85,8 @@ Result<ModelConfig> ModelConfig::from_gguf(const gguf::File& f) {
   RECUR_RETURN_IF_ERROR(get("feed_forward_length", c.ffn_dim));
   RECUR_RETURN_IF_ERROR(get("attention.head_count", c.n_heads));
   c.n_kv_heads = c.n_heads;
-  RECUR_RETURN_IF_ERROR(get_opt("attention.head_count_kv", c.n_kv_heads));
+  if (c.arch != Arch::kKimiLinear)  // kimi-linear's is per layer (kimi_linear_config)
+    RECUR_RETURN_IF_ERROR(get_opt("attention.head_count_kv", c.n_kv_heads));
   RECUR_RETURN_IF_ERROR(get_opt("context_length", c.context));
   c.head_dim = c.n_heads > 0 ? c.dim / c.n_heads : 0;
   RECUR_RETURN_IF_ERROR(get_opt("attention.key_length", c.head_dim));
@@ -117,6 +120,7 @@ Result<ModelConfig> ModelConfig::from_gguf(const gguf::File& f) {
     c.shared_expert = shared > 0;
   }
   if (c.arch == Arch::kDeepseek2) RECUR_RETURN_IF_ERROR(read_deepseek2_keys(f, c));
+  if (c.arch == Arch::kKimiLinear) RECUR_RETURN_IF_ERROR(read_kimi_linear_keys(f, c));
   if (auto s = c.validate(); !s) return unexpected(s.error().with_context(f.source()));
   return c;
 }
@@ -151,6 +155,7 @@ void ModelConfig::to_gguf(gguf::Writer& w) const {
     w.set(p + "expert_shared_count", Value::of_u32(shared_expert ? 1 : 0));
   }
   if (arch == Arch::kDeepseek2) write_deepseek2_keys(*this, w);
+  if (arch == Arch::kKimiLinear) write_kimi_linear_keys(*this, w);
 }
 
 Result<ModelConfig> ModelConfig::from_hf_config(std::string_view text, std::string_view source) {

@@ -4,7 +4,9 @@
 // Architectures: "llama" (GGUF's standard keys, llama.*), "hybrid" (recur's own keys,
 // hybrid.*): KDA linear-attention layers and full-attention layers in a pattern, each followed by
 // a dense SwiGLU or MoE MLP; and "deepseek2" (llama.cpp's keys, deepseek2_config.cc): MLA
-// attention, leading dense layers, then MoE with shared experts and biased gating.
+// attention, leading dense layers, then MoE with shared experts and biased gating; and
+// "kimi-linear" (llama.cpp's keys, kimi_linear.h): KDA layers and MLA layers without RoPE in the
+// pattern head_count_kv gives per layer (0 = KDA), deepseek2's MoE.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +18,7 @@
 
 namespace recur {
 
-enum class Arch { kLlama, kHybrid, kDeepseek2 };
+enum class Arch { kLlama, kHybrid, kDeepseek2, kKimiLinear };
 enum class ExpertGating : uint8_t { kSoftmax = 1, kSigmoid = 2 };  // llama.cpp's expert_gating_func values
 std::string_view arch_name(Arch a);
 
@@ -51,6 +53,7 @@ struct ModelConfig {
   int qk_nope_dim = 0;   // per head: q and k parts without RoPE
   int qk_rope_dim = 0;   // per head: RoPE'd q part; the RoPE'd key part is one, shared by every head
   int v_head_dim = 0;
+  bool mla_rope = true;  // kimi-linear's MLA layers apply no RoPE to their rope part
   // YaRN (rope.scaling.type yarn): factor > 1 with the original context, DeepSeek's mscale
   // through yarn_log_multiplier (0.1 * mscale_all_dim).
   float rope_yarn_factor = 1;

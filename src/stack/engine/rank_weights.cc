@@ -97,6 +97,10 @@ Result<RankWeights> shard_rank(const TransformerModel& m, int rank, int tp, int 
       RECUR_ASSIGN_OR_RETURN(S.wf, Projection::create(weight_rows(L.wf, vc.begin, vc.end), p, act));
       RECUR_ASSIGN_OR_RETURN(S.wb, Projection::create(weight_rows(L.wb, S.v_heads.begin, S.v_heads.end), p, act));
       RECUR_ASSIGN_OR_RETURN(S.out_gate, Projection::create(weight_rows(L.out_gate, vc.begin, vc.end), p, act));
+      if (L.wf_a.data != nullptr) {
+        RECUR_ASSIGN_OR_RETURN(S.wf_a, Projection::create(L.wf_a, p, act));
+        RECUR_ASSIGN_OR_RETURN(S.out_gate_a, Projection::create(L.out_gate_a, p, act));
+      }
       RECUR_ASSIGN_OR_RETURN(S.wo, rank_row_parallel(L.wo, vc, tp, p, act, r.copied_sources));
       S.conv_q = rank_widened_rows(L.conv_q, kc.begin, kc.end);
       S.conv_k = rank_widened_rows(L.conv_k, kc.begin, kc.end);

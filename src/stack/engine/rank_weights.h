@@ -5,6 +5,7 @@
 // batch; immutable afterwards.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "core/status.h"
@@ -26,6 +27,9 @@ struct LayerShard {
   Span v_heads, k_heads, heads, kv_heads;
   bool owns_attention = true;
   Projection wq, wk, wv, wf, wb, out_gate, wo;
+  // Low-rank KDA gates (kimi-linear): the first factor, whole on every rank (its output is the
+  // rank, not heads); wf and out_gate then hold the second factor's rows of this rank's heads.
+  std::optional<Projection> wf_a, out_gate_a;
   std::vector<float> conv_q, conv_k, conv_v;  // [channels, conv_size], widened once
   std::vector<float> a_log, dt_bias, out_norm;
   FfnShard dense, shared;

@@ -23,6 +23,9 @@ struct LayerWeights {
   Weight wq, wk, wv, wo;
   // KDA only
   Weight conv_q, conv_k, conv_v, wf, a_log, dt_bias, wb, out_gate, out_norm;
+  // Low-rank KDA gates (kimi-linear): f = wf (f_b) of wf_a (f_a) h, the output gate likewise;
+  // absent (data null) when wf and out_gate take h directly.
+  Weight wf_a, out_gate_a;
   // FFN: dense, or router + experts (+ shared expert)
   Weight w_gate, w_up, w_down;
   Weight router;

@@ -32,7 +32,8 @@ struct ForwardRank {
   std::vector<int> kv_seq;  // slot -> the cache's sequence id
   // Rows of one forward: [max_batch_tokens, width].
   std::vector<float> x, h, partial, q, k, v, g, b, o, gate, ff_a, ff_b, ff_out, xg, router, logits;
-  std::vector<float> q_a;  // MLA with a low-rank q: [rows, q_lora_rank]
+  std::vector<float> q_a;       // MLA with a low-rank q: [rows, q_lora_rank]
+  std::vector<float> low_rank;  // KDA's low-rank gates (kimi-linear): [rows, rank]
   // [rows, 2 * head_dim]: each row's RoPE tables c then s (kernels::rope_tables), shared by every layer
   // (MLA: [rows, 2 * qk_rope_dim], YaRN's tables, mla_rope_tables)
   std::vector<float> rope;

@@ -1,5 +1,5 @@
 // The MLA mixer (deepseek2.h): q (direct or low-rank), the latent and shared RoPE key from
-// wkv_a, RMSNorm of the latent, YaRN RoPE at each row's position, the latents appended to the
+// wkv_a, RMSNorm of the latent, YaRN RoPE at each row's position (none for kimi-linear), the latents appended to the
 // paged cache (one [c ; k_rope] vector per token), MLA attention at the variant the knobs
 // kernel.mla_decode.variant (a forward of one-token runs) or kernel.mla_prefill.variant
 // (otherwise) name, and the output projection. Runs on one rank (Forward refuses tp, ep > 1).
@@ -32,6 +32,7 @@ void norm_in_place(const Step& s, const Weight& w, float* x, int64_t n, int64_t 
 
 void mla_rope_tables(const Step& s) {
   const ModelConfig& c = s.c();
+  if (!c.mla_rope) return;  // kimi-linear
   const int d = c.qk_rope_dim;
   const kernels::mla::Yarn yarn{.factor = c.rope_yarn_factor, .beta_fast = c.rope_yarn_beta_fast,
                                 .beta_slow = c.rope_yarn_beta_slow, .original_context = c.rope_original_context};
@@ -61,7 +62,7 @@ void mla_mixer(const Step& s, int l) {
   matmul(L.wkv_a, h, M, r.k.data(), s.intra, s.o.act);
   s.tap(Op::kAttnQProj, l, r.q.data(), H * QW);
   norm_in_place(s, L.kv_a_norm, r.k.data(), R, LW);
-  {
+  if (c.mla_rope) {
     const KernelChoice& kr = s.o.kernels.rope;
     RECUR_ZONE("rope");
     zone.arg("variant", kr.variant.data());

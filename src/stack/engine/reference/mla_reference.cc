@@ -9,6 +9,7 @@
 
 #include "engine/reference/reference_session.h"
 #include "engine/weights.h"
+#include "kernels/kda/kda_reference.h"
 #include "kernels/mla/mla_reference.h"
 
 namespace recur {
@@ -19,7 +20,8 @@ using Vec = std::vector<double>;
 
 class Deepseek2Reference {
  public:
-  Deepseek2Reference(const gguf::File& f, const ModelConfig& c) : f_(f), c_(c), latents_(size_t(c.n_layers)) {}
+  Deepseek2Reference(const gguf::File& f, const ModelConfig& c)
+      : f_(f), c_(c), latents_(size_t(c.n_layers)), state_(size_t(c.n_layers)), window_(size_t(c.n_layers)) {}
 
   Vec step(int token) {
     const int d = c_.dim;
@@ -27,7 +29,8 @@ class Deepseek2Reference {
     Vec x(embd.begin() + int64_t(token) * d, embd.begin() + int64_t(token + 1) * d);
     for (int l = 0; l < c_.n_layers; ++l) {
       const std::string p = "blk." + std::to_string(l) + ".";
-      add(x, attention(l, p, rms(x, p + "attn_norm.weight")));
+      const Vec h = rms(x, p + "attn_norm.weight");
+      add(x, c_.is_kda_layer(l) ? kda(l, p, h) : attention(l, p, h));
       add(x, ffn(l, p, rms(x, p + "ffn_norm.weight")));
     }
     ++pos_;
@@ -109,8 +112,10 @@ class Deepseek2Reference {
     Vec kv = mat(p + "attn_kv_a_mqa.weight", h, 0, R + E);
     Vec latent = rms(Vec(kv.begin(), kv.begin() + R), p + "attn_kv_a_norm.weight");
     latent.insert(latent.end(), kv.begin() + R, kv.end());
-    rope(latent.data() + R);
-    for (int hd = 0; hd < H; ++hd) rope(q.data() + int64_t(hd) * (N + E) + N);
+    if (c_.mla_rope) {  // kimi-linear's MLA uses its rope part unrotated
+      rope(latent.data() + R);
+      for (int hd = 0; hd < H; ++hd) rope(q.data() + int64_t(hd) * (N + E) + N);
+    }
     Vec& cached = latents_[size_t(l)];
     cached.insert(cached.end(), latent.begin(), latent.end());
     const auto [wk, wv] = up_projections(p);
@@ -122,6 +127,54 @@ class Deepseek2Reference {
       kernels::mla::reference_row(q.data() + int64_t(hd) * (N + E), cached.data(), pos_ + 1,
                                   wk->data() + int64_t(hd) * R * N, wv->data() + int64_t(hd) * V * R, d, scale,
                                   o.data() + int64_t(hd) * V, nullptr);
+    return mat(p + "attn_output.weight", o, 0, c_.dim);
+  }
+
+  // kimi-linear's KDA layer (kimi_linear.h), written from Kimi's modeling code: q, k, v through
+  // the causal depthwise convolution + SiLU, g = -exp(A_log) softplus(f_b f_a h + dt_bias)
+  // (ssm_a holds -exp(A_log)), beta = sigmoid(W_beta h), the KDA recurrence (kda_reference.h:
+  // L2-normed q, k, q scaled by K^-1/2), then RMSNorm(o_h) * w * sigmoid(g_b g_a h).
+  Vec kda(int l, const std::string& p, const Vec& h) {
+    const int K = c_.kda_head_dim, H = c_.kda_heads, D = H * K, taps = c_.conv_size;
+    Vec& win = window_[size_t(l)];
+    if (win.empty()) win.assign(size_t(3 * D * (taps - 1)), 0.0);
+    auto conv = [&](Vec x, const char* name, size_t part) {
+      const Vec& w = widened(p + name);  // [channels, taps]
+      double* wn = win.data() + part * size_t(D * (taps - 1));
+      for (int ch = 0; ch < D; ++ch) {
+        double y = w[size_t(ch * taps + taps - 1)] * x[size_t(ch)];
+        for (int j = 0; j + 1 < taps; ++j) y += w[size_t(ch * taps + j)] * wn[ch * (taps - 1) + j];
+        for (int j = 0; j + 2 < taps; ++j) wn[ch * (taps - 1) + j] = wn[ch * (taps - 1) + j + 1];
+        if (taps > 1) wn[ch * (taps - 1) + taps - 2] = x[size_t(ch)];
+        x[size_t(ch)] = y / (1 + std::exp(-y));
+      }
+      return x;
+    };
+    const Vec q = conv(mat(p + "attn_q.weight", h, 0, D), "ssm_conv1d_q.weight", 0);
+    const Vec k = conv(mat(p + "attn_k.weight", h, 0, D), "ssm_conv1d_k.weight", 1);
+    const Vec v = conv(mat(p + "attn_v.weight", h, 0, D), "ssm_conv1d_v.weight", 2);
+    const Vec g = mat(p + "ssm_f_b.weight", mat(p + "ssm_f_a.weight", h, 0, K), 0, D);
+    const Vec b = mat(p + "ssm_beta.weight", h, 0, H);
+    Vec a_log = widened(p + "ssm_a");
+    for (double& a : a_log) a = std::log(-a);
+    const Vec& dt = widened(p + "ssm_dt.bias");
+    std::vector<float> qf(q.begin(), q.end()), kf(k.begin(), k.end()), vf(v.begin(), v.end()), gf(g.begin(), g.end()),
+        bf(b.begin(), b.end()), af(a_log.begin(), a_log.end()), dtf(dt.begin(), dt.end());
+    kda::Shape shape{.batch = 1, .tokens = 1, .hk = H, .hv = H, .k = K, .v = K};
+    kda::Inputs in{qf.data(), kf.data(), vf.data(), gf.data(), bf.data(), af.data(), dtf.data()};
+    Vec& state = state_[size_t(l)];
+    if (state.empty()) state.assign(size_t(H) * K * K, 0.0);
+    Vec o;
+    kda::reference_forward(shape, kda::Params{}, in, state, o);
+    const Vec gate = mat(p + "ssm_g_b.weight", mat(p + "ssm_g_a.weight", h, 0, K), 0, D);
+    const Vec& w_norm = widened(p + "ssm_norm.weight");
+    for (int hd = 0; hd < H; ++hd) {
+      double ss = 0;
+      for (int i = 0; i < K; ++i) ss += o[size_t(hd * K + i)] * o[size_t(hd * K + i)];
+      const double inv = 1 / std::sqrt(ss / K + c_.rms_eps);
+      for (int i = 0; i < K; ++i)
+        o[size_t(hd * K + i)] *= inv * w_norm[size_t(i)] / (1 + std::exp(-gate[size_t(hd * K + i)]));
+    }
     return mat(p + "attn_output.weight", o, 0, c_.dim);
   }
 
@@ -188,6 +241,7 @@ class Deepseek2Reference {
   int pos_ = 0;
   std::map<std::string, Vec> cache_;
   std::vector<Vec> latents_;  // per layer: [tokens, rank + rope]
+  std::vector<Vec> state_, window_;  // KDA layers: the recurrent state and the conv windows
 };
 
 
