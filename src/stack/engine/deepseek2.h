@@ -13,7 +13,8 @@
 //   x         += Wo o
 // The cache holds [c ; k_r] per token (kv_lora_rank + rope values). attn_k_b / attn_v_b are
 // widened to F32 once at load (the MLA kernel reads them per head).
-// Tensor parallelism, expert parallelism, layer split and sequence-state export are refused.
+// engine.tp splits the heads (blocks/mla_mixer.cc); expert parallelism, layer split and
+// sequence-state export are refused.
 #pragma once
 
 #include <memory>

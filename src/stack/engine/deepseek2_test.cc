@@ -354,15 +354,51 @@ TEST(Deepseek2, SequencesInOneBatchMatchSessionsAlone) {
   }
 }
 
+// engine.tp=2 splits MLA's heads (each rank keeps the whole latent cache), KDA's heads and the
+// FFNs; the logits match one rank's, for deepseek2 (with its leading dense layer and shared
+// expert of their own widths) and kimi-linear (with its low-rank KDA gates).
+TEST(Deepseek2, TensorParallelMatchesOneRank) {
+  for (const ModelConfig& c : {shape_a(), kimi_linear()}) {
+    Built b = make(c, gguf::TensorType::kF32);
+    ASSERT_TRUE(b.model);
+    auto pool = ThreadPool::create({.threads = 2, .pin = false});
+    Config tp;
+    ASSERT_TRUE(tp.set("engine.tp", "2").has_value());
+    auto one = session(*b.model, **pool, Config());
+    auto two = session(*b.model, **pool, tp);
+    ASSERT_TRUE(one && two) << arch_name(c.arch);
+    const std::vector<TokenId> prompt = {3, 141, 59, 265};
+    auto x = one->prefill(prompt);
+    std::vector<float> a(x->begin(), x->end());
+    auto y = two->prefill(prompt);
+    ASSERT_TRUE(y.has_value()) << y.error().message();
+    for (size_t v = 0; v < a.size(); ++v) ASSERT_NEAR(a[v], (*y)[v], 1e-4) << arch_name(c.arch) << " prefill " << v;
+    for (TokenId t : {35, 89}) {
+      auto p = one->step(t);
+      std::vector<float> pa(p->begin(), p->end());
+      auto q = two->step(t);
+      ASSERT_TRUE(q.has_value());
+      for (size_t v = 0; v < pa.size(); ++v) ASSERT_NEAR(pa[v], (*q)[v], 1e-4) << arch_name(c.arch) << " decode " << v;
+    }
+  }
+}
+
 TEST(Deepseek2, RefusesWhatItDoesNotRun) {
   Built b = make(shape_a(), gguf::TensorType::kF32);
   ASSERT_TRUE(b.model);
   auto pool = ThreadPool::create({.threads = 2, .pin = false});
-  Config tp;
-  ASSERT_TRUE(tp.set("engine.tp", "2").has_value());
-  auto s = b.model->new_session(**pool, 8, tp);
+  Config ep;
+  ASSERT_TRUE(ep.set("engine.ep", "2").has_value());
+  auto s = b.model->new_session(**pool, 8, ep);
   ASSERT_FALSE(s.has_value());
-  EXPECT_NE(s.error().message().find("MLA models run on one rank"), std::string::npos) << s.error().message();
+  EXPECT_NE(s.error().message().find("MLA models split heads over engine.tp ranks only"), std::string::npos)
+      << s.error().message();
+  Config tp;  // shape B has 3 heads
+  ASSERT_TRUE(tp.set("engine.tp", "2").has_value());
+  Built three = make(shape_b(), gguf::TensorType::kF32);
+  auto t = three.model->new_session(**pool, 8, tp);
+  ASSERT_FALSE(t.has_value());
+  EXPECT_NE(t.error().message().find("does not divide the 3 attention heads"), std::string::npos) << t.error().message();
   // A file without one of its MLA tensors names it.
   auto w = synthetic_model({.config = shape_a(), .dtype = gguf::TensorType::kF32, .seed = 5});
   ASSERT_TRUE(w.has_value());

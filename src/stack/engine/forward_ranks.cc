@@ -61,8 +61,8 @@ Status Forward::add_rank(int index) {
     r->kv.emplace(std::move(cache));
   }
   r->kv_seq.assign(size_t(b.max_sequences), -1);
-  // EP: whole experts; one rank: the widest FFN of any layer (deepseek2's differ).
-  const int64_t ffn = std::max<int64_t>(ep > 1 ? c.ffn_dim : r->w.ffn.size(), o.tp == 1 ? c.max_ffn_width() : 0);
+  // EP: whole experts; else this rank's share of the widest FFN of any layer (deepseek2's differ).
+  const int64_t ffn = std::max<int64_t>(ep > 1 ? c.ffn_dim : r->w.ffn.size(), (c.max_ffn_width() + o.tp - 1) / o.tp);
   for (auto* buf : {&r->x, &r->h, &r->partial, &r->ff_out, &r->xg}) buf->resize(size_t(M * c.dim));
   r->q.resize(size_t(M * q_w));
   r->k.resize(size_t(M * k_w));

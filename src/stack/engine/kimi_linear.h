@@ -10,7 +10,8 @@
 // The KDA layer is recur's hybrid KDA mixer (hybrid.h) with the low-rank gate projections; the
 // MLA layer is deepseek2's mixer (blocks/mla_mixer.cc). recur's own `hybrid` layout is the same
 // family with GQA + RoPE attention, full-rank gates and recur's tensor names (docs/engine.md).
-// Tensor parallelism, expert parallelism and sequence-state export are refused (MLA).
+// engine.tp splits KDA and MLA heads; expert parallelism, layer split and sequence-state export
+// are refused (MLA).
 #pragma once
 
 #include <memory>

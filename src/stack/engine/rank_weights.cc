@@ -38,9 +38,11 @@ Status check_tp_split(const ModelConfig& c, int tp, int64_t block, bool layer_sp
   if (layer_split && tp > 1) any_attention = false;  // whole on one rank: nothing to split
   if (any_attention && c.n_heads % tp != 0)
     return invalid_argument("engine.tp={} does not divide the {} attention heads", tp, c.n_heads);
-  if (any_attention && ((c.n_heads / tp) * c.head_dim) % block != 0)
+  // The output projection's columns per rank: each head's value width (MLA: v_head_dim).
+  const int64_t head_cols = c.is_mla() ? c.v_head_dim : c.head_dim;
+  if (any_attention && ((c.n_heads / tp) * head_cols) % block != 0)
     return invalid_argument("engine.tp={}: a rank's {} attention heads of {} are not whole {}-element blocks", tp,
-                            c.n_heads / tp, c.head_dim, block);
+                            c.n_heads / tp, head_cols, block);
   if (any_kda && c.kda_heads % tp != 0)
     return invalid_argument("engine.tp={} does not divide the {} KDA value heads", tp, c.kda_heads);
   if (any_kda && c.kda_key_heads % tp != 0 && tp % c.kda_key_heads != 0)
@@ -50,10 +52,12 @@ Status check_tp_split(const ModelConfig& c, int tp, int64_t block, bool layer_sp
   if (any_kda && ((c.kda_heads / tp) * c.kda_head_dim) % block != 0)
     return invalid_argument("engine.tp={}: a rank's {} KDA heads of {} are not whole {}-element blocks", tp,
                             c.kda_heads / tp, c.kda_head_dim, block);
-  if (c.ffn_dim % tp != 0 || (c.ffn_dim / tp) % block != 0)
-    return invalid_argument("engine.tp={}: FFN width {} does not split into whole {}-element blocks", tp, c.ffn_dim,
-                            block);
-  if (any_attention) {
+  for (int width : {c.ffn_dim, c.leading_dense_layers > 0 ? c.dense_ffn_dim : c.ffn_dim,
+                    c.n_shared_experts > 0 ? c.n_shared_experts * c.ffn_dim : c.ffn_dim})
+    if (width % tp != 0 || (width / tp) % block != 0)
+      return invalid_argument("engine.tp={}: FFN width {} does not split into whole {}-element blocks", tp, width,
+                              block);
+  if (any_attention && !c.is_mla()) {
     // The paged attention kernel maps local query head h to local KV head h / (heads / kv_heads),
     // so a rank's heads must cover its KV heads in equal groups.
     const int64_t group = c.n_heads / c.n_kv_heads;
@@ -110,9 +114,19 @@ Result<RankWeights> shard_rank(const TransformerModel& m, int rank, int tp, int 
       S.dt_bias.assign(dt_bias.begin() + vc.begin, dt_bias.begin() + vc.end);
       S.out_norm = rank_widened_rows(L.out_norm, 0, 1);
     } else if (L.mla) {
-      // MLA (blocks/mla_mixer.cc) reads the model's weights whole: one rank (Forward refuses tp > 1).
-      S.heads = {0, c.n_heads};
+      S.heads = rank_span(c.n_heads, tp, index);
       S.kv_heads = {0, 1};
+      const int64_t qw = int64_t(c.qk_nope_dim) + c.qk_rope_dim, vw = c.v_head_dim;
+      const Span q_rows{S.heads.begin * qw, S.heads.end * qw};
+      if (c.q_lora_rank > 0) {
+        RECUR_ASSIGN_OR_RETURN(S.wq_a, Projection::create(L.wq_a, p, act));
+        RECUR_ASSIGN_OR_RETURN(S.wq_b, Projection::create(weight_rows(L.wq_b, q_rows.begin, q_rows.end), p, act));
+      } else {
+        RECUR_ASSIGN_OR_RETURN(S.wq, Projection::create(weight_rows(L.wq, q_rows.begin, q_rows.end), p, act));
+      }
+      RECUR_ASSIGN_OR_RETURN(S.wkv_a, Projection::create(L.wkv_a, p, act));
+      RECUR_ASSIGN_OR_RETURN(
+          S.wo, rank_row_parallel(L.wo, {S.heads.begin * vw, S.heads.end * vw}, tp, p, act, r.copied_sources));
     } else if (layer_split && tp > 1) {
       // The owner holds the layer whole (wo as a view, as with tp = 1); the others nothing.
       S.owns_attention = layer_split_owner(attention_index++, tp) == index;
@@ -138,8 +152,8 @@ Result<RankWeights> shard_rank(const TransformerModel& m, int rank, int tp, int 
     }
     std::vector<const Weight*>& copied = r.copied_sources;
     if (c.is_dense_ffn_layer(l)) {
-      // With tp = 1 a layer's own width (deepseek2's leading dense layers differ from its experts).
-      const Span cols = tp == 1 ? Span{0, L.w_gate.rows} : r.ffn;
+      // The layer's own width (deepseek2's leading dense layers differ from its experts).
+      const Span cols = rank_span(L.w_gate.rows, tp, index);
       RECUR_ASSIGN_OR_RETURN(S.dense, rank_ffn_shard(L.w_gate, L.w_up, L.w_down, cols, tp, p, act, copied));
     } else if (ep > 1) {
       // Whole experts (views, no copy), and the whole shared expert for the rank's own tokens.
@@ -159,7 +173,7 @@ Result<RankWeights> shard_rank(const TransformerModel& m, int rank, int tp, int 
         S.experts.push_back(std::move(x));
       }
       if (c.shared_expert) {
-        const Span cols = tp == 1 ? Span{0, L.sh_gate.rows} : r.ffn;  // deepseek2: n_shared_experts wide
+        const Span cols = rank_span(L.sh_gate.rows, tp, index);  // deepseek2: n_shared_experts wide
         RECUR_ASSIGN_OR_RETURN(S.shared, rank_ffn_shard(L.sh_gate, L.sh_up, L.sh_down, cols, tp, p, act, copied));
       }
     }

@@ -2,7 +2,8 @@
 // wkv_a, RMSNorm of the latent, YaRN RoPE at each row's position (none for kimi-linear), the latents appended to the
 // paged cache (one [c ; k_rope] vector per token), MLA attention at the variant the knobs
 // kernel.mla_decode.variant (a forward of one-token runs) or kernel.mla_prefill.variant
-// (otherwise) name, and the output projection. Runs on one rank (Forward refuses tp, ep > 1).
+// (otherwise) name, and the output projection. engine.tp splits the heads (rank_weights.h);
+// every rank computes the whole latent and keeps the whole latent cache.
 #include "engine/blocks/block.h"
 #include "kernels/layer/layer_ops.h"
 #include "kernels/mla/mla.h"
@@ -13,8 +14,9 @@ namespace recur {
 
 namespace {
 
-kernels::mla::Dims mla_dims(const ModelConfig& c) {
-  return {.heads = c.n_heads, .nope = c.qk_nope_dim, .rope = c.qk_rope_dim, .rank = c.kv_lora_rank,
+// This rank's heads (engine.tp splits them; every rank holds the whole latent cache).
+kernels::mla::Dims mla_dims(const ModelConfig& c, int heads) {
+  return {.heads = heads, .nope = c.qk_nope_dim, .rope = c.qk_rope_dim, .rank = c.kv_lora_rank,
           .v_dim = c.v_head_dim};
 }
 
@@ -49,18 +51,20 @@ void mla_mixer(const Step& s, int l) {
   const ModelConfig& c = s.c();
   ForwardRank& r = s.r;
   const LayerWeights& L = s.m.layers[size_t(l)];
-  const kernels::mla::Dims d = mla_dims(c);
+  const LayerShard& S = r.w.layers[size_t(l)];
+  const kernels::mla::Dims d = mla_dims(c, int(S.heads.size()));
   const int64_t M = s.rows(), H = d.heads, QW = d.q_width(), LW = d.latent_width(), R = d.rank, E = d.rope;
+  const int64_t h0 = S.heads.begin, H_all = c.n_heads;
   const float* h = r.h.data();
   if (c.q_lora_rank > 0) {
-    matmul(L.wq_a, h, M, r.q_a.data(), s.intra, s.o.act);
+    S.wq_a.apply(h, M, r.q_a.data(), s.intra);
     norm_in_place(s, L.q_a_norm, r.q_a.data(), c.q_lora_rank, c.q_lora_rank);
-    matmul(L.wq_b, r.q_a.data(), M, r.q.data(), s.intra, s.o.act);
+    S.wq_b.apply(r.q_a.data(), M, r.q.data(), s.intra);
   } else {
-    matmul(L.wq, h, M, r.q.data(), s.intra, s.o.act);
+    S.wq.apply(h, M, r.q.data(), s.intra);
   }
-  matmul(L.wkv_a, h, M, r.k.data(), s.intra, s.o.act);
-  s.tap(Op::kAttnQProj, l, r.q.data(), H * QW);
+  S.wkv_a.apply(h, M, r.k.data(), s.intra);
+  s.tap(Op::kAttnQProj, l, r.q.data(), H * QW, h0 * QW, H_all * QW);
   norm_in_place(s, L.kv_a_norm, r.k.data(), R, LW);
   if (c.mla_rope) {
     const KernelChoice& kr = s.o.kernels.rope;
@@ -94,8 +98,8 @@ void mla_mixer(const Step& s, int l) {
   auto attend = [&](const KernelChoice& kc) -> Status {
     RECUR_ASSIGN_OR_RETURN(kernels::mla::Variant variant, kernels::mla::parse_variant(kc.variant));
     const double scale = kernels::mla::softmax_scale(d.nope, d.rope, c.rope_yarn_factor, c.rope_yarn_log_mul);
-    const kernels::mla::Weights w{.wk = reinterpret_cast<const float*>(L.wk_b.data),
-                                  .wv = reinterpret_cast<const float*>(L.wv_b.data)};
+    const kernels::mla::Weights w{.wk = reinterpret_cast<const float*>(L.wk_b.data) + h0 * R * d.nope,
+                                  .wv = reinterpret_cast<const float*>(L.wv_b.data) + h0 * d.v_dim * R};
     return kernels::mla::attend(*r.kv, layer, seqs, counts, r.q.data(), d, w, float(scale), variant, r.o.data(),
                                 s.intra);
   };
@@ -111,8 +115,8 @@ void mla_mixer(const Step& s, int l) {
     st = attend(s.o.kernels.mla_prefill);
   }
   r.fail(std::move(st));
-  s.tap(Op::kAttnCore, l, r.o.data(), H * d.v_dim);
-  matmul(L.wo, r.o.data(), M, r.partial.data(), s.intra, s.o.act);
+  s.tap(Op::kAttnCore, l, r.o.data(), H * d.v_dim, h0 * d.v_dim, H_all * d.v_dim);
+  S.wo.apply(r.o.data(), M, r.partial.data(), s.intra);
   s.tap(Op::kAttnOProj, l, r.partial.data(), c.dim);
 }
 
