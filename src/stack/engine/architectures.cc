@@ -5,7 +5,10 @@
 
 #include <fmt/format.h>
 
+#include "engine/deepseek2.h"
+#include "engine/deepseek2_config.h"
 #include "engine/hybrid.h"
+#include "engine/kimi_linear.h"
 #include "engine/llama.h"
 
 namespace recur {
@@ -41,6 +44,9 @@ Result<std::unique_ptr<Model>> load_as(gguf::File file, const ModelLoadOptions& 
 
 void no_features(ModelConfig&) {}
 Status no_keys(const ArchKeys&, ModelConfig&) { return ok_status(); }
+void write_no_keys(const ModelConfig&, gguf::Writer&) {}
+
+std::string key_prefix(const ModelConfig& c) { return std::string(arch_name(c.arch)) + "."; }
 
 void qwen2_features(ModelConfig& c) {
   c.rope_neox = true;
@@ -113,6 +119,23 @@ Status moe_keys(const ArchKeys& k, ModelConfig& c) {
   return ok_status();
 }
 
+void write_moe_keys(const ModelConfig& c, gguf::Writer& w) {
+  using gguf::Value;
+  const std::string p = key_prefix(c);
+  w.set(p + "expert_count", Value::of_u32(uint32_t(c.n_experts)));
+  w.set(p + "expert_used_count", Value::of_u32(uint32_t(c.n_experts_used)));
+  w.set(p + "expert_feed_forward_length", Value::of_u32(uint32_t(c.ffn_dim)));
+  if (c.shared_expert) w.set(p + "expert_shared_feed_forward_length", Value::of_u32(uint32_t(c.shared_width())));
+}
+
+void write_gemma2_keys(const ModelConfig& c, gguf::Writer& w) {
+  using gguf::Value;
+  const std::string p = key_prefix(c);
+  w.set(p + "attn_logit_softcapping", Value::of_f32(c.attn_softcap));
+  w.set(p + "final_logit_softcapping", Value::of_f32(c.final_softcap));
+  w.set(p + "attention.sliding_window", Value::of_u32(uint32_t(c.sliding_window)));
+}
+
 Status hybrid_keys(const ArchKeys& k, ModelConfig& c) {
   RECUR_RETURN_IF_ERROR(k.get_opt("layer_pattern", c.layer_pattern));  // validate() refuses none
   RECUR_RETURN_IF_ERROR(k.get("kda.head_count", c.kda_heads));
@@ -128,19 +151,49 @@ Status hybrid_keys(const ArchKeys& k, ModelConfig& c) {
   return ok_status();
 }
 
+void write_hybrid_keys(const ModelConfig& c, gguf::Writer& w) {
+  using gguf::Value;
+  const std::string p = key_prefix(c);
+  w.set(p + "layer_pattern", Value::of_string(c.layer_pattern));
+  w.set(p + "kda.head_count", Value::of_u32(uint32_t(c.kda_heads)));
+  w.set(p + "kda.key_head_count", Value::of_u32(uint32_t(c.kda_key_heads)));
+  w.set(p + "kda.head_dim", Value::of_u32(uint32_t(c.kda_head_dim)));
+  w.set(p + "kda.conv_size", Value::of_u32(uint32_t(c.conv_size)));
+  w.set(p + "expert_count", Value::of_u32(uint32_t(c.n_experts)));
+  w.set(p + "expert_used_count", Value::of_u32(uint32_t(c.n_experts_used)));
+  w.set(p + "expert_shared_count", Value::of_u32(c.shared_expert ? 1 : 0));
+}
+
 // Phi-3's sliding window (phi3.attention.sliding_window) is read and ignored, as llama.cpp
 // does ("Phi SWA is currently disabled"): both attend to the whole context.
 Status phi3_keys(const ArchKeys&, ModelConfig&) { return ok_status(); }
+// llama.cpp before mid-2025 refuses a phi3 file without a sliding window (and applies it);
+// newer llama.cpp ignores it, as recur does. The whole context keeps both the same.
+void write_phi3_keys(const ModelConfig& c, gguf::Writer& w) {
+  w.set(key_prefix(c) + "attention.sliding_window", gguf::Value::of_u32(uint32_t(c.context)));
+}
 
-const std::array<Architecture, 8> kArchitectures{{
-    {"llama", Arch::kLlama, no_features, no_keys, load_as<LlamaModel>},
-    {"qwen2", Arch::kQwen2, qwen2_features, no_keys, load_as<LlamaModel>},
-    {"qwen3", Arch::kQwen3, qwen3_features, no_keys, load_as<LlamaModel>},
-    {"qwen2moe", Arch::kQwen2Moe, qwen2moe_features, moe_keys, load_as<LlamaModel>},
-    {"qwen3moe", Arch::kQwen3Moe, qwen3moe_features, moe_keys, load_as<LlamaModel>},
-    {"phi3", Arch::kPhi3, phi3_features, phi3_keys, load_as<LlamaModel>},
-    {"gemma2", Arch::kGemma2, gemma2_features, gemma2_keys, load_as<LlamaModel>},
-    {"hybrid", Arch::kHybrid, no_features, hybrid_keys, load_as<HybridModel>},
+// DeepSeek-V2: top-k weights as they are unless expert_weights_norm (V3 sets it).
+void deepseek2_features(ModelConfig& c) { c.moe_renormalize = false; }
+// Kimi-Linear: MLA layers without RoPE; llama.cpp's graph renormalizes its top-k always.
+void kimi_linear_features(ModelConfig& c) {
+  c.mla_rope = false;
+  c.moe_renormalize = true;
+}
+
+const std::array<Architecture, 10> kArchitectures{{
+    {"llama", Arch::kLlama, no_features, no_keys, write_no_keys, load_as<LlamaModel>},
+    {"qwen2", Arch::kQwen2, qwen2_features, no_keys, write_no_keys, load_as<LlamaModel>},
+    {"qwen3", Arch::kQwen3, qwen3_features, no_keys, write_no_keys, load_as<LlamaModel>},
+    {"qwen2moe", Arch::kQwen2Moe, qwen2moe_features, moe_keys, write_moe_keys, load_as<LlamaModel>},
+    {"qwen3moe", Arch::kQwen3Moe, qwen3moe_features, moe_keys, write_moe_keys, load_as<LlamaModel>},
+    {"phi3", Arch::kPhi3, phi3_features, phi3_keys, write_phi3_keys, load_as<LlamaModel>},
+    {"gemma2", Arch::kGemma2, gemma2_features, gemma2_keys, write_gemma2_keys, load_as<LlamaModel>},
+    {"deepseek2", Arch::kDeepseek2, deepseek2_features, read_deepseek2_keys, write_deepseek2_keys,
+     load_as<Deepseek2Model>, /*kda_layers=*/false, /*mla=*/true},
+    {"kimi-linear", Arch::kKimiLinear, kimi_linear_features, read_kimi_linear_keys, write_kimi_linear_keys,
+     load_as<KimiLinearModel>, /*kda_layers=*/true, /*mla=*/true},
+    {"hybrid", Arch::kHybrid, no_features, hybrid_keys, write_hybrid_keys, load_as<HybridModel>, /*kda_layers=*/true},
 }};
 
 }  // namespace

@@ -27,7 +27,7 @@ Result<KernelChoice> resolve(const Config& knobs, std::string_view kernel) {
 
 }  // namespace
 
-Result<EngineKernels> engine_kernels_from(const Config& knobs, bool attention, bool experts) {
+Result<EngineKernels> engine_kernels_from(const Config& knobs, bool attention, bool experts, bool mla) {
   EngineKernels k;
   RECUR_ASSIGN_OR_RETURN(k.rmsnorm, resolve(knobs, "rmsnorm"));
   RECUR_ASSIGN_OR_RETURN(k.rmsnorm_residual, resolve(knobs, "rmsnorm_residual"));
@@ -37,6 +37,10 @@ Result<EngineKernels> engine_kernels_from(const Config& knobs, bool attention, b
   }
   if (experts) {
     RECUR_ASSIGN_OR_RETURN(k.route_topk, resolve(knobs, "route_topk"));
+  }
+  if (mla) {
+    RECUR_ASSIGN_OR_RETURN(k.mla_decode, resolve(knobs, "mla_decode"));
+    RECUR_ASSIGN_OR_RETURN(k.mla_prefill, resolve(knobs, "mla_prefill"));
   }
   return k;
 }

@@ -25,9 +25,12 @@ struct EngineKernels {
   KernelChoice swiglu;            // dense FFN and MoE experts
   KernelChoice rope;              // q and k of attention layers, interleaved (GGUF) pairs
   KernelChoice route_topk;        // MoE routing: softmax, top k, renormalized
+  KernelChoice mla_decode;        // MLA attention of one-token runs (kernels/mla): absorbed or expand
+  KernelChoice mla_prefill;       // MLA attention otherwise
 };
 
-// Reads only the knobs of the kernels a model uses (attention: rope; experts: route_topk).
-Result<EngineKernels> engine_kernels_from(const Config& knobs, bool attention, bool experts);
+// Reads only the knobs of the kernels a model uses (attention: rope; experts: route_topk; mla:
+// mla_decode and mla_prefill).
+Result<EngineKernels> engine_kernels_from(const Config& knobs, bool attention, bool experts, bool mla = false);
 
 }  // namespace recur

@@ -32,7 +32,11 @@ Result<std::unique_ptr<Forward>> Forward::create(const TransformerModel& m, Thre
   if (int(o.kv_dtypes.size()) != attention_layers)
     return invalid_argument("{}: {} KV dtypes for {} attention layers", who, o.kv_dtypes.size(), attention_layers);
   const LayerWeights& first = m.layers[0];
-  const Weight& down = c.n_experts == 0 ? first.w_down : first.exp_down[0];
+  if (c.is_mla() && (o.ep.ep > 1 || (o.layer_split && o.tp > 1)))
+    return unsupported("{}: engine.ep={}, engine.layer_split={}: MLA models split heads over engine.tp ranks only "
+                       "(expert parallelism and layer split are not implemented for them)",
+                       who, o.ep.ep, o.layer_split ? "on" : "off");
+  const Weight& down = first.exp_down.empty() ? first.w_down : first.exp_down[0];
   RECUR_RETURN_IF_ERROR(check_tp_split(c, o.tp, gguf::block_layout(down.type).elements, o.layer_split));
   const int ep = o.ep.ep, ranks = std::max(o.tp, ep);
   if (ep > 1 && c.n_experts == 0) return invalid_argument("engine.ep={}: the model has no MoE experts", ep);
@@ -119,11 +123,12 @@ void Forward::rank_forward(ForwardRank& r, const BatchPlan& p) {
     zone.arg("rank", r.w.index);
     zone.arg("rows", M);
     const LayerWeights& L = m_.layers[size_t(l)];
-    zone.arg("kind", L.kda ? "kda" : "attention");
+    zone.arg("kind", L.kda ? "kda" : L.mla ? "mla" : "attention");
     // Token mixer: x += mixer(RMSNorm(x)).
     norm_rows(s, L.attn_norm);
     tap(Op::kAttnNorm, l, r.h.data(), dim);
     if (L.kda) kda_mixer(s, l);
+    else if (L.mla) mla_mixer(s, l);
     else attention_mixer(s, l);
     all_reduce(s, l, L.kda ? Op::kKdaAllReduce : Op::kAttnAllReduce);
     if (L.post_attn_norm.data != nullptr) norm_partial_rows(s, L.post_attn_norm);  // gemma2's sandwich
@@ -131,7 +136,7 @@ void Forward::rank_forward(ForwardRank& r, const BatchPlan& p) {
     add_partial_norm_rows(s, L.ffn_norm);
     tap(L.kda ? Op::kKdaMixResidual : Op::kAttnMixResidual, l, r.x.data(), dim);
     tap(Op::kFfnNorm, l, r.h.data(), dim);
-    if (c.n_experts == 0) {
+    if (c.is_dense_ffn_layer(l)) {
       dense_ffn(s, l);
       all_reduce(s, l, Op::kFfnAllReduce);
     } else {

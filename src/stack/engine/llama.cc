@@ -33,7 +33,7 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::from_file(gguf::File file, const
     RECUR_ASSIGN_OR_RETURN(L.attn_norm, bind_weight(f, p + "attn_norm.weight", 1, c.dim));
     RECUR_RETURN_IF_ERROR(bind_attention_weights(f, c, p, L));
     RECUR_ASSIGN_OR_RETURN(L.ffn_norm, bind_weight(f, p + "ffn_norm.weight", 1, c.dim));
-    RECUR_RETURN_IF_ERROR(bind_ffn_weights(f, c, p, L));
+    RECUR_RETURN_IF_ERROR(bind_ffn_weights(f, c, p, l, L));
     m->layers.push_back(std::move(L));
   }
   // After the tensors, whose shapes name a mis-sized file more clearly.

@@ -28,7 +28,13 @@ void kda_mixer(const Step& s, int l) {
   S.wq.apply(h, M, r.q.data(), s.intra);
   S.wk.apply(h, M, r.k.data(), s.intra);
   S.wv.apply(h, M, r.v.data(), s.intra);
-  S.wf.apply(h, M, r.g.data(), s.intra);
+  // Low-rank gates (kimi-linear): through the first factor into r.low_rank, then the second.
+  auto gate_projection = [&](const std::optional<Projection>& first, const Projection& second, float* out) {
+    if (!first) return second.apply(h, M, out, s.intra);
+    first->apply(h, M, r.low_rank.data(), s.intra);
+    second.apply(r.low_rank.data(), M, out, s.intra);
+  };
+  gate_projection(S.wf_a, S.wf, r.g.data());
   S.wb.apply(h, M, r.b.data(), s.intra);
   s.tap(Op::kKdaQProj, l, r.q.data(), qk, q_off, qk_all);
   s.tap(Op::kKdaKProj, l, r.k.data(), qk, q_off, qk_all);
@@ -42,7 +48,7 @@ void kda_mixer(const Step& s, int l) {
     r.fail(r.kda[size_t(l)][size_t(run.seq)]->run(S, rows, r.o.data() + f * vd, s.intra, r.ws, r.scratch));
   }
   s.tap(Op::kKdaCore, l, r.o.data(), vd, v_off, v_all);
-  S.out_gate.apply(h, M, r.gate.data(), s.intra);
+  gate_projection(S.out_gate_a, S.out_gate, r.gate.data());
   s.tap(Op::kKdaGateProj, l, r.gate.data(), vd, v_off, v_all);
   // Gated RMSNorm per value head, in claimed chunks of (row, head) pairs.
   for_rows(s.intra, M * hv, [&](int64_t i0, int64_t i1) {

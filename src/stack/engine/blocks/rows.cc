@@ -25,6 +25,7 @@ void embed_rows(const Step& s) {
   }
   s.tap(Op::kEmbed, -1, s.r.x.data(), c.dim);
   if (s.r.rope.empty()) return;  // no attention layer
+  if (c.is_mla()) return mla_rope_tables(s);
   const int64_t hd = c.head_dim;
   const kernels::RopeLayout layout = c.rope_neox ? kernels::RopeLayout::kHalfSplit : kernels::RopeLayout::kInterleaved;
   // Llama 3 RoPE scaling: rope_freqs.weight's divisors, widened once per rank.

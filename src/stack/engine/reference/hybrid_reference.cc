@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/knobs.h"
+#include "engine/reference/reference_session.h"
 #include "engine/weights.h"
 #include "kernels/kda/kda_reference.h"
 
@@ -13,30 +14,11 @@ namespace {
 
 double sigmoid(double v) { return 1 / (1 + std::exp(-v)); }
 
-class ReferenceSession final : public Session {
- public:
-  ReferenceSession(const gguf::File& f, const ModelConfig& c, int max_tokens)
-      : ref_(f, c), vocab_(c.vocab), max_tokens_(max_tokens) {}
-  Result<std::span<const float>> step(TokenId token) override {
-    if (token < 0 || token >= vocab_) return invalid_argument("token {} outside the vocabulary of {}", token, vocab_);
-    if (pos_ >= max_tokens_) return invalid_argument("sequence is full ({} tokens)", max_tokens_);
-    std::vector<double> l = ref_.step(token);
-    logits_.assign(l.begin(), l.end());
-    ++pos_;
-    return std::span<const float>(logits_);
-  }
-  int position() const override { return pos_; }
-
- private:
-  HybridReference ref_;
-  int vocab_, max_tokens_, pos_ = 0;
-  std::vector<float> logits_;
-};
 
 }  // namespace
 
 std::unique_ptr<Session> new_reference_session(const gguf::File& file, const ModelConfig& config, int max_tokens) {
-  return std::make_unique<ReferenceSession>(file, config, max_tokens);
+  return std::make_unique<ReferenceSession<HybridReference>>(file, config, max_tokens);
 }
 
 HybridReference::HybridReference(const gguf::File& f, const ModelConfig& c) : file_(f), c_(c) {
