@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/knobs.h"
+#include "engine/reference/expert_routing.h"
 #include "engine/reference/reference_session.h"
 #include "engine/weights.h"
 #include "kernels/kda/kda_reference.h"
@@ -237,20 +238,10 @@ std::vector<double> HybridReference::mlp(const std::string& p, const std::vector
     return mat(p + "ffn_down.weight", g, c_.dim, 0);
   }
   if (c_.n_experts == 0) return swiglu(p + "ffn_gate.weight", p + "ffn_up.weight", p + "ffn_down.weight", h, 0, 0, ffn);
-  std::vector<double> logits = mat(p + "ffn_gate_inp.weight", h, c_.n_experts, 0);
-  std::vector<int> order(static_cast<size_t>(c_.n_experts));
-  for (int i = 0; i < c_.n_experts; ++i) order[size_t(i)] = i;
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return logits[size_t(a)] > logits[size_t(b)]; });
-  // Softmax over every expert; the top-k's probabilities, renormalised over the k or not.
-  double all = 0, top = 0;
-  for (int i = 0; i < c_.n_experts; ++i) all += std::exp(logits[size_t(i)]);
-  for (int i = 0; i < c_.n_experts_used; ++i) top += std::exp(logits[size_t(order[size_t(i)])]);
-  const double total = c_.moe_renormalize ? top : all;
+  const std::vector<double> logits = mat(p + "ffn_gate_inp.weight", h, c_.n_experts, 0);
   std::vector<double> out(size_t(c_.dim), 0.0);
   const int64_t block = int64_t(ffn) * c_.dim;
-  for (int i = 0; i < c_.n_experts_used; ++i) {
-    int e = order[size_t(i)];
-    double weight = std::exp(logits[size_t(e)]) / total;
+  for (const auto& [e, weight] : route_experts(c_, logits, nullptr)) {
     std::vector<double> y = swiglu(p + "ffn_gate_exps.weight", p + "ffn_up_exps.weight", p + "ffn_down_exps.weight", h,
                                    e * block, e * block, ffn);
     for (int j = 0; j < c_.dim; ++j) out[size_t(j)] += weight * y[size_t(j)];

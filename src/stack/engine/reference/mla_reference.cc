@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <numeric>
 #include <string>
 #include <vector>
 
+#include "engine/reference/expert_routing.h"
 #include "engine/reference/reference_session.h"
 #include "engine/weights.h"
 #include "kernels/kda/kda_reference.h"
@@ -209,26 +209,9 @@ class Deepseek2Reference {
     if (c_.is_dense_ffn_layer(l)) return swiglu(p, "", h, c_.dense_ffn_dim, 0);
     const int E = c_.n_experts;
     const Vec logits = mat(p + "ffn_gate_inp.weight", h, 0, E);
-    Vec score(static_cast<size_t>(E));
-    if (c_.expert_gating == ExpertGating::kSigmoid) {
-      for (int e = 0; e < E; ++e) score[size_t(e)] = 1 / (1 + std::exp(-logits[size_t(e)]));
-    } else {
-      const double mx = *std::max_element(logits.begin(), logits.end());
-      double sum = 0;
-      for (int e = 0; e < E; ++e) sum += (score[size_t(e)] = std::exp(logits[size_t(e)] - mx));
-      for (double& s : score) s /= sum;
-    }
-    Vec chosen = score;
-    if (has(p + "exp_probs_b.bias")) add(chosen, widened(p + "exp_probs_b.bias"));
-    std::vector<int> order(static_cast<size_t>(E));
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return chosen[size_t(a)] > chosen[size_t(b)]; });
-    double total = 0;
-    for (int j = 0; j < c_.n_experts_used; ++j) total += score[size_t(order[size_t(j)])];
+    const std::string bias = p + "exp_probs_b.bias";
     Vec out(size_t(c_.dim), 0.0);
-    for (int j = 0; j < c_.n_experts_used; ++j) {
-      const int e = order[size_t(j)];
-      const double w = (c_.moe_renormalize ? score[size_t(e)] / total : score[size_t(e)]) * c_.expert_weights_scale;
+    for (const auto& [e, w] : route_experts(c_, logits, has(bias) ? &widened(bias) : nullptr)) {
       const Vec y = swiglu(p, "_exps", h, c_.ffn_dim, e);
       for (int i = 0; i < c_.dim; ++i) out[size_t(i)] += w * y[size_t(i)];
     }
