@@ -134,8 +134,6 @@ Status validate_deepseek2(const ModelConfig& c) {
   if (c.leading_dense_layers > 0 && c.dense_ffn_dim <= 0)
     return invalid_argument("model config: leading dense layers need a positive feed_forward_length, got {}",
                             c.dense_ffn_dim);
-  if (c.n_experts < 0 || (c.n_experts > 0 && (c.n_experts_used <= 0 || c.n_experts_used > c.n_experts)))
-    return invalid_argument("model config: top-{} of {} experts", c.n_experts_used, c.n_experts);
   if (c.n_experts == 0 && c.leading_dense_layers < c.n_layers)
     return invalid_argument("model config: {} of {} layers are MoE but there are no experts",
                             c.n_layers - c.leading_dense_layers, c.n_layers);

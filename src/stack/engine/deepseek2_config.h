@@ -24,7 +24,7 @@ namespace recur {
 // expert_shared_count experts wide (shared_ffn_dim = count x expert_feed_forward_length).
 Status read_deepseek2_keys(const ArchKeys& k, ModelConfig& c);
 void write_deepseek2_keys(const ModelConfig& c, gguf::Writer& w);
-// deepseek2's checks, which kimi-linear's MLA layers and MoE share.
+// deepseek2's checks beyond ModelConfig::validate()'s common ones, which kimi-linear's MLA layers and MoE share.
 Status validate_deepseek2(const ModelConfig& c);
 
 // kimi-linear (llama.cpp's LLM_ARCH_KIMI_LINEAR): the MLA and MoE keys above under
