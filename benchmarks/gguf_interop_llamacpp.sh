@@ -10,7 +10,10 @@
 # Files (in $RECUR_INTEROP_DIR, default /tmp/recur-interop):
 #   recur-written:     `recur model new --arch llama` (dim 256, 2 layers, 4 heads, 2 KV heads,
 #                      vocab 4096, seed 7) in f32, f16, bf16, q8_0, and f32 with a tied LM head;
-#   llama.cpp-written: llama-quantize of the recur f32 file into Q8_0, F16 and BF16.
+#   llama.cpp-written: llama-quantize of the recur f32 file into Q8_0, F16 and BF16;
+#   every architecture of recur's table in two shapes, F16 and Q8_0 (below).
+# RECUR_INTEROP_ARCHS="qwen2 phi3" limits the architectures; RECUR_INTEROP_BASE=0 skips the llama
+# files above and the vocabulary check (a run takes ~30 s per file on a loaded 2-core machine).
 # For each file and prompt: llama-server's /tokenize (add_special) against the ids recur generate
 # encoded, and llama-server's /completion (temperature 0, top_k 1, return_tokens) against
 # `recur generate --json` (greedy), both on one thread; where the tokens part, the gap between the
@@ -36,6 +39,9 @@ trap 'rm -f "$recur"' EXIT
 
 shape=(--dim 256 --layers 2 --heads 4 --kv-heads 2 --vocab 4096 --seed 7)
 files=()
+base=${RECUR_INTEROP_BASE:-1}
+archs=${RECUR_INTEROP_ARCHS:-llama qwen2 qwen3 qwen2moe qwen3moe phi3 gemma2}
+if [ "$base" = 1 ]; then
 for dt in f32 f16 bf16 q8_0; do
   "$recur" model new "$work/recur-$dt.gguf" "${shape[@]}" --dtype "$dt" 2>/dev/null
   files+=("recur:$dt:$work/recur-$dt.gguf")
@@ -48,14 +54,16 @@ for q in Q8_0 F16 BF16; do
     { echo "llama-quantize $q failed: see $work/quantize-$q.log" >&2; exit 1; }
   files+=("llama.cpp:${q,,}:$out")
 done
+fi
 
 # Each architecture of recur's table (engine/architectures.h, issue #27) in two shapes, F16 and
 # Q8_0: llama with Llama 3 RoPE scaling (rope_freqs.weight), qwen2 (QKV bias), qwen3 (QK norm),
 # qwen2moe (raw top-k, gated shared expert of its own width), qwen3moe (renormalised top-k), phi3
-# (fused qkv and gate+up). Rows whose architecture this llama.cpp lacks (c392e50: qwen3,
+# (fused qkv and gate+up), gemma2 (26 layers: embedding scale, GELU, sandwich norms, soft-caps,
+# tied head; its 4096 sliding window is past these contexts). Rows whose architecture this llama.cpp lacks (c392e50: qwen3,
 # qwen3moe) are reported as such, not as failures (CI checks them against the float64 reference).
 arch_shapes=("--dim 256 --layers 2 --heads 4 --kv-heads 2 --ffn 512" "--dim 128 --layers 3 --heads 2 --kv-heads 1 --ffn 256")
-for arch in llama qwen2 qwen3 qwen2moe qwen3moe phi3; do
+for arch in $archs; do
   extra=()
   case $arch in
     llama) extra=(--llama3-rope) ;;
@@ -63,10 +71,13 @@ for arch in llama qwen2 qwen3 qwen2moe qwen3moe phi3; do
     qwen3moe) extra=(--experts 4 --experts-used 2) ;;
   esac
   for s in 0 1; do
+    shape_flags=${arch_shapes[$s]}
+    # llama.cpp c392e50 runs gemma2 of 26, 42 or 46 layers only (its query scale is per model type).
+    [ "$arch" = gemma2 ] && shape_flags=${shape_flags/--layers ?/--layers 26}
     for dt in f16 q8_0; do
       out=$work/arch-$arch-$s-$dt.gguf
       # shellcheck disable=SC2086  # the shape is a list of flags
-      "$recur" model new "$out" --arch "$arch" ${arch_shapes[$s]} --vocab 4096 --seed 7 --dtype "$dt" "${extra[@]}" \
+      "$recur" model new "$out" --arch "$arch" $shape_flags --vocab 4096 --seed 7 --dtype "$dt" "${extra[@]}" \
         --force 2>/dev/null
       files+=("recur:$arch-$s-$dt:$out")
     done
@@ -160,6 +171,7 @@ PY
 # of the llama.cpp source tree (SPM "llama" or BPE "gpt2") has its tokenizer.* keys grafted onto a
 # tiny recur model with as many tokens; recur's prompt ids (BOS dropped) for each test text of its
 # .inp file are compared with the .out file (llama.cpp's tests/test-tokenizer-0, add_special off).
+[ "$base" = 1 ] || exit $status
 vocab_dir=${LLAMA_CPP_VOCAB_DIR:-$bin/../../models}
 echo
 echo "llama.cpp vocabularies ($vocab_dir): recur's ids against llama.cpp's reference tokenizations"

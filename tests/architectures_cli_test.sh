@@ -15,7 +15,7 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; [ -f "$T/serve.err" ] && { echo "--- server stderr:" >&2; cat "$T/serve.err" >&2; }; exit 1; }
 tokens() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tokens"])' "$1"; }
 
-for arch in llama qwen2 qwen3 qwen2moe qwen3moe phi3; do
+for arch in llama qwen2 qwen3 qwen2moe qwen3moe phi3 gemma2; do
   "$RECUR" model new "$T/$arch.gguf" --arch "$arch" --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 64 \
     --vocab 400 --context 256 --dtype f16 >/dev/null 2>&1 || fail "model new --arch $arch"
   "$RECUR" generate -m "$T/$arch.gguf" -p "hello world" -n 8 --threads 1 --json \
@@ -26,8 +26,8 @@ for arch in llama qwen2 qwen3 qwen2moe qwen3moe phi3; do
     || fail "$arch: native tokens $(tokens "$T/$arch.native.json") vs float64 $(tokens "$T/$arch.f64.json")"
 done
 
-# serve: a greedy completion on a qwen2moe and a phi3 file equals generate's text.
-for arch in qwen2moe phi3; do
+# serve: a greedy completion on a qwen2moe, a phi3 and a gemma2 file equals generate's text.
+for arch in qwen2moe phi3 gemma2; do
   "$RECUR" generate -m "$T/$arch.gguf" -p "Once upon a time" -n 6 --threads 1 --json > "$T/expected.json" 2>/dev/null \
     || fail "generate $arch"
   "$RECUR" serve -m "$T/$arch.gguf" --port 0 --workers 1 --threads 1 2> "$T/serve.err" &
@@ -52,4 +52,9 @@ perl -pe 's/llama/mamba/g' "$T/llama.gguf" > "$T/mamba.gguf"
 if "$RECUR" generate -m "$T/mamba.gguf" -n 2 > /dev/null 2> "$T/mamba.err"; then fail "mamba file ran"; fi
 grep -q "mamba.gguf: architecture 'mamba' is not supported (recur runs llama, qwen2, qwen3, qwen2moe, qwen3moe" "$T/mamba.err" \
   || fail "mamba message: $(cat "$T/mamba.err")"
+# model new refuses flags the architecture has no place for (a reader would silently drop them).
+if "$RECUR" model new "$T/bad.gguf" --arch qwen2 --experts 4 2> "$T/bad.err"; then fail "qwen2 --experts accepted"; fi
+grep -q -- "--experts: qwen2 is dense" "$T/bad.err" || fail "qwen2 --experts message: $(cat "$T/bad.err")"
+if "$RECUR" model new "$T/bad.gguf" --arch qwen3moe --shared-expert 2> "$T/bad.err"; then fail "qwen3moe --shared-expert accepted"; fi
+grep -q -- "--shared-expert: qwen3moe has no shared expert" "$T/bad.err" || fail "shared expert message: $(cat "$T/bad.err")"
 echo "architectures_cli_test: ok"

@@ -10,3 +10,5 @@ if(RECUR_BUILD_TESTS)
 endif()
 # A newcomer's papercuts and run names that would leave the journal's folder (issue 24).
 recur_e2e_test(cli_papercuts_test TIMEOUT 120)
+# deepseek2 and kimi-linear: model new, generate (absorbed / expand MLA), the float64 reference, refusals.
+recur_e2e_test(mla_models_cli_test TIMEOUT 120)

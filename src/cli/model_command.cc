@@ -89,9 +89,38 @@ struct NewFlags {
   int shared_ffn = 0;
   bool llama3_rope = false;
   float rope_scale = 1.0f;
+  // deepseek2 (MLA; --ffn is each expert's width, --experts 0 makes every layer dense)
+  int q_lora_rank = 0, kv_lora_rank = 128, qk_nope = 32, qk_rope = 16, v_head_dim = 32, leading_dense = 1,
+      dense_ffn = 0, shared_experts = 1;
+  std::string gating = "softmax";
+  float yarn_factor = 1;
+  bool unsplit_kv_b = false;
   bool force = false;  // overwrite an existing OUT
   bool json = false;
 };
+
+void set_deepseek2(const NewFlags& f, ModelConfig& c) {
+  c.n_kv_heads = 1;  // MLA runs as MQA over the latent (what llama.cpp writes)
+  c.q_lora_rank = f.q_lora_rank;
+  c.kv_lora_rank = f.kv_lora_rank;
+  c.qk_nope_dim = f.qk_nope;
+  c.qk_rope_dim = f.qk_rope;
+  c.head_dim = f.qk_nope + f.qk_rope;
+  c.v_head_dim = f.v_head_dim;
+  c.n_experts = f.experts;
+  c.n_experts_used = f.experts > 0 ? f.experts_used : 0;
+  c.leading_dense_layers = f.experts > 0 ? std::min(f.leading_dense, f.layers) : f.layers;
+  c.dense_ffn_dim = f.dense_ffn > 0 ? f.dense_ffn : (f.dim * 8 / 3 + 31) / 32 * 32;
+  c.shared_expert = f.experts > 0 && f.shared_experts > 0;
+  c.shared_ffn_dim = c.shared_expert ? f.shared_experts * c.ffn_dim : 0;  // whole experts
+  c.expert_gating = f.gating == "sigmoid" ? ExpertGating::kSigmoid : ExpertGating::kSoftmax;
+  c.moe_renormalize = c.expert_gating == ExpertGating::kSigmoid;  // V3 renormalizes, V2 does not
+  if (f.yarn_factor > 1) {
+    c.rope_yarn_factor = f.yarn_factor;
+    c.rope_original_context = std::max(1, int(float(f.context) / f.yarn_factor));
+    c.rope_yarn_log_mul = 0.0707f;  // DeepSeek-V2: 0.1 * mscale_all_dim 0.707
+  }
+}
 
 int run_new(const NewFlags& f) {
   std::error_code ec;
@@ -113,9 +142,23 @@ int run_new(const NewFlags& f) {
   c.ffn_dim = f.ffn > 0 ? f.ffn : (f.dim * 8 / 3 + 31) / 32 * 32;
   c.vocab = f.vocab;
   c.context = f.context;
-  c.tied_embeddings = f.tied;
+  c.tied_embeddings = c.tied_embeddings || f.tied;  // gemma2 is always tied
   c.rope_freq_scale = 1.0f / f.rope_scale;
   const bool moe_arch = c.arch == Arch::kQwen2Moe || c.arch == Arch::kQwen3Moe;
+  // Flags the architecture has no place for are refused, not dropped: a reader would not see them.
+  auto refuse = [&](const char* flag, std::string_view why) {
+    std::fprintf(stderr, "recur: model new: %s: %s\n", flag, std::string(why).c_str());
+    return kExitUsage;
+  };
+  if (f.experts > 0 && c.arch != Arch::kHybrid && !moe_arch && !(*arch)->mla)
+    return refuse("--experts", fmt::format("{} is dense (the MoE architectures are qwen2moe, qwen3moe, deepseek2, "
+                                           "kimi-linear and hybrid)",
+                                           arch_name(c.arch)));
+  if (f.shared_expert && c.arch != Arch::kHybrid && !c.shared_expert)
+    return refuse("--shared-expert", fmt::format("{} has no shared expert", arch_name(c.arch)));
+  if (f.llama3_rope && c.arch != Arch::kLlama)
+    return refuse("--llama3-rope", fmt::format("llama.cpp reads rope_freqs.weight for llama only, not {}",
+                                               arch_name(c.arch)));
   if (c.arch == Arch::kHybrid || moe_arch) {
     // MoE architectures default to 4 experts (top --experts-used) when --experts is not given.
     c.n_experts = moe_arch && f.experts == 0 ? 4 : f.experts;
@@ -131,6 +174,18 @@ int run_new(const NewFlags& f) {
     c.conv_size = f.conv;
   }
   o.llama3_rope = f.llama3_rope;
+  if ((*arch)->mla) set_deepseek2(f, c);
+  if ((*arch)->mla && (*arch)->kda_layers) {
+    // Kimi-Linear: KDA heads = head_count, sigmoid gating (no RoPE in MLA and renormalized top-k
+    // come with the row's features).
+    c.layer_pattern = f.pattern;
+    c.kda_head_dim = f.kda_head_dim;
+    c.kda_heads = c.kda_key_heads = f.heads;
+    c.conv_size = f.conv;
+    c.expert_gating = ExpertGating::kSigmoid;
+    c.moe_renormalize = true;
+  }
+  o.unsplit_kv_b = f.unsplit_kv_b;
   o.seed = f.seed;
   auto dtype = parse_storage_type(f.dtype);
   if (!dtype) return report_failure(dtype.error());
@@ -183,17 +238,29 @@ void register_model(CLI::App& app, Invocation& inv) {
       ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "w8a8"}))->capture_default_str();
   create->add_option("--seed", nf->seed, "random seed")->capture_default_str();
   create->add_flag("--tied", nf->tied, "tie the LM head to the embedding");
-  create->add_option("--pattern", nf->pattern, "hybrid: layer pattern, k = KDA, a = attention, repeated")->capture_default_str();
+  create->add_option("--pattern", nf->pattern, "hybrid, kimi-linear: layer pattern, k = KDA, a = attention (MLA), repeated")->capture_default_str();
   create->add_option("--kda-heads", nf->kda_heads, "hybrid: KDA value heads (default dim / head dim)")->check(CLI::Range(0, 1024));
   create->add_option("--kda-key-heads", nf->kda_key_heads, "hybrid: KDA key heads (default: value heads)")->check(CLI::Range(0, 1024));
   create->add_option("--kda-head-dim", nf->kda_head_dim, "hybrid: KDA head dim K = V")->check(CLI::Range(2, 1024))->capture_default_str();
   create->add_option("--conv", nf->conv, "hybrid: short convolution taps")->check(CLI::Range(1, 64))->capture_default_str();
-  create->add_option("--experts", nf->experts, "hybrid, qwen2moe, qwen3moe: MoE experts (0 = dense SwiGLU; the MoE architectures default to 4); --ffn is each expert's width")->check(CLI::Range(0, 1024))->capture_default_str();
+  create->add_option("--experts", nf->experts, "hybrid, qwen2moe, qwen3moe, deepseek2, kimi-linear: MoE experts (0 = dense SwiGLU; qwen2moe / qwen3moe default to 4); --ffn is each expert's width")->check(CLI::Range(0, 1024))->capture_default_str();
   create->add_option("--experts-used", nf->experts_used, "MoE: experts per token (top-k)")->check(CLI::Range(1, 1024))->capture_default_str();
   create->add_flag("--shared-expert", nf->shared_expert, "hybrid: add a shared expert (qwen2moe always has one)");
   create->add_option("--shared-ffn", nf->shared_ffn, "MoE: the shared expert's width (default: --ffn)")->check(CLI::Range(0, 1 << 20));
   create->add_flag("--llama3-rope", nf->llama3_rope, "write Llama 3.1's RoPE scaling (rope_freqs.weight)");
   create->add_option("--rope-scale", nf->rope_scale, "linear RoPE scaling factor ({arch}.rope.scaling.factor)")->check(CLI::Range(1.0f, 1024.0f))->capture_default_str();
+  create->add_option("--q-lora-rank", nf->q_lora_rank, "deepseek2: low-rank q width (0: attn_q)")->check(CLI::Range(0, 1 << 16))->capture_default_str();
+  create->add_option("--kv-lora-rank", nf->kv_lora_rank, "deepseek2: MLA latent width")->check(CLI::Range(1, 1 << 16))->capture_default_str();
+  create->add_option("--qk-nope", nf->qk_nope, "deepseek2: q/k dims per head without RoPE")->check(CLI::Range(1, 4096))->capture_default_str();
+  create->add_option("--qk-rope", nf->qk_rope, "deepseek2: RoPE'd q/k dims per head (even)")->check(CLI::Range(2, 4096))->capture_default_str();
+  create->add_option("--v-head-dim", nf->v_head_dim, "deepseek2: value dims per head")->check(CLI::Range(1, 4096))->capture_default_str();
+  create->add_option("--leading-dense", nf->leading_dense, "deepseek2: leading layers with a dense FFN")->check(CLI::Range(0, 1024))->capture_default_str();
+  create->add_option("--dense-ffn", nf->dense_ffn, "deepseek2: the dense layers' SwiGLU width (default 8/3 dim)")->check(CLI::Range(0, 1 << 20));
+  create->add_option("--shared-experts", nf->shared_experts, "deepseek2: shared experts' worth of shared expert")->check(CLI::Range(0, 64))->capture_default_str();
+  create->add_option("--gating", nf->gating, "deepseek2: expert scores (sigmoid adds exp_probs_b and renormalizes)")
+      ->check(CLI::IsMember({"softmax", "sigmoid"}))->capture_default_str();
+  create->add_option("--yarn-factor", nf->yarn_factor, "deepseek2: YaRN RoPE scaling factor (1: none)")->check(CLI::Range(1.0f, 1024.0f))->capture_default_str();
+  create->add_flag("--unsplit-kv-b", nf->unsplit_kv_b, "deepseek2: write the older unsplit attn_kv_b");
   create->add_flag("--force", nf->force, "overwrite OUT when it exists (refused otherwise)");
   create->add_flag("--json", nf->json, "Print what was written as a JSON object");
   create->callback([&inv, nf] { inv.run = [nf] { return run_new(*nf); }; });

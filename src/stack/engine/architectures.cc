@@ -1,10 +1,14 @@
 #include "engine/architectures.h"
 
 #include <array>
+#include <cmath>
 
 #include <fmt/format.h>
 
+#include "engine/deepseek2.h"
+#include "engine/deepseek2_config.h"
 #include "engine/hybrid.h"
+#include "engine/kimi_linear.h"
 #include "engine/llama.h"
 
 namespace recur {
@@ -40,6 +44,9 @@ Result<std::unique_ptr<Model>> load_as(gguf::File file, const ModelLoadOptions& 
 
 void no_features(ModelConfig&) {}
 Status no_keys(const ArchKeys&, ModelConfig&) { return ok_status(); }
+void write_no_keys(const ModelConfig&, gguf::Writer&) {}
+
+std::string key_prefix(const ModelConfig& c) { return std::string(arch_name(c.arch)) + "."; }
 
 void qwen2_features(ModelConfig& c) {
   c.rope_neox = true;
@@ -68,6 +75,31 @@ void phi3_features(ModelConfig& c) {
   c.fused_gate_up = true;
 }
 
+// Gemma 2: embeddings times sqrt(dim), GELU-gated FFN, sandwich norms, soft-capped attention
+// scores (50) and logits (30), NeoX RoPE, a sliding window (4096) on even layers, the LM head
+// tied to the embedding (llama.cpp duplicates token_embd whatever the file holds).
+void gemma2_features(ModelConfig& c) {
+  c.rope_neox = true;
+  c.scale_embeddings = true;
+  c.ffn_gelu = true;
+  c.post_norms = true;
+  c.attn_softcap = 50.0f;
+  c.final_softcap = 30.0f;
+  c.sliding_window = 4096;
+  c.tied_embeddings = true;
+}
+
+// llama.cpp c392e50's query scale: 1 / sqrt(key_length), but 1 / sqrt(dim / heads) for the 27B
+// (46 layers; gemma_pytorch's query_pre_attn_scalar).
+Status gemma2_keys(const ArchKeys& k, ModelConfig& c) {
+  RECUR_RETURN_IF_ERROR(k.get_opt("attn_logit_softcapping", c.attn_softcap));
+  RECUR_RETURN_IF_ERROR(k.get_opt("final_logit_softcapping", c.final_softcap));
+  RECUR_RETURN_IF_ERROR(k.get_opt("attention.sliding_window", c.sliding_window));
+  c.tied_embeddings = true;
+  if (c.n_layers == 46 && c.n_heads > 0) c.attn_scale = 1.0f / std::sqrt(float(c.dim / c.n_heads));
+  return ok_status();
+}
+
 // The MoE keys llama.cpp's qwen2moe / qwen3moe read: the routed experts' width is
 // expert_feed_forward_length (absent: feed_forward_length / expert_used_count); qwen2moe's
 // shared expert is expert_shared_feed_forward_length wide (absent: feed_forward_length).
@@ -87,6 +119,23 @@ Status moe_keys(const ArchKeys& k, ModelConfig& c) {
   return ok_status();
 }
 
+void write_moe_keys(const ModelConfig& c, gguf::Writer& w) {
+  using gguf::Value;
+  const std::string p = key_prefix(c);
+  w.set(p + "expert_count", Value::of_u32(uint32_t(c.n_experts)));
+  w.set(p + "expert_used_count", Value::of_u32(uint32_t(c.n_experts_used)));
+  w.set(p + "expert_feed_forward_length", Value::of_u32(uint32_t(c.ffn_dim)));
+  if (c.shared_expert) w.set(p + "expert_shared_feed_forward_length", Value::of_u32(uint32_t(c.shared_width())));
+}
+
+void write_gemma2_keys(const ModelConfig& c, gguf::Writer& w) {
+  using gguf::Value;
+  const std::string p = key_prefix(c);
+  w.set(p + "attn_logit_softcapping", Value::of_f32(c.attn_softcap));
+  w.set(p + "final_logit_softcapping", Value::of_f32(c.final_softcap));
+  w.set(p + "attention.sliding_window", Value::of_u32(uint32_t(c.sliding_window)));
+}
+
 Status hybrid_keys(const ArchKeys& k, ModelConfig& c) {
   RECUR_RETURN_IF_ERROR(k.get_opt("layer_pattern", c.layer_pattern));  // validate() refuses none
   RECUR_RETURN_IF_ERROR(k.get("kda.head_count", c.kda_heads));
@@ -102,18 +151,49 @@ Status hybrid_keys(const ArchKeys& k, ModelConfig& c) {
   return ok_status();
 }
 
+void write_hybrid_keys(const ModelConfig& c, gguf::Writer& w) {
+  using gguf::Value;
+  const std::string p = key_prefix(c);
+  w.set(p + "layer_pattern", Value::of_string(c.layer_pattern));
+  w.set(p + "kda.head_count", Value::of_u32(uint32_t(c.kda_heads)));
+  w.set(p + "kda.key_head_count", Value::of_u32(uint32_t(c.kda_key_heads)));
+  w.set(p + "kda.head_dim", Value::of_u32(uint32_t(c.kda_head_dim)));
+  w.set(p + "kda.conv_size", Value::of_u32(uint32_t(c.conv_size)));
+  w.set(p + "expert_count", Value::of_u32(uint32_t(c.n_experts)));
+  w.set(p + "expert_used_count", Value::of_u32(uint32_t(c.n_experts_used)));
+  w.set(p + "expert_shared_count", Value::of_u32(c.shared_expert ? 1 : 0));
+}
+
 // Phi-3's sliding window (phi3.attention.sliding_window) is read and ignored, as llama.cpp
 // does ("Phi SWA is currently disabled"): both attend to the whole context.
 Status phi3_keys(const ArchKeys&, ModelConfig&) { return ok_status(); }
+// llama.cpp before mid-2025 refuses a phi3 file without a sliding window (and applies it);
+// newer llama.cpp ignores it, as recur does. The whole context keeps both the same.
+void write_phi3_keys(const ModelConfig& c, gguf::Writer& w) {
+  w.set(key_prefix(c) + "attention.sliding_window", gguf::Value::of_u32(uint32_t(c.context)));
+}
 
-const std::array<Architecture, 7> kArchitectures{{
-    {"llama", Arch::kLlama, no_features, no_keys, load_as<LlamaModel>},
-    {"qwen2", Arch::kQwen2, qwen2_features, no_keys, load_as<LlamaModel>},
-    {"qwen3", Arch::kQwen3, qwen3_features, no_keys, load_as<LlamaModel>},
-    {"qwen2moe", Arch::kQwen2Moe, qwen2moe_features, moe_keys, load_as<LlamaModel>},
-    {"qwen3moe", Arch::kQwen3Moe, qwen3moe_features, moe_keys, load_as<LlamaModel>},
-    {"phi3", Arch::kPhi3, phi3_features, phi3_keys, load_as<LlamaModel>},
-    {"hybrid", Arch::kHybrid, no_features, hybrid_keys, load_as<HybridModel>},
+// DeepSeek-V2: top-k weights as they are unless expert_weights_norm (V3 sets it).
+void deepseek2_features(ModelConfig& c) { c.moe_renormalize = false; }
+// Kimi-Linear: MLA layers without RoPE; llama.cpp's graph renormalizes its top-k always.
+void kimi_linear_features(ModelConfig& c) {
+  c.mla_rope = false;
+  c.moe_renormalize = true;
+}
+
+const std::array<Architecture, 10> kArchitectures{{
+    {"llama", Arch::kLlama, no_features, no_keys, write_no_keys, load_as<LlamaModel>},
+    {"qwen2", Arch::kQwen2, qwen2_features, no_keys, write_no_keys, load_as<LlamaModel>},
+    {"qwen3", Arch::kQwen3, qwen3_features, no_keys, write_no_keys, load_as<LlamaModel>},
+    {"qwen2moe", Arch::kQwen2Moe, qwen2moe_features, moe_keys, write_moe_keys, load_as<LlamaModel>},
+    {"qwen3moe", Arch::kQwen3Moe, qwen3moe_features, moe_keys, write_moe_keys, load_as<LlamaModel>},
+    {"phi3", Arch::kPhi3, phi3_features, phi3_keys, write_phi3_keys, load_as<LlamaModel>},
+    {"gemma2", Arch::kGemma2, gemma2_features, gemma2_keys, write_gemma2_keys, load_as<LlamaModel>},
+    {"deepseek2", Arch::kDeepseek2, deepseek2_features, read_deepseek2_keys, write_deepseek2_keys,
+     load_as<Deepseek2Model>, /*kda_layers=*/false, /*mla=*/true},
+    {"kimi-linear", Arch::kKimiLinear, kimi_linear_features, read_kimi_linear_keys, write_kimi_linear_keys,
+     load_as<KimiLinearModel>, /*kda_layers=*/true, /*mla=*/true},
+    {"hybrid", Arch::kHybrid, no_features, hybrid_keys, write_hybrid_keys, load_as<HybridModel>, /*kda_layers=*/true},
 }};
 
 }  // namespace

@@ -45,8 +45,15 @@ struct Architecture {
   void (*features)(ModelConfig& c);
   // Reads the keys of this architecture's own, after the shared ones.
   Status (*read_keys)(const ArchKeys& keys, ModelConfig& c);
+  // Writes them (ModelConfig::to_gguf, after the shared ones, which it may rewrite).
+  void (*write_keys)(const ModelConfig& c, gguf::Writer& w);
   // Binds a parsed file of this architecture.
   Result<std::unique_ptr<Model>> (*load)(gguf::File file, const ModelLoadOptions& options);
+  // Layers follow ModelConfig::layer_pattern: 'k' KDA, 'a' attention (hybrid, kimi-linear).
+  bool kda_layers = false;
+  // Attention is MLA: read_keys reads the attention keys (head_count_kv, key / value lengths,
+  // YaRN RoPE scaling) that from_gguf reads for the other rows (deepseek2, kimi-linear).
+  bool mla = false;
 };
 
 std::span<const Architecture> architectures();

@@ -29,7 +29,7 @@ struct Variant {
 const Variant kVariants[] = {
     {"llama", "llama"},       {"llama3_rope", "llama", true}, {"llama_linear_rope", "llama", false, 4.0f},
     {"qwen2", "qwen2"},       {"qwen3", "qwen3"},             {"qwen2moe", "qwen2moe"},
-    {"qwen3moe", "qwen3moe"}, {"phi3", "phi3"},
+    {"qwen3moe", "qwen3moe"}, {"phi3", "phi3"},             {"gemma2", "gemma2"},
 };
 
 // Shape 0: dim 64, 4 heads on 2 KV heads of 16, 2 layers, FFN 64 (experts 64 wide, a shared
@@ -213,6 +213,12 @@ TEST(ArchitectureFeatures, EachFeatureChangesTheLogits) {
   EXPECT_GT(without_feature(kVariants[6], [](ModelConfig& c) { c.moe_renormalize = false; }), 1e-2)
       << "qwen3moe renormalised top-k";
   EXPECT_GT(without_feature(kVariants[2], [](ModelConfig& c) { c.rope_freq_scale = 1.0f; }), 1e-2) << "linear RoPE";
+  const Variant& gemma2 = kVariants[8];
+  EXPECT_GT(without_feature(gemma2, [](ModelConfig& c) { c.scale_embeddings = false; }), 1e-2) << "gemma2 embedding scale";
+  EXPECT_GT(without_feature(gemma2, [](ModelConfig& c) { c.ffn_gelu = false; }), 1e-2) << "gemma2 GELU";
+  EXPECT_GT(without_feature(gemma2, [](ModelConfig& c) { c.post_norms = false; }), 1e-2) << "gemma2 sandwich norms";
+  // Logits of a few units sit where tanh is nearly linear: 8.8e-3 here, still 40x the tolerance.
+  EXPECT_GT(without_feature(gemma2, [](ModelConfig& c) { c.final_softcap = 0; }), 2e-3) << "gemma2 final soft-cap";
   // Llama 3's divisors slow only the low frequencies: 2.9e-3 here, still 15x the tolerance.
   EXPECT_GT(without_feature(kVariants[1], [](ModelConfig&) {}, &kVariants[0]), 1e-3) << "Llama 3 rope_freqs";
 }
@@ -221,7 +227,7 @@ TEST(ArchitectureFeatures, EachFeatureChangesTheLogits) {
 // each attention layer (with its features) whole on one rank; EP runs the raw top-k
 // probabilities of qwen2moe through dispatch and combine.
 TEST(ArchitectureFeatures, TensorAndExpertParallelEqualOneRank) {
-  for (const Variant* v : {&kVariants[3], &kVariants[4], &kVariants[5], &kVariants[7]}) {
+  for (const Variant* v : {&kVariants[3], &kVariants[4], &kVariants[5], &kVariants[7], &kVariants[8]}) {
     Built b = build(*v, 0, gguf::TensorType::kF32);
     auto pool = ThreadPool::create({.threads = 1, .pin = false});
     auto one = b.model->new_session(**pool, 32, Config());
@@ -247,6 +253,47 @@ TEST(ArchitectureFeatures, TensorAndExpertParallelEqualOneRank) {
       }
     }
   }
+}
+
+// The attention soft-cap matters where scores are large: a cap of 1 against none.
+TEST(ArchitectureFeatures, AttentionSoftCapChangesTheLogits) {
+  Built b = build(kVariants[8], 0, gguf::TensorType::kF32);
+  auto pool = ThreadPool::create({.threads = 1, .pin = false});
+  auto session = b.model->new_session(**pool, 32, Config());
+  ModelConfig c = b.model->config();
+  c.attn_softcap = 0;
+  HybridReference uncapped(b.file(), c);
+  double worst = 0;
+  for (int token : kTokens) worst = std::max(worst, worst_rel(*(*session)->step(token), uncapped.step(token)));
+  // With random weights the scaled scores stay far below 50, so the cap moves them little.
+  EXPECT_GT(worst, 2e-6);
+  ModelConfig tight = b.model->config();
+  tight.attn_softcap = 1.0f;  // the reference with a cap the native (50) does not have
+  HybridReference capped(b.file(), tight);
+  auto again = b.model->new_session(**pool, 32, Config());
+  worst = 0;
+  for (int token : kTokens) worst = std::max(worst, worst_rel(*(*again)->step(token), capped.step(token)));
+  EXPECT_GT(worst, 1e-2);
+}
+
+// Sequences longer than a sliding window are refused (windowed attention is not implemented).
+TEST(ArchitectureFeatures, SequencesPastTheSlidingWindowAreRefused) {
+  Variant v = kVariants[8];
+  SyntheticModelOptions o{config_for(v, 0), gguf::TensorType::kF32, 7};
+  o.config.sliding_window = 16;
+  auto w = synthetic_model(o);
+  ASSERT_TRUE(w.has_value());
+  std::vector<std::byte> bytes = w->serialize();
+  auto m = model_from_file(*gguf::parse(bytes, "g.gguf"));
+  ASSERT_TRUE(m.has_value());
+  auto pool = ThreadPool::create({.threads = 1, .pin = false});
+  EXPECT_TRUE((*m)->new_session(**pool, 16, Config()).has_value());
+  auto refused = (*m)->new_session(**pool, 17, Config());
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.error().message().find("sliding window of 16"), std::string::npos) << refused.error().message();
+  Config f64;
+  ASSERT_TRUE(f64.set("engine.numerics", "f64_reference").has_value());
+  EXPECT_FALSE((*m)->new_session(**pool, 17, f64).has_value());
 }
 
 TEST(ArchitectureTable, AnUnknownArchitectureIsRefusedNamingTheFileAndTheSupportedList) {

@@ -102,7 +102,7 @@ Result<ProjectionKernels> projection_kernels_from(const Config& knobs) {
   return k;
 }
 
-Result<EngineKernels> engine_kernels_from(const Config& knobs, bool attention, bool experts) {
+Result<EngineKernels> engine_kernels_from(const Config& knobs, bool attention, bool experts, bool mla) {
   EngineKernels k;
   RECUR_ASSIGN_OR_RETURN(k.rmsnorm, resolve(knobs, "rmsnorm"));
   RECUR_ASSIGN_OR_RETURN(k.rmsnorm_residual, resolve(knobs, "rmsnorm_residual"));
@@ -122,6 +122,10 @@ Result<EngineKernels> engine_kernels_from(const Config& knobs, bool attention, b
     RECUR_ASSIGN_OR_RETURN(k.embedding[size_t(t)], resolve(knobs, embedding_kernel_name(t)));
   }
   RECUR_ASSIGN_OR_RETURN(k.projections, projection_kernels_from(knobs));
+  if (mla) {
+    RECUR_ASSIGN_OR_RETURN(k.mla_decode, resolve(knobs, "mla_decode"));
+    RECUR_ASSIGN_OR_RETURN(k.mla_prefill, resolve(knobs, "mla_prefill"));
+  }
   return k;
 }
 

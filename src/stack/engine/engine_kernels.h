@@ -64,11 +64,13 @@ struct EngineKernels {
   KernelChoice attention_decode;   // paged attention of one-token runs (kernels/attention)
   int attention_decode_split_k = 1;  // its variant's split_k parameter
   KernelChoice attention_prefill;  // paged causal attention of longer runs
+  KernelChoice mla_decode;        // MLA attention of one-token runs (kernels/mla): absorbed or expand
+  KernelChoice mla_prefill;       // MLA attention otherwise
 };
 
 // Reads only the knobs of the kernels a model uses (attention: rope and the paged attention
-// kernels; experts: route_topk).
-Result<EngineKernels> engine_kernels_from(const Config& knobs, bool attention, bool experts);
+// kernels; experts: route_topk; mla: mla_decode and mla_prefill).
+Result<EngineKernels> engine_kernels_from(const Config& knobs, bool attention, bool experts, bool mla = false);
 
 // One registered kernel's variant from kernel.<kernel>.variant, "auto" the best this machine runs
 // (the sampler's kernel.sample.variant is read this way where tokens are picked).

@@ -178,7 +178,7 @@ Result<EngineOptions> engine_options_from(const Config& knobs, const ModelConfig
     RECUR_ASSIGN_OR_RETURN(kernels::attention::KvDType t, kernels::attention::parse_kv_dtype(name));
     o.kv_dtypes.push_back(t);
   }
-  RECUR_ASSIGN_OR_RETURN(o.kernels, engine_kernels_from(knobs, !o.kv_dtypes.empty(), c.n_experts > 0));
+  RECUR_ASSIGN_OR_RETURN(o.kernels, engine_kernels_from(knobs, !o.kv_dtypes.empty(), c.n_experts > 0, c.is_mla()));
   if (!any_kda) return o;
   RECUR_ASSIGN_OR_RETURN(std::string decode, knobs.get("engine.kda.decode_variant"));
   auto dv = kda::parse_decode_variant(decode);

@@ -22,13 +22,21 @@ Result<std::unique_ptr<Forward>> Forward::create(const TransformerModel& m, Thre
                             b.max_sequences, b.max_tokens, b.max_batch_tokens);
   if (b.max_tokens > c.context)
     return invalid_argument("{}: max_tokens {} exceeds the context of {}", who, b.max_tokens, c.context);
+  if (c.sliding_window > 0 && b.max_tokens > c.sliding_window)
+    return unsupported("{}: max_tokens {} exceeds the sliding window of {} ({}.attention.sliding_window): windowed "
+                       "attention is not implemented, so sequences stay within the window",
+                       who, b.max_tokens, c.sliding_window, arch_name(c.arch));
   if (o.tp < 1) return invalid_argument("engine.tp must be at least 1, got {}", o.tp);
   int attention_layers = 0;
   for (int l = 0; l < c.n_layers; ++l) attention_layers += c.is_kda_layer(l) ? 0 : 1;
   if (int(o.kv_dtypes.size()) != attention_layers)
     return invalid_argument("{}: {} KV dtypes for {} attention layers", who, o.kv_dtypes.size(), attention_layers);
   const LayerWeights& first = m.layers[0];
-  const Weight& down = c.n_experts == 0 ? first.w_down : first.exp_down[0];
+  if (c.is_mla() && (o.ep.ep > 1 || (o.layer_split && o.tp > 1)))
+    return unsupported("{}: engine.ep={}, engine.layer_split={}: MLA models split heads over engine.tp ranks only "
+                       "(expert parallelism and layer split are not implemented for them)",
+                       who, o.ep.ep, o.layer_split ? "on" : "off");
+  const Weight& down = first.exp_down.empty() ? first.w_down : first.exp_down[0];
   RECUR_RETURN_IF_ERROR(check_tp_split(c, o.tp, gguf::block_layout(down.type).elements, o.layer_split));
   const int ep = o.ep.ep, ranks = std::max(o.tp, ep);
   if (ep > 1 && c.n_experts == 0) return invalid_argument("engine.ep={}: the model has no MoE experts", ep);
@@ -115,18 +123,20 @@ void Forward::rank_forward(ForwardRank& r, const BatchPlan& p) {
     zone.arg("rank", r.w.index);
     zone.arg("rows", M);
     const LayerWeights& L = m_.layers[size_t(l)];
-    zone.arg("kind", L.kda ? "kda" : "attention");
+    zone.arg("kind", L.kda ? "kda" : L.mla ? "mla" : "attention");
     // Token mixer: x += mixer(RMSNorm(x)).
     norm_rows(s, L.attn_norm);
     tap(Op::kAttnNorm, l, r.h.data(), dim);
     if (L.kda) kda_mixer(s, l);
+    else if (L.mla) mla_mixer(s, l);
     else attention_mixer(s, l);
     all_reduce(s, l, L.kda ? Op::kKdaAllReduce : Op::kAttnAllReduce);
+    if (L.post_attn_norm.data != nullptr) norm_partial_rows(s, L.post_attn_norm);  // gemma2's sandwich
     // FFN: x += ffn(RMSNorm(x)), the mixer's residual add fused with the norm.
     add_partial_norm_rows(s, L.ffn_norm);
     tap(L.kda ? Op::kKdaMixResidual : Op::kAttnMixResidual, l, r.x.data(), dim);
     tap(Op::kFfnNorm, l, r.h.data(), dim);
-    if (c.n_experts == 0) {
+    if (c.is_dense_ffn_layer(l)) {
       dense_ffn(s, l);
       all_reduce(s, l, Op::kFfnAllReduce);
     } else {
@@ -134,6 +144,7 @@ void Forward::rank_forward(ForwardRank& r, const BatchPlan& p) {
       if (options_.ep.ep > 1) tap(Op::kMoeCombine, l, r.partial.data(), dim);  // gathered whole: no reduce
       else all_reduce(s, l, Op::kMoeAllReduce);
     }
+    if (L.post_ffn_norm.data != nullptr) norm_partial_rows(s, L.post_ffn_norm);
     add_partial_rows(s);
     tap(Op::kResidual, l, r.x.data(), dim);
     if (observer_ && M == 1 && r.w.index == 0) (*observer_)(l, std::span<const float>(r.x.data(), size_t(dim)));

@@ -32,6 +32,13 @@ Status Forward::add_rank(int index) {
       if (!S.owns_attention) continue;
       r->kv_layer[size_t(l)] = int(kv_dtypes.size());
       kv_dtypes.push_back(o.kv_dtypes[size_t(attention_index_[size_t(l)])]);
+      if (c.is_mla()) {
+        // MLA (blocks/mla_mixer.cc): q [heads, nope + rope], latents [rank + rope], out [heads, v].
+        q_w = std::max<int64_t>(q_w, int64_t(c.n_heads) * c.head_dim);
+        k_w = std::max<int64_t>(k_w, c.kv_lora_rank + c.qk_rope_dim);
+        v_w = std::max<int64_t>(v_w, int64_t(c.n_heads) * c.v_head_dim);
+        continue;
+      }
       kv_heads = S.kv_heads.size();
       q_w = std::max(q_w, S.heads.size() * hd);
       k_w = std::max(k_w, kv_heads * hd);
@@ -46,14 +53,18 @@ Status Forward::add_rank(int index) {
   }
   if (!kv_dtypes.empty()) {
     // Every rank's pool has the same pages (a page is 16 positions of every layer it holds).
-    paged_kv::KvCacheConfig kc{.kv_heads = int(kv_heads), .head_dim = int(hd), .page_size = kBatchKvPageSize,
-                               .num_pages = kv_pages, .layer_dtypes = std::move(kv_dtypes)};
+    // MLA: one [latent ; rope key] vector per token (kernels/mla/mla.h).
+    paged_kv::KvCacheConfig kc{.kv_heads = c.is_mla() ? 1 : int(kv_heads),
+                               .head_dim = c.is_mla() ? c.kv_lora_rank + c.qk_rope_dim : int(hd),
+                               .page_size = kBatchKvPageSize, .num_pages = kv_pages,
+                               .layer_dtypes = std::move(kv_dtypes), .keys_only = c.is_mla()};
     RECUR_ASSIGN_OR_RETURN(paged_kv::PagedKvCache cache, paged_kv::PagedKvCache::create(kc));
     r->kv.emplace(std::move(cache));
   }
   r->kv_seq.assign(size_t(b.max_sequences), -1);
-  int64_t ffn = ep > 1 ? c.ffn_dim : r->w.ffn.size();  // EP: whole experts
-  if (c.n_experts > 0 && c.shared_expert) ffn = std::max(ffn, ep > 1 ? c.shared_width() : r->w.shared_ffn.size());
+  // EP: whole experts; else this rank's share of the widest FFN of any layer (deepseek2's differ).
+  int64_t ffn = std::max<int64_t>(ep > 1 ? c.ffn_dim : r->w.ffn.size(), (c.max_ffn_width() + o.tp - 1) / o.tp);
+  if (ep > 1 && c.n_experts > 0 && c.shared_expert) ffn = std::max<int64_t>(ffn, c.shared_width());  // whole
   for (auto* buf : {&r->x, &r->h, &r->partial, &r->ff_out, &r->xg}) buf->resize(size_t(M * c.dim));
   r->q.resize(size_t(M * q_w));
   r->k.resize(size_t(M * k_w));
@@ -65,8 +76,12 @@ Status Forward::add_rank(int index) {
   r->ff_a.resize(size_t(M * ffn));
   r->ff_b.resize(size_t(M * ffn));
   r->router.resize(size_t(M * c.n_experts));
+  r->q_a.resize(size_t(M * c.q_lora_rank));
+  int64_t low_rank = 0;
+  for (const LayerWeights& L : m_.layers) low_rank = std::max({low_rank, L.wf_a.rows, L.out_gate_a.rows});
+  r->low_rank.resize(size_t(M * low_rank));
   r->norm_w.resize(size_t(c.dim));
-  if (any_attention) r->rope.resize(size_t(M * 2 * hd));
+  if (any_attention) r->rope.resize(size_t(M * 2 * (c.is_mla() ? c.qk_rope_dim : hd)));
   ranks_.push_back(std::move(r));
   return ok_status();
 }
@@ -147,6 +162,8 @@ Status Forward::state_parts(SeqId seq, SequenceStateParts& out) {
     return unsupported("{}: sequence state export/import is refused for engine.tp>1 (each rank holds a shard of the "
                        "KV heads and KDA states; got engine.tp={}); engine.ep>1 with engine.tp=1 works",
                        who_, options_.tp);
+  if (m_.config().is_mla())
+    return unsupported("{}: sequence state export/import of MLA latent caches is not implemented yet", who_);
   if (options_.kda.replay)
     return unsupported("{}: sequence state export/import needs engine.kda.replay=off (a ReplaySSM state is a "
                        "checkpoint plus a window)",

@@ -48,7 +48,7 @@ Result<std::unique_ptr<HybridModel>> HybridModel::from_file(gguf::File file, con
     } else {
       RECUR_RETURN_IF_ERROR(bind_attention_weights(f, c, p, L));
     }
-    RECUR_RETURN_IF_ERROR(bind_ffn_weights(f, c, p, L));
+    RECUR_RETURN_IF_ERROR(bind_ffn_weights(f, c, p, l, L));
     m->layers.push_back(std::move(L));
   }
   RECUR_RETURN_IF_ERROR(m->regroup_weights(options));

@@ -8,23 +8,6 @@
 
 namespace recur {
 
-Result<std::vector<Weight>> bind_experts(const gguf::File& f, const std::string& name, int experts, int64_t rows,
-                                         int64_t cols) {
-  const gguf::TensorInfo* t = f.tensor(name);
-  if (t == nullptr) return not_found("{}: tensor '{}' is missing", f.source(), name);
-  if (t->dims != std::vector<uint64_t>{uint64_t(cols), uint64_t(rows), uint64_t(experts)})
-    return parse_error("{}: tensor '{}' (info at byte {}) has shape [{}], expected [{}, {}, {}]", f.source(), name,
-                       t->info_position, fmt::join(t->dims, ", "), cols, rows, experts);
-  std::vector<Weight> out;
-  for (int e = 0; e < experts; ++e) {
-    Weight w{fmt::format("{}[{}]", name, e), t->type, rows, cols, nullptr};
-    w.data = t->data + size_t(e) * size_t(rows) * w.row_bytes();
-    if (t->type == gguf::TensorType::kI8) RECUR_RETURN_IF_ERROR(attach_w8a8(f, *t, w, e, experts));
-    out.push_back(w);
-  }
-  return out;
-}
-
 Status bind_attention_weights(const gguf::File& f, const ModelConfig& c, const std::string& p, LayerWeights& L) {
   auto bind = [&](Weight& w, const char* name, int64_t rows, int64_t cols) -> Status {
     RECUR_ASSIGN_OR_RETURN(w, bind_weight(f, p + name, rows, cols));
@@ -49,6 +32,7 @@ Status bind_attention_weights(const gguf::File& f, const ModelConfig& c, const s
     RECUR_RETURN_IF_ERROR(bind(L.bk, "attn_k.bias", 1, kv_dim));
     RECUR_RETURN_IF_ERROR(bind(L.bv, "attn_v.bias", 1, kv_dim));
   }
+  if (c.post_norms) RECUR_RETURN_IF_ERROR(bind(L.post_attn_norm, "post_attention_norm.weight", 1, c.dim));
   if (c.qk_norm) {
     RECUR_RETURN_IF_ERROR(bind(L.q_norm, "attn_q_norm.weight", 1, c.head_dim));
     RECUR_RETURN_IF_ERROR(bind(L.k_norm, "attn_k_norm.weight", 1, c.head_dim));
@@ -56,25 +40,29 @@ Status bind_attention_weights(const gguf::File& f, const ModelConfig& c, const s
   return ok_status();
 }
 
-Status bind_ffn_weights(const gguf::File& f, const ModelConfig& c, const std::string& p, LayerWeights& L) {
+Status bind_ffn_weights(const gguf::File& f, const ModelConfig& c, const std::string& p, int layer, LayerWeights& L) {
   auto bind = [&](Weight& w, const char* name, int64_t rows, int64_t cols) -> Status {
     RECUR_ASSIGN_OR_RETURN(w, bind_weight(f, p + name, rows, cols));
     return ok_status();
   };
-  if (c.n_experts == 0) {
+  if (c.post_norms) RECUR_RETURN_IF_ERROR(bind(L.post_ffn_norm, "post_ffw_norm.weight", 1, c.dim));
+  if (c.is_dense_ffn_layer(layer)) {
+    const int64_t width = layer < c.leading_dense_layers ? c.dense_ffn_dim : c.ffn_dim;
     if (c.fused_gate_up) {
       // phi3: ffn_up is [2 * ffn, dim], the gate's rows first (ggml_swiglu's halves).
       Weight gate_up;
-      RECUR_RETURN_IF_ERROR(bind(gate_up, "ffn_up.weight", 2 * int64_t(c.ffn_dim), c.dim));
-      L.w_gate = weight_rows(gate_up, 0, c.ffn_dim);
-      L.w_up = weight_rows(gate_up, c.ffn_dim, 2 * int64_t(c.ffn_dim));
+      RECUR_RETURN_IF_ERROR(bind(gate_up, "ffn_up.weight", 2 * width, c.dim));
+      L.w_gate = weight_rows(gate_up, 0, width);
+      L.w_up = weight_rows(gate_up, width, 2 * width);
     } else {
-      RECUR_RETURN_IF_ERROR(bind(L.w_gate, "ffn_gate.weight", c.ffn_dim, c.dim));
-      RECUR_RETURN_IF_ERROR(bind(L.w_up, "ffn_up.weight", c.ffn_dim, c.dim));
+      RECUR_RETURN_IF_ERROR(bind(L.w_gate, "ffn_gate.weight", width, c.dim));
+      RECUR_RETURN_IF_ERROR(bind(L.w_up, "ffn_up.weight", width, c.dim));
     }
-    return bind(L.w_down, "ffn_down.weight", c.dim, c.ffn_dim);
+    return bind(L.w_down, "ffn_down.weight", c.dim, width);
   }
   RECUR_RETURN_IF_ERROR(bind(L.router, "ffn_gate_inp.weight", c.n_experts, c.dim));
+  if (f.tensor(p + "exp_probs_b.bias") != nullptr)
+    RECUR_RETURN_IF_ERROR(bind(L.exp_probs_b, "exp_probs_b.bias", 1, c.n_experts));
   RECUR_ASSIGN_OR_RETURN(L.exp_gate, bind_experts(f, p + "ffn_gate_exps.weight", c.n_experts, c.ffn_dim, c.dim));
   RECUR_ASSIGN_OR_RETURN(L.exp_up, bind_experts(f, p + "ffn_up_exps.weight", c.n_experts, c.ffn_dim, c.dim));
   RECUR_ASSIGN_OR_RETURN(L.exp_down, bind_experts(f, p + "ffn_down_exps.weight", c.n_experts, c.dim, c.ffn_dim));

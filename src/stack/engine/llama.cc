@@ -23,7 +23,8 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::from_file(gguf::File file, const
   for (const char* name : {"rope_factors_long.weight", "rope_factors_short.weight"})
     if (f.tensor(name) != nullptr)
       return unsupported("{}: tensor '{}': Phi-3 LongRoPE factors are not supported", f.source(), name);
-  if (f.tensor("rope_freqs.weight") != nullptr) {
+  // llama.cpp reads rope_freqs.weight for llama only; other rows ignore the tensor as it does.
+  if (c.arch == Arch::kLlama && f.tensor("rope_freqs.weight") != nullptr) {
     RECUR_ASSIGN_OR_RETURN(m->rope_freqs, bind_weight(f, "rope_freqs.weight", 1, c.head_dim / 2));
   }
   for (int l = 0; l < c.n_layers; ++l) {
@@ -32,7 +33,7 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::from_file(gguf::File file, const
     RECUR_ASSIGN_OR_RETURN(L.attn_norm, bind_weight(f, p + "attn_norm.weight", 1, c.dim));
     RECUR_RETURN_IF_ERROR(bind_attention_weights(f, c, p, L));
     RECUR_ASSIGN_OR_RETURN(L.ffn_norm, bind_weight(f, p + "ffn_norm.weight", 1, c.dim));
-    RECUR_RETURN_IF_ERROR(bind_ffn_weights(f, c, p, L));
+    RECUR_RETURN_IF_ERROR(bind_ffn_weights(f, c, p, l, L));
     m->layers.push_back(std::move(L));
   }
   // After the tensors, whose shapes name a mis-sized file more clearly.

@@ -1,13 +1,23 @@
 #include "engine/model_config.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "engine/architectures.h"
+#include "engine/deepseek2_config.h"
 
 namespace recur {
 
+int ModelConfig::max_ffn_width() const {
+  int w = ffn_dim;
+  if (leading_dense_layers > 0) w = std::max(w, dense_ffn_dim);
+  if (n_experts > 0 && shared_expert) w = std::max(w, shared_width());
+  return w;
+}
+
 bool ModelConfig::is_kda_layer(int layer) const {
-  if (arch != Arch::kHybrid || layer_pattern.empty()) return false;
+  if (!architecture(arch).kda_layers || layer_pattern.empty()) return false;
   return layer_pattern[size_t(layer) % layer_pattern.size()] == 'k';
 }
 
@@ -31,7 +41,10 @@ Status ModelConfig::validate() const {
     return invalid_argument("model config: top-{} of {} experts", n_experts_used, n_experts);
   if (shared_ffn_dim < 0) return invalid_argument("model config: shared expert width {} is negative", shared_ffn_dim);
   if (!(rope_freq_scale > 0)) return invalid_argument("model config: RoPE frequency scale {} must be > 0", rope_freq_scale);
-  if (arch == Arch::kHybrid) {
+  if (!(expert_weights_scale > 0))
+    return invalid_argument("model config: expert weights scale {} must be > 0", expert_weights_scale);
+  const Architecture& row = architecture(arch);
+  if (row.kda_layers) {
     if (layer_pattern.empty() || layer_pattern.find_first_not_of("ka") != std::string::npos)
       return invalid_argument("model config: layer pattern '{}' must be letters k (KDA) and a (attention)", layer_pattern);
     RECUR_RETURN_IF_ERROR(positive("kda heads", kda_heads));
@@ -41,8 +54,43 @@ Status ModelConfig::validate() const {
     if (kda_heads % kda_key_heads != 0)
       return invalid_argument("model config: {} KDA heads is not a multiple of {} key heads", kda_heads, kda_key_heads);
   }
+  if (row.mla) RECUR_RETURN_IF_ERROR(validate_deepseek2(*this));
   return ok_status();
 }
+
+namespace {
+
+// The attention keys of the rows with multi-head / grouped-query attention.
+Status read_attention_keys(const ArchKeys& k, ModelConfig& c) {
+  const std::string_view name = arch_name(c.arch);
+  const std::string_view source = k.file().source();
+  c.n_kv_heads = c.n_heads;
+  RECUR_RETURN_IF_ERROR(k.get_opt("attention.head_count_kv", c.n_kv_heads));
+  int value_length = c.head_dim;
+  RECUR_RETURN_IF_ERROR(k.get_opt("attention.value_length", value_length));
+  RECUR_RETURN_IF_ERROR(k.get_opt("rope.dimension_count", c.rope_dims));
+  if (value_length != c.head_dim)
+    return unsupported("{}: {}.attention.value_length {} differs from key_length {} (recur needs them equal)", source,
+                       name, value_length, c.head_dim);
+  // RoPE scaling: linear (angles times 1 / factor; llama.cpp's freq_scale) or none. Llama 3's
+  // scaling is the rope_freqs.weight tensor instead (per-pair divisors, transformer.h).
+  std::string scaling = "none";
+  float factor = 1.0f;
+  RECUR_RETURN_IF_ERROR(k.get_opt("rope.scaling.type", scaling));
+  RECUR_RETURN_IF_ERROR(k.get_opt("rope.scale_linear", factor));
+  RECUR_RETURN_IF_ERROR(k.get_opt("rope.scaling.factor", factor));
+  if (scaling == "linear" || (scaling == "none" && k.has("rope.scale_linear"))) {
+    if (!(factor > 0)) return invalid_argument("{}: {}.rope.scaling.factor {} must be > 0", source, name, factor);
+    c.rope_freq_scale = 1.0f / factor;
+  } else if (scaling != "none") {
+    return unsupported("{}: {}.rope.scaling.type '{}' (recur runs none and linear; Llama 3 scaling is the "
+                       "rope_freqs.weight tensor)",
+                       source, name, scaling);
+  }
+  return ok_status();
+}
+
+}  // namespace
 
 Result<ModelConfig> ModelConfig::from_gguf(const gguf::File& f) {
   ModelConfig c;
@@ -55,34 +103,14 @@ Result<ModelConfig> ModelConfig::from_gguf(const gguf::File& f) {
   RECUR_RETURN_IF_ERROR(k.get("block_count", c.n_layers));
   RECUR_RETURN_IF_ERROR(k.get("feed_forward_length", c.ffn_dim));
   RECUR_RETURN_IF_ERROR(k.get("attention.head_count", c.n_heads));
-  c.n_kv_heads = c.n_heads;
-  RECUR_RETURN_IF_ERROR(k.get_opt("attention.head_count_kv", c.n_kv_heads));
   RECUR_RETURN_IF_ERROR(k.get_opt("context_length", c.context));
   c.head_dim = c.n_heads > 0 ? c.dim / c.n_heads : 0;
   RECUR_RETURN_IF_ERROR(k.get_opt("attention.key_length", c.head_dim));
-  int value_length = c.head_dim;
-  RECUR_RETURN_IF_ERROR(k.get_opt("attention.value_length", value_length));
-  RECUR_RETURN_IF_ERROR(k.get_opt("rope.dimension_count", c.rope_dims));
-  if (value_length != c.head_dim)
-    return unsupported("{}: {}.attention.value_length {} differs from key_length {} (recur needs them equal)",
-                       f.source(), name, value_length, c.head_dim);
   RECUR_RETURN_IF_ERROR(k.get_opt("attention.layer_norm_rms_epsilon", c.rms_eps));
   RECUR_RETURN_IF_ERROR(k.get_opt("rope.freq_base", c.rope_theta));
-  // RoPE scaling: linear (angles times 1 / factor; llama.cpp's freq_scale) or none. Llama 3's
-  // scaling is the rope_freqs.weight tensor instead (per-pair divisors, transformer.h).
-  std::string scaling = "none";
-  float factor = 1.0f;
-  RECUR_RETURN_IF_ERROR(k.get_opt("rope.scaling.type", scaling));
-  RECUR_RETURN_IF_ERROR(k.get_opt("rope.scale_linear", factor));
-  RECUR_RETURN_IF_ERROR(k.get_opt("rope.scaling.factor", factor));
-  if (scaling == "linear" || (scaling == "none" && k.has("rope.scale_linear"))) {
-    if (!(factor > 0)) return invalid_argument("{}: {}.rope.scaling.factor {} must be > 0", f.source(), name, factor);
-    c.rope_freq_scale = 1.0f / factor;
-  } else if (scaling != "none") {
-    return unsupported("{}: {}.rope.scaling.type '{}' (recur runs none and linear; Llama 3 scaling is the "
-                       "rope_freqs.weight tensor)",
-                       f.source(), name, scaling);
-  }
+  // MLA rows read their own attention keys (kimi-linear's head_count_kv is per layer, value and
+  // key lengths differ, YaRN scaling): deepseek2_config.cc.
+  if (!arch->mla) RECUR_RETURN_IF_ERROR(read_attention_keys(k, c));
   if (k.has("vocab_size")) {
     RECUR_RETURN_IF_ERROR(k.get("vocab_size", c.vocab));
   } else if (const gguf::Value* tokens = f.find("tokenizer.ggml.tokens")) {
@@ -119,25 +147,7 @@ void ModelConfig::to_gguf(gguf::Writer& w) const {
     w.set(p + "rope.scaling.type", Value::of_string("linear"));
     w.set(p + "rope.scaling.factor", Value::of_f32(1.0f / rope_freq_scale));
   }
-  // phi3: llama.cpp before mid-2025 refuses a phi3 file without a sliding window (and applies
-  // it); newer llama.cpp ignores it, as recur does. The whole context keeps both the same.
-  if (arch == Arch::kPhi3) w.set(p + "attention.sliding_window", Value::of_u32(uint32_t(context)));
-  if (arch != Arch::kHybrid && n_experts > 0) {
-    w.set(p + "expert_count", Value::of_u32(uint32_t(n_experts)));
-    w.set(p + "expert_used_count", Value::of_u32(uint32_t(n_experts_used)));
-    w.set(p + "expert_feed_forward_length", Value::of_u32(uint32_t(ffn_dim)));
-    if (shared_expert) w.set(p + "expert_shared_feed_forward_length", Value::of_u32(uint32_t(shared_width())));
-  }
-  if (arch == Arch::kHybrid) {
-    w.set(p + "layer_pattern", Value::of_string(layer_pattern));
-    w.set(p + "kda.head_count", Value::of_u32(uint32_t(kda_heads)));
-    w.set(p + "kda.key_head_count", Value::of_u32(uint32_t(kda_key_heads)));
-    w.set(p + "kda.head_dim", Value::of_u32(uint32_t(kda_head_dim)));
-    w.set(p + "kda.conv_size", Value::of_u32(uint32_t(conv_size)));
-    w.set(p + "expert_count", Value::of_u32(uint32_t(n_experts)));
-    w.set(p + "expert_used_count", Value::of_u32(uint32_t(n_experts_used)));
-    w.set(p + "expert_shared_count", Value::of_u32(shared_expert ? 1 : 0));
-  }
+  architecture(arch).write_keys(*this, w);  // the row's own keys (MLA rows rewrite the attention ones)
 }
 
 Result<ModelConfig> ModelConfig::from_hf_config(std::string_view text, std::string_view source) {

@@ -2,10 +2,13 @@
 // config.json, and written back to GGUF.
 //
 // The architectures are rows of one table (architectures.h): llama.cpp's `general.architecture`
-// names with their `{arch}.*` keys (llama, qwen2, qwen3, qwen2moe, qwen3moe, phi3) and recur's
-// own "hybrid" (hybrid.*: KDA linear-attention layers and full-attention layers in a pattern,
-// each followed by a dense SwiGLU or MoE MLP). An architecture is a set of the feature flags
-// below, which the shared blocks obey.
+// names with their `{arch}.*` keys (llama, qwen2, qwen3, qwen2moe, qwen3moe, phi3, gemma2,
+// deepseek2, kimi-linear) and recur's own "hybrid" (hybrid.*: KDA linear-attention layers and
+// full-attention layers in a pattern, each followed by a dense SwiGLU or MoE MLP). deepseek2 adds
+// MLA attention, leading dense layers and MoE with shared experts and biased gating
+// (deepseek2_config.h); kimi-linear has KDA layers and MLA layers without RoPE in the pattern
+// head_count_kv gives per layer (0 = KDA), with deepseek2's MoE (kimi_linear.h). An architecture
+// is a set of the feature flags below, which the shared blocks obey.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +20,8 @@
 
 namespace recur {
 
-enum class Arch { kLlama, kHybrid, kQwen2, kQwen3, kQwen2Moe, kQwen3Moe, kPhi3 };
+enum class Arch { kLlama, kHybrid, kQwen2, kQwen3, kQwen2Moe, kQwen3Moe, kPhi3, kGemma2, kDeepseek2, kKimiLinear };
+enum class ExpertGating : uint8_t { kSoftmax = 1, kSigmoid = 2 };  // llama.cpp's expert_gating_func values
 std::string_view arch_name(Arch a);  // general.architecture (architectures.h)
 
 struct ModelConfig {
@@ -51,14 +55,53 @@ struct ModelConfig {
   bool qk_norm = false;            // per-head RMSNorm attn_{q,k}_norm of q and k before RoPE (qwen3)
   bool fused_qkv = false;          // one attn_qkv tensor: q rows, then k, then v (phi3)
   bool fused_gate_up = false;      // ffn_up holds the gate rows, then the up rows (phi3)
-  bool moe_renormalize = true;     // the top-k softmax probabilities divided by their sum
+  bool moe_renormalize = true;     // the top-k probabilities divided by their sum (deepseek2: expert_weights_norm)
   bool shared_expert_gate = false; // shared expert output times sigmoid(ffn_gate_inp_shexp . x) (qwen2moe)
   int shared_ffn_dim = 0;          // shared expert width; 0: ffn_dim
   int rope_dims = 0;               // {arch}.rope.dimension_count as read (0: absent); loaders refuse partial rotary
+  bool scale_embeddings = false;   // embedding rows times sqrt(dim) (gemma)
+  bool ffn_gelu = false;           // GELU (tanh) gated FFN instead of SiLU (gemma)
+  bool post_norms = false;         // sandwich norms: post_attention_norm / post_ffw_norm on each block's output (gemma2)
+  float attn_softcap = 0;          // attention scores cap * tanh(s / cap) (gemma2); 0: none
+  float final_softcap = 0;         // logits cap * tanh(l / cap) (gemma2); 0: none
+  float attn_scale = 0;            // softmax scale; 0: 1 / sqrt(head_dim)
+  int sliding_window = 0;          // {arch}.attention.sliding_window of the sliding layers (0: none);
+                                   // sequences longer than it are refused (no windowed attention yet)
+  // MLA attention (deepseek2: kv_lora_rank > 0; kernels/mla/mla.h, docs/engine.md "MLA").
+  // head_dim is then qk_nope_dim + qk_rope_dim (llama.cpp's key_length_mla).
+  int q_lora_rank = 0;   // 0: attn_q; else attn_q_a -> RMSNorm attn_q_a_norm -> attn_q_b
+  int kv_lora_rank = 0;  // the compressed latent each token caches
+  int qk_nope_dim = 0;   // per head: q and k parts without RoPE
+  int qk_rope_dim = 0;   // per head: RoPE'd q part; the RoPE'd key part is one, shared by every head
+  int v_head_dim = 0;
+  bool mla_rope = true;  // kimi-linear's MLA layers apply no RoPE to their rope part
+  // YaRN (rope.scaling.type yarn): factor > 1 with the original context, DeepSeek's mscale
+  // through yarn_log_multiplier (0.1 * mscale_all_dim).
+  float rope_yarn_factor = 1;
+  int rope_original_context = 0;
+  float rope_yarn_log_mul = 0, rope_yarn_beta_fast = 32, rope_yarn_beta_slow = 1;
+  // MoE as deepseek2 routes it: layers [0, leading_dense_layers) have a dense FFN of
+  // dense_ffn_dim (ffn_dim is each expert's width); the shared expert is shared_ffn_dim wide
+  // (deepseek2's expert_shared_count x ffn_dim); scores softmax or sigmoid, chosen by score +
+  // exp_probs_b when the layer has that bias, weighted by the unbiased score, renormalized when
+  // moe_renormalize, times expert_weights_scale. The other rows keep softmax and scale 1.
+  int leading_dense_layers = 0;
+  int dense_ffn_dim = 0;
+  ExpertGating expert_gating = ExpertGating::kSoftmax;
+  float expert_weights_scale = 1;
+
   int shared_width() const { return shared_ffn_dim > 0 ? shared_ffn_dim : ffn_dim; }
+
+  bool is_mla() const { return kv_lora_rank > 0; }
+  // Layer i has a dense FFN (no experts, or one of deepseek2's leading dense layers).
+  bool is_dense_ffn_layer(int layer) const { return n_experts == 0 || layer < leading_dense_layers; }
+  // The widest FFN hidden row any layer computes (dense, an expert, or the shared expert).
+  int max_ffn_width() const;
 
   // Layer i is KDA (hybrid) or attention.
   bool is_kda_layer(int layer) const;
+  // Layer i attends within sliding_window (gemma2: the even layers, as llama.cpp).
+  bool is_sliding_layer(int layer) const { return sliding_window > 0 && arch == Arch::kGemma2 && layer % 2 == 0; }
   // Checks that every size is positive and consistent (heads divide dim, pattern length, ...).
   Status validate() const;
 

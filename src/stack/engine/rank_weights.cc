@@ -1,5 +1,7 @@
 #include "engine/rank_weights.h"
 
+#include <utility>
+
 #include "engine/moe_ep.h"
 
 namespace recur {
@@ -54,9 +56,11 @@ Status check_tp_split(const ModelConfig& c, int tp, int64_t block, bool layer_sp
   if (layer_split && tp > 1) any_attention = false;  // whole on one rank: nothing to split
   if (any_attention && c.n_heads % tp != 0)
     return invalid_argument("engine.tp={} does not divide the {} attention heads", tp, c.n_heads);
-  if (any_attention && ((c.n_heads / tp) * c.head_dim) % block != 0)
+  // The output projection's columns per rank: each head's value width (MLA: v_head_dim).
+  const int64_t head_cols = c.is_mla() ? c.v_head_dim : c.head_dim;
+  if (any_attention && ((c.n_heads / tp) * head_cols) % block != 0)
     return invalid_argument("engine.tp={}: a rank's {} attention heads of {} are not whole {}-element blocks", tp,
-                            c.n_heads / tp, c.head_dim, block);
+                            c.n_heads / tp, head_cols, block);
   if (any_kda && c.kda_heads % tp != 0)
     return invalid_argument("engine.tp={} does not divide the {} KDA value heads", tp, c.kda_heads);
   if (any_kda && c.kda_key_heads % tp != 0 && tp % c.kda_key_heads != 0)
@@ -66,13 +70,17 @@ Status check_tp_split(const ModelConfig& c, int tp, int64_t block, bool layer_sp
   if (any_kda && ((c.kda_heads / tp) * c.kda_head_dim) % block != 0)
     return invalid_argument("engine.tp={}: a rank's {} KDA heads of {} are not whole {}-element blocks", tp,
                             c.kda_heads / tp, c.kda_head_dim, block);
-  if (c.ffn_dim % tp != 0 || (c.ffn_dim / tp) % block != 0)
-    return invalid_argument("engine.tp={}: FFN width {} does not split into whole {}-element blocks", tp, c.ffn_dim,
-                            block);
-  if (c.n_experts > 0 && c.shared_expert && (c.shared_width() % tp != 0 || (c.shared_width() / tp) % block != 0))
-    return invalid_argument("engine.tp={}: shared expert width {} does not split into whole {}-element blocks", tp,
-                            c.shared_width(), block);
-  if (any_attention) {
+  // Every FFN width a layer has: the experts' (or the dense FFN's), deepseek2's leading dense
+  // layers', the shared expert's.
+  const std::pair<const char*, int> widths[] = {
+      {"FFN", c.ffn_dim},
+      {"leading dense FFN", c.leading_dense_layers > 0 ? c.dense_ffn_dim : c.ffn_dim},
+      {"shared expert", c.n_experts > 0 && c.shared_expert ? c.shared_width() : c.ffn_dim}};
+  for (const auto& [what, width] : widths)
+    if (width % tp != 0 || (width / tp) % block != 0)
+      return invalid_argument("engine.tp={}: {} width {} does not split into whole {}-element blocks", tp, what, width,
+                              block);
+  if (any_attention && !c.is_mla()) {
     // The paged attention kernel maps local query head h to local KV head h / (heads / kv_heads),
     // so a rank's heads must cover its KV heads in equal groups.
     const int64_t group = c.n_heads / c.n_kv_heads;
@@ -117,6 +125,10 @@ Result<RankWeights> shard_rank(const TransformerModel& m, int rank, int tp, int 
       RECUR_ASSIGN_OR_RETURN(S.wf, Projection::create(weight_rows(L.wf, vc.begin, vc.end), p, form));
       RECUR_ASSIGN_OR_RETURN(S.wb, Projection::create(weight_rows(L.wb, S.v_heads.begin, S.v_heads.end), p, form));
       RECUR_ASSIGN_OR_RETURN(S.out_gate, Projection::create(weight_rows(L.out_gate, vc.begin, vc.end), p, form));
+      if (L.wf_a.data != nullptr) {
+        RECUR_ASSIGN_OR_RETURN(S.wf_a, Projection::create(L.wf_a, p, form));
+        RECUR_ASSIGN_OR_RETURN(S.out_gate_a, Projection::create(L.out_gate_a, p, form));
+      }
       RECUR_ASSIGN_OR_RETURN(S.wo, rank_row_parallel(L.wo, vc, tp, p, form, r.copied_sources));
       S.conv_q = rank_widened_rows(L.conv_q, kc.begin, kc.end);
       S.conv_k = rank_widened_rows(L.conv_k, kc.begin, kc.end);
@@ -125,6 +137,20 @@ Result<RankWeights> shard_rank(const TransformerModel& m, int rank, int tp, int 
       S.a_log.assign(a_log.begin() + S.v_heads.begin, a_log.begin() + S.v_heads.end);
       S.dt_bias.assign(dt_bias.begin() + vc.begin, dt_bias.begin() + vc.end);
       S.out_norm = rank_widened_rows(L.out_norm, 0, 1);
+    } else if (L.mla) {
+      S.heads = rank_span(c.n_heads, tp, index);
+      S.kv_heads = {0, 1};
+      const int64_t qw = int64_t(c.qk_nope_dim) + c.qk_rope_dim, vw = c.v_head_dim;
+      const Span q_rows{S.heads.begin * qw, S.heads.end * qw};
+      if (c.q_lora_rank > 0) {
+        RECUR_ASSIGN_OR_RETURN(S.wq_a, Projection::create(L.wq_a, p, act));
+        RECUR_ASSIGN_OR_RETURN(S.wq_b, Projection::create(weight_rows(L.wq_b, q_rows.begin, q_rows.end), p, act));
+      } else {
+        RECUR_ASSIGN_OR_RETURN(S.wq, Projection::create(weight_rows(L.wq, q_rows.begin, q_rows.end), p, act));
+      }
+      RECUR_ASSIGN_OR_RETURN(S.wkv_a, Projection::create(L.wkv_a, p, act));
+      RECUR_ASSIGN_OR_RETURN(
+          S.wo, rank_row_parallel(L.wo, {S.heads.begin * vw, S.heads.end * vw}, tp, p, act, r.copied_sources));
     } else if (layer_split && tp > 1) {
       // The owner holds the layer whole (wo as a view, as with tp = 1); the others nothing.
       S.owns_attention = layer_split_owner(attention_index++, tp) == index;
@@ -152,8 +178,10 @@ Result<RankWeights> shard_rank(const TransformerModel& m, int rank, int tp, int 
     }
     S.sh_gate_inp = rank_widened_span(L.sh_gate_inp, 0, L.sh_gate_inp.cols);
     std::vector<const Weight*>& copied = r.copied_sources;
-    if (c.n_experts == 0) {
-      RECUR_ASSIGN_OR_RETURN(S.dense, rank_ffn_shard(L.w_gate, L.w_up, L.w_down, r.ffn, tp, p, form, copied));
+    if (c.is_dense_ffn_layer(l)) {
+      // The layer's own width (deepseek2's leading dense layers differ from its experts).
+      const Span cols = rank_span(L.w_gate.rows, tp, index);
+      RECUR_ASSIGN_OR_RETURN(S.dense, rank_ffn_shard(L.w_gate, L.w_up, L.w_down, cols, tp, p, form, copied));
     } else if (ep > 1) {
       // Whole experts (views, no copy), and the whole shared expert for the rank's own tokens.
       const Span all{0, c.ffn_dim};

@@ -5,6 +5,7 @@
 // batch; immutable afterwards.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "core/status.h"
@@ -26,6 +27,13 @@ struct LayerShard {
   Span v_heads, k_heads, heads, kv_heads;
   bool owns_attention = true;
   Projection wq, wk, wv, wf, wb, out_gate, wo;
+  // Low-rank KDA gates (kimi-linear): the first factor, whole on every rank (its output is the
+  // rank, not heads); wf and out_gate then hold the second factor's rows of this rank's heads.
+  std::optional<Projection> wf_a, out_gate_a;
+  // MLA (blocks/mla_mixer.cc): heads split like attention's; wq (or wq_b after the whole wq_a)
+  // holds this rank's heads' rows, wkv_a is whole on every rank (each keeps the whole latent
+  // cache), wo is row-parallel over the heads' value columns.
+  Projection wq_a, wq_b, wkv_a;
   std::vector<float> conv_q, conv_k, conv_v;  // [channels, conv_size], widened once
   std::vector<float> a_log, dt_bias, out_norm;
   // Attention features (empty when the architecture lacks them): this rank's q/k/v bias

@@ -71,23 +71,32 @@ class TensorMaker {
   }
   // Short-convolution taps: the current input passes through (last tap near 1), the window
   // adds a little of the previous inputs.
-  Status conv(const std::string& name, int64_t channels, int taps) {
+  // kimi: llama.cpp's {taps, 1, channels} shape.
+  Status conv(const std::string& name, int64_t channels, int taps, bool kimi = false) {
     std::normal_distribution<float> dist(0.0f, 0.2f);
     std::vector<float> x(size_t(channels * taps));
     for (int64_t c = 0; c < channels; ++c)
       for (int t = 0; t < taps; ++t) x[size_t(c * taps + t)] = (t == taps - 1 ? 1.0f : 0.0f) + dist(rng_);
-    return w_.add_tensor(name, gguf::TensorType::kF32, {uint64_t(taps), uint64_t(channels)},
-                         encode_as(gguf::TensorType::kF32, x));
+    std::vector<uint64_t> dims = kimi ? std::vector<uint64_t>{uint64_t(taps), 1, uint64_t(channels)}
+                                      : std::vector<uint64_t>{uint64_t(taps), uint64_t(channels)};
+    return w_.add_tensor(name, gguf::TensorType::kF32, std::move(dims), encode_as(gguf::TensorType::kF32, x));
   }
   // KDA decay parameters as Kimi initialises them: A = U(1, 16), dt = logU(1e-3, 1e-1), and
   // dt_bias = softplus^-1(dt), so exp(g) starts between about 0.98 and 0.9999.
-  Status kda_decay(const std::string& prefix, int heads, int k) {
+  // kimi: llama.cpp's kimi-linear names, ssm_a = -exp(A_log) as {1, heads} and ssm_dt.bias.
+  Status kda_decay(const std::string& prefix, int heads, int k, bool kimi = false) {
     std::uniform_real_distribution<float> a(1.0f, 16.0f), u(0.0f, 1.0f);
     std::vector<float> a_log(static_cast<size_t>(heads)), dt_bias(static_cast<size_t>(heads) * size_t(k));
     for (float& v : a_log) v = std::log(a(rng_));
     for (float& v : dt_bias) {
       float dt = std::exp(std::log(1e-3f) + u(rng_) * (std::log(1e-1f) - std::log(1e-3f)));
       v = std::log(std::expm1(dt));
+    }
+    if (kimi) {
+      for (float& v : a_log) v = -std::exp(v);
+      RECUR_RETURN_IF_ERROR(w_.add_tensor(prefix + "ssm_a", gguf::TensorType::kF32, {1, uint64_t(heads)},
+                                          encode_as(gguf::TensorType::kF32, a_log)));
+      return vector(prefix + "ssm_dt.bias", dt_bias);
     }
     RECUR_RETURN_IF_ERROR(vector(prefix + "kda_a_log", a_log));
     return vector(prefix + "kda_dt_bias", dt_bias);
@@ -129,6 +138,83 @@ std::vector<float> llama3_rope_factors(int d, double theta) {
     }
   }
   return out;
+}
+
+// MLA attention in llama.cpp's names (deepseek2.h): a direct or low-rank q, attn_k_b / attn_v_b
+// (or the unsplit attn_kv_b).
+Status mla_attention(TensorMaker& make, const ModelConfig& c, const std::string& p, bool unsplit_kv_b) {
+  const int64_t H = c.n_heads, N = c.qk_nope_dim, E = c.qk_rope_dim, R = c.kv_lora_rank, V = c.v_head_dim;
+  const double in_dim = 1.0 / std::sqrt(double(c.dim)), residual = 1.0 / std::sqrt(2.0 * c.n_layers);
+  if (c.q_lora_rank > 0) {
+    RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_q_a.weight", c.q_lora_rank, c.dim, in_dim));
+    RECUR_RETURN_IF_ERROR(make.ones(p + "attn_q_a_norm.weight", c.q_lora_rank));
+    RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_q_b.weight", H * (N + E), c.q_lora_rank, 1 / std::sqrt(double(c.q_lora_rank))));
+  } else {
+    RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_q.weight", H * (N + E), c.dim, in_dim));
+  }
+  RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_kv_a_mqa.weight", R + E, c.dim, in_dim));
+  RECUR_RETURN_IF_ERROR(make.ones(p + "attn_kv_a_norm.weight", R));
+  const double up = 1 / std::sqrt(double(R));
+  if (unsplit_kv_b) {
+    RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_kv_b.weight", H * (N + V), R, up));
+  } else {
+    RECUR_RETURN_IF_ERROR(make.experts(p + "attn_k_b.weight", int(H), R, N, up));
+    RECUR_RETURN_IF_ERROR(make.experts(p + "attn_v_b.weight", int(H), V, R, up));
+  }
+  return make.matrix(p + "attn_output.weight", c.dim, H * V, residual / std::sqrt(double(H * V)));
+}
+
+// kimi-linear's KDA layer (kimi_linear.h): q/k/v, their convolutions, the low-rank decay and
+// output-gate projections, beta, ssm_a = -exp(A_log), dt bias, the gated norm and the output.
+Status kimi_kda(TensorMaker& make, const ModelConfig& c, const std::string& p) {
+  const int64_t K = c.kda_head_dim, D = int64_t(c.kda_heads) * K;
+  const double in_dim = 1.0 / std::sqrt(double(c.dim)), residual = 1.0 / std::sqrt(2.0 * c.n_layers);
+  for (const char* x : {"q", "k", "v"}) {
+    RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_" + x + ".weight", D, c.dim, in_dim));
+    RECUR_RETURN_IF_ERROR(make.conv(p + "ssm_conv1d_" + x + ".weight", D, c.conv_size, /*kimi=*/true));
+  }
+  RECUR_RETURN_IF_ERROR(make.matrix(p + "ssm_f_a.weight", K, c.dim, in_dim));
+  RECUR_RETURN_IF_ERROR(make.matrix(p + "ssm_f_b.weight", D, K, 1 / std::sqrt(double(K))));
+  RECUR_RETURN_IF_ERROR(make.matrix(p + "ssm_beta.weight", c.kda_heads, c.dim, in_dim));
+  RECUR_RETURN_IF_ERROR(make.kda_decay(p, c.kda_heads, int(K), /*kimi=*/true));
+  RECUR_RETURN_IF_ERROR(make.matrix(p + "ssm_g_a.weight", K, c.dim, in_dim));
+  RECUR_RETURN_IF_ERROR(make.matrix(p + "ssm_g_b.weight", D, K, 1 / std::sqrt(double(K))));
+  RECUR_RETURN_IF_ERROR(make.ones(p + "ssm_norm.weight", K));
+  return make.matrix(p + "attn_output.weight", c.dim, D, residual / std::sqrt(double(D)));
+}
+
+// Layer l's FFN: dense (with phi3's fused gate+up; deepseek2's leading dense layers are
+// dense_ffn_dim wide), or the routed experts (with the selection bias for sigmoid gating and
+// always for kimi-linear) and the shared expert (with qwen2moe's gate).
+Status ffn_tensors(TensorMaker& make, const ModelConfig& c, const std::string& p, int l) {
+  const double in_dim = 1.0 / std::sqrt(double(c.dim)), residual = 1.0 / std::sqrt(2.0 * c.n_layers);
+  RECUR_RETURN_IF_ERROR(make.ones(p + "ffn_norm.weight", c.dim));
+  if (c.post_norms) RECUR_RETURN_IF_ERROR(make.random_vector(p + "post_ffw_norm.weight", c.dim, 1, 0.2));
+  if (c.is_dense_ffn_layer(l)) {
+    const int64_t width = l < c.leading_dense_layers ? c.dense_ffn_dim : c.ffn_dim;
+    if (c.fused_gate_up) {
+      RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_up.weight", 2 * width, c.dim, in_dim));
+    } else {
+      RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_gate.weight", width, c.dim, in_dim));
+      RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_up.weight", width, c.dim, in_dim));
+    }
+    return make.matrix(p + "ffn_down.weight", c.dim, width, residual / std::sqrt(double(width)));
+  }
+  const double down = residual / std::sqrt(double(c.ffn_dim));
+  RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_gate_inp.weight", c.n_experts, c.dim, in_dim));
+  if (c.expert_gating == ExpertGating::kSigmoid || c.arch == Arch::kKimiLinear)
+    RECUR_RETURN_IF_ERROR(make.random_vector(p + "exp_probs_b.bias", c.n_experts, 0, 0.1));
+  RECUR_RETURN_IF_ERROR(make.experts(p + "ffn_gate_exps.weight", c.n_experts, c.ffn_dim, c.dim, in_dim));
+  RECUR_RETURN_IF_ERROR(make.experts(p + "ffn_up_exps.weight", c.n_experts, c.ffn_dim, c.dim, in_dim));
+  RECUR_RETURN_IF_ERROR(make.experts(p + "ffn_down_exps.weight", c.n_experts, c.dim, c.ffn_dim, down));
+  if (!c.shared_expert) return ok_status();
+  const int64_t shared = c.shared_width();
+  RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_gate_shexp.weight", shared, c.dim, in_dim));
+  RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_up_shexp.weight", shared, c.dim, in_dim));
+  RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_down_shexp.weight", c.dim, shared, residual / std::sqrt(double(shared))));
+  if (c.shared_expert_gate)
+    RECUR_RETURN_IF_ERROR(make.random_vector(p + "ffn_gate_inp_shexp.weight", c.dim, 0, in_dim));
+  return ok_status();
 }
 
 }  // namespace
@@ -201,10 +287,16 @@ Result<Vocabulary> synthetic_vocabulary(int size) {
 Result<gguf::Writer> synthetic_model(const SyntheticModelOptions& o) {
   const ModelConfig& c = o.config;
   RECUR_RETURN_IF_ERROR(c.validate());
-  if (o.dtype == gguf::TensorType::kQ8_0 && (c.dim % 32 != 0 || c.ffn_dim % 32 != 0 || (c.n_heads * c.head_dim) % 32 != 0 ||
+  if (o.dtype == gguf::TensorType::kQ8_0 && (c.dim % 32 != 0 || c.ffn_dim % 32 != 0 || (!c.is_mla() && (c.n_heads * c.head_dim) % 32 != 0) ||
                                             (c.shared_expert && c.shared_width() % 32 != 0) ||
-                                            (c.arch == Arch::kHybrid && (c.kda_head_dim * c.kda_key_heads) % 32 != 0)))
+                                            (c.arch == Arch::kHybrid && (c.kda_head_dim * c.kda_key_heads) % 32 != 0) ||
+                                            (c.arch == Arch::kKimiLinear && c.kda_head_dim % 32 != 0)))
     return invalid_argument("Q8_0 needs dim, ffn and the head widths to be multiples of 32");
+  if (o.dtype == gguf::TensorType::kQ8_0 && c.is_mla() &&
+      (c.kv_lora_rank % 32 != 0 || c.qk_nope_dim % 32 != 0 || c.q_lora_rank % 32 != 0 || c.dense_ffn_dim % 32 != 0 ||
+       (c.n_heads * c.v_head_dim) % 32 != 0))
+    return invalid_argument("Q8_0 needs kv_lora_rank, q_lora_rank, the nope and value widths and the dense FFN to be "
+                            "multiples of 32");
   if (o.dtype == gguf::TensorType::kI32)
     return invalid_argument("synthetic weights are F32, F16, BF16, Q8_0 or W8A8 (I8)");
   gguf::Writer w;
@@ -217,13 +309,18 @@ Result<gguf::Writer> synthetic_model(const SyntheticModelOptions& o) {
   const int64_t q_dim = int64_t(c.n_heads) * c.head_dim, kv_dim = int64_t(c.n_kv_heads) * c.head_dim;
   const double in_dim = 1.0 / std::sqrt(double(c.dim));
   const double residual = 1.0 / std::sqrt(2.0 * c.n_layers);
-  RECUR_RETURN_IF_ERROR(make.matrix("token_embd.weight", c.vocab, c.dim, 1.0));
+  // Architectures that scale the embedding by sqrt(dim) (gemma) get embeddings N(0, 1/dim), so the
+  // scaled rows are N(0, 1) like everyone else's: N(0, 1) times sqrt(dim) would drown the layers,
+  // and with gemma's tied head every greedy token would repeat the one before.
+  RECUR_RETURN_IF_ERROR(make.matrix("token_embd.weight", c.vocab, c.dim, c.scale_embeddings ? in_dim : 1.0));
   if (o.llama3_rope) RECUR_RETURN_IF_ERROR(make.vector("rope_freqs.weight", llama3_rope_factors(c.head_dim, c.rope_theta)));
   const int64_t K = c.kda_head_dim, qk = int64_t(c.kda_key_heads) * K, vd = int64_t(c.kda_heads) * K;
   for (int l = 0; l < c.n_layers; ++l) {
     const std::string p = fmt::format("blk.{}.", l);
     RECUR_RETURN_IF_ERROR(make.ones(p + "attn_norm.weight", c.dim));
-    if (c.is_kda_layer(l)) {
+    if (c.is_mla()) {  // deepseek2, kimi-linear (whose KDA layers have llama.cpp's names)
+      RECUR_RETURN_IF_ERROR(c.is_kda_layer(l) ? kimi_kda(make, c, p) : mla_attention(make, c, p, o.unsplit_kv_b));
+    } else if (c.is_kda_layer(l)) {
       RECUR_RETURN_IF_ERROR(make.matrix(p + "kda_q.weight", qk, c.dim, in_dim));
       RECUR_RETURN_IF_ERROR(make.matrix(p + "kda_k.weight", qk, c.dim, in_dim));
       RECUR_RETURN_IF_ERROR(make.matrix(p + "kda_v.weight", vd, c.dim, in_dim));
@@ -254,32 +351,9 @@ Result<gguf::Writer> synthetic_model(const SyntheticModelOptions& o) {
         RECUR_RETURN_IF_ERROR(make.random_vector(p + "attn_k_norm.weight", c.head_dim, 1, 0.2));
       }
       RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_output.weight", c.dim, q_dim, residual / std::sqrt(double(q_dim))));
+      if (c.post_norms) RECUR_RETURN_IF_ERROR(make.random_vector(p + "post_attention_norm.weight", c.dim, 1, 0.2));
     }
-    RECUR_RETURN_IF_ERROR(make.ones(p + "ffn_norm.weight", c.dim));
-    const double down = residual / std::sqrt(double(c.ffn_dim));
-    if (c.n_experts == 0) {
-      if (c.fused_gate_up) {
-        RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_up.weight", 2 * int64_t(c.ffn_dim), c.dim, in_dim));
-      } else {
-        RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_gate.weight", c.ffn_dim, c.dim, in_dim));
-        RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_up.weight", c.ffn_dim, c.dim, in_dim));
-      }
-      RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_down.weight", c.dim, c.ffn_dim, down));
-    } else {
-      RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_gate_inp.weight", c.n_experts, c.dim, in_dim));
-      RECUR_RETURN_IF_ERROR(make.experts(p + "ffn_gate_exps.weight", c.n_experts, c.ffn_dim, c.dim, in_dim));
-      RECUR_RETURN_IF_ERROR(make.experts(p + "ffn_up_exps.weight", c.n_experts, c.ffn_dim, c.dim, in_dim));
-      RECUR_RETURN_IF_ERROR(make.experts(p + "ffn_down_exps.weight", c.n_experts, c.dim, c.ffn_dim, down));
-      if (c.shared_expert) {
-        const int64_t shared = c.shared_width();
-        RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_gate_shexp.weight", shared, c.dim, in_dim));
-        RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_up_shexp.weight", shared, c.dim, in_dim));
-        RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_down_shexp.weight", c.dim, shared,
-                                          residual / std::sqrt(double(shared))));
-        if (c.shared_expert_gate)
-          RECUR_RETURN_IF_ERROR(make.random_vector(p + "ffn_gate_inp_shexp.weight", c.dim, 0, in_dim));
-      }
-    }
+    RECUR_RETURN_IF_ERROR(ffn_tensors(make, c, p, l));
   }
   RECUR_RETURN_IF_ERROR(make.ones("output_norm.weight", c.dim));
   if (!c.tied_embeddings) RECUR_RETURN_IF_ERROR(make.matrix("output.weight", c.vocab, c.dim, in_dim));

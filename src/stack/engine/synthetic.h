@@ -5,7 +5,8 @@
 // Weight statistics keep activations finite and non-degenerate through every layer: matrices
 // are N(0, 1/fan_in) so W x keeps the RMS of x, the two projections that write into the
 // residual stream (attention output, FFN down) are further scaled by 1/sqrt(2 * layers) so the
-// residual grows like sqrt(1 + layer / layers), norm weights are 1, embeddings N(0, 1).
+// residual grows like sqrt(1 + layer / layers), norm weights are 1, embeddings N(0, 1) (N(0, 1/dim)
+// where the architecture multiplies them by sqrt(dim)).
 // The vocabulary is a synthetic SentencePiece one: control tokens, 256 byte tokens, then
 // printable characters and letter n-grams with and without the word-start marker.
 #pragma once
@@ -29,6 +30,8 @@ struct SyntheticModelOptions {
   // Llama 3 RoPE scaling: a rope_freqs.weight tensor of the divisors Llama 3.1's converter
   // computes (factor 8, low/high frequency factors 1 and 4, original context 8192).
   bool llama3_rope = false;
+  // deepseek2: the unsplit attn_kv_b of older llama.cpp files instead of attn_k_b / attn_v_b.
+  bool unsplit_kv_b = false;
 };
 
 // A SentencePiece vocabulary of exactly `size` tokens (at least 259 + 95).

@@ -23,6 +23,9 @@ struct LayerWeights {
   Weight wq, wk, wv, wo;
   // KDA only
   Weight conv_q, conv_k, conv_v, wf, a_log, dt_bias, wb, out_gate, out_norm;
+  // Low-rank KDA gates (kimi-linear): f = wf (f_b) of wf_a (f_a) h, the output gate likewise;
+  // absent (data null) when wf and out_gate take h directly.
+  Weight wf_a, out_gate_a;
   // FFN: dense, or router + experts (+ shared expert)
   Weight w_gate, w_up, w_down;
   Weight router;
@@ -31,6 +34,13 @@ struct LayerWeights {
   // Architecture features (model_config.h; unset: data null): q/k/v biases, per-head QK RMSNorm
   // weights [head_dim], the shared expert's sigmoid gate [1, dim].
   Weight bq, bk, bv, q_norm, k_norm, sh_gate_inp;
+  Weight post_attn_norm, post_ffn_norm;  // sandwich norms (post_norms)
+  Weight exp_probs_b;  // deepseek2: the router's selection bias [n_experts] (absent: no bias)
+  // MLA attention (deepseek2.h, blocks/mla_mixer.cc) when `mla`: q from wq or wq_a -> q_a_norm
+  // -> wq_b; wkv_a gives the latent and the shared RoPE key; wk_b, wv_b are F32 copies the model
+  // owns ([heads, rank, nope] and [heads, v_dim, rank], kernels/mla/mla.h); wo as attention's.
+  bool mla = false;
+  Weight wq_a, q_a_norm, wq_b, wkv_a, kv_a_norm, wk_b, wv_b;
 };
 
 class TransformerModel : public Model {

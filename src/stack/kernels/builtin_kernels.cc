@@ -3,6 +3,7 @@
 #include "kernels/gemm/gemm_register.h"
 #include "kernels/kda/kda_register.h"
 #include "kernels/layer/layer_specs.h"
+#include "kernels/mla/mla_register.h"
 
 namespace recur::kernels {
 
@@ -17,6 +18,8 @@ std::vector<KernelSpec> builtin_kernel_specs() {
   specs.push_back(kda_prefill_spec());
   specs.push_back(attention_decode_spec());
   specs.push_back(attention_prefill_spec());
+  specs.push_back(mla_decode_spec());
+  specs.push_back(mla_prefill_spec());
   for (KernelSpec& k : layer_kernel_specs()) specs.push_back(std::move(k));
   return specs;
 }

@@ -103,13 +103,14 @@ void attention_mixer(const Step& s, int l) {
     for (size_t i = 0; i < seqs.size() && st; ++i)
       st = r.kv->append(seqs[i], layer, std::span<const float>(r.k.data() + int64_t(i) * kv_local, size_t(kv_local)),
                         std::span<const float>(r.v.data() + int64_t(i) * kv_local, size_t(kv_local)));
-    const paged::AttentionOptions o{.isa = ek.attention_decode.isa, .split_k = ek.attention_decode_split_k};
+    const paged::AttentionOptions o{.isa = ek.attention_decode.isa, .split_k = ek.attention_decode_split_k,
+                                    .scale = c.attn_scale, .softcap = c.attn_softcap};
     if (st) st = paged::decode(*r.kv, layer, seqs, r.q.data(), heads, r.o.data(), o, s.intra);
   } else {
     RECUR_ZONE("attention_prefill");
     zone.arg("variant", ek.attention_prefill.variant.data());
     zone.arg("rows", M);
-    const paged::AttentionOptions o{.isa = ek.attention_prefill.isa};
+    const paged::AttentionOptions o{.isa = ek.attention_prefill.isa, .scale = c.attn_scale, .softcap = c.attn_softcap};
     st = paged::prefill(*r.kv, layer, seqs, counts, r.q.data(), r.k.data(), r.v.data(), heads, r.o.data(), o,
                         s.intra);
   }

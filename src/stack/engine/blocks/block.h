@@ -33,7 +33,10 @@ struct ForwardRank {
   std::vector<int> kv_seq;  // slot -> the cache's sequence id
   // Rows of one forward: [max_batch_tokens, width].
   std::vector<float> x, h, partial, q, k, v, g, b, o, gate, ff_a, ff_b, ff_out, xg, router, logits;
+  std::vector<float> q_a;       // MLA with a low-rank q: [rows, q_lora_rank]
+  std::vector<float> low_rank;  // KDA's low-rank gates (kimi-linear): [rows, rank]
   // [rows, 2 * head_dim]: each row's RoPE tables c then s (kernels::rope_tables), shared by every layer
+  // (MLA: [rows, 2 * qk_rope_dim], YaRN's tables, mla_rope_tables)
   std::vector<float> rope;
   std::vector<float> rope_freqs;  // [head_dim / 2] divisors of rope_freqs.weight (Llama 3), widened on first use
   std::vector<float> norm_w, scratch;
@@ -81,10 +84,14 @@ void embed_rows(const Step& s);
 void norm_rows(const Step& s, const Weight& w);
 void add_partial_rows(const Step& s);
 void add_partial_norm_rows(const Step& s, const Weight& w);
+// partial = RMSNorm(partial) * w in place (post_norms: after the all-reduce, so every rank has it whole).
+void norm_partial_rows(const Step& s, const Weight& w);
 const float* norm_weight(const Step& s, const Weight& w);
 // ffn.cc: rows [m, dim] of x through one FFN (shard): out = down(silu(gate x) * up x); with
 // tap_layer >= 0 the gate, up and activation are tapped as layer tap_layer's dense FFN.
 void ffn_rows(const Step& s, const FfnShard& f, const float* x, int64_t m, float* out, int tap_layer = -1);
+// GELU, tanh approximation (ffn_gelu: gemma's gated FFN).
+float gelu_tanh(float x);
 
 // projections.cc: y = W x for several projections of the same m rows x (each out's rows
 // written to its y), in one parallel region for a decode step of fp32 weights.
@@ -96,10 +103,16 @@ void project_rows(const Step& s, const float* x, int64_t m, std::span<const Proj
 
 // The token mixers: h -> partial (this rank's addend of the layer's output).
 void attention_mixer(const Step& s, int l);
+void mla_mixer(const Step& s, int l);  // mla_mixer.cc; MLA layers (LayerWeights::mla)
+void mla_rope_tables(const Step& s);   // the rows' YaRN tables into r.rope (embed_rows calls it)
 void kda_mixer(const Step& s, int l);
 // The FFNs: h -> partial. moe_ffn with engine.ep > 1 leaves every row's whole output.
 void dense_ffn(const Step& s, int l);
 void moe_ffn(const Step& s, int l);
+// moe_gating.cc: each row's top-k experts (ids, weights [rows, k]) from the router logits in
+// s.r.router: the registered route_topk for the hybrid's softmax gating, deepseek2's gating
+// (model_config.h: sigmoid or softmax, selection bias, optional renormalization, scale) otherwise.
+Status route_rows(const Step& s, int l, int32_t* ids, float* weights);
 // Final norm and the vocabulary-parallel LM head for the rows with want_logits.
 void lm_head(const Step& s);
 

@@ -1,9 +1,16 @@
 // The dense FFN block (SwiGLU) and the FFN arithmetic the MoE experts share.
+#include <cmath>
+
 #include "engine/blocks/block.h"
 #include "kernels/layer/layer.h"
 #include "trace/trace.h"
 
 namespace recur {
+
+float gelu_tanh(float x) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + 0.044715f * x * x)));
+}
 
 // SwiGLU through the registered layer kernel at the variant of kernel.swiglu.variant (registered and checked against float64; element-wise,
 // so a row's bits do not depend on its chunk): std::exp per element cost ~3 ms a layer at 128
@@ -20,7 +27,14 @@ void ffn_rows(const Step& s, const FfnShard& f, const float* x, int64_t m, float
     s.tap(Op::kFfnGate, tap_layer, a, n, cols.begin, whole);
     s.tap(Op::kFfnUp, tap_layer, b, n, cols.begin, whole);
   }
-  {
+  if (s.c().ffn_gelu) {
+    // Gemma's GELU (tanh approximation, as ggml_gelu) of the gate times up, element-wise.
+    RECUR_ZONE("geglu");
+    zone.arg("rows", m);
+    for_rows(s.intra, m, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0 * n; i < i1 * n; ++i) a[i] = gelu_tanh(a[i]) * b[i];
+    });
+  } else {
     const KernelChoice& k = s.o.kernels.swiglu;
     RECUR_ZONE("swiglu");
     zone.arg("variant", k.variant.data());

@@ -25,10 +25,21 @@ void kda_mixer(const Step& s, int l) {
   const int64_t q_off = S.k_heads.begin * K, v_off = S.v_heads.begin * K;
   const int64_t qk_all = int64_t(c.kda_key_heads) * K, v_all = int64_t(c.kda_heads) * K;
   const float* h = r.h.data();
-  // Every projection of h, the output gate's included (the KDA core leaves r.gate alone).
-  const ProjectionOut in[] = {{&S.wq, r.q.data()}, {&S.wk, r.k.data()}, {&S.wv, r.v.data()},
-                              {&S.wf, r.g.data()}, {&S.wb, r.b.data()}, {&S.out_gate, r.gate.data()}};
-  project_rows(s, h, M, in);
+  if (!S.wf_a) {
+    // Every projection of h, the output gate's included (the KDA core leaves r.gate alone).
+    const ProjectionOut in[] = {{&S.wq, r.q.data()}, {&S.wk, r.k.data()}, {&S.wv, r.v.data()},
+                                {&S.wf, r.g.data()}, {&S.wb, r.b.data()}, {&S.out_gate, r.gate.data()}};
+    project_rows(s, h, M, in);
+  } else {
+    // Low-rank gates (kimi-linear): each through its first factor into r.low_rank, then the
+    // second; the full-rank projections of h share one region.
+    const ProjectionOut in[] = {{&S.wq, r.q.data()}, {&S.wk, r.k.data()}, {&S.wv, r.v.data()}, {&S.wb, r.b.data()}};
+    project_rows(s, h, M, in);
+    S.wf_a->apply(h, M, r.low_rank.data(), s.intra);
+    S.wf.apply(r.low_rank.data(), M, r.g.data(), s.intra);
+    S.out_gate_a->apply(h, M, r.low_rank.data(), s.intra);
+    S.out_gate.apply(r.low_rank.data(), M, r.gate.data(), s.intra);
+  }
   s.tap(Op::kKdaQProj, l, r.q.data(), qk, q_off, qk_all);
   s.tap(Op::kKdaKProj, l, r.k.data(), qk, q_off, qk_all);
   s.tap(Op::kKdaVProj, l, r.v.data(), vd, v_off, v_all);

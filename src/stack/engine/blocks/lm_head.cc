@@ -1,6 +1,8 @@
 // The final RMSNorm and the vocabulary-parallel LM head, for the rows with want_logits only, in
 // the caller's order: each rank computes its slice of the vocabulary (the all-gather is each
 // rank writing its slice of the shared logits; under mpi an all_gather between processes).
+#include <cmath>
+
 #include "engine/blocks/block.h"
 #include "engine/layers.h"
 #include "kernels/rmsnorm/rmsnorm.h"
@@ -41,12 +43,21 @@ void lm_head(const Step& s) {
     for (int64_t j = 0; j < n; ++j) fn(r.x.data() + s.p.want[size_t(j)] * dim, wf, r.h.data() + j * dim, 1, dim, c.rms_eps);
   }
   const Span vs = r.w.vocab;
+  // gemma2's final soft-capping, on the logits this rank wrote.
+  auto cap = [&](float* y, int64_t count) {
+    if (c.final_softcap <= 0) return;
+    for (int64_t i = 0; i < count; ++i) y[i] = c.final_softcap * std::tanh(y[i] / c.final_softcap);
+  };
   if (s.o.tp == 1) {
     // Replicated ranks: rank 0 writes the shared logits; under mpi every process has its own.
-    if (r.w.index == 0 || s.per_process) r.w.output.apply(r.h.data(), n, s.logits, s.intra);
+    if (r.w.index == 0 || s.per_process) {
+      r.w.output.apply(r.h.data(), n, s.logits, s.intra);
+      cap(s.logits, n * c.vocab);
+    }
   } else {
     r.logits.resize(size_t(n * vs.size()));
     r.w.output.apply(r.h.data(), n, r.logits.data(), s.intra);
+    cap(r.logits.data(), n * vs.size());
     if (s.per_process) {
       lm_head_gather(s, n);  // the other slices live in other processes
     } else {

@@ -31,22 +31,14 @@ void moe_add_shared(const Step& s, const LayerShard& S, const float* x, int64_t 
   }
 }
 
-void moe_routed(const Step& s, const LayerShard& S) {
+void moe_routed(const Step& s, int l, const LayerShard& S) {
   const ModelConfig& c = s.c();
   ForwardRank& r = s.r;
   const int64_t M = s.rows(), dim = c.dim;
   const int64_t top = c.n_experts_used;
   std::vector<int32_t> ids(size_t(M * top));
   std::vector<float> weights(size_t(M * top));
-  {
-    // The registered route_topk (one variant): softmax, the k largest, renormalized unless the
-    // architecture keeps the raw probabilities (qwen2moe).
-    RECUR_ZONE("route_topk");
-    zone.arg("variant", s.o.kernels.route_topk.variant.data());
-    zone.arg("rows", M);
-    r.fail(kernels::route_topk(r.router.data(), M, c.n_experts, top, kernels::RouteScore::kSoftmax, c.moe_renormalize, ids.data(),
-                               weights.data()));
-  }
+  r.fail(route_rows(s, l, ids.data(), weights.data()));
   std::vector<std::vector<std::pair<int64_t, float>>> routed(size_t(c.n_experts));
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < top; ++j) routed[size_t(ids[size_t(i * top + j)])].emplace_back(i, weights[size_t(i * top + j)]);
@@ -105,7 +97,7 @@ void moe_ffn(const Step& s, int l) {
     moe_expert_parallel(s, S);
     s.tap(Op::kFfnMoeGathered, l, r.partial.data(), c.dim);
   } else {
-    moe_routed(s, S);
+    moe_routed(s, l, S);
     s.tap(Op::kFfnMoe, l, r.partial.data(), c.dim);
   }
 }

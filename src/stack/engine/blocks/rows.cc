@@ -2,6 +2,7 @@
 // over the rows in claimed chunks (for_rows), one row whole per thread. The norms are the
 // registered kernels rmsnorm and rmsnorm_residual, the embedding rows the registered
 // embedding_<table type>, at the variants EngineOptions::kernels names.
+#include <cmath>
 #include <optional>
 
 #include "engine/blocks/block.h"
@@ -81,8 +82,13 @@ void embed_tokens(const Step& s) {
 void embed_rows(const Step& s) {
   const ModelConfig& c = s.c();
   embed_tokens(s);
+  if (c.scale_embeddings) {
+    const float k = std::sqrt(float(c.dim));  // gemma, as llama.cpp's ggml_scale(sqrtf(n_embd))
+    for (int64_t i = 0; i < s.rows() * c.dim; ++i) s.r.x[size_t(i)] *= k;
+  }
   s.tap(Op::kEmbed, -1, s.r.x.data(), c.dim);
   if (s.r.rope.empty()) return;  // no attention layer
+  if (c.is_mla()) return mla_rope_tables(s);
   const int64_t hd = c.head_dim;
   const kernels::RopeLayout layout = c.rope_neox ? kernels::RopeLayout::kHalfSplit : kernels::RopeLayout::kInterleaved;
   // Llama 3 RoPE scaling: rope_freqs.weight's divisors, widened once per rank.
@@ -111,6 +117,15 @@ void norm_rows(const Step& s, const Weight& w) {
   const float* x = s.r.x.data();
   float* h = s.r.h.data();
   for_rows(s.intra, s.rows(), [&](int64_t i0, int64_t i1) { fn(x + i0 * dim, wf, h + i0 * dim, i1 - i0, dim, eps); });
+}
+
+void norm_partial_rows(const Step& s, const Weight& w) {
+  const kernels::RmsNormFn fn = kernels::rmsnorm_fn(s.o.kernels.rmsnorm.isa);
+  const int64_t dim = s.c().dim;
+  const float eps = s.c().rms_eps;
+  const float* wf = norm_weight(s, w);
+  float* y = s.r.partial.data();
+  for_rows(s.intra, s.rows(), [&](int64_t i0, int64_t i1) { fn(y + i0 * dim, wf, y + i0 * dim, i1 - i0, dim, eps); });
 }
 
 void add_partial_norm_rows(const Step& s, const Weight& w) {

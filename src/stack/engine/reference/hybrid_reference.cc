@@ -4,6 +4,8 @@
 #include <cmath>
 
 #include "core/knobs.h"
+#include "engine/reference/expert_routing.h"
+#include "engine/reference/reference_session.h"
 #include "engine/weights.h"
 #include "kernels/kda/kda_reference.h"
 
@@ -13,30 +15,11 @@ namespace {
 
 double sigmoid(double v) { return 1 / (1 + std::exp(-v)); }
 
-class ReferenceSession final : public Session {
- public:
-  ReferenceSession(const gguf::File& f, const ModelConfig& c, int max_tokens)
-      : ref_(f, c), vocab_(c.vocab), max_tokens_(max_tokens) {}
-  Result<std::span<const float>> step(TokenId token) override {
-    if (token < 0 || token >= vocab_) return invalid_argument("token {} outside the vocabulary of {}", token, vocab_);
-    if (pos_ >= max_tokens_) return invalid_argument("sequence is full ({} tokens)", max_tokens_);
-    std::vector<double> l = ref_.step(token);
-    logits_.assign(l.begin(), l.end());
-    ++pos_;
-    return std::span<const float>(logits_);
-  }
-  int position() const override { return pos_; }
-
- private:
-  HybridReference ref_;
-  int vocab_, max_tokens_, pos_ = 0;
-  std::vector<float> logits_;
-};
 
 }  // namespace
 
 std::unique_ptr<Session> new_reference_session(const gguf::File& file, const ModelConfig& config, int max_tokens) {
-  return std::make_unique<ReferenceSession>(file, config, max_tokens);
+  return std::make_unique<ReferenceSession<HybridReference>>(file, config, max_tokens);
 }
 
 HybridReference::HybridReference(const gguf::File& f, const ModelConfig& c) : file_(f), c_(c) {
@@ -73,17 +56,25 @@ std::vector<double> HybridReference::step(int token) {
   const int d = c_.dim;
   const std::vector<double>& embd = tensor("token_embd.weight");
   std::vector<double> x(embd.begin() + int64_t(token) * d, embd.begin() + int64_t(token + 1) * d);
+  if (c_.scale_embeddings)
+    for (double& v : x) v *= std::sqrt(double(float(d)));
   for (int l = 0; l < c_.n_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     std::vector<double> h = norm(x, p + "attn_norm.weight");
     std::vector<double> mix = c_.is_kda_layer(l) ? kda(l, p, h) : attention(l, p, h);
+    if (c_.post_norms) mix = norm(mix, p + "post_attention_norm.weight");
     for (int i = 0; i < d; ++i) x[size_t(i)] += mix[size_t(i)];
     h = norm(x, p + "ffn_norm.weight");
     std::vector<double> ff = mlp(p, h);
+    if (c_.post_norms) ff = norm(ff, p + "post_ffw_norm.weight");
     for (int i = 0; i < d; ++i) x[size_t(i)] += ff[size_t(i)];
   }
   ++pos_;
-  return mat(c_.tied_embeddings ? "token_embd.weight" : "output.weight", norm(x, "output_norm.weight"), c_.vocab, 0);
+  std::vector<double> logits =
+      mat(c_.tied_embeddings ? "token_embd.weight" : "output.weight", norm(x, "output_norm.weight"), c_.vocab, 0);
+  if (c_.final_softcap > 0)
+    for (double& v : logits) v = c_.final_softcap * std::tanh(v / c_.final_softcap);
+  return logits;
 }
 
 std::vector<double> HybridReference::mat(const std::string& name, const std::vector<double>& x, int rows,
@@ -162,7 +153,8 @@ void HybridReference::norm_heads(std::vector<double>& x, const std::string& name
 // (i, i + d/2) (NeoX).
 void HybridReference::rope(std::vector<double>& x) {
   const int hd = c_.head_dim;
-  const std::vector<double>* factors = file_.tensor("rope_freqs.weight") ? &tensor("rope_freqs.weight") : nullptr;
+  const bool llama3 = c_.arch == Arch::kLlama && file_.tensor("rope_freqs.weight") != nullptr;
+  const std::vector<double>* factors = llama3 ? &tensor("rope_freqs.weight") : nullptr;
   for (size_t head = 0; head < x.size() / size_t(hd); ++head)
     for (int i = 0; i < hd / 2; ++i) {
       double a = pos_ * double(c_.rope_freq_scale) * std::pow(double(c_.rope_theta), -2.0 * i / hd);
@@ -213,7 +205,9 @@ std::vector<double> HybridReference::attention(int l, const std::string& p, cons
     for (const auto& key : keys_[size_t(l)]) {
       double dot = 0;
       for (int i = 0; i < hd; ++i) dot += q[size_t(head * hd + i)] * key[size_t(kvh * hd + i)];
-      s.push_back(dot / std::sqrt(double(hd)));
+      double score = c_.attn_scale > 0 ? dot * double(c_.attn_scale) : dot / std::sqrt(double(hd));
+      if (c_.attn_softcap > 0) score = c_.attn_softcap * std::tanh(score / c_.attn_softcap);
+      s.push_back(score);
       mx = std::max(mx, s.back());
     }
     for (double& e : s) sum += (e = std::exp(e - mx));
@@ -223,10 +217,16 @@ std::vector<double> HybridReference::attention(int l, const std::string& p, cons
   return mat(p + "attn_output.weight", out, c_.dim, 0);
 }
 
+// The gated FFN's activation: SiLU, or GELU's tanh approximation (ffn_gelu).
+double HybridReference::activation(double g) const {
+  if (!c_.ffn_gelu) return g * sigmoid(g);
+  return 0.5 * g * (1 + std::tanh(std::sqrt(2 / M_PI) * (g + 0.044715 * g * g * g)));
+}
+
 std::vector<double> HybridReference::swiglu(const std::string& gate, const std::string& up, const std::string& down,
                                             const std::vector<double>& h, int64_t off_in, int64_t off_out, int width) {
   std::vector<double> g = mat(gate, h, width, off_in), u = mat(up, h, width, off_in);
-  for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] * sigmoid(g[i]) * u[i];
+  for (size_t i = 0; i < g.size(); ++i) g[i] = activation(g[i]) * u[i];
   return mat(down, g, c_.dim, off_out);
 }
 
@@ -234,24 +234,14 @@ std::vector<double> HybridReference::mlp(const std::string& p, const std::vector
   const int ffn = c_.ffn_dim;
   if (c_.n_experts == 0 && c_.fused_gate_up) {  // phi3: ffn_up is the gate's rows, then the up rows
     std::vector<double> g = mat(p + "ffn_up.weight", h, ffn, 0), u = mat(p + "ffn_up.weight", h, ffn, int64_t(ffn) * c_.dim);
-    for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] * sigmoid(g[i]) * u[i];
+    for (size_t i = 0; i < g.size(); ++i) g[i] = activation(g[i]) * u[i];
     return mat(p + "ffn_down.weight", g, c_.dim, 0);
   }
   if (c_.n_experts == 0) return swiglu(p + "ffn_gate.weight", p + "ffn_up.weight", p + "ffn_down.weight", h, 0, 0, ffn);
-  std::vector<double> logits = mat(p + "ffn_gate_inp.weight", h, c_.n_experts, 0);
-  std::vector<int> order(static_cast<size_t>(c_.n_experts));
-  for (int i = 0; i < c_.n_experts; ++i) order[size_t(i)] = i;
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return logits[size_t(a)] > logits[size_t(b)]; });
-  // Softmax over every expert; the top-k's probabilities, renormalised over the k or not.
-  double all = 0, top = 0;
-  for (int i = 0; i < c_.n_experts; ++i) all += std::exp(logits[size_t(i)]);
-  for (int i = 0; i < c_.n_experts_used; ++i) top += std::exp(logits[size_t(order[size_t(i)])]);
-  const double total = c_.moe_renormalize ? top : all;
+  const std::vector<double> logits = mat(p + "ffn_gate_inp.weight", h, c_.n_experts, 0);
   std::vector<double> out(size_t(c_.dim), 0.0);
   const int64_t block = int64_t(ffn) * c_.dim;
-  for (int i = 0; i < c_.n_experts_used; ++i) {
-    int e = order[size_t(i)];
-    double weight = std::exp(logits[size_t(e)]) / total;
+  for (const auto& [e, weight] : route_experts(c_, logits, nullptr)) {
     std::vector<double> y = swiglu(p + "ffn_gate_exps.weight", p + "ffn_up_exps.weight", p + "ffn_down_exps.weight", h,
                                    e * block, e * block, ffn);
     for (int j = 0; j < c_.dim; ++j) out[size_t(j)] += weight * y[size_t(j)];

@@ -35,6 +35,7 @@ class HybridReference {
   std::vector<double> attention(int l, const std::string& p, const std::vector<double>& h);
   void norm_heads(std::vector<double>& x, const std::string& name);
   void rope(std::vector<double>& x);
+  double activation(double g) const;
   // down(silu(gate x) * up x) for `width` hidden units; offsets pick a matrix (expert, fused half).
   std::vector<double> swiglu(const std::string& gate, const std::string& up, const std::string& down,
                              const std::vector<double>& h, int64_t offset_in, int64_t offset_out, int width);

@@ -34,6 +34,7 @@ struct AttentionOptions {
   std::optional<Isa> isa;  // default: active_isa(); asking above active_isa() is an error
   int split_k = 1;         // context splits per (sequence, kv head); 0 = auto (>= 2 items per thread)
   float scale = 0;         // softmax scale; 0 = 1 / sqrt(head_dim)
+  float softcap = 0;       // scaled scores become softcap * tanh(score / softcap) (gemma2); 0 = none
 };
 
 // One decode step: q is [seqs.size(), q_heads, head_dim] (fp32), out the same shape. Every

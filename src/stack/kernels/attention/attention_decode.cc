@@ -74,7 +74,7 @@ Status decode(const PagedKvCache& cache, int layer, std::span<const int> seqs, c
       for (size_t i = 0; i < qs.size(); ++i) qs[i] = qb[i] * scale;
       AttendArgs a{.layer = &view, .pages = tables[size_t(b)].data(), .kv_head = h, .begin = pr.begin * P,
                    .end = std::min(pr.end * P, lens[size_t(b)]), .rows = G, .q = qs.data(), .limit = nullptr,
-                   .m = m, .l = l, .acc = acc, .scratch = work};
+                   .m = m, .l = l, .acc = acc, .scratch = work, .softcap = options.softcap};
       if (a.begin < a.end) attend(a);
     }
   };

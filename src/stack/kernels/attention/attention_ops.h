@@ -31,6 +31,7 @@ struct AttendArgs {
   float* l = nullptr;              // [rows] running sum of exp(score - m) (start at 0)
   float* acc = nullptr;            // [rows, head_dim] running sum of p * v (start at 0)
   float* scratch = nullptr;        // attend_scratch_floats() floats
+  float softcap = 0;               // scores -> softcap * tanh(score / softcap) when > 0
 };
 
 // Floats of scratch attend() needs.

@@ -219,6 +219,8 @@ void attend_impl(const AttendArgs& a) {
       dots<V>(qr, kt, n, D, s);
       if (ks)
         for (int t = 0; t < n; ++t) s[t] *= ks[t];
+      if (a.softcap > 0)
+        for (int t = 0; t < n; ++t) s[t] = a.softcap * tanhf(s[t] / a.softcap);
       const float m_new = lmax(a.m[r], max_of<V>(s, n));
       const float alpha = expf(a.m[r] - m_new);
       a.l[r] = a.l[r] * alpha + exp_shift<V>(s, n, m_new);

@@ -75,7 +75,8 @@ Status prefill(PagedKvCache& cache, int layer, std::span<const int> seqs, std::s
         }
       AttendArgs a{.layer = &view, .pages = tables[size_t(item.seq_index)].data(), .kv_head = item.kv_head, .begin = 0,
                    .end = limit[size_t(rows - 1)], .rows = rows, .q = qs.data(), .limit = limit.data(),
-                   .m = st.m.data(), .l = st.l.data(), .acc = st.acc.data(), .scratch = work};
+                   .m = st.m.data(), .l = st.l.data(), .acc = st.acc.data(), .scratch = work,
+                   .softcap = options.softcap};
       attend(a);
       const float vscale = view.v_head_scale[item.kv_head];
       for (int64_t j = 0; j < item.count; ++j)

@@ -47,10 +47,10 @@ Result<PagedKvCache> PagedKvCache::create(const KvCacheConfig& c) {
     Layer l;
     const size_t bytes = slots * size_t(c.head_dim) * kv_dtype_size(t);
     l.k = AlignedBuffer(bytes, true);
-    l.v = AlignedBuffer(bytes, true);
+    if (!c.keys_only) l.v = AlignedBuffer(bytes, true);
     if (t == KvDType::kI8) {
       l.k_scale = AlignedBuffer(slots * sizeof(float), true);
-      l.v_scale = AlignedBuffer(slots * sizeof(float), true);
+      if (!c.keys_only) l.v_scale = AlignedBuffer(slots * sizeof(float), true);
     }
     l.k_head_scale.assign(size_t(c.kv_heads), 1.0f);
     l.v_head_scale.assign(size_t(c.kv_heads), 1.0f);
@@ -69,7 +69,7 @@ int64_t PagedKvCache::free_pages() const {
 size_t PagedKvCache::token_bytes(int layer) const {
   const KvDType t = config_.layer_dtypes[size_t(layer)];
   size_t per_head = size_t(config_.head_dim) * kv_dtype_size(t) + (t == KvDType::kI8 ? sizeof(float) : 0);
-  return 2 * size_t(config_.kv_heads) * per_head;
+  return (config_.keys_only ? 1 : 2) * size_t(config_.kv_heads) * per_head;
 }
 
 Status PagedKvCache::check_layer(int layer) const {
@@ -103,14 +103,15 @@ Status PagedKvCache::set_fp8_scales(int layer, std::span<const float> ks, std::s
 
 Status PagedKvCache::calibrate_fp8(int layer, std::span<const float> k, std::span<const float> v, int64_t tokens) {
   const size_t row = size_t(config_.kv_heads) * size_t(config_.head_dim);
-  if (tokens < 1 || k.size() != size_t(tokens) * row || v.size() != k.size())
-    return invalid_argument("kv cache: calibrate_fp8: {} tokens need {} values each of k and v, got {} and {}", tokens,
-                            size_t(std::max<int64_t>(tokens, 0)) * row, k.size(), v.size());
+  if (tokens < 1 || k.size() != size_t(tokens) * row || v.size() != (config_.keys_only ? 0 : k.size()))
+    return invalid_argument("kv cache: calibrate_fp8: {} tokens need {} values of k and {} of v, got {} and {}", tokens,
+                            size_t(std::max<int64_t>(tokens, 0)) * row,
+                            config_.keys_only ? 0 : size_t(std::max<int64_t>(tokens, 0)) * row, k.size(), v.size());
   std::vector<float> ks(size_t(config_.kv_heads), 0.0f), vs(size_t(config_.kv_heads), 0.0f);
   for (size_t i = 0; i < k.size(); ++i) {
     const size_t h = (i % row) / size_t(config_.head_dim);
     ks[h] = std::max(ks[h], std::fabs(k[i]));
-    vs[h] = std::max(vs[h], std::fabs(v[i]));
+    if (!v.empty()) vs[h] = std::max(vs[h], std::fabs(v[i]));
   }
   for (float* s : {ks.data(), vs.data()})
     for (size_t h = 0; h < ks.size(); ++h) s[h] = (s[h] > 0 && std::isfinite(s[h])) ? s[h] / 448.0f : 1.0f;
@@ -139,12 +140,13 @@ Status PagedKvCache::free_sequence(int seq) {
 
 Status PagedKvCache::append(int seq, int layer, std::span<const float> k, std::span<const float> v) {
   RECUR_RETURN_IF_ERROR(check_layer(layer));
-  const size_t row = size_t(config_.kv_heads) * size_t(config_.head_dim);
-  if (k.size() != row || v.size() != row)
-    return invalid_argument("kv cache: append: k and v need {} values ([kv_heads {}, head_dim {}]), got {} and {}", row,
-                            config_.kv_heads, config_.head_dim, k.size(), v.size());
+  const size_t row = size_t(config_.kv_heads) * size_t(config_.head_dim), v_row = config_.keys_only ? 0 : row;
+  if (k.size() != row || v.size() != v_row)
+    return invalid_argument("kv cache: append: k and v need {} and {} values ([kv_heads {}, head_dim {}]{}), got {} and {}",
+                            row, v_row, config_.kv_heads, config_.head_dim, config_.keys_only ? ", keys only" : "",
+                            k.size(), v.size());
   for (size_t i = 0; i < row; ++i)
-    if (!std::isfinite(k[i]) || !std::isfinite(v[i]))
+    if (!std::isfinite(k[i]) || (v_row > 0 && !std::isfinite(v[i])))
       return invalid_argument("kv cache: append: sequence {} layer {}: non-finite {} at kv head {}, dim {}", seq, layer,
                               std::isfinite(k[i]) ? "v" : "k", i / size_t(config_.head_dim), i % size_t(config_.head_dim));
   int32_t page = 0;
@@ -177,7 +179,7 @@ void PagedKvCache::write_token(int layer, int32_t page, int slot, std::span<cons
   for (int h = 0; h < config_.kv_heads; ++h) {
     const size_t slot_index = (size_t(page) * size_t(config_.kv_heads) + size_t(h)) * size_t(config_.page_size) + size_t(slot);
     const size_t elem = slot_index * d;
-    for (int which = 0; which < 2; ++which) {
+    for (int which = 0; which < (config_.keys_only ? 1 : 2); ++which) {
       std::span<const float> src = (which == 0 ? k : v).subspan(size_t(h) * d, d);
       AlignedBuffer& dst = which == 0 ? l.k : l.v;
       // The inputs were checked (sizes, finite), so the conversions below cannot fail.
@@ -231,9 +233,9 @@ LayerView PagedKvCache::layer_view(int layer) const {
 Status PagedKvCache::read(int seq, int layer, int64_t pos, std::span<float> k, std::span<float> v) const {
   RECUR_ASSIGN_OR_RETURN(int64_t len, length(seq, layer));
   if (pos < 0 || pos >= len) return invalid_argument("kv cache: read: position {} is outside [0, {}) of sequence {} layer {}", pos, len, seq, layer);
-  const size_t row = size_t(config_.kv_heads) * size_t(config_.head_dim);
-  if (k.size() != row || v.size() != row)
-    return invalid_argument("kv cache: read: k and v need {} values, got {} and {}", row, k.size(), v.size());
+  const size_t row = size_t(config_.kv_heads) * size_t(config_.head_dim), v_row = config_.keys_only ? 0 : row;
+  if (k.size() != row || v.size() != v_row)
+    return invalid_argument("kv cache: read: k and v need {} and {} values, got {} and {}", row, v_row, k.size(), v.size());
   RECUR_ASSIGN_OR_RETURN(std::span<const int32_t> table, pages(seq));
   const int32_t page = table[size_t(pos / config_.page_size)];
   const LayerView lv = layer_view(layer);
@@ -241,7 +243,7 @@ Status PagedKvCache::read(int seq, int layer, int64_t pos, std::span<float> k, s
   for (int h = 0; h < config_.kv_heads; ++h) {
     const size_t slot = (size_t(page) * size_t(config_.kv_heads) + size_t(h)) * size_t(config_.page_size) +
                         size_t(pos % config_.page_size);
-    for (int which = 0; which < 2; ++which) {
+    for (int which = 0; which < (config_.keys_only ? 1 : 2); ++which) {
       const std::byte* src = which == 0 ? lv.k : lv.v;
       float* dst = (which == 0 ? k : v).data() + size_t(h) * d;
       for (size_t i = 0; i < d; ++i) {

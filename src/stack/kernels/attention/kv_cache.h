@@ -54,6 +54,10 @@ struct KvCacheConfig {
   int page_size = 16;        // tokens per page
   int64_t num_pages = 1024;  // pages per layer pool
   std::vector<KvDType> layer_dtypes = {KvDType::kF32};  // one per layer
+  // One stored vector per (token, kv head) instead of a K and a V: MLA's compressed latent plus
+  // its shared RoPE key (kernels/mla), whose values are a prefix of the keys. append() and
+  // read() then take an empty v; the layer views have no V storage.
+  bool keys_only = false;
 };
 
 // A read-only view of one layer's storage, what the attention kernels consume. Element offsets:
@@ -83,7 +87,7 @@ class PagedKvCache {
   const KvCacheConfig& config() const { return config_; }
   int layers() const { return int(config_.layer_dtypes.size()); }
   int64_t free_pages() const;
-  // Bytes one token of one layer occupies (K and V values plus their int8 scales).
+  // Bytes one token of one layer occupies (K and V values, or K alone, plus their int8 scales).
   size_t token_bytes(int layer) const;
 
   // fp8 layers only; scales must be positive and finite; the layer must not hold tokens yet.

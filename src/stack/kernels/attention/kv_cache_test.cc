@@ -168,6 +168,37 @@ TEST(KvCache, MixedPrecisionLayersKeepTheirOwnDTypes) {
   EXPECT_EQ(*cache.length(s, 3), 1);  // layers advance independently
 }
 
+// MLA's latent cache (keys_only): one vector per token, half the bytes, v empty on both sides,
+// each dtype stored as for keys.
+TEST(KvCache, KeysOnlyStoresOneVectorPerToken) {
+  for (KvDType t : testing::kAllDTypes) {
+    auto made = PagedKvCache::create(
+        {.kv_heads = 1, .head_dim = 40, .page_size = 4, .num_pages = 4, .layer_dtypes = {t}, .keys_only = true});
+    ASSERT_TRUE(made) << made.error().to_string();
+    PagedKvCache& cache = *made;
+    auto both = PagedKvCache::create({.kv_heads = 1, .head_dim = 40, .page_size = 4, .num_pages = 4, .layer_dtypes = {t}});
+    ASSERT_TRUE(both);
+    EXPECT_EQ(2 * cache.token_bytes(0), both->token_bytes(0)) << kv_dtype_name(t);
+    EXPECT_EQ(cache.layer_view(0).v, nullptr);
+    const int seq = *cache.add_sequence();
+    std::vector<std::vector<float>> ks;
+    for (int tok = 0; tok < 9; ++tok) {
+      ks.push_back(random_values(40, 7 + uint64_t(tok), 0.05f));
+      ASSERT_TRUE(cache.append(seq, 0, ks.back(), {})) << kv_dtype_name(t);
+    }
+    const std::vector<float> extra = random_values(40, 99);
+    const auto with_v = cache.append(seq, 0, extra, extra);
+    ASSERT_FALSE(with_v);
+    EXPECT_NE(with_v.error().message().find("keys only"), std::string::npos) << with_v.error().message();
+    std::vector<float> k(40);
+    for (int tok = 0; tok < 9; ++tok) {
+      ASSERT_TRUE(cache.read(seq, 0, tok, k, {}));
+      const std::vector<float> ek = expected_storage(t, ks[size_t(tok)], 1, 40, 1.0f);
+      for (size_t i = 0; i < 40; ++i) ASSERT_EQ(k[i], ek[i]) << kv_dtype_name(t) << " token " << tok << " " << i;
+    }
+  }
+}
+
 TEST(KvCache, DTypeNamesRoundTrip) {
   for (KvDType t : testing::kAllDTypes) EXPECT_EQ(*parse_kv_dtype(kv_dtype_name(t)), t);
   EXPECT_FALSE(parse_kv_dtype("fp4"));

@@ -1,0 +1,455 @@
+// deepseek2 (deepseek2.h) against its float64 reference (reference/mla_reference.h) on random
+// models in llama.cpp's layout: two shapes (direct q, softmax gating, no YaRN; low-rank q,
+// sigmoid gating with exp_probs_b and renormalization, YaRN, two shared experts) in F32, F16
+// and Q8_0; prefill equals token-by-token decode; the absorbed and expanded MLA forms agree;
+// the older unsplit attn_kv_b loads; the latent cache's dtypes; what is refused. kimi-linear
+// (kimi_linear.h: KDA + MLA without RoPE + the same MoE) against the same reference.
+#include "engine/deepseek2.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/thread_pool.h"
+#include "engine/architectures.h"
+#include "engine/forward.h"
+#include "engine/synthetic.h"
+
+namespace recur {
+namespace {
+
+// Shape A: DeepSeek-V2-Lite's form (q direct, softmax, no renormalization, scale 1).
+ModelConfig shape_a() {
+  ModelConfig c;
+  c.arch = Arch::kDeepseek2;
+  c.dim = 64;
+  c.n_layers = 3;
+  c.n_heads = 4;
+  c.n_kv_heads = 1;
+  c.kv_lora_rank = 32;
+  c.qk_nope_dim = 32;
+  c.qk_rope_dim = 16;
+  c.head_dim = 48;
+  c.v_head_dim = 32;
+  c.vocab = 400;
+  c.context = 64;
+  c.n_experts = 6;
+  c.n_experts_used = 2;
+  c.ffn_dim = 32;
+  c.leading_dense_layers = 1;
+  c.dense_ffn_dim = 96;
+  c.shared_ffn_dim = 32;  // one expert wide
+  c.shared_expert = true;
+  c.moe_renormalize = false;
+  return c;
+}
+
+// Shape B: DeepSeek-V3's form (low-rank q, sigmoid + selection bias, renormalized, scaled),
+// YaRN with DeepSeek's mscale, two shared experts.
+ModelConfig shape_b() {
+  ModelConfig c = shape_a();
+  c.dim = 96;
+  c.n_layers = 3;
+  c.n_heads = 3;
+  c.q_lora_rank = 64;
+  c.kv_lora_rank = 64;
+  c.qk_rope_dim = 8;
+  c.head_dim = 40;
+  c.v_head_dim = 64;
+  c.n_experts = 8;
+  c.n_experts_used = 3;
+  c.shared_ffn_dim = 2 * c.ffn_dim;  // two experts wide
+  c.expert_gating = ExpertGating::kSigmoid;
+  c.moe_renormalize = true;
+  c.expert_weights_scale = 2.5f;
+  c.rope_yarn_factor = 4;
+  c.rope_original_context = 16;
+  c.rope_yarn_log_mul = 0.0707f;
+  return c;
+}
+
+struct Built {
+  std::vector<std::byte> bytes;
+  std::unique_ptr<Model> model;
+};
+
+Built make(const ModelConfig& c, gguf::TensorType dtype, bool unsplit = false) {
+  Built b;
+  auto w = synthetic_model({.config = c, .dtype = dtype, .seed = 5, .unsplit_kv_b = unsplit});
+  EXPECT_TRUE(w.has_value()) << (w ? "" : w.error().message());
+  b.bytes = w->serialize();
+  auto f = gguf::parse(b.bytes, "deepseek2.gguf");
+  EXPECT_TRUE(f.has_value()) << (f ? "" : f.error().message());
+  // Not regrouped: regrouped Q8_0 always meets Q8_0 activations, and exact_knobs() wants fp32.
+  auto m = model_from_file(std::move(*f), {.regroup_q8_0 = false, .regroup_f16 = false});
+  EXPECT_TRUE(m.has_value()) << (m ? "" : m.error().message());
+  if (m) b.model = std::move(*m);
+  return b;
+}
+
+// fp32 activations, so the engine and the reference see the same weights and differ only by
+// fp32 rounding (the default Q8_0 / F16 activations are the gemm's own, documented error).
+Config exact_knobs() {
+  Config k;
+  EXPECT_TRUE(k.set("kernel.gemm.q8_0_activations", "f32").has_value());
+  EXPECT_TRUE(k.set("kernel.gemm.f16_activations", "f32").has_value());
+  return k;
+}
+
+std::unique_ptr<Session> session(const Model& m, ThreadPool& pool, Config knobs, int tokens = 32) {
+  auto s = m.new_session(pool, tokens, knobs);
+  EXPECT_TRUE(s.has_value()) << (s ? "" : s.error().message());
+  return s ? std::move(*s) : nullptr;
+}
+
+int argmax(std::span<const float> x) { return int(std::max_element(x.begin(), x.end()) - x.begin()); }
+
+// docs/engine.md, "MLA": |engine - reference| <= 2e-4 * max(1, max |logit|) per step, and the
+// greedy continuation is the same tokens.
+void expect_matches_reference(const ModelConfig& c, gguf::TensorType dtype, const char* what) {
+  Built b = make(c, dtype);
+  ASSERT_TRUE(b.model) << what;
+  auto pool = ThreadPool::create({.threads = 2, .pin = false});
+  Config ref_knobs;
+  ASSERT_TRUE(ref_knobs.set("engine.numerics", "f64_reference").has_value());
+  auto fast = session(*b.model, **pool, exact_knobs());
+  auto ref = session(*b.model, **pool, ref_knobs);
+  ASSERT_TRUE(fast && ref);
+  int token = 17, fast_next = -1, ref_next = -1;
+  std::vector<int> prompt = {17, 250, 3, 399, 64};
+  for (int i = 0; i < 12; ++i) {
+    const int t = i < int(prompt.size()) ? prompt[size_t(i)] : token;
+    auto got = fast->step(t);
+    auto want = ref->step(t);
+    ASSERT_TRUE(got.has_value() && want.has_value()) << what;
+    double err = 0, scale = 0;
+    for (size_t v = 0; v < got->size(); ++v) {
+      err = std::max(err, std::fabs(double((*got)[v]) - double((*want)[v])));
+      scale = std::max(scale, std::fabs(double((*want)[v])));
+    }
+    EXPECT_LT(err, 2e-4 * std::max(1.0, scale)) << what << " step " << i;
+    fast_next = argmax(*got);
+    ref_next = argmax(*want);
+    EXPECT_EQ(fast_next, ref_next) << what << " greedy token at step " << i;
+    token = ref_next;
+  }
+}
+
+TEST(Deepseek2, ShapeAMatchesTheFloat64Reference) {
+  expect_matches_reference(shape_a(), gguf::TensorType::kF32, "A f32");
+  expect_matches_reference(shape_a(), gguf::TensorType::kF16, "A f16");
+  expect_matches_reference(shape_a(), gguf::TensorType::kQ8_0, "A q8_0");
+}
+
+TEST(Deepseek2, ShapeBMatchesTheFloat64Reference) {
+  expect_matches_reference(shape_b(), gguf::TensorType::kF32, "B f32");
+  expect_matches_reference(shape_b(), gguf::TensorType::kF16, "B f16");
+  expect_matches_reference(shape_b(), gguf::TensorType::kQ8_0, "B q8_0");
+}
+
+TEST(Deepseek2, UnsplitKvBMatchesTheFloat64Reference) {
+  Built b = make(shape_a(), gguf::TensorType::kF32, /*unsplit=*/true);
+  ASSERT_TRUE(b.model);
+  ASSERT_NE(static_cast<const TransformerModel&>(*b.model).file().tensor("blk.0.attn_kv_b.weight"), nullptr);
+  expect_matches_reference(shape_a(), gguf::TensorType::kF32, "A f32 split");  // the split form, same seed
+  auto pool = ThreadPool::create({.threads = 1, .pin = false});
+  Config ref_knobs;
+  ASSERT_TRUE(ref_knobs.set("engine.numerics", "f64_reference").has_value());
+  auto fast = session(*b.model, **pool, Config());
+  auto ref = session(*b.model, **pool, ref_knobs);
+  for (int t : {5, 300, 42}) {
+    auto got = fast->step(t);
+    auto want = ref->step(t);
+    ASSERT_TRUE(got.has_value() && want.has_value());
+    for (size_t v = 0; v < got->size(); ++v) ASSERT_NEAR((*got)[v], (*want)[v], 2e-4 * 4) << v;
+  }
+}
+
+// A prefill of several tokens (mla_prefill, causal within the run) ends where token-by-token
+// decode (mla_decode) ends.
+// A prefill of the prompt ends where stepping it token by token ends, and both decode on alike.
+void expect_prefill_equals_steps(const Model& m, ThreadPool& pool, const Config& knobs, const char* what) {
+  const std::vector<TokenId> prompt = {9, 120, 33, 7, 301, 44, 2, 18, 250};
+  auto batched = session(m, pool, knobs);
+  auto stepped = session(m, pool, knobs);
+  auto p = batched->prefill(prompt);
+  ASSERT_TRUE(p.has_value()) << p.error().message();
+  std::vector<float> prefilled(p->begin(), p->end());
+  std::span<const float> last;
+  for (TokenId t : prompt) {
+    auto s = stepped->step(t);
+    ASSERT_TRUE(s.has_value());
+    last = *s;
+  }
+  for (size_t v = 0; v < last.size(); ++v) ASSERT_NEAR(prefilled[v], last[v], 1e-4) << what << " " << v;
+  auto x = batched->step(77), y = stepped->step(77);
+  ASSERT_TRUE(x.has_value() && y.has_value());
+  for (size_t v = 0; v < x->size(); ++v) ASSERT_NEAR((*x)[v], (*y)[v], 1e-4) << what << " " << v;
+}
+
+TEST(Deepseek2, PrefillEqualsTokenByTokenDecode) {
+  for (const ModelConfig& c : {shape_a(), shape_b()}) {
+    Built b = make(c, gguf::TensorType::kF32);
+    ASSERT_TRUE(b.model);
+    auto pool = ThreadPool::create({.threads = 2, .pin = false});
+    expect_prefill_equals_steps(*b.model, **pool, Config(), "deepseek2");
+  }
+}
+
+// kernel.mla_decode.variant / kernel.mla_prefill.variant act on the engine: the expanded form
+// runs different arithmetic (bits differ) to the same result.
+TEST(Deepseek2, AbsorbedAndExpandedFormsAgreeInTheEngine) {
+  Built b = make(shape_b(), gguf::TensorType::kF32);
+  ASSERT_TRUE(b.model);
+  auto pool = ThreadPool::create({.threads = 2, .pin = false});
+  Config expand;
+  ASSERT_TRUE(expand.set("kernel.mla_decode.variant", "expand").has_value());
+  ASSERT_TRUE(expand.set("kernel.mla_prefill.variant", "expand").has_value());
+  auto absorbed = session(*b.model, **pool, Config());
+  auto expanded = session(*b.model, **pool, expand);
+  const std::vector<TokenId> prompt = {4, 8, 15, 16, 23, 42};
+  auto a = absorbed->prefill(prompt);
+  std::vector<float> pa(a->begin(), a->end());
+  auto e = expanded->prefill(prompt);
+  ASSERT_TRUE(a.has_value() && e.has_value());
+  bool differ = false;
+  for (size_t v = 0; v < pa.size(); ++v) {
+    ASSERT_NEAR(pa[v], (*e)[v], 1e-4) << v;
+    differ |= pa[v] != (*e)[v];
+  }
+  EXPECT_TRUE(differ) << "the expand knob did not change the arithmetic";
+  for (int t : {99, 100}) {
+    auto x = absorbed->step(t);
+    std::vector<float> xa(x->begin(), x->end());
+    auto y = expanded->step(t);
+    ASSERT_TRUE(y.has_value());
+    for (size_t v = 0; v < xa.size(); ++v) ASSERT_NEAR(xa[v], (*y)[v], 1e-4) << v;
+  }
+  Config bad;
+  ASSERT_TRUE(bad.set("kernel.mla_decode.variant", "nonesuch").has_value() == false ||
+              !b.model->new_session(**pool, 8, bad).has_value());
+}
+
+// The cache holds kv_lora_rank + rope values per token and layer, in the knob's dtype; a
+// quantized latent cache stays close to the f32 one.
+TEST(Deepseek2, LatentCacheBytesAndDtypes) {
+  const ModelConfig c = shape_a();
+  Built b = make(c, gguf::TensorType::kF32);
+  ASSERT_TRUE(b.model);
+  auto pool = ThreadPool::create({.threads = 1, .pin = false});
+  const BatchOptions one{.max_sequences = 1, .max_tokens = 32, .max_batch_tokens = 32};
+  std::vector<float> base;
+  for (const char* dtype : {"f32", "bf16", "fp8_e4m3", "int8"}) {
+    Config knobs;
+    for (int l = 0; l < c.n_layers; ++l)
+      ASSERT_TRUE(knobs.set(fmt::format("engine.kv_dtype.layer[{}]", l), dtype).has_value());
+    auto batch = b.model->new_batch(**pool, one, knobs);
+    ASSERT_TRUE(batch.has_value()) << batch.error().message();
+    const KvUsage u = (*batch)->kv_usage();
+    const int64_t elt = std::string(dtype) == "f32" ? 4 : std::string(dtype) == "bf16" ? 2 : 1;
+    const int64_t per_token = c.n_layers * ((c.kv_lora_rank + c.qk_rope_dim) * elt + (std::string(dtype) == "int8" ? 4 : 0));
+    EXPECT_EQ(u.bytes_total, per_token * u.pages_total * 16) << dtype;
+    auto seq = (*batch)->add_sequence();
+    ASSERT_TRUE(seq.has_value());
+    std::vector<BatchToken> toks;
+    for (int i = 0; i < 6; ++i) toks.push_back({.seq = *seq, .token = 10 + 7 * i, .want_logits = i == 5});
+    auto logits = (*batch)->forward(toks);
+    ASSERT_TRUE(logits.has_value()) << logits.error().message();
+    if (base.empty()) base.assign(logits->begin(), logits->end());
+    double err = 0;
+    for (size_t v = 0; v < base.size(); ++v) err = std::max(err, std::fabs(double(base[v]) - (*logits)[v]));
+    EXPECT_LT(err, std::string(dtype) == "f32" ? 0.0 + 1e-30 : 0.05) << dtype;
+  }
+}
+
+// Kimi-Linear's form: KDA layers with low-rank gates and MLA layers without RoPE in a pattern,
+// a leading dense layer, sigmoid gating with exp_probs_b, renormalized, scaled.
+ModelConfig kimi_linear() {
+  ModelConfig c = shape_a();
+  c.arch = Arch::kKimiLinear;
+  c.n_layers = 4;
+  c.layer_pattern = "kkak";
+  c.kda_head_dim = 32;
+  c.kda_heads = c.kda_key_heads = c.n_heads;
+  c.conv_size = 4;
+  c.mla_rope = false;
+  c.expert_gating = ExpertGating::kSigmoid;
+  c.moe_renormalize = true;
+  c.expert_weights_scale = 2.446f;
+  return c;
+}
+
+TEST(KimiLinear, MatchesTheFloat64Reference) {
+  expect_matches_reference(kimi_linear(), gguf::TensorType::kF32, "kimi f32");
+  expect_matches_reference(kimi_linear(), gguf::TensorType::kF16, "kimi f16");
+  expect_matches_reference(kimi_linear(), gguf::TensorType::kQ8_0, "kimi q8_0");
+}
+
+TEST(KimiLinear, WritesAndReadsLlamaCppsLayout) {
+  Built b = make(kimi_linear(), gguf::TensorType::kF32);
+  ASSERT_TRUE(b.model);
+  const gguf::File& f = static_cast<const TransformerModel&>(*b.model).file();
+  for (const char* name : {"blk.0.ssm_conv1d_q.weight", "blk.0.ssm_f_a.weight", "blk.0.ssm_f_b.weight", "blk.0.ssm_beta.weight",
+                           "blk.0.ssm_a", "blk.0.ssm_dt.bias", "blk.0.ssm_g_a.weight", "blk.0.ssm_g_b.weight",
+                           "blk.0.ssm_norm.weight", "blk.2.attn_kv_a_mqa.weight", "blk.2.attn_k_b.weight",
+                           "blk.1.exp_probs_b.bias"})
+    EXPECT_NE(f.tensor(name), nullptr) << name;
+  EXPECT_EQ(f.tensor("blk.0.ssm_conv1d_q.weight")->dims, (std::vector<uint64_t>{4, 1, 128}));
+  const gguf::Value* kv = f.find("kimi-linear.attention.head_count_kv");
+  ASSERT_NE(kv, nullptr);
+  ASSERT_EQ(kv->items.size(), 4u);
+  EXPECT_EQ(kv->items[0].as_int(), 0);
+  EXPECT_EQ(kv->items[2].as_int(), 1);
+  EXPECT_EQ(b.model->config().layer_pattern, "kkak");
+  EXPECT_FALSE(b.model->config().mla_rope);
+}
+
+TEST(KimiLinear, PrefillEqualsTokenByTokenDecodeForEveryKdaVariant) {
+  Built b = make(kimi_linear(), gguf::TensorType::kF32);
+  ASSERT_TRUE(b.model);
+  auto pool = ThreadPool::create({.threads = 2, .pin = false});
+  for (const char* variant : {"vtile", "hoisted_recip"}) {
+    Config knobs;
+    ASSERT_TRUE(knobs.set("engine.kda.decode_variant", variant).has_value());
+    expect_prefill_equals_steps(*b.model, **pool, knobs, variant);
+  }
+}
+
+// Two sequences in one forward (their runs side by side in one MLA call, pages interleaved)
+// give what each gives alone, for a prefill and then a batched decode step.
+TEST(Deepseek2, SequencesInOneBatchMatchSessionsAlone) {
+  for (const ModelConfig& c : {shape_b(), kimi_linear()}) {
+    Built b = make(c, gguf::TensorType::kF32);
+    ASSERT_TRUE(b.model);
+    auto pool = ThreadPool::create({.threads = 2, .pin = false});
+    auto batch = b.model->new_batch(**pool, {.max_sequences = 2, .max_tokens = 32, .max_batch_tokens = 32}, Config());
+    ASSERT_TRUE(batch.has_value()) << batch.error().message();
+    auto s0 = (*batch)->add_sequence(), s1 = (*batch)->add_sequence();
+    ASSERT_TRUE(s0.has_value() && s1.has_value());
+    const std::vector<std::vector<TokenId>> prompts = {{5, 17, 230, 8, 99, 3, 41}, {300, 2, 64}};
+    std::vector<BatchToken> toks;
+    for (size_t i = 0; i < 7; ++i)  // interleaved, the last token of each wanting logits
+      for (size_t q = 0; q < 2; ++q)
+        if (i < prompts[q].size())
+          toks.push_back({.seq = q == 0 ? *s0 : *s1, .token = prompts[q][i], .want_logits = i + 1 == prompts[q].size()});
+    auto first = (*batch)->forward(toks);
+    ASSERT_TRUE(first.has_value()) << first.error().message();
+    std::vector<float> prefill_logits(first->begin(), first->end());  // seq 1's row comes first (it ends first)
+    auto step = (*batch)->forward(std::vector<BatchToken>{{.seq = *s0, .token = 77, .want_logits = true},
+                                                         {.seq = *s1, .token = 78, .want_logits = true}});
+    ASSERT_TRUE(step.has_value()) << step.error().message();
+    std::vector<float> step_logits(step->begin(), step->end());
+    const size_t V = size_t(c.vocab);
+    for (size_t q = 0; q < 2; ++q) {
+      auto alone = session(*b.model, **pool, Config());
+      std::vector<TokenId> prompt = prompts[q];
+      auto p = alone->prefill(prompt);
+      ASSERT_TRUE(p.has_value());
+      const float* got = prefill_logits.data() + (q == 0 ? V : 0);
+      for (size_t v = 0; v < V; ++v) ASSERT_NEAR(got[v], (*p)[v], 1e-4) << q << " prefill " << v;
+      auto d = alone->step(q == 0 ? 77 : 78);
+      ASSERT_TRUE(d.has_value());
+      for (size_t v = 0; v < V; ++v) ASSERT_NEAR(step_logits[q * V + v], (*d)[v], 1e-4) << q << " decode " << v;
+    }
+  }
+}
+
+// engine.tp=2 splits MLA's heads (each rank keeps the whole latent cache), KDA's heads and the
+// FFNs; the logits match one rank's, for deepseek2 (with its leading dense layer and shared
+// expert of their own widths) and kimi-linear (with its low-rank KDA gates).
+TEST(Deepseek2, TensorParallelMatchesOneRank) {
+  for (const ModelConfig& c : {shape_a(), kimi_linear()}) {
+    Built b = make(c, gguf::TensorType::kF32);
+    ASSERT_TRUE(b.model);
+    auto pool = ThreadPool::create({.threads = 2, .pin = false});
+    Config tp;
+    ASSERT_TRUE(tp.set("engine.tp", "2").has_value());
+    auto one = session(*b.model, **pool, Config());
+    auto two = session(*b.model, **pool, tp);
+    ASSERT_TRUE(one && two) << arch_name(c.arch);
+    const std::vector<TokenId> prompt = {3, 141, 59, 265};
+    auto x = one->prefill(prompt);
+    std::vector<float> a(x->begin(), x->end());
+    auto y = two->prefill(prompt);
+    ASSERT_TRUE(y.has_value()) << y.error().message();
+    for (size_t v = 0; v < a.size(); ++v) ASSERT_NEAR(a[v], (*y)[v], 1e-4) << arch_name(c.arch) << " prefill " << v;
+    for (TokenId t : {35, 89}) {
+      auto p = one->step(t);
+      std::vector<float> pa(p->begin(), p->end());
+      auto q = two->step(t);
+      ASSERT_TRUE(q.has_value());
+      for (size_t v = 0; v < pa.size(); ++v) ASSERT_NEAR(pa[v], (*q)[v], 1e-4) << arch_name(c.arch) << " decode " << v;
+    }
+  }
+}
+
+TEST(Deepseek2, RefusesWhatItDoesNotRun) {
+  Built b = make(shape_a(), gguf::TensorType::kF32);
+  ASSERT_TRUE(b.model);
+  auto pool = ThreadPool::create({.threads = 2, .pin = false});
+  Config ep;
+  ASSERT_TRUE(ep.set("engine.ep", "2").has_value());
+  auto s = b.model->new_session(**pool, 8, ep);
+  ASSERT_FALSE(s.has_value());
+  EXPECT_NE(s.error().message().find("MLA models split heads over engine.tp ranks only"), std::string::npos)
+      << s.error().message();
+  Config tp;  // shape B has 3 heads
+  ASSERT_TRUE(tp.set("engine.tp", "2").has_value());
+  Built three = make(shape_b(), gguf::TensorType::kF32);
+  auto t = three.model->new_session(**pool, 8, tp);
+  ASSERT_FALSE(t.has_value());
+  EXPECT_NE(t.error().message().find("does not divide the 3 attention heads"), std::string::npos) << t.error().message();
+  // A file without one of its MLA tensors names it.
+  auto w = synthetic_model({.config = shape_a(), .dtype = gguf::TensorType::kF32, .seed = 5});
+  ASSERT_TRUE(w.has_value());
+  std::vector<std::byte> bytes = w->serialize();
+  // Rename the tensor in the header (same length, so the file stays well formed).
+  const std::string name = "blk.1.attn_kv_a_norm.weight";
+  auto* raw = reinterpret_cast<char*>(bytes.data());
+  const auto at = std::search(raw, raw + bytes.size(), name.begin(), name.end());
+  ASSERT_NE(at, raw + bytes.size());
+  at[name.size() - 1] = 'X';
+  auto f = gguf::parse(bytes, "broken.gguf");
+  ASSERT_TRUE(f.has_value());
+  auto m = model_from_file(std::move(*f));
+  ASSERT_FALSE(m.has_value());
+  EXPECT_NE(m.error().message().find("blk.1.attn_kv_a_norm.weight"), std::string::npos) << m.error().message();
+}
+
+// deepseek2 and kimi-linear are rows of the architecture table (MLA; kimi-linear's layers follow
+// the pattern), and their MoE keys map onto the fields every row shares: expert_shared_count
+// shared experts are one shared expert shared_ffn_dim = count x ffn_dim wide, expert_weights_norm
+// is moe_renormalize; both round-trip through the file.
+TEST(Deepseek2, IsARowOfTheArchitectureTableWithTheSharedMoeFields) {
+  for (const char* name : {"deepseek2", "kimi-linear"}) {
+    auto row = find_architecture(name, "test");
+    ASSERT_TRUE(row.has_value()) << name;
+    EXPECT_TRUE((*row)->mla) << name;
+    EXPECT_EQ((*row)->kda_layers, std::string_view(name) == "kimi-linear") << name;
+    EXPECT_EQ(arch_name((*row)->arch), name);
+    EXPECT_NE(supported_architectures().find(name), std::string::npos) << supported_architectures();
+  }
+  for (const ModelConfig& c : {shape_a(), shape_b()}) {
+    Built b = make(c, gguf::TensorType::kF32);
+    ASSERT_TRUE(b.model);
+    const ModelConfig& read = b.model->config();
+    const gguf::File& f = static_cast<const TransformerModel&>(*b.model).file();
+    const gguf::Value* count = f.find("deepseek2.expert_shared_count");
+    ASSERT_NE(count, nullptr);
+    EXPECT_EQ(count->as_int().value_or(-1), c.shared_width() / c.ffn_dim);
+    EXPECT_EQ(read.shared_width(), c.shared_width());
+    EXPECT_EQ(read.moe_renormalize, c.moe_renormalize);
+    EXPECT_EQ(read.expert_gating, c.expert_gating);
+    EXPECT_EQ(read.expert_weights_scale, c.expert_weights_scale);
+    EXPECT_EQ(read.max_ffn_width(), std::max({c.ffn_dim, c.dense_ffn_dim, c.shared_width()}));
+  }
+  ModelConfig part = shape_a();
+  part.shared_ffn_dim = part.ffn_dim + 16;  // not whole experts: no expert_shared_count says it
+  auto s = part.validate();
+  ASSERT_FALSE(s.has_value());
+  EXPECT_NE(s.error().message().find("not whole experts"), std::string::npos) << s.error().message();
+}
+
+}  // namespace
+}  // namespace recur
