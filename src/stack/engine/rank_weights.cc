@@ -143,14 +143,14 @@ Result<RankWeights> shard_rank(const TransformerModel& m, int rank, int tp, int 
       const int64_t qw = int64_t(c.qk_nope_dim) + c.qk_rope_dim, vw = c.v_head_dim;
       const Span q_rows{S.heads.begin * qw, S.heads.end * qw};
       if (c.q_lora_rank > 0) {
-        RECUR_ASSIGN_OR_RETURN(S.wq_a, Projection::create(L.wq_a, p, act));
-        RECUR_ASSIGN_OR_RETURN(S.wq_b, Projection::create(weight_rows(L.wq_b, q_rows.begin, q_rows.end), p, act));
+        RECUR_ASSIGN_OR_RETURN(S.wq_a, Projection::create(L.wq_a, p, form));
+        RECUR_ASSIGN_OR_RETURN(S.wq_b, Projection::create(weight_rows(L.wq_b, q_rows.begin, q_rows.end), p, form));
       } else {
-        RECUR_ASSIGN_OR_RETURN(S.wq, Projection::create(weight_rows(L.wq, q_rows.begin, q_rows.end), p, act));
+        RECUR_ASSIGN_OR_RETURN(S.wq, Projection::create(weight_rows(L.wq, q_rows.begin, q_rows.end), p, form));
       }
-      RECUR_ASSIGN_OR_RETURN(S.wkv_a, Projection::create(L.wkv_a, p, act));
+      RECUR_ASSIGN_OR_RETURN(S.wkv_a, Projection::create(L.wkv_a, p, form));
       RECUR_ASSIGN_OR_RETURN(
-          S.wo, rank_row_parallel(L.wo, {S.heads.begin * vw, S.heads.end * vw}, tp, p, act, r.copied_sources));
+          S.wo, rank_row_parallel(L.wo, {S.heads.begin * vw, S.heads.end * vw}, tp, p, form, r.copied_sources));
     } else if (layer_split && tp > 1) {
       // The owner holds the layer whole (wo as a view, as with tp = 1); the others nothing.
       S.owns_attention = layer_split_owner(attention_index++, tp) == index;
