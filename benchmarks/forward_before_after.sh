@@ -63,7 +63,9 @@ for c in $cases; do
 done
 
 bench() {  # which binary name model threads round
-  "$2" engine bench -m "$4" --prefill "$prefill" --decode "$decode" --runs 1 --warmup 0 --threads "$5" --json |
+  # Each binary keeps its own roofline cache: two builds with different cache schemas would
+  # otherwise each measure the machine again right before every run of the other.
+  RECUR_CACHE_DIR="$work/cache-$1" "$2" engine bench -m "$4" --prefill "$prefill" --decode "$decode" --runs 1 --warmup 0 --threads "$5" --json |
     /usr/bin/python3 -c "import json,sys; j=json.load(sys.stdin); m={x['name']:x['value'] for x in j['metrics']}
 print(json.dumps({'bin':'$1','case':'$3','threads':$5,'round':$6,'prefill':m['prefill_tok_s'],'decode':m['decode_tok_s']}))" >> "$results"
 }
