@@ -167,10 +167,13 @@ forwards = metric("recur_batch_forwards_total") - before
 if status != 200 or forwards != math.ceil(prompt_tokens / MAX_BATCH_TOKENS):
     fail(f"a {prompt_tokens}-token prompt took {forwards} forwards, expected chunks of {MAX_BATCH_TOKENS}")
 
-# Every sequence busy (--max-seqs 4) and one request queued (--queue-size 1): the next gets 429.
-busy = [Stream(LONG) for _ in range(4)]
-for s in busy:
-    if not isinstance(s.next_event(), dict):
+# Every sequence busy (--max-seqs 4) and the queue full (--queue-size 3): the next request gets 429.
+# One at a time: four requests sent at once could find the scheduler not yet awake and overflow
+# the 3-place queue before it takes the first.
+busy = []
+for _ in range(4):
+    busy.append(Stream(LONG))
+    if not isinstance(busy[-1].next_event(), dict):
         fail("busy stream: no first chunk")
 queued = [{} for _ in range(3)]
 for q in queued:
