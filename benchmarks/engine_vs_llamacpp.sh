@@ -3,6 +3,7 @@
 #
 #   benchmarks/engine_vs_llamacpp.sh LLAMA_CPP_BIN_DIR [ROUNDS=5] [DTYPES="f32 f16 q8_0"] [THREADS="1 2"]
 #
+# BENCH_MODEL=llama-836m (default), qwen2-0.5b (dense) or qwen2moe-0.8b (MoE) picks the model.
 # LLAMA_CPP_BIN_DIR holds a llama.cpp CPU build's llama-bench (built by you, outside this
 # repository); `-` runs recur alone (when no llama.cpp build is at hand). The model is the issue's random-weight Llama: dim 2048, 16 layers, 32 heads,
 # 4 KV heads, FFN 5632, vocab 32000 (836M parameters), written by `recur model new` into
@@ -33,15 +34,27 @@ mkdir -p "$work"
 recur=$work/recur.$$
 cp "$root/build/recur" "$recur"
 trap 'rm -f "$recur"' EXIT
+# The model: $BENCH_MODEL picks one of three random-weight shapes (the issue's Llama by default).
+shape=${BENCH_MODEL:-llama-836m}
+case $shape in
+  llama-836m) shape_flags="--dim 2048 --layers 16 --heads 32 --kv-heads 4 --ffn 5632 --vocab 32000" ;;
+  # Qwen2.5-0.5B's shape (QKV bias, 14 heads of 64, 2 KV heads) with a 32000 vocabulary: 415M parameters.
+  qwen2-0.5b) shape_flags="--arch qwen2 --dim 896 --layers 24 --heads 14 --kv-heads 2 --ffn 4864 --vocab 32000" ;;
+  # A Qwen1.5-MoE-like ratio at 0.8B: 32 experts of 512, top-4, a 2048-wide gated shared expert;
+  # 796M parameters, about a quarter of them active per token.
+  qwen2moe-0.8b) shape_flags="--arch qwen2moe --dim 1024 --layers 12 --heads 16 --kv-heads 16 --experts 32 \
+    --experts-used 4 --ffn 512 --shared-ffn 2048 --vocab 32000" ;;
+  *) echo "BENCH_MODEL=$shape: expected llama-836m, qwen2-0.5b or qwen2moe-0.8b" >&2; exit 2 ;;
+esac
 results=$work/results.jsonl
 : > "$results"
-echo "llama.cpp OpenMP wait policy: ${OMP_WAIT_POLICY:-default (not set)}; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "model: $shape; llama.cpp OpenMP wait policy: ${OMP_WAIT_POLICY:-default (not set)}; load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 for dt in $dtypes; do
-  model=$work/llama-836m-$dt.gguf
+  model=$work/$shape-$dt.gguf
   if [ ! -f "$model" ]; then
-    "$recur" model new "$model" --dim 2048 --layers 16 --heads 32 --kv-heads 4 --ffn 5632 --vocab 32000 \
-      --dtype "$dt" --context 4096 --seed 1
+    # shellcheck disable=SC2086  # the shape's flags are words
+    "$recur" model new "$model" $shape_flags --dtype "$dt" --context 4096 --seed 1
   fi
   for r in $(seq 1 "$rounds"); do
     for t in $threads; do
