@@ -46,7 +46,7 @@ TEST_F(RecorderTest, ZoneWithArgsCounterInstantAndThreadName) {
     RECUR_ZONE("outer");
     zone.arg("layer", 3).arg("ratio", 0.5).arg("ok", true).arg("kind", "decode");
     zone.arg("big", uint64_t(1) << 63);
-    zone.arg("ignored_past_max", 1);  // the fifth arg is over kMaxZoneArgs
+    zone.arg("ignored_past_max", 1);  // the sixth arg is over kMaxZoneArgs
     {
       RECUR_ZONE_CAT(inner, "inner", "kernel");
       RECUR_COUNTER("free_blocks", 42);
@@ -74,7 +74,10 @@ TEST_F(RecorderTest, ZoneWithArgsCounterInstantAndThreadName) {
   EXPECT_DOUBLE_EQ(t.find_arg(o, "ratio")->d, 0.5);
   EXPECT_EQ(t.find_arg(o, "ok")->type, ArgType::kBool);
   EXPECT_EQ(t.str(t.find_arg(o, "kind")->s), "decode");
-  EXPECT_EQ(t.find_arg(o, "big"), nullptr);  // fifth arg dropped
+  ASSERT_NE(t.find_arg(o, "big"), nullptr);
+  EXPECT_EQ(t.find_arg(o, "big")->type, ArgType::kUint);
+  EXPECT_EQ(t.find_arg(o, "big")->u, uint64_t(1) << 63);
+  EXPECT_EQ(t.find_arg(o, "ignored_past_max"), nullptr);  // the sixth arg dropped
   auto c = find(t, "free_blocks");
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(t.phase(c[0]), 'C');

@@ -51,7 +51,7 @@ EventTable capture();
 // kept (already paged in) for the next recording. Precondition: no thread is recording.
 void reset();
 
-inline constexpr int kMaxZoneArgs = 4;
+inline constexpr int kMaxZoneArgs = 5;
 
 // A scoped zone; use RECUR_ZONE.
 class Zone {

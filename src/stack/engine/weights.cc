@@ -162,6 +162,10 @@ void matmul(const Weight& w, const float* x, int64_t m, float* y, ThreadPool* po
   zone.arg("m", m);
   zone.arg("dtype", w.regrouped ? (w.type == gguf::TensorType::kF16 ? "f16r16" : "q8_0r16")
                                  : gguf::tensor_type_name_static(w.type));
+  if (w.regrouped && m == 1)
+    zone.arg("streams", int64_t(gemm::group_streams(act.streams, w.type == gguf::TensorType::kF16
+                                                                     ? gemm::WeightFormat::kF16R16
+                                                                     : gemm::WeightFormat::kQ8_0R16)));
   if (w.type == gguf::TensorType::kI8 && w.scale != nullptr && matmul_w8a8(w, x, m, y, pool)) return;
   // F32 / F16 / BF16 / Q8_0: the vectorized kernels of kernels/gemm, weights read in place.
   if (auto format = stored_format(w);

@@ -198,17 +198,27 @@ enum class F16Activations : uint8_t {
 std::string_view f16_activations_name(F16Activations a);  // "f32", "f16"
 Result<F16Activations> f16_activations_from_config(const Config& config);
 
-// The activation forms of gemm_stored, per weight format. Built from a Q8Activations alone,
-// F16 weights keep fp32 activations.
+// How many 16-row groups the one-token AVX-512 GEMV of kF16R16 / kQ8_0R16 weights reads at once,
+// each a sequential stream of its own (knob kernel.gemv.streams). Which is fastest depends on the
+// core's prefetchers and the format (docs/gemm.md, "Streams"); kAuto takes what was measured best.
+enum class GroupStreams : uint8_t { kAuto = 0, kOne = 1, kTwo = 2, kFour = 4 };
+std::string_view group_streams_name(GroupStreams s);  // "auto", "1", "2", "4"
+// The count a format's GEMV runs with on this CPU: s itself, or for kAuto the measured best.
+int group_streams(GroupStreams s, WeightFormat format);
+
+// The activation forms of gemm_stored, per weight format, and how its one-token GEMV over
+// 16-row groups streams them. Built from a Q8Activations alone, F16 weights keep fp32 activations.
 struct Activations {
   Q8Activations q8 = Q8Activations::kF32;
   F16Activations f16 = F16Activations::kF32;
+  GroupStreams streams = GroupStreams::kAuto;
   constexpr Activations() = default;
-  constexpr Activations(Q8Activations q8_form, F16Activations f16_form = F16Activations::kF32)  // NOLINT: implicit
-      : q8(q8_form), f16(f16_form) {}
+  constexpr Activations(Q8Activations q8_form, F16Activations f16_form = F16Activations::kF32,  // NOLINT: implicit
+                        GroupStreams group_streams = GroupStreams::kAuto)
+      : q8(q8_form), f16(f16_form), streams(group_streams) {}
   friend constexpr bool operator==(const Activations&, const Activations&) = default;
 };
-// Both knobs (kernel.gemm.q8_0_activations, kernel.gemm.f16_activations).
+// The knobs kernel.gemm.q8_0_activations, kernel.gemm.f16_activations and kernel.gemv.streams.
 Result<Activations> activations_from_config(const Config& config);
 
 // y[m, n] = sum_k x[m, k] w[n, k] with fp32 products of fp32 x and the exactly widened weights,

@@ -1,7 +1,8 @@
 // F16 in groups of 16 rows (gemm.h, WeightFormat::kF16R16) on AVX-512: per k one 32-byte load
 // widened to 16 rows' fp32 in one zmm, times x[k] broadcast, into accumulator k % 4 — the scalar
-// kernel's order per lane, so its bits. One token: two groups at a time (two streams, 1.07 of a
-// one-stream sum-read on one core; one group 0.86). Several tokens: tiles of up to 4 tokens per
+// kernel's order per lane, so its bits. One token: kernel.gemv.streams groups at a time (on the
+// Xeon two streams read at 1.07 of a one-stream sum-read on one core, one at 0.86; on Zen 4 one
+// stream is the faster). Several tokens: tiles of up to 4 tokens per
 // group (16 accumulators); from 8 tokens on, each group is first widened to fp32 in a
 // per-thread buffer, so the tiles spend no conversion per k (5 uops per 4 FMAs become 4), and
 // walked in blocks of 256 k that stay in L1 while all token tiles pass.
@@ -89,8 +90,11 @@ void avx512_groups(const F16R16Args& a, int64_t g0, int64_t g1) {
   const size_t group = size_t(kQ8R16Rows) * size_t(a.k);
   if (a.m == 1) {
     int64_t g = g0;
-    for (; g + 2 <= g1; g += 2) f16r16_whole<1, 2>(a, a.w + g * group, a.y + g * kQ8R16Rows, 0);
-    if (g < g1) f16r16_whole<1, 1>(a, a.w + g * group, a.y + g * kQ8R16Rows, 0);
+    if (a.streams == 4)
+      for (; g + 4 <= g1; g += 4) f16r16_whole<1, 4>(a, a.w + g * group, a.y + g * kQ8R16Rows, 0);
+    if (a.streams != 1)
+      for (; g + 2 <= g1; g += 2) f16r16_whole<1, 2>(a, a.w + g * group, a.y + g * kQ8R16Rows, 0);
+    for (; g < g1; ++g) f16r16_whole<1, 1>(a, a.w + g * group, a.y + g * kQ8R16Rows, 0);
     return;
   }
   if (a.m < kWidenFromTokens) {

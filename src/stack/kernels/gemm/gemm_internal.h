@@ -173,6 +173,7 @@ struct Q8R16Args {
   const int32_t* corr = nullptr; // [m][k / 32] 128 * the block's sum of q: vpdpbusd's u = q + 128 offset
   float* y = nullptr;            // y[t * ldy + row]
   int64_t ldy = 0;
+  int streams = 2;  // one token: groups read at once (AVX-512: 1, 2 or 4)
 };
 struct Q8R16Kernels {
   void (*groups)(const Q8R16Args& a, int64_t g0, int64_t g1) = nullptr;
@@ -195,6 +196,7 @@ struct F16R16Args {
   const float* x = nullptr;     // [m][k]
   float* y = nullptr;           // y[t * ldy + row]
   int64_t ldy = 0;
+  int streams = 2;  // one token: groups read at once (AVX-512: 1, 2 or 4)
 };
 using F16R16Fn = void (*)(const F16R16Args& a, int64_t g0, int64_t g1);
 extern const F16R16Fn kScalarF16R16;

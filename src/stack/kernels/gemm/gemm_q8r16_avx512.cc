@@ -3,7 +3,7 @@
 // into 16 lanes, one per row; per block the lanes' exact int32 sums minus 128 sum(q_x) times
 // d_w d_x go into fp32 accumulators — the scalar kernel's order, so its bits.
 //
-// One token (decode): two groups at a time, two int32 chains each (even and odd chunks), so
+// One token (decode): kernel.gemv.streams groups at a time (two on the Xeon), two int32 chains each (even and odd chunks), so
 // each block waits on no long vpdpbusd chain and four independent loads are in flight; this
 // streams the matrix at ~0.9-1.0 of one core's read bandwidth where the row layout's
 // ~15 instructions per 68 bytes reach ~0.5-0.8 (docs/performance.md). Several tokens
@@ -69,8 +69,11 @@ void q8r16_tokens(const Q8R16Args& a, int64_t g, int64_t t0) {
 void avx512_groups(const Q8R16Args& a, int64_t g0, int64_t g1) {
   if (a.m == 1) {
     int64_t g = g0;
-    for (; g + 2 <= g1; g += 2) q8r16_tile<1, 2>(a, g, 0);
-    if (g < g1) q8r16_tile<1, 1>(a, g, 0);
+    if (a.streams == 4)
+      for (; g + 4 <= g1; g += 4) q8r16_tile<1, 4>(a, g, 0);
+    if (a.streams != 1)
+      for (; g + 2 <= g1; g += 2) q8r16_tile<1, 2>(a, g, 0);
+    for (; g < g1; ++g) q8r16_tile<1, 1>(a, g, 0);
     return;
   }
   using TileFn = void (*)(const Q8R16Args&, int64_t, int64_t);

@@ -52,10 +52,41 @@ Result<F16Activations> f16_activations_from_config(const Config& config) {
   return v == "f32" ? F16Activations::kF32 : F16Activations::kF16;
 }
 
+std::string_view group_streams_name(GroupStreams s) {
+  switch (s) {
+    case GroupStreams::kAuto: return "auto";
+    case GroupStreams::kOne: return "1";
+    case GroupStreams::kTwo: return "2";
+    case GroupStreams::kFour: return "4";
+  }
+  return "?";
+}
+
+int group_streams(GroupStreams s, WeightFormat format) {
+  if (s != GroupStreams::kAuto) return int(s);
+  // Measured (docs/gemm.md, "Streams"): on the Xeon where the layout was built, two F16 streams
+  // read at 1.07x one; on Zen 4 one F16 stream beats two, while Q8_0 (more work per byte) wants
+  // more loads in flight.
+  static const bool amd = cpu_features().vendor == "AuthenticAMD";
+  if (format == WeightFormat::kF16R16) return amd ? 1 : 2;
+  return 2;
+}
+
+RECUR_KNOB(gemv_streams, {.name = "kernel.gemv.streams", .type = KnobType::kEnum, .choices = {"auto", "1", "2", "4"},
+                          .default_value = "auto", .components = {"kernel:gemm"},
+                          .acts = KnobActs::kEngine,
+                          .help = "one-token GEMV of regrouped F16 / Q8_0 weights (engine.weight_layout=r16) on "
+                                  "AVX-512: 16-row groups read at once, each its own stream (zone arg streams); "
+                                  "auto is the count measured best for the format on this CPU vendor (docs/gemm.md)"});
+
 Result<Activations> activations_from_config(const Config& config) {
   RECUR_ASSIGN_OR_RETURN(Q8Activations q8, q8_activations_from_config(config));
   RECUR_ASSIGN_OR_RETURN(F16Activations f16, f16_activations_from_config(config));
-  return Activations(q8, f16);
+  RECUR_ASSIGN_OR_RETURN(std::string streams, config.get("kernel.gemv.streams"));
+  GroupStreams s = GroupStreams::kAuto;
+  for (GroupStreams c : {GroupStreams::kOne, GroupStreams::kTwo, GroupStreams::kFour})
+    if (group_streams_name(c) == streams) s = c;
+  return Activations(q8, f16, s);
 }
 
 void quantize_q8_0_rows(const float* x, int64_t m, int64_t k, int8_t* q, float* d) {
@@ -170,7 +201,8 @@ void run_small_m(const GemvKernels& gk, const WeightView& w, const float* x, int
 
 // y = x W^T for a kQ8_0R16 matrix (gemm.h): x quantized per token, in parallel for m > 1,
 // then the 16-row groups in claimed chunks.
-Status run_q8r16(const WeightView& w, const float* x, int64_t m, float* y, Workspace& s, ThreadPool* pool) {
+Status run_q8r16(const WeightView& w, const float* x, int64_t m, float* y, GroupStreams streams, Workspace& s,
+                 ThreadPool* pool) {
   if (w.n % kQ8R16Rows != 0)
     return invalid_argument("gemm_stored: q8_0r16 weights need n % 16 == 0, got n = {}", w.n);
   const Q8R16Kernels& kern = q8r16_kernels(active_isa());
@@ -179,7 +211,7 @@ Status run_q8r16(const WeightView& w, const float* x, int64_t m, float* y, Works
   auto* dx = reinterpret_cast<float*>(s.bytes(1, size_t(m * blocks) * sizeof(float)));
   auto* corr = reinterpret_cast<int32_t*>(s.bytes(2, size_t(m * blocks) * sizeof(int32_t)));
   const Q8R16Args a{.k = w.k, .m = m, .w = static_cast<const uint8_t*>(w.data), .xq = xq, .dx = dx, .corr = corr,
-                    .y = y, .ldy = w.n};
+                    .y = y, .ldy = w.n, .streams = group_streams(streams, WeightFormat::kQ8_0R16)};
   auto prepare = [&](int64_t t0, int64_t t1) { kern.prepare(x, w.k, t0, t1, xq, dx, corr); };
   if (m == 1)
     prepare(0, 1);
@@ -237,14 +269,14 @@ const uint16_t* round_x_to_f16(const float* x, int64_t count, Workspace& s, floa
 
 // y = x W^T for a kF16R16 matrix (gemm.h): x rounded to fp16 first under F16 activations, then
 // the 16-row groups in claimed chunks.
-Status run_f16r16(const WeightView& w, const float* x, int64_t m, float* y, F16Activations act, Workspace& s,
+Status run_f16r16(const WeightView& w, const float* x, int64_t m, float* y, Activations act, Workspace& s,
                   ThreadPool* pool) {
   if (w.n % kQ8R16Rows != 0)
     return invalid_argument("gemm_stored: f16r16 weights need n % 16 == 0, got n = {}", w.n);
   float* rounded = nullptr;
-  if (act == F16Activations::kF16) round_x_to_f16(x, m * w.k, s, &rounded);
+  if (act.f16 == F16Activations::kF16) round_x_to_f16(x, m * w.k, s, &rounded);
   const F16R16Args a{.k = w.k, .m = m, .w = static_cast<const uint16_t*>(w.data), .x = rounded ? rounded : x,
-                     .y = y, .ldy = w.n};
+                     .y = y, .ldy = w.n, .streams = group_streams(act.streams, WeightFormat::kF16R16)};
   const F16R16Fn fn = f16r16_kernel(active_isa());
   run_claimed_chunks(pool, w.n / kQ8R16Rows, [&](int64_t g0, int64_t g1) { fn(a, g0, g1); });
   return ok_status();
@@ -264,8 +296,8 @@ Status gemm_stored(const WeightView& w, const float* x, int64_t m, float* y, Thr
     return invalid_argument("gemm_stored: m={}: expected m >= 1 and x, y set", m);
   thread_local Workspace local;
   Workspace& s = ws != nullptr ? *ws : local;
-  if (w.format == WeightFormat::kQ8_0R16) return run_q8r16(w, x, m, y, s, pool);
-  if (w.format == WeightFormat::kF16R16) return run_f16r16(w, x, m, y, act.f16, s, pool);
+  if (w.format == WeightFormat::kQ8_0R16) return run_q8r16(w, x, m, y, act.streams, s, pool);
+  if (w.format == WeightFormat::kF16R16) return run_f16r16(w, x, m, y, act, s, pool);
   const GemvKernels* gk = m <= kSmallMMax ? stored_gemv_kernels(w.format, q8) : nullptr;
   if (w.format == WeightFormat::kF16 && act.f16 == F16Activations::kF16) {
     // x rounded to fp16 and widened back into an fp32 copy (exact), which every path multiplies
