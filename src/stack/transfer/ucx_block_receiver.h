@@ -1,0 +1,40 @@
+// The target side of the UCX transport's active-message path (ucx_am_wire.h; built only with
+// RECUR_WITH_UCX): where the endpoint has no native RMA (UCX 1.13 over tcp), clients send each
+// block as an active message instead of a put. The handler runs on the progress thread
+// (ucx_runtime.h): it decodes the header, checks region, offset and length against this engine's
+// own region table (a hostile or stale header never writes outside a region), and then
+//   - eager data: copies it in place (a flag: one release store of the 8 bytes);
+//   - rendezvous data: ucp_am_recv_data_nbx straight into the region at the offset (zero copy);
+// and acknowledges to the sender's reply endpoint once the bytes are in place, or with the error.
+// A header it cannot decode is acknowledged with the error too (link and sequence as sent).
+#pragma once
+
+#include <ucp/api/ucp.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+#include "core/status.h"
+
+namespace recur::transfer {
+
+class UcxBlockReceiver {
+ public:
+  // Where [offset, offset + length) of a region is in this process, or the error to acknowledge.
+  using Resolve = std::function<Result<std::byte*>(uint32_t region, uint64_t offset, uint64_t length)>;
+  UcxBlockReceiver(ucp_worker_h worker, Resolve resolve) : worker_(worker), resolve_(std::move(resolve)) {}
+  // Installs the handler for kUcxAmBlockId on the worker (on the worker's thread).
+  Status install();
+
+  ucs_status_t on_block(const void* header, size_t header_length, void* data, size_t length,
+                        const ucp_am_recv_param_t* param);
+  // Acknowledges (link, seq) to `reply` (nullptr: the sender asked for no reply; nothing to do).
+  void ack(ucp_ep_h reply, uint64_t link, uint64_t seq, const Error* error);
+
+ private:
+  ucp_worker_h worker_;
+  Resolve resolve_;
+};
+
+}  // namespace recur::transfer
