@@ -35,6 +35,7 @@ ucs_status_t ucx_block_arrived(void* arg, const void* header, size_t header_leng
 
 void ucx_block_received(void* request, ucs_status_t status, size_t, void* user_data) {
   auto* t = static_cast<UcxReceiveTicket*>(user_data);
+  t->receiver->received();
   if (status == UCS_ERR_CANCELED) {  // the worker is being destroyed: nobody to tell, nothing to send on
     ucp_request_free(request);
     delete t;
@@ -111,6 +112,8 @@ ucs_status_t UcxBlockReceiver::on_block(const void* header, size_t header_length
     const Error why = ucx_error(ErrorCode::kIo, "receive of the block", UCS_PTR_STATUS(r));
     ack(reply, block->link, block->seq, UCS_PTR_STATUS(r) == UCS_OK ? nullptr : &why);
     delete ticket;
+  } else {
+    ++receiving_;
   }
   return UCS_OK;
 }

@@ -31,10 +31,14 @@ class UcxBlockReceiver {
                         const ucp_am_recv_param_t* param);
   // Acknowledges (link, seq) to `reply` (nullptr: the sender asked for no reply; nothing to do).
   void ack(ucp_ep_h reply, uint64_t link, uint64_t seq, const Error* error);
+  // Rendezvous receives in flight.
+  size_t receiving() const { return receiving_; }
+  void received() { --receiving_; }
 
  private:
   ucp_worker_h worker_;
   Resolve resolve_;
+  size_t receiving_ = 0;
 };
 
 }  // namespace recur::transfer

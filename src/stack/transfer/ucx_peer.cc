@@ -56,6 +56,7 @@ class UcxLink final : public UcxWatcher, public std::enable_shared_from_this<Ucx
   int watch_fd() const override { return control_.get(); }
   void on_fd_ready() override;
   void on_tick(std::chrono::steady_clock::time_point now) override;
+  bool busy() const override { return !in_flight_.empty() || !queue_.empty(); }
 
   std::atomic<bool> connected{false};
   std::atomic<size_t> pending{0};  // queued or in flight

@@ -48,6 +48,8 @@ class UcxWatcher {
   virtual int watch_fd() const = 0;  // -1: none now
   virtual void on_fd_ready() = 0;
   virtual void on_tick(std::chrono::steady_clock::time_point now) = 0;
+  // Requests in flight: the progress thread keeps polling instead of sleeping on the event fd.
+  virtual bool busy() const { return false; }
 };
 
 // "UCX <what>: <status string>" as an error of `code`.
@@ -115,6 +117,7 @@ class UcxRuntime {
   // Where [offset, offset + length) of mapped region `region` is; the registry's errors.
   Result<std::byte*> resolve_block(uint32_t region, uint64_t offset, uint64_t length);
   bool run_tasks();  // true if there were any
+  bool busy();       // a watcher's requests or a block receive in flight
 
   std::string segment_name_;
   ucp_context_h context_ = nullptr;
