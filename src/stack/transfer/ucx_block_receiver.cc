@@ -42,10 +42,17 @@ void ucx_block_received(void* request, ucs_status_t status, size_t, void* user_d
     return;
   }
   const Error why = ucx_error(ErrorCode::kIo, "receive of the block", status);
-  t->receiver->ack(t->reply, t->link, t->seq, status == UCS_OK ? nullptr : &why);
+  t->receiver->complete(t->reply, t->link, t->seq, status == UCS_OK ? nullptr : &why);
   ucp_request_free(request);
   delete t;
 }
+
+void store_flag(std::byte* at, uint64_t value) {
+  std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(at)).store(value, std::memory_order_release);
+}
+
+// Out-of-order state a link may hold: beyond it the sender is skipping numbers on purpose.
+constexpr size_t kMaxOutOfOrderBlocks = 1 << 16;
 
 void ucx_ack_sent(void* request, ucs_status_t, void* user_data) {
   delete static_cast<UcxAckTicket*>(user_data);
@@ -80,26 +87,37 @@ ucs_status_t UcxBlockReceiver::on_block(const void* header, size_t header_length
     ack(reply, link, seq, &block.error());
     return UCS_OK;
   }
+  LinkOrder& order = links_[{reply, block->link}];
+  if (auto refused = refuse_sequence(order, block->link, block->seq)) {
+    ack(reply, block->link, block->seq, &*refused);  // not done: its number is not the sender's to reuse
+    return UCS_OK;
+  }
   auto target = resolve_(block->region, block->offset, block->length);
   if (!target) {
-    ack(reply, block->link, block->seq, &target.error());
+    complete(reply, block->link, block->seq, &target.error());
     return UCS_OK;
   }
-  if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
-    if (block->kind == UcxAmKind::kStoreFlag) {
-      uint64_t value = 0;
-      std::memcpy(&value, data, sizeof value);
-      std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(*target)).store(value, std::memory_order_release);
-    } else {
-      std::memcpy(*target, data, length);
-    }
-    ack(reply, block->link, block->seq, nullptr);
-    return UCS_OK;
-  }
+  const bool rendezvous = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
   if (block->kind == UcxAmKind::kStoreFlag) {
-    // A flag is one release store of 8 bytes: not a rendezvous receive, whose copy is not atomic.
-    const Error why(ErrorCode::kInvalidArgument, "ucx block: store_flag sent by rendezvous, expected eager");
-    ack(reply, block->link, block->seq, &why);
+    if (rendezvous) {
+      // A flag is one release store of 8 bytes: not a rendezvous receive, whose copy is not atomic.
+      const Error why(ErrorCode::kInvalidArgument, "ucx block: store_flag sent by rendezvous, expected eager");
+      complete(reply, block->link, block->seq, &why);
+      return UCS_OK;
+    }
+    uint64_t value = 0;
+    std::memcpy(&value, data, sizeof value);
+    if (order.done_below != block->seq) {
+      order.flags[block->seq] = {*target, value};  // an earlier block is still arriving
+      return UCS_OK;
+    }
+    store_flag(*target, value);
+    complete(reply, block->link, block->seq, nullptr);
+    return UCS_OK;
+  }
+  if (!rendezvous) {
+    std::memcpy(*target, data, length);
+    complete(reply, block->link, block->seq, nullptr);
     return UCS_OK;
   }
   auto* ticket = new UcxReceiveTicket{this, reply, block->link, block->seq};
@@ -110,12 +128,39 @@ ucs_status_t UcxBlockReceiver::on_block(const void* header, size_t header_length
   ucs_status_ptr_t r = ucp_am_recv_data_nbx(worker_, data, *target, length, &p);
   if (!UCS_PTR_IS_PTR(r)) {  // done (or refused) at once: no callback comes
     const Error why = ucx_error(ErrorCode::kIo, "receive of the block", UCS_PTR_STATUS(r));
-    ack(reply, block->link, block->seq, UCS_PTR_STATUS(r) == UCS_OK ? nullptr : &why);
+    complete(reply, block->link, block->seq, UCS_PTR_STATUS(r) == UCS_OK ? nullptr : &why);
     delete ticket;
   } else {
     ++receiving_;
   }
   return UCS_OK;
+}
+
+std::optional<Error> UcxBlockReceiver::refuse_sequence(const LinkOrder& order, uint64_t link, uint64_t seq) const {
+  if (seq < order.done_below || order.done_above.contains(seq) || order.flags.contains(seq))
+    return Error(ErrorCode::kInvalidArgument, fmt::format("ucx block: sequence {} of link {} was seen before", seq, link));
+  if (order.done_above.size() + order.flags.size() >= kMaxOutOfOrderBlocks)
+    return Error(ErrorCode::kInvalidArgument,
+                 fmt::format("ucx block: link {} has {} blocks out of order (numbers skipped), at most {}", link,
+                             order.done_above.size() + order.flags.size(), kMaxOutOfOrderBlocks));
+  return std::nullopt;
+}
+
+void UcxBlockReceiver::complete(ucp_ep_h reply, uint64_t link, uint64_t seq, const Error* error) {
+  ack(reply, link, seq, error);
+  LinkOrder& order = links_[{reply, link}];
+  order.done_above.insert(seq);
+  // Advance past every block done in a row; a flag waiting for exactly that point is stored now.
+  for (;;) {
+    while (order.done_above.erase(order.done_below) > 0) ++order.done_below;
+    auto flag = order.flags.find(order.done_below);
+    if (flag == order.flags.end()) return;
+    const uint64_t flag_seq = flag->first;
+    store_flag(flag->second.at, flag->second.value);
+    order.flags.erase(flag);
+    ack(reply, link, flag_seq, nullptr);
+    order.done_above.insert(flag_seq);
+  }
 }
 
 void UcxBlockReceiver::ack(ucp_ep_h reply, uint64_t link, uint64_t seq, const Error* error) {

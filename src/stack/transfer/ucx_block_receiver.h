@@ -7,6 +7,12 @@
 //   - rendezvous data: ucp_am_recv_data_nbx straight into the region at the offset (zero copy);
 // and acknowledges to the sender's reply endpoint once the bytes are in place, or with the error.
 // A header it cannot decode is acknowledged with the error too (link and sequence as sent).
+//
+// Ordering, so that senders need not wait: blocks of a link (reply endpoint and link id) carry
+// sequence numbers 1, 2, 3...; a flag is stored only once every block of its link numbered
+// below it is done (a rendezvous still receiving defers it), so the flag never overtakes its data
+// however the rendezvous receives complete. The state per link is a counter and what completed
+// out of order; a link with too much out of order (a hostile sender skipping numbers) is refused.
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -14,6 +20,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <utility>
 
 #include "core/status.h"
 
@@ -31,14 +41,31 @@ class UcxBlockReceiver {
                         const ucp_am_recv_param_t* param);
   // Acknowledges (link, seq) to `reply` (nullptr: the sender asked for no reply; nothing to do).
   void ack(ucp_ep_h reply, uint64_t link, uint64_t seq, const Error* error);
+  // Acknowledges block `seq` of the link as done (applied or refused) and stores the flags that
+  // were waiting for it.
+  void complete(ucp_ep_h reply, uint64_t link, uint64_t seq, const Error* error);
   // Rendezvous receives in flight.
   size_t receiving() const { return receiving_; }
   void received() { --receiving_; }
 
  private:
   ucp_worker_h worker_;
+  struct DeferredFlag {
+    std::byte* at = nullptr;
+    uint64_t value = 0;
+  };
+  struct LinkOrder {
+    uint64_t done_below = 1;              // every block numbered below is done
+    std::set<uint64_t> done_above;        // done, numbered above done_below
+    std::map<uint64_t, DeferredFlag> flags;  // waiting for done_below to reach their number
+  };
+  using LinkKey = std::pair<ucp_ep_h, uint64_t>;
+  // Why block `seq` of the link cannot be taken (seen before, or too much out of order), or nullopt.
+  std::optional<Error> refuse_sequence(const LinkOrder& order, uint64_t link, uint64_t seq) const;
+
   Resolve resolve_;
   size_t receiving_ = 0;
+  std::map<LinkKey, LinkOrder> links_;
 };
 
 }  // namespace recur::transfer

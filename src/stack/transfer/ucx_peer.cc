@@ -37,6 +37,7 @@ class UcxLink final : public UcxWatcher, public std::enable_shared_from_this<Ucx
     bool am = false;
     bool sent = false;
     bool acked = false;
+    uint64_t block_seq = 0;  // its number among the link's blocks (the ack names it)
   };
 
   UcxLink(UcxRuntime& runtime, std::string label, std::string segment, std::chrono::milliseconds timeout)
@@ -96,7 +97,9 @@ class UcxLink final : public UcxWatcher, public std::enable_shared_from_this<Ucx
   bool am_blocks_ = false;
   uint64_t link_id_ = 0;           // the runtime's ack sink for this link
   size_t blocks_unacked_ = 0;      // blocks in in_flight_
-  bool awaiting_acks_ = false;     // the queue's head (a flag or read) waits for blocks_unacked_ == 0
+  bool awaiting_acks_ = false;     // the queue's head (a read) waits for blocks_unacked_ == 0
+  uint64_t next_block_seq_ = 1;    // blocks are numbered 1, 2, 3... per link (ucx_block_receiver.h)
+  std::map<uint64_t, uint64_t> block_ids_;  // block number -> request id, while in flight
 };
 
 namespace {
@@ -219,6 +222,7 @@ void UcxLink::break_connection(const Error& why) {
   link_id_ = 0;
   blocks_unacked_ = 0;
   awaiting_acks_ = false;
+  block_ids_.clear();
   std::map<uint64_t, Op> failed;
   failed.swap(in_flight_);
   std::deque<Op> queued;
@@ -301,8 +305,9 @@ bool UcxLink::issue(Op& op) {
   }
   const auto [remote, rkey] = *target;
   if (am_blocks_) {
-    // A flag publishes the blocks before it, and a read must see them: both wait for their acks.
-    if (op.op != FrameOp::kWrite && blocks_unacked_ > 0) {
+    // A read must see the blocks before it: it waits for their acks. A flag need not: the target
+    // stores it only once every earlier block of this link is in place (ucx_block_receiver.h).
+    if (op.op == FrameOp::kRead && blocks_unacked_ > 0) {
       awaiting_acks_ = true;
       return false;  // take() pumps again once the last ack is in
     }
@@ -366,12 +371,14 @@ bool UcxLink::issue(Op& op) {
 void UcxLink::issue_block(Op& op) {
   const uint64_t id = next_id_++;
   op.am = true;
+  op.block_seq = next_block_seq_++;
   in_flight_[id] = op;
+  block_ids_[op.block_seq] = id;
   ++blocks_unacked_;
   const bool flag = op.op == FrameOp::kStoreFlag;
   auto* ticket = new UcxBlockTicket{shared_from_this(), id, {}, 0};
   ticket->header = encode_ucx_am_block(
-      {flag ? UcxAmKind::kStoreFlag : UcxAmKind::kWrite, op.region, op.offset, op.length, link_id_, id});
+      {flag ? UcxAmKind::kStoreFlag : UcxAmKind::kWrite, op.region, op.offset, op.length, link_id_, op.block_seq});
   const void* source = op.local;
   if (flag) {
     // UCX may read the 8 bytes after ucp_am_send_nbx returns; the caller's source may change by then.
@@ -398,6 +405,7 @@ std::optional<UcxLink::Op> UcxLink::take(uint64_t id) {
   if (it == in_flight_.end()) return std::nullopt;  // already failed (connection broken)
   Op op = it->second;
   in_flight_.erase(it);
+  if (op.am) block_ids_.erase(op.block_seq);
   if (op.am && --blocks_unacked_ == 0 && awaiting_acks_) {
     awaiting_acks_ = false;
     // Issuing from inside a callback is avoided: the next task round does it.
@@ -415,11 +423,14 @@ void UcxLink::on_block_sent(uint64_t id, ucs_status_t status) {
 }
 
 void UcxLink::on_ack(const UcxAmAck& ack) {
-  auto it = in_flight_.find(ack.seq);
-  if (it == in_flight_.end() || !it->second.am) return;  // failed meanwhile (timeout, broken connection)
-  if (ack.error) return finish(*take(ack.seq), &*ack.error);  // refused by the target: the connection is fine
+  auto block = block_ids_.find(ack.seq);
+  if (block == block_ids_.end()) return;  // failed meanwhile (timeout, broken connection)
+  const uint64_t id = block->second;
+  auto it = in_flight_.find(id);
+  if (it == in_flight_.end()) return;
+  if (ack.error) return finish(*take(id), &*ack.error);  // refused by the target: the connection is fine
   it->second.acked = true;
-  if (it->second.sent) finish(*take(ack.seq), nullptr);
+  if (it->second.sent) finish(*take(id), nullptr);
 }
 
 void UcxLink::on_done(uint64_t id, ucs_status_t status) {

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 
 #include "core/log.h"
 #include "trace/trace.h"
@@ -151,6 +152,12 @@ Status UcxRuntime::install_am_handlers() {
 }
 
 uint64_t UcxRuntime::add_ack_sink(std::function<void(const UcxAmAck&)> sink) {
+  if (next_link_ == 0) {
+    // Random, not 1, 2, 3: a target keys its ordering state by (reply endpoint, link), and a
+    // restarted client process may get an endpoint at the address of its predecessor's.
+    std::random_device random;
+    next_link_ = (uint64_t(random()) << 32 | random()) | 1;
+  }
   const uint64_t link = next_link_++;
   ack_sinks_[link] = std::move(sink);
   return link;

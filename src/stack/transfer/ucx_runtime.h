@@ -131,7 +131,7 @@ class UcxRuntime {
   std::map<const std::byte*, Allocation> allocations_;  // by address
   std::unique_ptr<UcxBlockReceiver> receiver_;
   std::map<uint64_t, std::function<void(const UcxAmAck&)>> ack_sinks_;  // the progress thread's
-  uint64_t next_link_ = 1;
+  uint64_t next_link_ = 0;  // 0: not drawn yet
   std::mutex watch_mu_;
   std::vector<UcxWatcher*> watchers_;
   std::atomic<bool> stopping_{false};
