@@ -54,7 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Ack: the first 24 bytes, the rest as its message.
   const size_t ack_bytes = std::min(size, kUcxAmAckHeaderBytes);
   if (auto ack = decode_ucx_am_ack(bytes.first(ack_bytes), bytes.subspan(ack_bytes))) {
-    const Error* why = ack->error ? &*ack->error : nullptr;
+    const recur::Error* why = ack->error ? &*ack->error : nullptr;
     auto again = encode_ucx_am_ack_header(ack->link, ack->seq, why);
     if (std::memcmp(again.data(), data, again.size()) != 0) std::abort();
     if (ucx_am_ack_message(why).size() != size - ack_bytes) std::abort();
