@@ -203,7 +203,8 @@ TEST(UcxAmTarget, HostileBlockHeadersAreRefusedAndWriteNothingOutsideTheRegion) 
 }
 
 // A flag that arrives before a block numbered below it (link 7: flag 2, then block 1) is stored
-// only once that block is in place, and acknowledged after it.
+// only once that block is in place, and acknowledged after it; after a refused block no later
+// flag of its link is stored.
 TEST(UcxAmTarget, AFlagWaitsForTheBlocksNumberedBeforeIt) {
   auto server = ucx_server(unique_segment("am-order"));
   ASSERT_TRUE(server);
@@ -229,6 +230,14 @@ TEST(UcxAmTarget, AFlagWaitsForTheBlocksNumberedBeforeIt) {
   EXPECT_EQ(std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(mem)).load(), 5u);
   EXPECT_TRUE(has_pattern(mem + 4096, 4096, 13));
   if (UCS_PTR_IS_PTR(sent)) ucp_request_free(sent);
+  // Link 8: block 1 is refused (no such region), so flag 2 must not cover it.
+  UcxAmAck refused = client.send(encode_ucx_am_block({UcxAmKind::kWrite, region.id + 1, 0, 64, 8, 1}), data.data(), 64);
+  EXPECT_TRUE(contains(error_of(refused), "is not registered")) << error_of(refused);
+  const uint64_t other = 9;
+  UcxAmAck not_stored = client.send(encode_ucx_am_block({UcxAmKind::kStoreFlag, region.id, 8, 8, 8, 2}), &other, 8);
+  EXPECT_TRUE(contains(error_of(not_stored), "store_flag not applied: block 1 of link 8 before it failed"))
+      << error_of(not_stored);
+  EXPECT_EQ(std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(mem + 8)).load(), 0u);
 }
 
 // A sender killed while its rendezvous blocks are being received: the target neither crashes

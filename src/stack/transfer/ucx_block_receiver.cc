@@ -111,8 +111,7 @@ ucs_status_t UcxBlockReceiver::on_block(const void* header, size_t header_length
       order.flags[block->seq] = {*target, value};  // an earlier block is still arriving
       return UCS_OK;
     }
-    store_flag(*target, value);
-    complete(reply, block->link, block->seq, nullptr);
+    store_or_refuse_flag(reply, block->link, block->seq, {*target, value});
     return UCS_OK;
   }
   if (!rendezvous) {
@@ -146,20 +145,37 @@ std::optional<Error> UcxBlockReceiver::refuse_sequence(const LinkOrder& order, u
   return std::nullopt;
 }
 
+std::optional<Error> UcxBlockReceiver::flag_refusal(const LinkOrder& order, uint64_t link, uint64_t seq) const {
+  if (order.first_failed == 0 || order.first_failed > seq) return std::nullopt;
+  return Error(ErrorCode::kFailedPrecondition,
+               fmt::format("ucx block: store_flag not applied: block {} of link {} before it failed", order.first_failed,
+                           link));
+}
+
+void UcxBlockReceiver::store_or_refuse_flag(ucp_ep_h reply, uint64_t link, uint64_t seq, const DeferredFlag& flag) {
+  const std::optional<Error> why = flag_refusal(links_[{reply, link}], link, seq);
+  if (!why) store_flag(flag.at, flag.value);
+  complete(reply, link, seq, why ? &*why : nullptr);
+}
+
 void UcxBlockReceiver::complete(ucp_ep_h reply, uint64_t link, uint64_t seq, const Error* error) {
-  ack(reply, link, seq, error);
   LinkOrder& order = links_[{reply, link}];
-  order.done_above.insert(seq);
-  // Advance past every block done in a row; a flag waiting for exactly that point is stored now.
+  std::optional<Error> refused;  // a released flag's refusal, for the next round
+  // Iterative, not recursive: a sender may line up thousands of flags behind one block.
   for (;;) {
+    ack(reply, link, seq, error);
+    if (error != nullptr && (order.first_failed == 0 || seq < order.first_failed)) order.first_failed = seq;
+    order.done_above.insert(seq);
     while (order.done_above.erase(order.done_below) > 0) ++order.done_below;
-    auto flag = order.flags.find(order.done_below);
-    if (flag == order.flags.end()) return;
-    const uint64_t flag_seq = flag->first;
-    store_flag(flag->second.at, flag->second.value);
-    order.flags.erase(flag);
-    ack(reply, link, flag_seq, nullptr);
-    order.done_above.insert(flag_seq);
+    // A flag waiting for exactly this point goes now.
+    auto waiting = order.flags.find(order.done_below);
+    if (waiting == order.flags.end()) return;
+    seq = waiting->first;
+    const DeferredFlag flag = waiting->second;
+    order.flags.erase(waiting);
+    refused = flag_refusal(order, link, seq);
+    if (!refused) store_flag(flag.at, flag.value);
+    error = refused ? &*refused : nullptr;
   }
 }
 

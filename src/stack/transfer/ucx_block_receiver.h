@@ -11,7 +11,8 @@
 // Ordering, so that senders need not wait: blocks of a link (reply endpoint and link id) carry
 // sequence numbers 1, 2, 3...; a flag is stored only once every block of its link numbered
 // below it is done (a rendezvous still receiving defers it), so the flag never overtakes its data
-// however the rendezvous receives complete. The state per link is a counter and what completed
+// however the rendezvous receives complete. Once a block of a link failed (or was refused), no
+// later flag of that link is stored (a flag never covers bad data): the sender reconnects. The state per link is a counter and what completed
 // out of order; a link with too much out of order (a hostile sender skipping numbers) is refused.
 #pragma once
 
@@ -58,8 +59,13 @@ class UcxBlockReceiver {
     uint64_t done_below = 1;              // every block numbered below is done
     std::set<uint64_t> done_above;        // done, numbered above done_below
     std::map<uint64_t, DeferredFlag> flags;  // waiting for done_below to reach their number
+    uint64_t first_failed = 0;            // the lowest block refused or failed; 0: none
   };
   using LinkKey = std::pair<ucp_ep_h, uint64_t>;
+  // Stores a flag whose earlier blocks are done, or refuses it after a failed one; then completes it.
+  void store_or_refuse_flag(ucp_ep_h reply, uint64_t link, uint64_t seq, const DeferredFlag& flag);
+  // Why flag `seq` must not be stored (an earlier block of its link failed), or nullopt.
+  std::optional<Error> flag_refusal(const LinkOrder& order, uint64_t link, uint64_t seq) const;
   // Why block `seq` of the link cannot be taken (seen before, or too much out of order), or nullopt.
   std::optional<Error> refuse_sequence(const LinkOrder& order, uint64_t link, uint64_t seq) const;
 

@@ -428,7 +428,13 @@ void UcxLink::on_ack(const UcxAmAck& ack) {
   const uint64_t id = block->second;
   auto it = in_flight_.find(id);
   if (it == in_flight_.end()) return;
-  if (ack.error) return finish(*take(id), &*ack.error);  // refused by the target: the connection is fine
+  if (ack.error) {
+    // The target stores no later flag of this link (a flag never covers bad data): the next
+    // request reconnects, on a new link.
+    finish(*take(id), &*ack.error);
+    runtime_.post([self = shared_from_this(), why = *ack.error] { self->break_connection(why); });
+    return;
+  }
   it->second.acked = true;
   if (it->second.sent) finish(*take(id), nullptr);
 }
