@@ -7,7 +7,9 @@
 # at 64 MiB), 3 rounds, and times 8 single blocks. Prints per size and transport the median over
 # runs of GB/s and single-block latency with min..max, the rooflines (memcpy of the same bytes;
 # raw loopback TCP), and the paired ratios ucx/shm and ucx_tcp/tcp (per run, then median).
-# Usage: benchmarks/transfer_transports.sh RECUR [RUNS=5] [SIZES="4096 65536 1048576 4194304 16777216 67108864"]
+# BASELINE=OTHER_RECUR adds ucx_tcp_base (ucx_tcp run by that binary, e.g. a build of the commit
+# before a change) to the rotation, and the paired ratios ucx_tcp/ucx_tcp_base and ucx_tcp_base/tcp.
+# Usage: [BASELINE=OLD_RECUR] benchmarks/transfer_transports.sh RECUR [RUNS=5] [SIZES="4096 65536 1048576 4194304 16777216 67108864"]
 set -u
 RECUR="$1"
 RUNS="${2:-5}"
@@ -16,7 +18,9 @@ T="$(mktemp -d)"
 trap 'rm -rf "$T"' EXIT
 export RECUR_PEER_KEY="${RECUR_PEER_KEY:-bench-$$-$(date +%s%N)}"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+BASELINE="${BASELINE:-}"
 order="shm tcp ucx ucx_tcp"
+[ -n "$BASELINE" ] && order="$order ucx_tcp_base"
 for run in $(seq 1 "$RUNS"); do
   for size in $SIZES; do
     blocks=$((33554432 / size))
@@ -24,6 +28,8 @@ for run in $(seq 1 "$RUNS"); do
     [ "$blocks" -lt 2 ] && blocks=2
     for t in $order; do
       case $t in
+        ucx_tcp_base) env UCX_TLS=tcp "$BASELINE" transfer bench --transport ucx --bytes $((size * blocks)) --blocks "$blocks" \
+                   --rounds 3 --latency-samples 8 --json > "$T/$run-$size-$t.json" 2> "$T/$run-$size-$t.err" ;;
         ucx_tcp) env UCX_TLS=tcp "$RECUR" transfer bench --transport ucx --bytes $((size * blocks)) --blocks "$blocks" \
                    --rounds 3 --latency-samples 8 --json > "$T/$run-$size-$t.json" 2> "$T/$run-$size-$t.err" ;;
         *) "$RECUR" transfer bench --transport "$t" --bytes $((size * blocks)) --blocks "$blocks" --rounds 3 \
@@ -34,10 +40,11 @@ for run in $(seq 1 "$RUNS"); do
   done
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-/usr/bin/python3 - "$T" "$RUNS" "$SIZES" <<'PY'
+/usr/bin/python3 - "$T" "$RUNS" "$SIZES" "$BASELINE" <<'PY'
 import json, os, statistics, sys
 d, runs, sizes = sys.argv[1], int(sys.argv[2]), [int(s) for s in sys.argv[3].split()]
-names = ["shm", "tcp", "ucx", "ucx_tcp"]
+names = ["shm", "tcp", "ucx", "ucx_tcp"] + (["ucx_tcp_base"] if sys.argv[4] else [])
+pairs = [("ucx", "shm"), ("ucx_tcp", "tcp")] + ([("ucx_tcp", "ucx_tcp_base"), ("ucx_tcp_base", "tcp")] if sys.argv[4] else [])
 def load(run, size, t):
     p = os.path.join(d, f"{run}-{size}-{t}.json")
     try:
@@ -59,12 +66,12 @@ for size in sizes:
         mem = [x["memcpy_gbps"]["median"] for x in ok]
         loop = [x["tcp_loopback_gbps"]["median"] for x in ok if x["tcp_loopback_gbps"]["samples"]]
         print(f"| {size} | {t}: {path} | {spread(gbps)} | {spread(lat)} | {spread(mem)} | {spread(loop)} |")
-    for num, den in (("ucx", "shm"), ("ucx_tcp", "tcp")):
+    for num, den in pairs:
         r = [a["gbps"]["median"] / b["gbps"]["median"] for a, b in zip(per[num], per[den]) if a and b and b["gbps"]["median"] > 0]
         ratios[(size, num, den)] = r
 print()
-print("| block | ucx / shm (paired per run) | ucx_tcp / tcp |")
-print("|---|---|---|")
+print("| block | " + " | ".join(f"{n} / {m}" for n, m in pairs) + " |  (paired per run)")
+print("|---|" + "---|" * len(pairs))
 for size in sizes:
-    print(f"| {size} | {spread(ratios[(size, 'ucx', 'shm')])} | {spread(ratios[(size, 'ucx_tcp', 'tcp')])} |")
+    print(f"| {size} | " + " | ".join(spread(ratios[(size, n, m)]) for n, m in pairs) + " |")
 PY

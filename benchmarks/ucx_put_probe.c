@@ -6,8 +6,13 @@
 // under `timeout`). Prints the initiator's endpoint (lanes) and whether ucp_rkey_ptr reaches the
 // target's memory (it does when a shared-memory transport can map it).
 //
+// Mode `am` (target progresses): the initiator sends each block as an active message with
+// UCP_AM_SEND_FLAG_RNDV (header: the offset) and the target's handler receives it in place with
+// ucp_am_recv_data_nbx; a round ends when every send has completed (recur's ucx transport over
+// links without RMA, docs/transfer.md).
+//
 // Build: cc -O2 -o /tmp/ucx_put_probe benchmarks/ucx_put_probe.c $(pkg-config --cflags --libs ucx)
-// Usage: ucx_put_probe BLOCK BLOCKS ROUNDS user|alloc progress|idle   (UCX_TLS etc. as usual)
+// Usage: ucx_put_probe BLOCK BLOCKS ROUNDS user|alloc progress|idle|am  (UCX_TLS etc. as usual)
 // e.g.   timeout 20 /tmp/ucx_put_probe 1048576 32 4 alloc idle
 #include <fcntl.h>
 #include <stdint.h>
@@ -51,12 +56,37 @@ static void start(ucp_context_h* ctx, ucp_worker_h* worker) {
   ucp_config_t* config;
   ucs_status_t s = ucp_config_read(NULL, NULL, &config);
   if (s != UCS_OK) die("config", s);
-  ucp_params_t p = {.field_mask = UCP_PARAM_FIELD_FEATURES, .features = UCP_FEATURE_RMA};
+  ucp_params_t p = {.field_mask = UCP_PARAM_FIELD_FEATURES, .features = UCP_FEATURE_RMA | UCP_FEATURE_AM};
   s = ucp_init(&p, config, ctx);
   ucp_config_release(config);
   if (s != UCS_OK) die("init", s);
   ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE, .thread_mode = UCS_THREAD_MODE_SINGLE};
   if ((s = ucp_worker_create(*ctx, &wp, worker)) != UCS_OK) die("worker", s);
+}
+
+// The target's side of mode `am`.
+static ucp_worker_h am_worker;
+static char* am_base;
+static uint64_t am_bytes;
+static void am_received(void* request, ucs_status_t s, size_t length, void* user) {
+  (void)s, (void)length, (void)user;
+  ucp_request_free(request);
+}
+static ucs_status_t am_block(void* arg, const void* header, size_t header_length, void* data, size_t length,
+                             const ucp_am_recv_param_t* param) {
+  (void)arg;
+  uint64_t offset = 0;
+  if (header_length != sizeof offset) return UCS_OK;
+  memcpy(&offset, header, sizeof offset);
+  if (offset > am_bytes || length > am_bytes - offset) return UCS_OK;
+  if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+    memcpy(am_base + offset, data, length);
+    return UCS_OK;
+  }
+  ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK, .cb.recv_am = am_received};
+  ucs_status_ptr_t q = ucp_am_recv_data_nbx(am_worker, data, am_base + offset, length, &p);
+  if (UCS_PTR_IS_ERR(q)) die("am_recv_data", UCS_PTR_STATUS(q));
+  return UCS_OK;
 }
 
 static void target(size_t bytes, int allocate, int progress, int to_initiator, int from_initiator) {
@@ -84,6 +114,12 @@ static void target(size_t bytes, int allocate, int progress, int to_initiator, i
   if ((s = ucp_rkey_pack(ctx, memh, &rkey, &rkey_bytes)) != UCS_OK) die("rkey_pack", s);
   if ((s = ucp_worker_get_address(worker, &address, &address_bytes)) != UCS_OK) die("address", s);
   uint64_t base = (uint64_t)(uintptr_t)attr.address;
+  am_worker = worker;
+  am_base = attr.address;
+  am_bytes = bytes;
+  ucp_am_handler_param_t hp = {.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB,
+                               .id = 1, .cb = am_block};
+  if ((s = ucp_worker_set_am_recv_handler(worker, &hp)) != UCS_OK) die("am handler", s);
   send_msg(to_initiator, address, address_bytes);
   send_msg(to_initiator, rkey, rkey_bytes);
   send_msg(to_initiator, &base, sizeof base);
@@ -98,12 +134,13 @@ static void target(size_t bytes, int allocate, int progress, int to_initiator, i
 
 int main(int argc, char** argv) {
   if (argc != 6) {
-    fprintf(stderr, "usage: %s BLOCK BLOCKS ROUNDS user|alloc progress|idle\n", argv[0]);
+    fprintf(stderr, "usage: %s BLOCK BLOCKS ROUNDS user|alloc progress|idle|am\n", argv[0]);
     return 1;
   }
   const size_t block = strtoull(argv[1], NULL, 10);
   const int blocks = atoi(argv[2]), rounds = atoi(argv[3]);
-  const int allocate = strcmp(argv[4], "alloc") == 0, progress = strcmp(argv[5], "progress") == 0;
+  const int allocate = strcmp(argv[4], "alloc") == 0, am = strcmp(argv[5], "am") == 0;
+  const int progress = am || strcmp(argv[5], "progress") == 0;
   const size_t bytes = block * (size_t)blocks;
   int to_initiator[2], from_initiator[2];
   if (block == 0 || blocks <= 0 || pipe(to_initiator) != 0 || pipe(from_initiator) != 0) return 1;
@@ -128,7 +165,25 @@ int main(int argc, char** argv) {
   fflush(stdout);
   char* source = malloc(bytes);
   memset(source, 7, bytes);
-  for (int r = 0; r < rounds; ++r) {
+  ucs_status_ptr_t* sends = calloc((size_t)blocks, sizeof *sends);
+  for (int r = 0; r < rounds && am; ++r) {
+    const double t0 = now_s();
+    uint64_t offsets[blocks];
+    for (int i = 0; i < blocks; ++i) {
+      offsets[i] = (uint64_t)i * block;
+      ucp_request_param_t rndv = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS, .flags = UCP_AM_SEND_FLAG_RNDV};
+      sends[i] = ucp_am_send_nbx(ep, 1, &offsets[i], sizeof offsets[i], source + offsets[i], block, &rndv);
+      if (UCS_PTR_IS_ERR(sends[i])) die("am_send", UCS_PTR_STATUS(sends[i]));
+    }
+    for (int i = 0; i < blocks; ++i) {
+      if (!UCS_PTR_IS_PTR(sends[i])) continue;
+      while (ucp_request_check_status(sends[i]) == UCS_INPROGRESS) ucp_worker_progress(worker);
+      ucp_request_free(sends[i]);
+    }
+    printf("round %d: %.3f GB/s\n", r, (double)bytes / (now_s() - t0) / 1e9);
+    fflush(stdout);
+  }
+  for (int r = 0; r < rounds && !am; ++r) {
     const double t0 = now_s();
     for (int i = 0; i < blocks; ++i) {
       ucp_request_param_t none = {0};

@@ -2,7 +2,10 @@
 // either decodes to fields that encode back to the same 48 bytes, or is rejected with an error;
 // payload checks, region tables, error replies, the handshake's auth payloads and authenticated
 // hello replies (peer authentication), segment names and UCX connect replies (ucx_wire.h: a worker
-// address and remote keys from the peer) never crash; what decodes encodes back to the same bytes.
+// address and remote keys from the peer) and the UCX active-message block headers and acks
+// (ucx_am_wire.h: headers a hostile sender chooses) never crash; what decodes encodes back to the
+// same bytes.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -11,6 +14,7 @@
 #include <string_view>
 
 #include "transfer/frame.h"
+#include "transfer/ucx_am_wire.h"
 #include "transfer/ucx_wire.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -37,6 +41,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto again = encode_ucx_connect_reply(*ucx);
     if (again.size() != size || std::memcmp(again.data(), data, size) != 0) std::abort();
   } else if (ucx.error().message().empty()) {
+    std::abort();
+  }
+  // Block header: the first 40 bytes, the rest as the data it carries.
+  const size_t block_bytes = std::min(size, kUcxAmBlockHeaderBytes);
+  if (auto block = decode_ucx_am_block(bytes.first(block_bytes), size - block_bytes)) {
+    auto again = encode_ucx_am_block(*block);
+    if (std::memcmp(again.data(), data, again.size()) != 0) std::abort();
+  } else if (block.error().message().empty()) {
+    std::abort();
+  }
+  // Ack: the first 24 bytes, the rest as its message.
+  const size_t ack_bytes = std::min(size, kUcxAmAckHeaderBytes);
+  if (auto ack = decode_ucx_am_ack(bytes.first(ack_bytes), bytes.subspan(ack_bytes))) {
+    const recur::Error* why = ack->error ? &*ack->error : nullptr;
+    auto again = encode_ucx_am_ack_header(ack->link, ack->seq, why);
+    if (std::memcmp(again.data(), data, again.size()) != 0) std::abort();
+    if (ucx_am_ack_message(why).size() != size - ack_bytes) std::abort();
+  } else if (ack.error().message().empty()) {
     std::abort();
   }
   (void)check_segment_name(std::string_view(reinterpret_cast<const char*>(data), size));

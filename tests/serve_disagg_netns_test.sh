@@ -98,8 +98,14 @@ url_of() {
   [ -n "$port" ] || fail "$1 did not come up on $2"
   echo "http://$2:$port"
 }
-decode() { on "$ND" "$1" $2 "$RECUR" --set serve.kv_transfer="$KV" serve --role decode -m "$M" --host "$B.2" --port 0 --threads 1 --kv-slots 1 --kv-listen "$C.2:0"; }
-prefill() { on "$NP" "$1" RECUR_FAULT_PREFILL_PAUSE="$T/$1.arm" $2 "$RECUR" --set serve.kv_transfer="$KV" serve --role prefill -m "$M" --host "$A.2" --port 0 --threads 1; }
+# Over UCX each worker is told its P-D link (UCX_NET_DEVICES), as docs/transfer.md says to on
+# hosts with several interfaces: UCX 1.13's tcp counts every interface of the peer as reachable,
+# and with the AM feature it may put a rendezvous lane on the decode worker's host-facing link,
+# which the prefill namespace has no route to ("Destination is unreachable", 1 run in 3-5).
+UCX_D="" UCX_P=""
+[ "$KV" = ucx ] && UCX_D="UCX_NET_DEVICES=${V}xb" UCX_P="UCX_NET_DEVICES=${V}xa"
+decode() { on "$ND" "$1" $UCX_D $2 "$RECUR" --set serve.kv_transfer="$KV" serve --role decode -m "$M" --host "$B.2" --port 0 --threads 1 --kv-slots 1 --kv-listen "$C.2:0"; }
+prefill() { on "$NP" "$1" $UCX_P RECUR_FAULT_PREFILL_PAUSE="$T/$1.arm" $2 "$RECUR" --set serve.kv_transfer="$KV" serve --role prefill -m "$M" --host "$A.2" --port 0 --threads 1; }
 launch all "$RECUR" serve -m "$M" --port 0 --threads 1
 decode d ""
 decode d_dies RECUR_FAULT_DECODE_EXIT=1

@@ -253,6 +253,41 @@ TEST_P(Conformance, PeerKilledIsReportedGoneAndTheEngineGoesOn) {
   EXPECT_TRUE(has_pattern(mem, 4096, 3));
 }
 
+// A peer killed while a batch of large writes is on its way (over UCX without RMA: in the middle
+// of rendezvous receives): every request ends, completed before the kill or failed ("peer gone",
+// or not run after a failure), within a bounded time; none stays pending.
+TEST_P(Conformance, PeerKilledMidTransferEndsEveryRequest) {
+  const std::string name = unique_segment(std::string("midway-") + transport_name(t()));
+  ForkedPeer forked;
+  forked.start(serving(name));
+  constexpr size_t kBlock = 4 << 20, kBlocks = 48;
+  Client client("midway-writer", address(name, forked.port), kBlock, 60s);
+  ASSERT_GE(client.peer, 0);
+  const std::vector<TransferRequest> writes(kBlocks, {TransferOpcode::kWrite, client.local.data(), client.peer,
+                                                      forked.offset, kBlock});
+  BatchId b = *client.engine->allocate_batch(writes.size());
+  ASSERT_TRUE(client.engine->submit(b, writes));
+  std::this_thread::sleep_for(20ms);
+  ::kill(forked.child, SIGKILL);
+  const auto killed = std::chrono::steady_clock::now();
+  (void)client.engine->wait_batch(b, 30s);
+  EXPECT_LT(std::chrono::steady_clock::now() - killed, 10s);
+  size_t failed = 0;
+  for (size_t i = 0; i < kBlocks; ++i) {
+    auto st = *client.engine->status(b, i);
+    EXPECT_NE(st.state, TransferState::kPending) << "request " << i;
+    if (st.state != TransferState::kFailed) continue;
+    ++failed;
+    EXPECT_TRUE(contains(st.error, "peer gone") || contains(st.error, "not run") || contains(st.error, "not applied"))
+        << "request " << i << ": " << st.error;
+  }
+  // 192 MiB over TCP take far longer than 20 ms; shared memory may be done by the kill.
+  if (t() == Transport::kTcp || t() == Transport::kUcxTcp) {
+    EXPECT_GT(failed, 0u);
+  }
+  EXPECT_EQ(testing::wait_exit_code(forked.child), 128 + SIGKILL);
+}
+
 // A peer that stops (SIGSTOP) with a read outstanding: transports that need the peer to answer
 // fail the request once the timeout passes; one-sided ones complete it without the peer. Never
 // a hang.

@@ -18,12 +18,19 @@ bool tls_may_use_tcp(const char* tls) {
 }  // namespace
 
 std::vector<UcxSetting> ucx_tcp_defaults(const std::function<const char*(const char*)>& getenv) {
-  static const UcxSetting kDefaults[] = {
-      {"TX_SEG_SIZE", "64k"}, {"RX_SEG_SIZE", "64k"}, {"SNDBUF", "4m"}, {"RCVBUF", "4m"}};
+  struct Default {
+    UcxSetting setting;
+    const char* env;  // the variable a user sets it with
+  };
+  static const Default kDefaults[] = {{{"TX_SEG_SIZE", "64k"}, "UCX_TCP_TX_SEG_SIZE"},
+                                      {{"RX_SEG_SIZE", "64k"}, "UCX_TCP_RX_SEG_SIZE"},
+                                      {{"SNDBUF", "4m"}, "UCX_TCP_SNDBUF"},
+                                      {{"RCVBUF", "4m"}, "UCX_TCP_RCVBUF"},
+                                      {{"MAX_RNDV_RAILS", "1"}, "UCX_MAX_RNDV_RAILS"}};
   std::vector<UcxSetting> out;
   if (!tls_may_use_tcp(getenv("UCX_TLS"))) return out;
-  for (const UcxSetting& d : kDefaults)
-    if (getenv(("UCX_TCP_" + d.name).c_str()) == nullptr) out.push_back(d);
+  for (const Default& d : kDefaults)
+    if (getenv(d.env) == nullptr) out.push_back(d.setting);
   return out;
 }
 

@@ -18,7 +18,7 @@ std::vector<std::string> names_for(const std::map<std::string, std::string>& env
   return names;
 }
 
-const std::vector<std::string> kAll = {"TX_SEG_SIZE", "RX_SEG_SIZE", "SNDBUF", "RCVBUF"};
+const std::vector<std::string> kAll = {"TX_SEG_SIZE", "RX_SEG_SIZE", "SNDBUF", "RCVBUF", "MAX_RNDV_RAILS"};
 
 TEST(UcxDefaults, TcpSettingsWhereUcxMayUseTcp) {
   EXPECT_EQ(names_for({}), kAll);
@@ -35,7 +35,7 @@ TEST(UcxDefaults, NoneWhereUcxTlsRulesTcpOut) {
 }
 
 TEST(UcxDefaults, TheUsersSettingWins) {
-  EXPECT_EQ(names_for({{"UCX_TCP_SNDBUF", "1m"}, {"UCX_TCP_TX_SEG_SIZE", "8k"}}),
+  EXPECT_EQ(names_for({{"UCX_TCP_SNDBUF", "1m"}, {"UCX_TCP_TX_SEG_SIZE", "8k"}, {"UCX_MAX_RNDV_RAILS", "2"}}),
             (std::vector<std::string>{"RX_SEG_SIZE", "RCVBUF"}));
 }
 

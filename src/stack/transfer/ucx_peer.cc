@@ -2,16 +2,20 @@
 
 #include <sys/socket.h>
 
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <deque>
 #include <map>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "transfer/frame_io.h"
+#include "transfer/ucx_am_wire.h"
+#include "transfer/ucx_lanes.h"
 #include "transfer/ucx_wire.h"
 
 namespace recur::transfer {
@@ -29,6 +33,11 @@ class UcxLink final : public UcxWatcher, public std::enable_shared_from_this<Ucx
     std::byte* local = nullptr;
     std::chrono::steady_clock::time_point deadline;
     bool flushed = false;  // a flag whose preceding flush completed
+    // Sent as an active message (am_blocks_): complete once both the send and the ack are.
+    bool am = false;
+    bool sent = false;
+    bool acked = false;
+    uint64_t block_seq = 0;  // its number among the link's blocks (the ack names it)
   };
 
   UcxLink(UcxRuntime& runtime, std::string label, std::string segment, std::chrono::milliseconds timeout)
@@ -42,10 +51,13 @@ class UcxLink final : public UcxWatcher, public std::enable_shared_from_this<Ucx
   // UCX callbacks.
   void on_done(uint64_t id, ucs_status_t status);
   void on_flushed(ucs_status_t status, std::vector<uint64_t> covered, bool for_flag);
+  void on_block_sent(uint64_t id, ucs_status_t status);
+  void on_ack(const UcxAmAck& ack);
 
   int watch_fd() const override { return control_.get(); }
   void on_fd_ready() override;
   void on_tick(std::chrono::steady_clock::time_point now) override;
+  bool busy() const override { return !in_flight_.empty() || !queue_.empty(); }
 
   std::atomic<bool> connected{false};
   std::atomic<size_t> pending{0};  // queued or in flight
@@ -57,7 +69,10 @@ class UcxLink final : public UcxWatcher, public std::enable_shared_from_this<Ucx
     ucp_rkey_h rkey = nullptr;
   };
   void pump();
-  bool issue(Op& op);  // false: the queue must wait (a flag's flush is under way)
+  bool issue(Op& op);  // false: the queue must wait (a flag's flush, or acks, under way)
+  void issue_block(Op& op);  // as an active message
+  // Removes a request from in_flight_ (and from the unacknowledged blocks); nullopt if not there.
+  std::optional<Op> take(uint64_t id);
   // Flushes the endpoint: completes the puts issued so far (unflushed_) when it completes;
   // for_flag: the queue's head (a flag) may go then. False if the connection broke.
   bool flush(bool for_flag);
@@ -77,6 +92,14 @@ class UcxLink final : public UcxWatcher, public std::enable_shared_from_this<Ucx
   std::map<uint64_t, Op> in_flight_;
   std::vector<uint64_t> unflushed_;  // puts issued (in in_flight_) that no flush covers yet
   uint64_t next_id_ = 1;
+  // No native RMA on the endpoint's lanes (UCX 1.13 over tcp emulates puts with messages the
+  // target applies): writes and flags go as active messages (ucx_am_wire.h), reads stay gets.
+  bool am_blocks_ = false;
+  uint64_t link_id_ = 0;           // the runtime's ack sink for this link
+  size_t blocks_unacked_ = 0;      // blocks in in_flight_
+  bool awaiting_acks_ = false;     // the queue's head (a read) waits for blocks_unacked_ == 0
+  uint64_t next_block_seq_ = 1;    // blocks are numbered 1, 2, 3... per link (ucx_block_receiver.h)
+  std::map<uint64_t, uint64_t> block_ids_;  // block number -> request id, while in flight
 };
 
 namespace {
@@ -85,6 +108,13 @@ namespace {
 struct UcxTicket {
   std::shared_ptr<UcxLink> link;
   uint64_t id = 0;
+};
+// A block sent as an active message: UCX reads the header (and a flag's value) until the send completes.
+struct UcxBlockTicket {
+  std::shared_ptr<UcxLink> link;
+  uint64_t id = 0;
+  std::array<std::byte, kUcxAmBlockHeaderBytes> header{};
+  uint64_t flag = 0;
 };
 struct UcxFlushTicket {
   std::shared_ptr<UcxLink> link;
@@ -106,7 +136,30 @@ void ucx_flushed(void* request, ucs_status_t status, void* user_data) {
   delete t;
 }
 
+void ucx_block_sent(void* request, ucs_status_t status, void* user_data) {
+  auto* t = static_cast<UcxBlockTicket*>(user_data);
+  t->link->on_block_sent(t->id, status);
+  ucp_request_free(request);
+  delete t;
+}
+
 void ucx_free_request(void* request, ucs_status_t, void*) { ucp_request_free(request); }
+
+// Blocks from this size go by rendezvous: the target receives them in place (no copy through
+// UCX's buffers); smaller ones eager, copied in place by the target's handler.
+constexpr uint64_t kUcxRendezvousFrom = 64 * 1024;
+
+std::string ucx_ep_info(ucp_ep_h ep) {
+  char* text = nullptr;
+  size_t bytes = 0;
+  FILE* out = open_memstream(&text, &bytes);
+  if (out == nullptr) return {};
+  ucp_ep_print_info(ep, out);
+  std::fclose(out);
+  std::string all(text, bytes);
+  std::free(text);
+  return all;
+}
 
 const char* ucx_op_name(FrameOp op) {
   return op == FrameOp::kRead ? "read" : op == FrameOp::kWrite ? "write" : "store_flag";
@@ -134,6 +187,14 @@ Status UcxLink::install(const UcxConnectReply& reply, UniqueFd control) {
     }
     regions_[r.id] = {r.base, r.length, rkey};
   }
+  // Decided per endpoint from the lanes UCX picked (ucx_lanes.h): shared memory and RDMA keep
+  // one-sided puts; a link without RMA lanes sends blocks as active messages.
+  am_blocks_ = !ucx_lanes_have_rma(ucx_ep_info(ep));
+  if (am_blocks_) {
+    link_id_ = runtime_.add_ack_sink([weak = weak_from_this()](const UcxAmAck& ack) {
+      if (auto self = weak.lock()) self->on_ack(ack);
+    });
+  }
   control_ = std::move(control);
   connected.store(true);
   runtime_.add_watcher(this);
@@ -157,6 +218,11 @@ void UcxLink::break_connection(const Error& why) {
   control_.reset();
   flushing_ = false;
   unflushed_.clear();
+  if (link_id_ != 0) runtime_.remove_ack_sink(link_id_);
+  link_id_ = 0;
+  blocks_unacked_ = 0;
+  awaiting_acks_ = false;
+  block_ids_.clear();
   std::map<uint64_t, Op> failed;
   failed.swap(in_flight_);
   std::deque<Op> queued;
@@ -238,6 +304,18 @@ bool UcxLink::issue(Op& op) {
     return true;
   }
   const auto [remote, rkey] = *target;
+  if (am_blocks_) {
+    // A read must see the blocks before it: it waits for their acks. A flag need not: the target
+    // stores it only once every earlier block of this link is in place (ucx_block_receiver.h).
+    if (op.op == FrameOp::kRead && blocks_unacked_ > 0) {
+      awaiting_acks_ = true;
+      return false;  // take() pumps again once the last ack is in
+    }
+    if (op.op != FrameOp::kRead) {
+      issue_block(op);
+      return true;
+    }
+  }
   if (op.op == FrameOp::kStoreFlag && !op.flushed) {
     // The flag publishes the block: every earlier write of this peer must be at the target first.
     (void)flush(true);
@@ -290,11 +368,81 @@ bool UcxLink::issue(Op& op) {
   return true;
 }
 
-void UcxLink::on_done(uint64_t id, ucs_status_t status) {
+void UcxLink::issue_block(Op& op) {
+  const uint64_t id = next_id_++;
+  op.am = true;
+  op.block_seq = next_block_seq_++;
+  in_flight_[id] = op;
+  block_ids_[op.block_seq] = id;
+  ++blocks_unacked_;
+  const bool flag = op.op == FrameOp::kStoreFlag;
+  auto* ticket = new UcxBlockTicket{shared_from_this(), id, {}, 0};
+  ticket->header = encode_ucx_am_block(
+      {flag ? UcxAmKind::kStoreFlag : UcxAmKind::kWrite, op.region, op.offset, op.length, link_id_, op.block_seq});
+  const void* source = op.local;
+  if (flag) {
+    // UCX may read the 8 bytes after ucp_am_send_nbx returns; the caller's source may change by then.
+    ticket->flag = std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(op.local)).load(std::memory_order_acquire);
+    source = &ticket->flag;
+  }
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+  p.cb.send = ucx_block_sent;
+  p.user_data = ticket;
+  // REPLY: the target acknowledges on the endpoint the block came by.
+  p.flags = UCP_AM_SEND_FLAG_REPLY |
+            (flag ? UCP_AM_SEND_FLAG_EAGER : op.length >= kUcxRendezvousFrom ? UCP_AM_SEND_FLAG_RNDV : 0);
+  ucs_status_ptr_t r = ucp_am_send_nbx(ep_, kUcxAmBlockId, ticket->header.data(), ticket->header.size(), source,
+                                       op.length, &p);
+  if (!UCS_PTR_IS_PTR(r)) {  // sent (or refused) at once: no callback comes
+    delete ticket;
+    on_block_sent(id, UCS_PTR_STATUS(r));
+  }
+}
+
+std::optional<UcxLink::Op> UcxLink::take(uint64_t id) {
   auto it = in_flight_.find(id);
-  if (it == in_flight_.end()) return;  // already failed (connection broken)
+  if (it == in_flight_.end()) return std::nullopt;  // already failed (connection broken)
   Op op = it->second;
   in_flight_.erase(it);
+  if (op.am) block_ids_.erase(op.block_seq);
+  if (op.am && --blocks_unacked_ == 0 && awaiting_acks_) {
+    awaiting_acks_ = false;
+    // Issuing from inside a callback is avoided: the next task round does it.
+    runtime_.post([self = shared_from_this()] { self->pump(); });
+  }
+  return op;
+}
+
+void UcxLink::on_block_sent(uint64_t id, ucs_status_t status) {
+  if (status != UCS_OK) return on_done(id, status);
+  auto it = in_flight_.find(id);
+  if (it == in_flight_.end()) return;
+  it->second.sent = true;
+  if (it->second.acked) finish(*take(id), nullptr);
+}
+
+void UcxLink::on_ack(const UcxAmAck& ack) {
+  auto block = block_ids_.find(ack.seq);
+  if (block == block_ids_.end()) return;  // failed meanwhile (timeout, broken connection)
+  const uint64_t id = block->second;
+  auto it = in_flight_.find(id);
+  if (it == in_flight_.end()) return;
+  if (ack.error) {
+    // The target stores no later flag of this link (a flag never covers bad data): the next
+    // request reconnects, on a new link.
+    finish(*take(id), &*ack.error);
+    runtime_.post([self = shared_from_this(), why = *ack.error] { self->break_connection(why); });
+    return;
+  }
+  it->second.acked = true;
+  if (it->second.sent) finish(*take(id), nullptr);
+}
+
+void UcxLink::on_done(uint64_t id, ucs_status_t status) {
+  std::optional<Op> taken = take(id);
+  if (!taken) return;
+  const Op op = *taken;
   if (status == UCS_OK) return finish(op, nullptr);
   const Error why = ucx_error(ErrorCode::kFailedPrecondition, "peer gone: request", status);
   finish(op, &why);
@@ -333,26 +481,8 @@ void UcxLink::on_tick(std::chrono::steady_clock::time_point now) {
 
 std::string UcxLink::transports() {
   if (ep_ == nullptr) return "(not connected)";
-  char* text = nullptr;
-  size_t bytes = 0;
-  FILE* out = open_memstream(&text, &bytes);
-  if (out == nullptr) return "?";
-  ucp_ep_print_info(ep_, out);
-  std::fclose(out);
-  // Lines like "#   lane[0]:  3:posix/memory.0 md[2] ...": keep the transport/device names.
-  std::set<std::string> names;
-  std::string all(text, bytes);
-  std::free(text);
-  for (size_t at = all.find("lane["); at != std::string::npos; at = all.find("lane[", at + 1)) {
-    size_t colon = all.find(':', at);
-    size_t start = colon == std::string::npos ? colon : all.find(':', colon + 1);
-    if (start == std::string::npos) break;
-    size_t end = all.find(' ', start);
-    names.insert(all.substr(start + 1, end - start - 1));
-  }
-  std::string joined;
-  for (const std::string& n : names) joined += (joined.empty() ? "" : ", ") + n;
-  return joined.empty() ? all : joined;
+  const std::string lanes = ucx_lane_transports(ucx_ep_info(ep_));
+  return am_blocks_ ? lanes + "; blocks as active messages" : lanes;
 }
 
 // ---- UcxPeer: the transfer thread's side ----

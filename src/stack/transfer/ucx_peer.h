@@ -13,6 +13,13 @@
 // complete at the target) and only then puts its 8 bytes; requests behind it wait their turn, so
 // a reader that sees the flag sees the data, as over shared memory and TCP. A request of a batch
 // whose earlier request to this segment failed is not run.
+// Without native RMA (no rma lane: UCX 1.13 over tcp, where every put is emulated by messages the
+// target applies, fragment by fragment), writes and flags go as active messages instead
+// (ucx_am_wire.h; large blocks by rendezvous, received in place: ucx_block_receiver.h): a write
+// completes when its send has and the target acknowledged the bytes in place. Blocks go out
+// without waiting (pipelined, as over recur's TCP): the target stores a flag only once every
+// earlier block of the link is in place, and acknowledges it then. A read waits until every
+// earlier block is acknowledged.
 //
 // Peer gone: the TCP control connection stays open; the peer's exit closes it, and the progress
 // thread then fails every request queued or in flight ("peer gone") and closes the endpoint. So

@@ -6,6 +6,10 @@
 // not allocate, the target must progress) and wire-up, polls while traffic flows and otherwise
 // sleeps on the worker's event fd.
 //
+// Links without native RMA (UCX 1.13 over tcp) send blocks as active messages instead of puts
+// (ucx_am_wire.h): the runtime receives them into its regions (ucx_block_receiver.h) and routes
+// the acks it gets back to the sending link.
+//
 // Serving: every region this engine registers is also mapped (ucp_mem_map; inside allocate()
 // memory, with its mapping); connect_reply() packs the worker address and a remote key per region
 // for a client that passed the TCP listener's handshake (frame.h kUcxConnect), so only key holders
@@ -31,6 +35,8 @@
 #include <vector>
 
 #include "core/status.h"
+#include "transfer/ucx_am_wire.h"
+#include "transfer/ucx_block_receiver.h"
 
 namespace recur::transfer {
 
@@ -42,6 +48,8 @@ class UcxWatcher {
   virtual int watch_fd() const = 0;  // -1: none now
   virtual void on_fd_ready() = 0;
   virtual void on_tick(std::chrono::steady_clock::time_point now) = 0;
+  // Requests in flight: the progress thread keeps polling instead of sleeping on the event fd.
+  virtual bool busy() const { return false; }
 };
 
 // "UCX <what>: <status string>" as an error of `code`.
@@ -80,6 +88,11 @@ class UcxRuntime {
   Status run(const std::function<Status()>& task);
   bool on_progress_thread() const { return std::this_thread::get_id() == progress_.get_id(); }
 
+  // Acks of blocks sent as active messages (ucx_am_wire.h) reach the sink registered under their
+  // link id; an ack for no sink (a link closed since) is dropped. Progress thread only.
+  uint64_t add_ack_sink(std::function<void(const UcxAmAck&)> sink);
+  void remove_ack_sink(uint64_t link);
+
   void add_watcher(UcxWatcher* w);
   void remove_watcher(UcxWatcher* w);  // after it returns, the progress thread no longer calls w
   bool watching(const UcxWatcher* w);
@@ -100,7 +113,11 @@ class UcxRuntime {
   const Allocation* allocation_of(const std::byte* addr, uint64_t length) const;
   UcxRuntime() = default;
   void progress_loop();
+  Status install_am_handlers();  // blocks (UcxBlockReceiver) and acks
+  // Where [offset, offset + length) of mapped region `region` is; the registry's errors.
+  Result<std::byte*> resolve_block(uint32_t region, uint64_t offset, uint64_t length);
   bool run_tasks();  // true if there were any
+  bool busy();       // a watcher's requests or a block receive in flight
 
   std::string segment_name_;
   ucp_context_h context_ = nullptr;
@@ -112,6 +129,9 @@ class UcxRuntime {
   std::mutex map_mu_;
   std::map<uint32_t, Mapped> mapped_;
   std::map<const std::byte*, Allocation> allocations_;  // by address
+  std::unique_ptr<UcxBlockReceiver> receiver_;
+  std::map<uint64_t, std::function<void(const UcxAmAck&)>> ack_sinks_;  // the progress thread's
+  uint64_t next_link_ = 0;  // 0: not drawn yet
   std::mutex watch_mu_;
   std::vector<UcxWatcher*> watchers_;
   std::atomic<bool> stopping_{false};

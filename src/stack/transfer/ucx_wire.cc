@@ -1,63 +1,8 @@
 #include "transfer/ucx_wire.h"
 
-#include <cstring>
+#include "transfer/wire_codec.h"
 
 namespace recur::transfer {
-namespace {
-
-// Writes fields at increasing offsets of a buffer sized up front (GCC 12 warns spuriously about
-// growing vectors in pieces).
-class WireWriter {
- public:
-  explicit WireWriter(size_t bytes) : out_(bytes) {}
-  template <typename T>
-  void put(T v) {
-    std::memcpy(out_.data() + at_, &v, sizeof v);
-    at_ += sizeof v;
-  }
-  void bytes(std::span<const std::byte> b) {
-    if (!b.empty()) std::memcpy(out_.data() + at_, b.data(), b.size());
-    at_ += b.size();
-  }
-  std::vector<std::byte> take() { return std::move(out_); }
-
- private:
-  std::vector<std::byte> out_;
-  size_t at_ = 0;
-};
-
-// Reads fields in order; the first short read becomes an error naming the offset.
-class WireReader {
- public:
-  explicit WireReader(std::span<const std::byte> in) : in_(in) {}
-  template <typename T>
-  Result<T> get(const char* what) {
-    T v;
-    RECUR_RETURN_IF_ERROR(need(sizeof v, what));
-    std::memcpy(&v, in_.data() + at_, sizeof v);
-    at_ += sizeof v;
-    return v;
-  }
-  Result<std::vector<std::byte>> bytes(size_t n, const char* what) {
-    RECUR_RETURN_IF_ERROR(need(n, what));
-    std::vector<std::byte> out(in_.begin() + ptrdiff_t(at_), in_.begin() + ptrdiff_t(at_ + n));
-    at_ += n;
-    return out;
-  }
-  size_t at() const { return at_; }
-  size_t left() const { return in_.size() - at_; }
-
- private:
-  Status need(size_t n, const char* what) {
-    if (n > left())
-      return parse_error("ucx connect reply byte {}: {} needs {} bytes, {} left", at_, what, n, left());
-    return ok_status();
-  }
-  std::span<const std::byte> in_;
-  size_t at_ = 0;
-};
-
-}  // namespace
 
 std::vector<std::byte> encode_ucx_connect_reply(const UcxConnectReply& reply) {
   size_t bytes = 8 + reply.worker_address.size();
@@ -77,7 +22,7 @@ std::vector<std::byte> encode_ucx_connect_reply(const UcxConnectReply& reply) {
 }
 
 Result<UcxConnectReply> decode_ucx_connect_reply(std::span<const std::byte> payload) {
-  WireReader in(payload);
+  WireReader in(payload, "ucx connect reply");
   UcxConnectReply reply;
   const size_t address_at = in.at();
   RECUR_ASSIGN_OR_RETURN(uint32_t address_bytes, in.get<uint32_t>("the address length"));
