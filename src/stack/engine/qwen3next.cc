@@ -7,22 +7,34 @@
 
 #include "engine/layer_binding.h"
 #include "engine/reference/qwen3next_reference.h"
+#include "engine/w8a8.h"
 
 namespace recur {
 
 namespace {
 
 // Rows `rows` of w, in that order, as a weight of the same storage type in memory it owns (the
-// rows of a GGUF matrix are whole blocks, so any order of them is a valid matrix).
+// rows of a GGUF matrix are whole blocks, so any order of them is a valid matrix; W8A8 rows take
+// their scales along and get their compensation anew).
 Weight gathered_rows(const Weight& w, const std::vector<int64_t>& rows, std::string name) {
+  struct Rows {
+    std::vector<std::byte> bytes;
+    std::vector<float> scales;
+  };
   const size_t rb = w.row_bytes();
-  auto bytes = std::make_shared<std::vector<std::byte>>(rb * rows.size());
-  for (size_t i = 0; i < rows.size(); ++i) std::memcpy(bytes->data() + i * rb, w.data + size_t(rows[i]) * rb, rb);
+  auto owned = std::make_shared<Rows>();
+  owned->bytes.resize(rb * rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::memcpy(owned->bytes.data() + i * rb, w.data + size_t(rows[i]) * rb, rb);
+    if (w.scale != nullptr) owned->scales.push_back(w.scale[rows[i]]);
+  }
   Weight out = w;
   out.name = std::move(name);
   out.rows = int64_t(rows.size());
-  out.data = bytes->data();
-  out.storage = std::move(bytes);
+  out.data = owned->bytes.data();
+  out.scale = w.scale != nullptr ? owned->scales.data() : nullptr;
+  out.storage = std::move(owned);
+  if (out.scale != nullptr) refresh_w8a8_compensation(out);
   return out;
 }
 
@@ -132,9 +144,6 @@ Result<std::unique_ptr<Qwen3NextModel>> Qwen3NextModel::from_file(gguf::File fil
       L.conv_v = weight_rows(conv, 2 * qk, conv_dim);
       // ssm_ba: key head j's G beta rows, then its G decay rows; value head h = j G + i.
       RECUR_RETURN_IF_ERROR(bind(ba, "ssm_ba.weight", 2 * HV, c.dim));
-      if (ba.type == gguf::TensorType::kI8)  // its rows are regathered below, without W8A8's row scales
-        return unsupported("{}: tensor '{}ssm_ba.weight': W8A8 (I8) storage is not supported for qwen3next",
-                           f.source(), p);
       std::vector<int64_t> beta_rows, decay_rows;
       for (int64_t h = 0; h < HV; ++h) {
         beta_rows.push_back(h / G * 2 * G + h % G);

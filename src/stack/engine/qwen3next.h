@@ -19,8 +19,8 @@
 // The DeltaNet layer is the KDA mixer (blocks/kda_mixer.cc) with one decay per head broadcast over
 // K (kda_scalar_decay: the decay rows gathered from ssm_ba, dt_bias widened at load) and a
 // SiLU-gated norm (kda_gate_silu); the attention layer is the attention mixer with the output
-// gate (attn_output_gate) and partial rotary. The legacy fused ssm_in of early converters and
-// a W8A8 ssm_ba are refused by name.
+// gate (attn_output_gate) and partial rotary. The legacy fused ssm_in of early converters is
+// refused by name.
 #pragma once
 
 #include <memory>

@@ -93,6 +93,36 @@ TEST(Qwen3Next, ShapeBMatchesTheFloat64Reference) {
   expect_matches_reference(shape_b(), gguf::TensorType::kQ8_0, "B q8_0");
 }
 
+// W8A8 files (ssm_ba's rows regathered with their scales): within the int8 activation rounding
+// of the float64 reference, which reads the same int8 weights and scales exactly.
+TEST(Qwen3Next, W8A8StaysWithinActivationRoundingOfTheReference) {
+  Built b = make(shape_a(), gguf::TensorType::kI8);
+  ASSERT_TRUE(b.model);
+  auto pool = ThreadPool::create({.threads = 2, .pin = false});
+  Config ref_knobs;
+  ASSERT_TRUE(ref_knobs.set("engine.numerics", "f64_reference").has_value());
+  auto fast = session(*b.model, **pool, Config());
+  auto ref = session(*b.model, **pool, ref_knobs);
+  ASSERT_TRUE(fast && ref);
+  double worst = 0;
+  for (int token : {17, 250, 3, 399, 64, 1}) {
+    auto got = fast->step(token);
+    ASSERT_TRUE(got.has_value());
+    const std::vector<float> g(got->begin(), got->end());
+    auto want = ref->step(token);
+    ASSERT_TRUE(want.has_value());
+    double err = 0, scale = 0;
+    for (size_t v = 0; v < g.size(); ++v) {
+      ASSERT_TRUE(std::isfinite(g[v]));
+      err = std::max(err, std::fabs(double(g[v]) - double((*want)[v])));
+      scale = std::max(scale, std::fabs(double((*want)[v])));
+    }
+    EXPECT_LT(err, 0.05 * std::max(1.0, scale)) << "token " << token;
+    worst = std::max(worst, err / std::max(1.0, scale));
+  }
+  std::printf("w8a8: largest |engine - f64| / max(1, max |logit|) = %.2e\n", worst);
+}
+
 // The KDA knobs act on the gated DeltaNet layers: every decode and prefill variant, and ReplaySSM.
 TEST(Qwen3Next, PrefillEqualsTokenByTokenDecodeForKdaVariants) {
   for (const ModelConfig& c : {shape_a(), shape_b()}) {

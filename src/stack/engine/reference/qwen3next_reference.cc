@@ -50,7 +50,9 @@ class Qwen3NextReference {
     if (!fresh) return it->second;
     const gguf::TensorInfo* t = f_.tensor(name);  // the model bound every tensor at load
     const int64_t cols = int64_t(t->dims[0]), rows = int64_t(t->elements()) / cols;
-    const Weight w{name, t->type, rows, cols, t->data};
+    Weight w{name, t->type, rows, cols, t->data};
+    if (const gguf::TensorInfo* s = f_.tensor(name + ".scale"); t->type == gguf::TensorType::kI8 && s != nullptr)
+      w.scale = reinterpret_cast<const float*>(s->data);  // W8A8: one scale per row
     std::vector<float> row(static_cast<size_t>(cols));
     for (int64_t r = 0; r < rows; ++r) {
       w.dequantize_row(r, row.data());
