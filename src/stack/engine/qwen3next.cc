@@ -71,6 +71,11 @@ Status read_qwen3next_keys(const ArchKeys& k, ModelConfig& c) {
     return unsupported("{}: qwen3next.ssm.inner_size {} is not ssm.time_step_rank {} x ssm.state_size {}: recur's "
                        "gated DeltaNet needs the value head dim equal to the key head dim",
                        src, inner, c.kda_heads, c.kda_head_dim);
+  // llama.cpp prefers a per-layer array when a file has one; its converter writes the interval.
+  if (k.has("attention.recurrent_layers"))
+    return unsupported("{}: qwen3next.attention.recurrent_layers (a per-layer pattern) is not read; recur takes "
+                       "the layers from qwen3next.full_attention_interval",
+                       src);
   c.layer_pattern = std::string(size_t(interval - 1), 'k') + 'a';
   if (c.rope_dims == 0) c.rope_dims = c.head_dim;
   return ok_status();

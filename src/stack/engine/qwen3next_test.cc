@@ -240,6 +240,14 @@ TEST(Qwen3Next, RefusesWhatItDoesNotRun) {
   ASSERT_FALSE(wide.has_value());
   EXPECT_NE(wide.error().message().find("ssm.inner_size 32"), std::string::npos) << wide.error().message();
 
+  w->set("qwen3next.ssm.inner_size", gguf::Value::of_u32(64));
+  w->set("qwen3next.attention.recurrent_layers", gguf::Value::of_i32s({1, 1, 1, 0}));
+  bytes = w->serialize();
+  auto per_layer = load(bytes);
+  ASSERT_FALSE(per_layer.has_value());
+  EXPECT_NE(per_layer.error().message().find("attention.recurrent_layers"), std::string::npos)
+      << per_layer.error().message();
+
   ModelConfig bad = shape_a();
   bad.layer_pattern = "kak";
   auto refused = synthetic_model({.config = bad});
