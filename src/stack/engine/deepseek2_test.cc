@@ -267,36 +267,7 @@ TEST(Deepseek2, SequencesInOneBatchMatchSessionsAlone) {
   for (const ModelConfig& c : {shape_b(), kimi_linear()}) {
     Built b = make(c, gguf::TensorType::kF32);
     ASSERT_TRUE(b.model);
-    auto pool = ThreadPool::create({.threads = 2, .pin = false});
-    auto batch = b.model->new_batch(**pool, {.max_sequences = 2, .max_tokens = 32, .max_batch_tokens = 32}, Config());
-    ASSERT_TRUE(batch.has_value()) << batch.error().message();
-    auto s0 = (*batch)->add_sequence(), s1 = (*batch)->add_sequence();
-    ASSERT_TRUE(s0.has_value() && s1.has_value());
-    const std::vector<std::vector<TokenId>> prompts = {{5, 17, 230, 8, 99, 3, 41}, {300, 2, 64}};
-    std::vector<BatchToken> toks;
-    for (size_t i = 0; i < 7; ++i)  // interleaved, the last token of each wanting logits
-      for (size_t q = 0; q < 2; ++q)
-        if (i < prompts[q].size())
-          toks.push_back({.seq = q == 0 ? *s0 : *s1, .token = prompts[q][i], .want_logits = i + 1 == prompts[q].size()});
-    auto first = (*batch)->forward(toks);
-    ASSERT_TRUE(first.has_value()) << first.error().message();
-    std::vector<float> prefill_logits(first->begin(), first->end());  // seq 1's row comes first (it ends first)
-    auto step = (*batch)->forward(std::vector<BatchToken>{{.seq = *s0, .token = 77, .want_logits = true},
-                                                         {.seq = *s1, .token = 78, .want_logits = true}});
-    ASSERT_TRUE(step.has_value()) << step.error().message();
-    std::vector<float> step_logits(step->begin(), step->end());
-    const size_t V = size_t(c.vocab);
-    for (size_t q = 0; q < 2; ++q) {
-      auto alone = session(*b.model, **pool, Config());
-      std::vector<TokenId> prompt = prompts[q];
-      auto p = alone->prefill(prompt);
-      ASSERT_TRUE(p.has_value());
-      const float* got = prefill_logits.data() + (q == 0 ? V : 0);
-      for (size_t v = 0; v < V; ++v) ASSERT_NEAR(got[v], (*p)[v], 1e-4) << q << " prefill " << v;
-      auto d = alone->step(q == 0 ? 77 : 78);
-      ASSERT_TRUE(d.has_value());
-      for (size_t v = 0; v < V; ++v) ASSERT_NEAR(step_logits[q * V + v], (*d)[v], 1e-4) << q << " decode " << v;
-    }
+    testing::expect_batched_sequences_match_alone(*b.model);
   }
 }
 

@@ -141,6 +141,16 @@ TEST(Qwen3Next, PrefillEqualsTokenByTokenDecodeForKdaVariants) {
   }
 }
 
+// Two sequences' prompts interleaved in one forward, then a batched decode step, give what each
+// gives alone (the q / gate split and the decay broadcast over rows of several runs).
+TEST(Qwen3Next, SequencesInOneBatchMatchSessionsAlone) {
+  for (const ModelConfig& c : {shape_a(), shape_b()}) {
+    Built b = make(c, gguf::TensorType::kF32);
+    ASSERT_TRUE(b.model);
+    testing::expect_batched_sequences_match_alone(*b.model);
+  }
+}
+
 // The keys and tensors are llama.cpp's (src/llama-arch.cpp LLM_ARCH_QWEN3NEXT, the converter's
 // Qwen3NextModel), and read back to the same config.
 TEST(Qwen3Next, WritesAndReadsLlamaCppsLayout) {

@@ -94,4 +94,39 @@ inline void expect_prefill_equals_steps(const Model& m, ThreadPool& pool, const 
   for (size_t v = 0; v < xs.size(); ++v) ASSERT_NEAR(xs[v], (*y)[v], 1e-4) << what << " " << v;
 }
 
+// Two sequences in one forward (prompts of 7 and 3 tokens interleaved, then one decode step of
+// each) give what each gives alone in a session, within 1e-4.
+inline void expect_batched_sequences_match_alone(const Model& m) {
+  auto pool = ThreadPool::create({.threads = 2, .pin = false});
+  auto batch = m.new_batch(**pool, {.max_sequences = 2, .max_tokens = 32, .max_batch_tokens = 32}, Config());
+  ASSERT_TRUE(batch.has_value()) << batch.error().message();
+  auto s0 = (*batch)->add_sequence(), s1 = (*batch)->add_sequence();
+  ASSERT_TRUE(s0.has_value() && s1.has_value());
+  const std::vector<std::vector<TokenId>> prompts = {{5, 17, 230, 8, 99, 3, 41}, {300, 2, 64}};
+  std::vector<BatchToken> toks;
+  for (size_t i = 0; i < 7; ++i)  // interleaved, the last token of each wanting logits
+    for (size_t q = 0; q < 2; ++q)
+      if (i < prompts[q].size())
+        toks.push_back({.seq = q == 0 ? *s0 : *s1, .token = prompts[q][i], .want_logits = i + 1 == prompts[q].size()});
+  auto first = (*batch)->forward(toks);
+  ASSERT_TRUE(first.has_value()) << first.error().message();
+  const std::vector<float> prefill_logits(first->begin(), first->end());  // seq 1's row comes first (it ends first)
+  auto step = (*batch)->forward(std::vector<BatchToken>{{.seq = *s0, .token = 77, .want_logits = true},
+                                                       {.seq = *s1, .token = 78, .want_logits = true}});
+  ASSERT_TRUE(step.has_value()) << step.error().message();
+  const std::vector<float> step_logits(step->begin(), step->end());
+  const size_t V = size_t(m.config().vocab);
+  for (size_t q = 0; q < 2; ++q) {
+    auto alone = session(m, **pool, Config());
+    ASSERT_TRUE(alone);
+    auto p = alone->prefill(prompts[q]);
+    ASSERT_TRUE(p.has_value());
+    const float* got = prefill_logits.data() + (q == 0 ? V : 0);
+    for (size_t v = 0; v < V; ++v) ASSERT_NEAR(got[v], (*p)[v], 1e-4) << q << " prefill " << v;
+    auto d = alone->step(q == 0 ? 77 : 78);
+    ASSERT_TRUE(d.has_value());
+    for (size_t v = 0; v < V; ++v) ASSERT_NEAR(step_logits[q * V + v], (*d)[v], 1e-4) << q << " decode " << v;
+  }
+}
+
 }  // namespace recur::testing
