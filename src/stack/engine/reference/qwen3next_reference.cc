@@ -74,11 +74,11 @@ class Qwen3NextReference {
     return y;
   }
   // Qwen3NextRMSNorm: x / sqrt(mean x^2 + eps) * (1 + w); the GGUF weight holds 1 + w.
-  Vec rms_norm(const Vec& x, const Vec& w, size_t at = 0) const {
+  Vec rms_norm(const Vec& x, const Vec& w) const {
     const double ms = std::inner_product(x.begin(), x.end(), x.begin(), 0.0) / double(x.size());
     const double inv = 1 / std::sqrt(ms + c_.rms_eps);
     Vec y(x.size());
-    for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * inv * w[at + i];
+    for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * inv * w[i];
     return y;
   }
   // fla's l2norm: x / sqrt(sum x^2 + 1e-6).
