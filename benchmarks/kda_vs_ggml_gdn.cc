@@ -121,7 +121,10 @@ double max_rel_err(const std::vector<float>& a, const std::vector<float>& b) {
 
 int main(int argc, char** argv) {
   const double tol = argc > 1 ? std::stod(argv[1]) : 1e-4;
-  const Case cases[] = {{2, 17, 4, 4, 64}, {1, 70, 2, 4, 128}, {3, 5, 1, 2, 32}, {2, 9, 2, 4, 64, true}};
+  // The last: Qwen3-Next-80B-A3B's gated DeltaNet heads (linear_num_key_heads 16, linear_num_value_heads 32,
+  // head dims 128), over more tokens than one 64-chunk.
+  const Case cases[] = {{2, 17, 4, 4, 64}, {1, 70, 2, 4, 128}, {3, 5, 1, 2, 32}, {2, 9, 2, 4, 64, true},
+                        {1, 70, 16, 32, 128, true}};
   recur::kda::Params params;
   params.gate = recur::kda::GateForm::kPrecomputed;
   params.layout = recur::kda::StateLayout::kVK;

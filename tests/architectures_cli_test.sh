@@ -1,6 +1,7 @@
 #!/bin/sh
 # End-to-end: `recur model new --arch` writes llama.cpp-layout files that `recur generate` and
-# `recur serve` run (greedy tokens of the native forward equal the float64 reference's, and a
+# `recur serve` run (greedy tokens of the native forward equal the float64 reference's, qwen3next
+# included, and a
 # served greedy completion equals generate's text); an unknown architecture is refused naming
 # it and the supported list.
 # Usage: architectures_cli_test.sh /path/to/recur SOURCE_DIR
@@ -26,8 +27,22 @@ for arch in llama qwen2 qwen3 qwen2moe qwen3moe phi3 gemma2; do
     || fail "$arch: native tokens $(tokens "$T/$arch.native.json") vs float64 $(tokens "$T/$arch.f64.json")"
 done
 
-# serve: a greedy completion on a qwen2moe, a phi3 and a gemma2 file equals generate's text.
-for arch in qwen2moe phi3 gemma2; do
+# qwen3next: gated DeltaNet + gated attention + MoE (3 DeltaNet layers, then attention), Q8_0.
+"$RECUR" model new "$T/qwen3next.gguf" --arch qwen3next --dim 64 --layers 4 --heads 4 --kv-heads 2 --ffn 32 \
+  --kda-heads 4 --kda-key-heads 2 --kda-head-dim 16 --shared-ffn 64 --vocab 400 --context 256 --dtype q8_0 >/dev/null 2>&1 \
+  || fail "model new --arch qwen3next"
+"$RECUR" generate -m "$T/qwen3next.gguf" -p "hello world" -n 8 --threads 1 --json \
+  --set kernel.gemm.q8_0_activations=f32 > "$T/qwen3next.native.json" 2>"$T/gen.err" || fail "generate qwen3next: $(cat "$T/gen.err")"
+"$RECUR" generate -m "$T/qwen3next.gguf" -p "hello world" -n 8 --threads 1 --json \
+  --set engine.numerics=f64_reference > "$T/qwen3next.f64.json" 2>"$T/gen.err" || fail "generate f64 qwen3next: $(cat "$T/gen.err")"
+[ "$(tokens "$T/qwen3next.native.json")" = "$(tokens "$T/qwen3next.f64.json")" ] \
+  || fail "qwen3next: native tokens $(tokens "$T/qwen3next.native.json") vs float64 $(tokens "$T/qwen3next.f64.json")"
+if "$RECUR" model new "$T/bad.gguf" --arch qwen3next --pattern kak 2> "$T/bad.err"; then fail "qwen3next --pattern kak accepted"; fi
+grep -q "qwen3next's layer pattern 'kak' must be k repeated then one a" "$T/bad.err" \
+  || fail "qwen3next pattern message: $(cat "$T/bad.err")"
+
+# serve: a greedy completion on a qwen2moe, a phi3, a gemma2 and a qwen3next file equals generate's text.
+for arch in qwen2moe phi3 gemma2 qwen3next; do
   "$RECUR" generate -m "$T/$arch.gguf" -p "Once upon a time" -n 6 --threads 1 --json > "$T/expected.json" 2>/dev/null \
     || fail "generate $arch"
   "$RECUR" serve -m "$T/$arch.gguf" --port 0 --workers 1 --threads 1 2> "$T/serve.err" &

@@ -144,7 +144,7 @@ int run_new(const NewFlags& f) {
   c.context = f.context;
   c.tied_embeddings = c.tied_embeddings || f.tied;  // gemma2 is always tied
   c.rope_freq_scale = 1.0f / f.rope_scale;
-  const bool moe_arch = c.arch == Arch::kQwen2Moe || c.arch == Arch::kQwen3Moe;
+  const bool moe_arch = c.arch == Arch::kQwen2Moe || c.arch == Arch::kQwen3Moe || c.arch == Arch::kQwen3Next;
   // Flags the architecture has no place for are refused, not dropped: a reader would not see them.
   auto refuse = [&](const char* flag, std::string_view why) {
     std::fprintf(stderr, "recur: model new: %s: %s\n", flag, std::string(why).c_str());
@@ -152,7 +152,7 @@ int run_new(const NewFlags& f) {
   };
   if (f.experts > 0 && c.arch != Arch::kHybrid && !moe_arch && !(*arch)->mla)
     return refuse("--experts", fmt::format("{} is dense (the MoE architectures are qwen2moe, qwen3moe, deepseek2, "
-                                           "kimi-linear and hybrid)",
+                                           "qwen3next, kimi-linear and hybrid)",
                                            arch_name(c.arch)));
   if (f.shared_expert && c.arch != Arch::kHybrid && !c.shared_expert)
     return refuse("--shared-expert", fmt::format("{} has no shared expert", arch_name(c.arch)));
@@ -166,13 +166,15 @@ int run_new(const NewFlags& f) {
     c.shared_expert = c.shared_expert || f.shared_expert;
     c.shared_ffn_dim = c.shared_expert ? f.shared_ffn : 0;
   }
-  if (c.arch == Arch::kHybrid) {
+  if (c.arch == Arch::kHybrid || c.arch == Arch::kQwen3Next) {
+    // qwen3next: gated DeltaNet heads, a full-attention layer closing each --pattern (k..., a).
     c.layer_pattern = f.pattern;
     c.kda_head_dim = f.kda_head_dim;
     c.kda_heads = f.kda_heads > 0 ? f.kda_heads : std::max(1, f.dim / f.kda_head_dim);
     c.kda_key_heads = f.kda_key_heads > 0 ? f.kda_key_heads : c.kda_heads;
     c.conv_size = f.conv;
   }
+  if (c.arch == Arch::kQwen3Next) c.rope_dims = std::max(2, c.head_dim / 8 * 2);  // a quarter of the head rotates
   o.llama3_rope = f.llama3_rope;
   if ((*arch)->mla) set_deepseek2(f, c);
   if ((*arch)->mla && (*arch)->kda_layers) {
@@ -238,12 +240,12 @@ void register_model(CLI::App& app, Invocation& inv) {
       ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "w8a8"}))->capture_default_str();
   create->add_option("--seed", nf->seed, "random seed")->capture_default_str();
   create->add_flag("--tied", nf->tied, "tie the LM head to the embedding");
-  create->add_option("--pattern", nf->pattern, "hybrid, kimi-linear: layer pattern, k = KDA, a = attention (MLA), repeated")->capture_default_str();
-  create->add_option("--kda-heads", nf->kda_heads, "hybrid: KDA value heads (default dim / head dim)")->check(CLI::Range(0, 1024));
-  create->add_option("--kda-key-heads", nf->kda_key_heads, "hybrid: KDA key heads (default: value heads)")->check(CLI::Range(0, 1024));
-  create->add_option("--kda-head-dim", nf->kda_head_dim, "hybrid: KDA head dim K = V")->check(CLI::Range(2, 1024))->capture_default_str();
+  create->add_option("--pattern", nf->pattern, "hybrid, kimi-linear, qwen3next: layer pattern, k = KDA (qwen3next: gated DeltaNet), a = attention (MLA), repeated; qwen3next: k repeated then one a")->capture_default_str();
+  create->add_option("--kda-heads", nf->kda_heads, "hybrid, qwen3next: KDA value heads (default dim / head dim)")->check(CLI::Range(0, 1024));
+  create->add_option("--kda-key-heads", nf->kda_key_heads, "hybrid, qwen3next: KDA key heads (default: value heads)")->check(CLI::Range(0, 1024));
+  create->add_option("--kda-head-dim", nf->kda_head_dim, "hybrid, kimi-linear, qwen3next: KDA head dim K = V")->check(CLI::Range(2, 1024))->capture_default_str();
   create->add_option("--conv", nf->conv, "hybrid: short convolution taps")->check(CLI::Range(1, 64))->capture_default_str();
-  create->add_option("--experts", nf->experts, "hybrid, qwen2moe, qwen3moe, deepseek2, kimi-linear: MoE experts (0 = dense SwiGLU; qwen2moe / qwen3moe default to 4); --ffn is each expert's width")->check(CLI::Range(0, 1024))->capture_default_str();
+  create->add_option("--experts", nf->experts, "hybrid, qwen2moe, qwen3moe, qwen3next, deepseek2, kimi-linear: MoE experts (0 = dense SwiGLU; qwen2moe / qwen3moe / qwen3next default to 4); --ffn is each expert's width")->check(CLI::Range(0, 1024))->capture_default_str();
   create->add_option("--experts-used", nf->experts_used, "MoE: experts per token (top-k)")->check(CLI::Range(1, 1024))->capture_default_str();
   create->add_flag("--shared-expert", nf->shared_expert, "hybrid: add a shared expert (qwen2moe always has one)");
   create->add_option("--shared-ffn", nf->shared_ffn, "MoE: the shared expert's width (default: --ffn)")->check(CLI::Range(0, 1 << 20));

@@ -10,6 +10,7 @@
 #include "engine/hybrid.h"
 #include "engine/kimi_linear.h"
 #include "engine/llama.h"
+#include "engine/qwen3next.h"
 
 namespace recur {
 
@@ -100,34 +101,6 @@ Status gemma2_keys(const ArchKeys& k, ModelConfig& c) {
   return ok_status();
 }
 
-// The MoE keys llama.cpp's qwen2moe / qwen3moe read: the routed experts' width is
-// expert_feed_forward_length (absent: feed_forward_length / expert_used_count); qwen2moe's
-// shared expert is expert_shared_feed_forward_length wide (absent: feed_forward_length).
-Status moe_keys(const ArchKeys& k, ModelConfig& c) {
-  const int dense_ffn = c.ffn_dim;
-  RECUR_RETURN_IF_ERROR(k.get("expert_count", c.n_experts));
-  RECUR_RETURN_IF_ERROR(k.get("expert_used_count", c.n_experts_used));
-  if (c.n_experts <= 0 || c.n_experts_used <= 0)
-    return invalid_argument("{}: {} experts, {} used: a MoE architecture needs both positive", k.file().source(),
-                            c.n_experts, c.n_experts_used);
-  c.ffn_dim = dense_ffn / c.n_experts_used;
-  RECUR_RETURN_IF_ERROR(k.get_opt("expert_feed_forward_length", c.ffn_dim));
-  if (c.shared_expert) {
-    c.shared_ffn_dim = dense_ffn;
-    RECUR_RETURN_IF_ERROR(k.get_opt("expert_shared_feed_forward_length", c.shared_ffn_dim));
-  }
-  return ok_status();
-}
-
-void write_moe_keys(const ModelConfig& c, gguf::Writer& w) {
-  using gguf::Value;
-  const std::string p = key_prefix(c);
-  w.set(p + "expert_count", Value::of_u32(uint32_t(c.n_experts)));
-  w.set(p + "expert_used_count", Value::of_u32(uint32_t(c.n_experts_used)));
-  w.set(p + "expert_feed_forward_length", Value::of_u32(uint32_t(c.ffn_dim)));
-  if (c.shared_expert) w.set(p + "expert_shared_feed_forward_length", Value::of_u32(uint32_t(c.shared_width())));
-}
-
 void write_gemma2_keys(const ModelConfig& c, gguf::Writer& w) {
   using gguf::Value;
   const std::string p = key_prefix(c);
@@ -181,22 +154,66 @@ void kimi_linear_features(ModelConfig& c) {
   c.moe_renormalize = true;
 }
 
-const std::array<Architecture, 10> kArchitectures{{
+// Qwen3-Next: gated DeltaNet layers (KDA with one decay per head, SiLU-gated norm) and gated
+// full-attention layers (QK norm, partial NeoX RoPE, a sigmoid output gate) every
+// full_attention_interval layers, each followed by Qwen2-MoE's FFN with the top-k renormalised.
+void qwen3next_features(ModelConfig& c) {
+  qwen3_features(c);
+  c.partial_rotary = true;
+  c.attn_output_gate = true;
+  c.kda_scalar_decay = true;
+  c.kda_gate_silu = true;
+  c.moe_renormalize = true;
+  c.shared_expert = true;
+  c.shared_expert_gate = true;
+}
+
+const std::array<Architecture, 11> kArchitectures{{
     {"llama", Arch::kLlama, no_features, no_keys, write_no_keys, load_as<LlamaModel>},
     {"qwen2", Arch::kQwen2, qwen2_features, no_keys, write_no_keys, load_as<LlamaModel>},
     {"qwen3", Arch::kQwen3, qwen3_features, no_keys, write_no_keys, load_as<LlamaModel>},
-    {"qwen2moe", Arch::kQwen2Moe, qwen2moe_features, moe_keys, write_moe_keys, load_as<LlamaModel>},
-    {"qwen3moe", Arch::kQwen3Moe, qwen3moe_features, moe_keys, write_moe_keys, load_as<LlamaModel>},
+    {"qwen2moe", Arch::kQwen2Moe, qwen2moe_features, read_moe_keys, write_moe_keys, load_as<LlamaModel>},
+    {"qwen3moe", Arch::kQwen3Moe, qwen3moe_features, read_moe_keys, write_moe_keys, load_as<LlamaModel>},
     {"phi3", Arch::kPhi3, phi3_features, phi3_keys, write_phi3_keys, load_as<LlamaModel>},
     {"gemma2", Arch::kGemma2, gemma2_features, gemma2_keys, write_gemma2_keys, load_as<LlamaModel>},
     {"deepseek2", Arch::kDeepseek2, deepseek2_features, read_deepseek2_keys, write_deepseek2_keys,
      load_as<Deepseek2Model>, /*kda_layers=*/false, /*mla=*/true},
     {"kimi-linear", Arch::kKimiLinear, kimi_linear_features, read_kimi_linear_keys, write_kimi_linear_keys,
      load_as<KimiLinearModel>, /*kda_layers=*/true, /*mla=*/true},
+    {"qwen3next", Arch::kQwen3Next, qwen3next_features, read_qwen3next_keys, write_qwen3next_keys,
+     load_as<Qwen3NextModel>, /*kda_layers=*/true},
     {"hybrid", Arch::kHybrid, no_features, hybrid_keys, write_hybrid_keys, load_as<HybridModel>, /*kda_layers=*/true},
 }};
 
 }  // namespace
+
+// The MoE keys llama.cpp's qwen2moe / qwen3moe read: the routed experts' width is
+// expert_feed_forward_length (absent: feed_forward_length / expert_used_count); qwen2moe's
+// shared expert is expert_shared_feed_forward_length wide (absent: feed_forward_length).
+Status read_moe_keys(const ArchKeys& k, ModelConfig& c) {
+  const int dense_ffn = c.ffn_dim;
+  RECUR_RETURN_IF_ERROR(k.get("expert_count", c.n_experts));
+  RECUR_RETURN_IF_ERROR(k.get("expert_used_count", c.n_experts_used));
+  if (c.n_experts <= 0 || c.n_experts_used <= 0)
+    return invalid_argument("{}: {} experts, {} used: a MoE architecture needs both positive", k.file().source(),
+                            c.n_experts, c.n_experts_used);
+  c.ffn_dim = dense_ffn / c.n_experts_used;
+  RECUR_RETURN_IF_ERROR(k.get_opt("expert_feed_forward_length", c.ffn_dim));
+  if (c.shared_expert) {
+    c.shared_ffn_dim = dense_ffn;
+    RECUR_RETURN_IF_ERROR(k.get_opt("expert_shared_feed_forward_length", c.shared_ffn_dim));
+  }
+  return ok_status();
+}
+
+void write_moe_keys(const ModelConfig& c, gguf::Writer& w) {
+  using gguf::Value;
+  const std::string p = key_prefix(c);
+  w.set(p + "expert_count", Value::of_u32(uint32_t(c.n_experts)));
+  w.set(p + "expert_used_count", Value::of_u32(uint32_t(c.n_experts_used)));
+  w.set(p + "expert_feed_forward_length", Value::of_u32(uint32_t(c.ffn_dim)));
+  if (c.shared_expert) w.set(p + "expert_shared_feed_forward_length", Value::of_u32(uint32_t(c.shared_width())));
+}
 
 std::span<const Architecture> architectures() { return kArchitectures; }
 

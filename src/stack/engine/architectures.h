@@ -56,6 +56,12 @@ struct Architecture {
   bool mla = false;
 };
 
+// The MoE keys of qwen2moe / qwen3moe (and qwen3next): expert_count, expert_used_count, the
+// experts' width expert_feed_forward_length (absent: feed_forward_length / used) and, with a
+// shared expert, expert_shared_feed_forward_length (absent: feed_forward_length).
+Status read_moe_keys(const ArchKeys& k, ModelConfig& c);
+void write_moe_keys(const ModelConfig& c, gguf::Writer& w);
+
 std::span<const Architecture> architectures();
 // The row named `name`, or an error naming the file (`source`), the name and the supported list.
 Result<const Architecture*> find_architecture(std::string_view name, std::string_view source);

@@ -14,6 +14,7 @@
 #include "core/thread_pool.h"
 #include "engine/architectures.h"
 #include "engine/forward.h"
+#include "engine/reference_test_util.h"
 #include "engine/synthetic.h"
 
 namespace recur {
@@ -88,52 +89,16 @@ Built make(const ModelConfig& c, gguf::TensorType dtype, bool unsplit = false) {
   return b;
 }
 
-// fp32 activations, so the engine and the reference see the same weights and differ only by
-// fp32 rounding (the default Q8_0 / F16 activations are the gemm's own, documented error).
-Config exact_knobs() {
-  Config k;
-  EXPECT_TRUE(k.set("kernel.gemm.q8_0_activations", "f32").has_value());
-  EXPECT_TRUE(k.set("kernel.gemm.f16_activations", "f32").has_value());
-  return k;
-}
-
-std::unique_ptr<Session> session(const Model& m, ThreadPool& pool, Config knobs, int tokens = 32) {
-  auto s = m.new_session(pool, tokens, knobs);
-  EXPECT_TRUE(s.has_value()) << (s ? "" : s.error().message());
-  return s ? std::move(*s) : nullptr;
-}
-
-int argmax(std::span<const float> x) { return int(std::max_element(x.begin(), x.end()) - x.begin()); }
+using testing::exact_knobs;
+using testing::expect_prefill_equals_steps;
+using testing::session;
 
 // docs/engine.md, "MLA": |engine - reference| <= 2e-4 * max(1, max |logit|) per step, and the
-// greedy continuation is the same tokens.
+// greedy continuation is the same tokens (reference_test_util.h).
 void expect_matches_reference(const ModelConfig& c, gguf::TensorType dtype, const char* what) {
   Built b = make(c, dtype);
   ASSERT_TRUE(b.model) << what;
-  auto pool = ThreadPool::create({.threads = 2, .pin = false});
-  Config ref_knobs;
-  ASSERT_TRUE(ref_knobs.set("engine.numerics", "f64_reference").has_value());
-  auto fast = session(*b.model, **pool, exact_knobs());
-  auto ref = session(*b.model, **pool, ref_knobs);
-  ASSERT_TRUE(fast && ref);
-  int token = 17, fast_next = -1, ref_next = -1;
-  std::vector<int> prompt = {17, 250, 3, 399, 64};
-  for (int i = 0; i < 12; ++i) {
-    const int t = i < int(prompt.size()) ? prompt[size_t(i)] : token;
-    auto got = fast->step(t);
-    auto want = ref->step(t);
-    ASSERT_TRUE(got.has_value() && want.has_value()) << what;
-    double err = 0, scale = 0;
-    for (size_t v = 0; v < got->size(); ++v) {
-      err = std::max(err, std::fabs(double((*got)[v]) - double((*want)[v])));
-      scale = std::max(scale, std::fabs(double((*want)[v])));
-    }
-    EXPECT_LT(err, 2e-4 * std::max(1.0, scale)) << what << " step " << i;
-    fast_next = argmax(*got);
-    ref_next = argmax(*want);
-    EXPECT_EQ(fast_next, ref_next) << what << " greedy token at step " << i;
-    token = ref_next;
-  }
+  testing::expect_engine_matches_reference(*b.model, what);
 }
 
 TEST(Deepseek2, ShapeAMatchesTheFloat64Reference) {
@@ -167,27 +132,7 @@ TEST(Deepseek2, UnsplitKvBMatchesTheFloat64Reference) {
 }
 
 // A prefill of several tokens (mla_prefill, causal within the run) ends where token-by-token
-// decode (mla_decode) ends.
-// A prefill of the prompt ends where stepping it token by token ends, and both decode on alike.
-void expect_prefill_equals_steps(const Model& m, ThreadPool& pool, const Config& knobs, const char* what) {
-  const std::vector<TokenId> prompt = {9, 120, 33, 7, 301, 44, 2, 18, 250};
-  auto batched = session(m, pool, knobs);
-  auto stepped = session(m, pool, knobs);
-  auto p = batched->prefill(prompt);
-  ASSERT_TRUE(p.has_value()) << p.error().message();
-  std::vector<float> prefilled(p->begin(), p->end());
-  std::span<const float> last;
-  for (TokenId t : prompt) {
-    auto s = stepped->step(t);
-    ASSERT_TRUE(s.has_value());
-    last = *s;
-  }
-  for (size_t v = 0; v < last.size(); ++v) ASSERT_NEAR(prefilled[v], last[v], 1e-4) << what << " " << v;
-  auto x = batched->step(77), y = stepped->step(77);
-  ASSERT_TRUE(x.has_value() && y.has_value());
-  for (size_t v = 0; v < x->size(); ++v) ASSERT_NEAR((*x)[v], (*y)[v], 1e-4) << what << " " << v;
-}
-
+// decode (mla_decode) ends (reference_test_util.h).
 TEST(Deepseek2, PrefillEqualsTokenByTokenDecode) {
   for (const ModelConfig& c : {shape_a(), shape_b()}) {
     Built b = make(c, gguf::TensorType::kF32);
@@ -322,36 +267,7 @@ TEST(Deepseek2, SequencesInOneBatchMatchSessionsAlone) {
   for (const ModelConfig& c : {shape_b(), kimi_linear()}) {
     Built b = make(c, gguf::TensorType::kF32);
     ASSERT_TRUE(b.model);
-    auto pool = ThreadPool::create({.threads = 2, .pin = false});
-    auto batch = b.model->new_batch(**pool, {.max_sequences = 2, .max_tokens = 32, .max_batch_tokens = 32}, Config());
-    ASSERT_TRUE(batch.has_value()) << batch.error().message();
-    auto s0 = (*batch)->add_sequence(), s1 = (*batch)->add_sequence();
-    ASSERT_TRUE(s0.has_value() && s1.has_value());
-    const std::vector<std::vector<TokenId>> prompts = {{5, 17, 230, 8, 99, 3, 41}, {300, 2, 64}};
-    std::vector<BatchToken> toks;
-    for (size_t i = 0; i < 7; ++i)  // interleaved, the last token of each wanting logits
-      for (size_t q = 0; q < 2; ++q)
-        if (i < prompts[q].size())
-          toks.push_back({.seq = q == 0 ? *s0 : *s1, .token = prompts[q][i], .want_logits = i + 1 == prompts[q].size()});
-    auto first = (*batch)->forward(toks);
-    ASSERT_TRUE(first.has_value()) << first.error().message();
-    std::vector<float> prefill_logits(first->begin(), first->end());  // seq 1's row comes first (it ends first)
-    auto step = (*batch)->forward(std::vector<BatchToken>{{.seq = *s0, .token = 77, .want_logits = true},
-                                                         {.seq = *s1, .token = 78, .want_logits = true}});
-    ASSERT_TRUE(step.has_value()) << step.error().message();
-    std::vector<float> step_logits(step->begin(), step->end());
-    const size_t V = size_t(c.vocab);
-    for (size_t q = 0; q < 2; ++q) {
-      auto alone = session(*b.model, **pool, Config());
-      std::vector<TokenId> prompt = prompts[q];
-      auto p = alone->prefill(prompt);
-      ASSERT_TRUE(p.has_value());
-      const float* got = prefill_logits.data() + (q == 0 ? V : 0);
-      for (size_t v = 0; v < V; ++v) ASSERT_NEAR(got[v], (*p)[v], 1e-4) << q << " prefill " << v;
-      auto d = alone->step(q == 0 ? 77 : 78);
-      ASSERT_TRUE(d.has_value());
-      for (size_t v = 0; v < V; ++v) ASSERT_NEAR(step_logits[q * V + v], (*d)[v], 1e-4) << q << " decode " << v;
-    }
+    testing::expect_batched_sequences_match_alone(*b.model);
   }
 }
 

@@ -20,7 +20,7 @@ Status Forward::add_rank(int index) {
   auto r = std::make_unique<ForwardRank>();
   RECUR_ASSIGN_OR_RETURN(r->w, shard_rank(m_, index, o.tp, ep, o.precision, ProjectionForm{.act = o.act, .kernels = o.kernels.projections},
                                              o.layer_split && o.tp > 1));
-  int64_t q_w = 0, k_w = 0, v_w = 0, hv = 0, kv_heads = 0;
+  int64_t q_w = 0, k_w = 0, v_w = 0, hv = 0, kv_heads = 0, gate_w = 0;
   std::vector<paged_kv::KvDType> kv_dtypes;  // of the layers this rank holds KV for
   bool any_attention = false;
   r->kda.resize(size_t(c.n_layers));
@@ -40,7 +40,8 @@ Status Forward::add_rank(int index) {
         continue;
       }
       kv_heads = S.kv_heads.size();
-      q_w = std::max(q_w, S.heads.size() * hd);
+      q_w = std::max(q_w, S.heads.size() * hd * (c.attn_output_gate ? 2 : 1));  // the gate's rows too
+      gate_w = std::max(gate_w, c.attn_output_gate ? S.heads.size() * hd : 0);
       k_w = std::max(k_w, kv_heads * hd);
       v_w = std::max(v_w, kv_heads * hd);
       continue;
@@ -71,7 +72,7 @@ Status Forward::add_rank(int index) {
   r->v.resize(size_t(M * v_w));
   r->o.resize(size_t(M * std::max(q_w, v_w)));
   r->g.resize(size_t(M * hv * K));
-  r->gate.resize(size_t(M * hv * K));
+  r->gate.resize(size_t(M * std::max(hv * K, gate_w)));
   r->b.resize(size_t(M * hv));
   r->ff_a.resize(size_t(M * ffn));
   r->ff_b.resize(size_t(M * ffn));

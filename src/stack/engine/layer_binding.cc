@@ -22,7 +22,8 @@ Status bind_attention_weights(const gguf::File& f, const ModelConfig& c, const s
     L.wk = weight_rows(qkv, q_dim, q_dim + kv_dim);
     L.wv = weight_rows(qkv, q_dim + kv_dim, q_dim + 2 * kv_dim);
   } else {
-    RECUR_RETURN_IF_ERROR(bind(L.wq, "attn_q.weight", q_dim, c.dim));
+    // attn_output_gate (qwen3next): each head's q rows, then its gate rows.
+    RECUR_RETURN_IF_ERROR(bind(L.wq, "attn_q.weight", c.attn_output_gate ? 2 * q_dim : q_dim, c.dim));
     RECUR_RETURN_IF_ERROR(bind(L.wk, "attn_k.weight", kv_dim, c.dim));
     RECUR_RETURN_IF_ERROR(bind(L.wv, "attn_v.weight", kv_dim, c.dim));
   }

@@ -6,6 +6,7 @@
 
 #include "engine/architectures.h"
 #include "engine/deepseek2_config.h"
+#include "engine/qwen3next.h"
 
 namespace recur {
 
@@ -55,6 +56,7 @@ Status ModelConfig::validate() const {
       return invalid_argument("model config: {} KDA heads is not a multiple of {} key heads", kda_heads, kda_key_heads);
   }
   if (row.mla) RECUR_RETURN_IF_ERROR(validate_deepseek2(*this));
+  if (arch == Arch::kQwen3Next) RECUR_RETURN_IF_ERROR(validate_qwen3next(*this));
   return ok_status();
 }
 

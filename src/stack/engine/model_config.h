@@ -3,11 +3,12 @@
 //
 // The architectures are rows of one table (architectures.h): llama.cpp's `general.architecture`
 // names with their `{arch}.*` keys (llama, qwen2, qwen3, qwen2moe, qwen3moe, phi3, gemma2,
-// deepseek2, kimi-linear) and recur's own "hybrid" (hybrid.*: KDA linear-attention layers and
+// deepseek2, kimi-linear, qwen3next) and recur's own "hybrid" (hybrid.*: KDA linear-attention layers and
 // full-attention layers in a pattern, each followed by a dense SwiGLU or MoE MLP). deepseek2 adds
 // MLA attention, leading dense layers and MoE with shared experts and biased gating
 // (deepseek2_config.h); kimi-linear has KDA layers and MLA layers without RoPE in the pattern
-// head_count_kv gives per layer (0 = KDA), with deepseek2's MoE (kimi_linear.h). An architecture
+// head_count_kv gives per layer (0 = KDA), with deepseek2's MoE (kimi_linear.h); qwen3next has gated
+// DeltaNet layers (KDA with one decay per head) and gated full-attention layers (qwen3next.h). An architecture
 // is a set of the feature flags below, which the shared blocks obey.
 #pragma once
 
@@ -20,7 +21,9 @@
 
 namespace recur {
 
-enum class Arch { kLlama, kHybrid, kQwen2, kQwen3, kQwen2Moe, kQwen3Moe, kPhi3, kGemma2, kDeepseek2, kKimiLinear };
+enum class Arch {
+  kLlama, kHybrid, kQwen2, kQwen3, kQwen2Moe, kQwen3Moe, kPhi3, kGemma2, kDeepseek2, kKimiLinear, kQwen3Next
+};
 enum class ExpertGating : uint8_t { kSoftmax = 1, kSigmoid = 2 };  // llama.cpp's expert_gating_func values
 std::string_view arch_name(Arch a);  // general.architecture (architectures.h)
 
@@ -59,6 +62,11 @@ struct ModelConfig {
   bool shared_expert_gate = false; // shared expert output times sigmoid(ffn_gate_inp_shexp . x) (qwen2moe)
   int shared_ffn_dim = 0;          // shared expert width; 0: ffn_dim
   int rope_dims = 0;               // {arch}.rope.dimension_count as read (0: absent); loaders refuse partial rotary
+                                   // but qwen3next's (partial_rotary: the first rope_dims of each head rotate)
+  bool partial_rotary = false;     // RoPE on the first rope_dims of each head only (qwen3next)
+  bool attn_output_gate = false;   // attn_q holds [q_h ; gate_h] per head; out_h *= sigmoid(gate_h) (qwen3next)
+  bool kda_scalar_decay = false;   // gated DeltaNet: one decay logit and dt_bias per value head, not per channel (qwen3next)
+  bool kda_gate_silu = false;      // the KDA gated norm multiplies by silu(gate), not sigmoid(gate) (qwen3next)
   bool scale_embeddings = false;   // embedding rows times sqrt(dim) (gemma)
   bool ffn_gelu = false;           // GELU (tanh) gated FFN instead of SiLU (gemma)
   bool post_norms = false;         // sandwich norms: post_attention_norm / post_ffw_norm on each block's output (gemma2)
@@ -91,6 +99,8 @@ struct ModelConfig {
   float expert_weights_scale = 1;
 
   int shared_width() const { return shared_ffn_dim > 0 ? shared_ffn_dim : ffn_dim; }
+  // The dims of each head RoPE rotates: rope_dims with partial_rotary, else the whole head.
+  int rotary_dims() const { return partial_rotary && rope_dims > 0 ? rope_dims : head_dim; }
 
   bool is_mla() const { return kv_lora_rank > 0; }
   // Layer i has a dense FFN (no experts, or one of deepseek2's leading dense layers).

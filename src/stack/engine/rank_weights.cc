@@ -122,7 +122,9 @@ Result<RankWeights> shard_rank(const TransformerModel& m, int rank, int tp, int 
       RECUR_ASSIGN_OR_RETURN(S.wq, Projection::create(weight_rows(L.wq, kc.begin, kc.end), p, form));
       RECUR_ASSIGN_OR_RETURN(S.wk, Projection::create(weight_rows(L.wk, kc.begin, kc.end), p, form));
       RECUR_ASSIGN_OR_RETURN(S.wv, Projection::create(weight_rows(L.wv, vc.begin, vc.end), p, form));
-      RECUR_ASSIGN_OR_RETURN(S.wf, Projection::create(weight_rows(L.wf, vc.begin, vc.end), p, form));
+      // kda_scalar_decay (qwen3next): one decay row per head, not per channel.
+      const Span f_rows = c.kda_scalar_decay ? S.v_heads : vc;
+      RECUR_ASSIGN_OR_RETURN(S.wf, Projection::create(weight_rows(L.wf, f_rows.begin, f_rows.end), p, form));
       RECUR_ASSIGN_OR_RETURN(S.wb, Projection::create(weight_rows(L.wb, S.v_heads.begin, S.v_heads.end), p, form));
       RECUR_ASSIGN_OR_RETURN(S.out_gate, Projection::create(weight_rows(L.out_gate, vc.begin, vc.end), p, form));
       if (L.wf_a.data != nullptr) {
@@ -164,10 +166,11 @@ Result<RankWeights> shard_rank(const TransformerModel& m, int rank, int tp, int 
         rank_attention_features(L, S.heads, S.kv_heads, hd, S);
       }
     } else {
-      const int64_t group = c.n_heads / c.n_kv_heads;
+      const int64_t group = c.n_heads / c.n_kv_heads, q_rows = c.attn_output_gate ? 2 * hd : hd;  // + the gate's
       S.heads = rank_span(c.n_heads, tp, index);
       S.kv_heads = {S.heads.begin / group, (S.heads.end - 1) / group + 1};
-      RECUR_ASSIGN_OR_RETURN(S.wq, Projection::create(weight_rows(L.wq, S.heads.begin * hd, S.heads.end * hd), p, form));
+      RECUR_ASSIGN_OR_RETURN(
+          S.wq, Projection::create(weight_rows(L.wq, S.heads.begin * q_rows, S.heads.end * q_rows), p, form));
       RECUR_ASSIGN_OR_RETURN(S.wk,
                              Projection::create(weight_rows(L.wk, S.kv_heads.begin * hd, S.kv_heads.end * hd), p, form));
       RECUR_ASSIGN_OR_RETURN(S.wv,

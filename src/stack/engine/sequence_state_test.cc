@@ -162,6 +162,11 @@ TEST(SequenceState, HybridRoundTripDecodesIdentically) {
   check_round_trip(testing::tiny_hybrid_config(0), Config(), {Config()});
 }
 
+// qwen3next: gated DeltaNet layers (the KDA states) and gated attention layers (the KV cache).
+TEST(SequenceState, Qwen3NextRoundTripDecodesIdentically) {
+  check_round_trip(testing::tiny_qwen3next_config(), Config(), {Config()});
+}
+
 TEST(SequenceState, LlamaRoundTripDecodesIdentically) {
   check_round_trip(testing::tiny_llama_config(), Config(), {Config()});
 }

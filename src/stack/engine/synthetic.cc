@@ -83,8 +83,9 @@ class TensorMaker {
   }
   // KDA decay parameters as Kimi initialises them: A = U(1, 16), dt = logU(1e-3, 1e-1), and
   // dt_bias = softplus^-1(dt), so exp(g) starts between about 0.98 and 0.9999.
-  // kimi: llama.cpp's kimi-linear names, ssm_a = -exp(A_log) as {1, heads} and ssm_dt.bias.
-  Status kda_decay(const std::string& prefix, int heads, int k, bool kimi = false) {
+  // kimi: llama.cpp's kimi-linear names, ssm_a = -exp(A_log) as {1, heads} and ssm_dt.bias
+  // (flat_a: ssm_a as {heads}, qwen3next's shape).
+  Status kda_decay(const std::string& prefix, int heads, int k, bool kimi = false, bool flat_a = false) {
     std::uniform_real_distribution<float> a(1.0f, 16.0f), u(0.0f, 1.0f);
     std::vector<float> a_log(static_cast<size_t>(heads)), dt_bias(static_cast<size_t>(heads) * size_t(k));
     for (float& v : a_log) v = std::log(a(rng_));
@@ -94,8 +95,9 @@ class TensorMaker {
     }
     if (kimi) {
       for (float& v : a_log) v = -std::exp(v);
-      RECUR_RETURN_IF_ERROR(w_.add_tensor(prefix + "ssm_a", gguf::TensorType::kF32, {1, uint64_t(heads)},
-                                          encode_as(gguf::TensorType::kF32, a_log)));
+      std::vector<uint64_t> dims = flat_a ? std::vector<uint64_t>{uint64_t(heads)} : std::vector<uint64_t>{1, uint64_t(heads)};
+      RECUR_RETURN_IF_ERROR(
+          w_.add_tensor(prefix + "ssm_a", gguf::TensorType::kF32, std::move(dims), encode_as(gguf::TensorType::kF32, a_log)));
       return vector(prefix + "ssm_dt.bias", dt_bias);
     }
     RECUR_RETURN_IF_ERROR(vector(prefix + "kda_a_log", a_log));
@@ -183,12 +185,28 @@ Status kimi_kda(TensorMaker& make, const ModelConfig& c, const std::string& p) {
   return make.matrix(p + "attn_output.weight", c.dim, D, residual / std::sqrt(double(D)));
 }
 
+// qwen3next's gated DeltaNet layer (qwen3next.h): q, k, v in one attn_qkv, the z gate, one
+// convolution over q, k and v, ssm_ba (per key head its betas then its decay logits), one
+// decay and dt bias per value head, the gated norm's weight and ssm_out.
+Status qwen3next_deltanet(TensorMaker& make, const ModelConfig& c, const std::string& p) {
+  const int64_t K = c.kda_head_dim, qk = int64_t(c.kda_key_heads) * K, vd = int64_t(c.kda_heads) * K;
+  const double in_dim = 1.0 / std::sqrt(double(c.dim)), residual = 1.0 / std::sqrt(2.0 * c.n_layers);
+  RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_qkv.weight", 2 * qk + vd, c.dim, in_dim));
+  RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_gate.weight", vd, c.dim, in_dim));
+  RECUR_RETURN_IF_ERROR(make.conv(p + "ssm_conv1d.weight", 2 * qk + vd, c.conv_size));
+  RECUR_RETURN_IF_ERROR(make.matrix(p + "ssm_ba.weight", 2 * int64_t(c.kda_heads), c.dim, in_dim));
+  RECUR_RETURN_IF_ERROR(make.kda_decay(p, c.kda_heads, 1, /*kimi=*/true, /*flat_a=*/true));
+  RECUR_RETURN_IF_ERROR(make.random_vector(p + "ssm_norm.weight", K, 1, 0.2));
+  return make.matrix(p + "ssm_out.weight", c.dim, vd, residual / std::sqrt(double(vd)));
+}
+
 // Layer l's FFN: dense (with phi3's fused gate+up; deepseek2's leading dense layers are
 // dense_ffn_dim wide), or the routed experts (with the selection bias for sigmoid gating and
 // always for kimi-linear) and the shared expert (with qwen2moe's gate).
 Status ffn_tensors(TensorMaker& make, const ModelConfig& c, const std::string& p, int l) {
   const double in_dim = 1.0 / std::sqrt(double(c.dim)), residual = 1.0 / std::sqrt(2.0 * c.n_layers);
-  RECUR_RETURN_IF_ERROR(make.ones(p + "ffn_norm.weight", c.dim));
+  // qwen3next names the norm before the FFN after Qwen's post_attention_layernorm.
+  RECUR_RETURN_IF_ERROR(make.ones(p + (c.arch == Arch::kQwen3Next ? "post_attention_norm.weight" : "ffn_norm.weight"), c.dim));
   if (c.post_norms) RECUR_RETURN_IF_ERROR(make.random_vector(p + "post_ffw_norm.weight", c.dim, 1, 0.2));
   if (c.is_dense_ffn_layer(l)) {
     const int64_t width = l < c.leading_dense_layers ? c.dense_ffn_dim : c.ffn_dim;
@@ -290,7 +308,8 @@ Result<gguf::Writer> synthetic_model(const SyntheticModelOptions& o) {
   if (o.dtype == gguf::TensorType::kQ8_0 && (c.dim % 32 != 0 || c.ffn_dim % 32 != 0 || (!c.is_mla() && (c.n_heads * c.head_dim) % 32 != 0) ||
                                             (c.shared_expert && c.shared_width() % 32 != 0) ||
                                             (c.arch == Arch::kHybrid && (c.kda_head_dim * c.kda_key_heads) % 32 != 0) ||
-                                            (c.arch == Arch::kKimiLinear && c.kda_head_dim % 32 != 0)))
+                                            (c.arch == Arch::kKimiLinear && c.kda_head_dim % 32 != 0) ||
+                                            (c.arch == Arch::kQwen3Next && (c.kda_head_dim * c.kda_heads) % 32 != 0)))
     return invalid_argument("Q8_0 needs dim, ffn and the head widths to be multiples of 32");
   if (o.dtype == gguf::TensorType::kQ8_0 && c.is_mla() &&
       (c.kv_lora_rank % 32 != 0 || c.qk_nope_dim % 32 != 0 || c.q_lora_rank % 32 != 0 || c.dense_ffn_dim % 32 != 0 ||
@@ -320,6 +339,8 @@ Result<gguf::Writer> synthetic_model(const SyntheticModelOptions& o) {
     RECUR_RETURN_IF_ERROR(make.ones(p + "attn_norm.weight", c.dim));
     if (c.is_mla()) {  // deepseek2, kimi-linear (whose KDA layers have llama.cpp's names)
       RECUR_RETURN_IF_ERROR(c.is_kda_layer(l) ? kimi_kda(make, c, p) : mla_attention(make, c, p, o.unsplit_kv_b));
+    } else if (c.arch == Arch::kQwen3Next && c.is_kda_layer(l)) {
+      RECUR_RETURN_IF_ERROR(qwen3next_deltanet(make, c, p));
     } else if (c.is_kda_layer(l)) {
       RECUR_RETURN_IF_ERROR(make.matrix(p + "kda_q.weight", qk, c.dim, in_dim));
       RECUR_RETURN_IF_ERROR(make.matrix(p + "kda_k.weight", qk, c.dim, in_dim));
@@ -337,7 +358,8 @@ Result<gguf::Writer> synthetic_model(const SyntheticModelOptions& o) {
       if (c.fused_qkv) {
         RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_qkv.weight", q_dim + 2 * kv_dim, c.dim, in_dim));
       } else {
-        RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_q.weight", q_dim, c.dim, in_dim));
+        // qwen3next's attn_q: each head's q rows, then its output gate's.
+        RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_q.weight", c.attn_output_gate ? 2 * q_dim : q_dim, c.dim, in_dim));
         RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_k.weight", kv_dim, c.dim, in_dim));
         RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_v.weight", kv_dim, c.dim, in_dim));
       }

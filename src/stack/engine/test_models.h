@@ -44,4 +44,18 @@ inline ModelConfig tiny_hybrid_config(int experts) {
   return c;
 }
 
+// A 4-layer qwen3next (interval 4: "kkka"), dim 64: gated DeltaNet 4 value heads on 2 key heads
+// of 16, attention 4 heads on 2 KV heads of 16 with 4 dims rotated, 4 experts (top 2) of 32 and a
+// shared expert of 64, vocab 400, context 64.
+inline ModelConfig tiny_qwen3next_config() {
+  ModelConfig c = tiny_hybrid_config(4);
+  c.arch = Arch::kQwen3Next;
+  c.partial_rotary = c.attn_output_gate = c.kda_scalar_decay = c.kda_gate_silu = true;  // its row's features
+  c.rope_neox = c.qk_norm = c.moe_renormalize = c.shared_expert = c.shared_expert_gate = true;
+  c.rope_dims = 4;
+  c.ffn_dim = 32;
+  c.shared_ffn_dim = 64;
+  return c;
+}
+
 }  // namespace recur::testing

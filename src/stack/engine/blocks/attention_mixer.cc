@@ -1,7 +1,11 @@
 // The attention mixer: q/k/v projections (plus the architecture's biases and per-head QK
-// RMSNorm, model_config.h), RoPE at each row's position (GGUF llama's pairs or NeoX's), the paged KV cache
-// (kernels/attention: a forward of one-token runs appends and runs the paged decode kernel,
-// otherwise the paged prefill kernel, causal within each run) and the output projection.
+// RMSNorm, model_config.h), RoPE at each row's position (GGUF llama's pairs or NeoX's; over the first
+// rotary_dims of each head), the paged KV cache (kernels/attention: a forward of one-token runs
+// appends and runs the paged decode kernel, otherwise the paged prefill kernel, causal within each
+// run), qwen3next's sigmoid output gate and the output projection.
+#include <algorithm>
+#include <cmath>
+
 #include "engine/blocks/block.h"
 #include "engine/layers.h"
 #include "kernels/attention/attention.h"
@@ -32,6 +36,23 @@ void norm_heads(const Step& s, float* x, int64_t head_rows, int64_t hd, const st
   for_rows(s.intra, head_rows, [&](int64_t i0, int64_t i1) { fn(x + i0 * hd, w.data(), x + i0 * hd, i1 - i0, hd, eps); });
 }
 
+// attn_output_gate: the projection wrote [q_h ; gate_h] per head into q ([rows, heads, 2 hd]);
+// the gates go to gate and the q parts close up in place to [rows, heads, hd] (each moves to a
+// lower or equal offset, in increasing order, so nothing unread is overwritten).
+void split_q_gate(float* q, float* gate, int64_t head_rows, int64_t hd) {
+  for (int64_t i = 0; i < head_rows; ++i) {
+    std::copy_n(q + i * 2 * hd + hd, hd, gate + i * hd);
+    if (i > 0) std::copy_n(q + i * 2 * hd, hd, q + i * hd);  // [i hd, (i + 1) hd) ends at or before 2 i hd
+  }
+}
+
+// out *= sigmoid(gate), elementwise over rows x n.
+void apply_output_gate(ThreadPool* pool, float* out, const float* gate, int64_t rows, int64_t n) {
+  for_rows(pool, rows, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0 * n; i < i1 * n; ++i) out[i] /= 1.0f + std::exp(-gate[i]);
+  });
+}
+
 }  // namespace
 
 void attention_mixer(const Step& s, int l) {
@@ -54,6 +75,7 @@ void attention_mixer(const Step& s, int l) {
   const float* h = r.h.data();
   const ProjectionOut qkv[] = {{&S.wq, r.q.data()}, {&S.wk, r.k.data()}, {&S.wv, r.v.data()}};
   project_rows(s, h, M, qkv);
+  if (c.attn_output_gate) split_q_gate(r.q.data(), r.gate.data(), M * heads, hd);
   add_bias_rows(s.intra, r.q.data(), M, S.bq);
   add_bias_rows(s.intra, r.k.data(), M, S.bk);
   add_bias_rows(s.intra, r.v.data(), M, S.bv);
@@ -64,22 +86,23 @@ void attention_mixer(const Step& s, int l) {
   s.tap(Op::kAttnVProj, l, r.v.data(), kv_local, S.kv_heads.begin * hd, kv_all);
   {
     // RoPE in place through the registered kernel's rotation (GGUF's interleaved pairs, or NeoX's
-    // halves with rope_neox), by the row's tables (rows.cc).
+    // halves with rope_neox) of each head's first rd dims, by the row's tables (rows.cc).
     const KernelChoice& kr = s.o.kernels.rope;
     RECUR_ZONE("rope");
     zone.arg("variant", kr.variant.data());
     zone.arg("rows", M);
     const kernels::LayerOps& ops = kernels::layer_ops(kr.isa);
+    const int64_t rd = c.rotary_dims();
     for_rows(s.intra, M, [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) {
         const float* cs = r.rope.data() + i * 2 * hd;
         for (int h = 0; h < heads; ++h) {
           float* q = r.q.data() + i * q_local + h * hd;
-          ops.rope_row(q, q, cs, cs + hd, hd, c.rope_neox);
+          ops.rope_row(q, q, cs, cs + rd, rd, c.rope_neox);
         }
         for (int h = 0; h < kv_heads; ++h) {
           float* k = r.k.data() + i * kv_local + h * hd;
-          ops.rope_row(k, k, cs, cs + hd, hd, c.rope_neox);
+          ops.rope_row(k, k, cs, cs + rd, rd, c.rope_neox);
         }
       }
     });
@@ -116,6 +139,7 @@ void attention_mixer(const Step& s, int l) {
   }
   r.fail(std::move(st));
   s.tap(Op::kAttnCore, l, r.o.data(), q_local, S.heads.begin * hd, q_all);
+  if (c.attn_output_gate) apply_output_gate(s.intra, r.o.data(), r.gate.data(), M, q_local);
   S.wo.apply(r.o.data(), M, r.partial.data(), s.intra);
   s.tap(Op::kAttnOProj, l, r.partial.data(), c.dim);
 }

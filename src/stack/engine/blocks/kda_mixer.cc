@@ -1,6 +1,9 @@
 // The KDA mixer (hybrid.h): q/k/v/f/b projections, each sequence's convolutions and recurrence
 // (hybrid_kda.h: a decode step for a run of one token, kda::prefill for longer runs), the gated
-// RMSNorm per value head and the output projection.
+// RMSNorm per value head and the output projection. qwen3next's gated DeltaNet is the same mixer
+// with one decay logit per head (kda_scalar_decay: broadcast over the head's K channels, which the
+// kernel then decays alike) and a SiLU gate in the norm (kda_gate_silu).
+#include <algorithm>
 #include <cmath>
 
 #include "engine/blocks/block.h"
@@ -11,6 +14,15 @@ namespace recur {
 namespace {
 
 float kda_mixer_sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+// g holds n per-head values packed at its start; each becomes K copies ([n, K]). Backwards, so
+// value i is read before the copies of any later value (which start at or after i) land on it.
+void broadcast_heads(float* g, int64_t n, int64_t K) {
+  for (int64_t i = n - 1; i >= 0; --i) {
+    const float v = g[i];
+    std::fill_n(g + i * K, K, v);
+  }
+}
 
 }  // namespace
 
@@ -40,6 +52,7 @@ void kda_mixer(const Step& s, int l) {
     S.out_gate_a->apply(h, M, r.low_rank.data(), s.intra);
     S.out_gate.apply(r.low_rank.data(), M, r.gate.data(), s.intra);
   }
+  if (c.kda_scalar_decay) broadcast_heads(r.g.data(), M * hv, K);
   s.tap(Op::kKdaQProj, l, r.q.data(), qk, q_off, qk_all);
   s.tap(Op::kKdaKProj, l, r.k.data(), qk, q_off, qk_all);
   s.tap(Op::kKdaVProj, l, r.v.data(), vd, v_off, v_all);
@@ -62,7 +75,10 @@ void kda_mixer(const Step& s, int l) {
       double ss = 0;
       for (int64_t j = 0; j < K; ++j) ss += double(o[j]) * o[j];
       const float inv = 1.0f / std::sqrt(float(ss / double(K)) + c.rms_eps);
-      for (int64_t j = 0; j < K; ++j) o[j] = o[j] * inv * S.out_norm[size_t(j)] * kda_mixer_sigmoid(gate[j]);
+      if (c.kda_gate_silu)
+        for (int64_t j = 0; j < K; ++j) o[j] = o[j] * inv * S.out_norm[size_t(j)] * (gate[j] * kda_mixer_sigmoid(gate[j]));
+      else
+        for (int64_t j = 0; j < K; ++j) o[j] = o[j] * inv * S.out_norm[size_t(j)] * kda_mixer_sigmoid(gate[j]);
     }
   });
   s.tap(Op::kKdaGatedNorm, l, r.o.data(), vd, v_off, v_all);

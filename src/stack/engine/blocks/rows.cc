@@ -89,7 +89,7 @@ void embed_rows(const Step& s) {
   s.tap(Op::kEmbed, -1, s.r.x.data(), c.dim);
   if (s.r.rope.empty()) return;  // no attention layer
   if (c.is_mla()) return mla_rope_tables(s);
-  const int64_t hd = c.head_dim;
+  const int64_t hd = c.head_dim, rd = c.rotary_dims();  // tables of the rotated dims, rows 2 hd apart
   const kernels::RopeLayout layout = c.rope_neox ? kernels::RopeLayout::kHalfSplit : kernels::RopeLayout::kInterleaved;
   // Llama 3 RoPE scaling: rope_freqs.weight's divisors, widened once per rank.
   const bool factors = s.m.rope_freqs.data != nullptr;
@@ -100,7 +100,7 @@ void embed_rows(const Step& s) {
   for (int64_t i = 0; i < s.rows(); ++i) {
     float* cs = s.r.rope.data() + i * 2 * hd;
     const double pos = double(s.p.positions[size_t(i)]);
-    kernels::rope_tables(hd, pos, double(c.rope_theta), layout, cs, cs + hd, c.rope_freq_scale,
+    kernels::rope_tables(rd, pos, double(c.rope_theta), layout, cs, cs + rd, c.rope_freq_scale,
                          factors ? s.r.rope_freqs.data() : nullptr);
   }
 }
