@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstring>
 #include <cstdlib>
 #include <optional>
 #include <thread>
@@ -22,6 +23,7 @@
 #include "transfer/transfer_engine.h"
 #include "transfer/transfer_test_util.h"
 #include "transfer/ucx_am_wire.h"
+#include "transfer/ucx_block_receiver.h"
 #include "transfer/ucx_wire.h"
 
 namespace recur::transfer {
@@ -290,6 +292,55 @@ TEST(UcxAmTarget, SenderDyingMidRendezvousLeavesTheTargetServing) {
   EXPECT_TRUE(ok) << ok.error().message();
   EXPECT_TRUE(has_pattern(mem, 1 << 20, 12));
   EXPECT_TRUE(has_pattern(local.data() + (1 << 20), 1 << 20, 12));
+}
+
+}  // namespace
+}  // namespace recur::transfer
+
+namespace recur::transfer {
+namespace {
+
+// The receiver's table of links stays bounded however many link ids a sender uses: links with
+// nothing pending are forgotten when it fills, and a new link is refused only while every held
+// link has something pending. Driven through on_block directly (eager blocks, no reply endpoint:
+// no worker is touched).
+TEST(UcxBlockReceiverLinks, ManyLinksStayBoundedAndPendingOnesAreKept) {
+  std::vector<std::byte> region(64);
+  UcxBlockReceiver receiver(nullptr, [&](uint32_t, uint64_t offset, uint64_t length) -> Result<std::byte*> {
+    if (offset + length > region.size()) return invalid_argument("outside");
+    return region.data() + offset;
+  });
+  ucp_am_recv_param_t eager{};
+  // Writes go to bytes [8, 16), flags to [0, 8).
+  auto send = [&](UcxAmKind kind, uint64_t link, uint64_t seq, uint64_t value) {
+    const uint64_t offset = kind == UcxAmKind::kStoreFlag ? 0 : 8;
+    const auto header = encode_ucx_am_block(
+        {.kind = kind, .region = 0, .offset = offset, .length = sizeof value, .link = link, .seq = seq});
+    receiver.on_block(header.data(), header.size(), &value, sizeof value, &eager);
+  };
+  auto word = [&](size_t at) {
+    uint64_t v = 0;
+    std::memcpy(&v, region.data() + at, sizeof v);
+    return v;
+  };
+  // 3 x kMaxLinks links of one block each: each is done at once, so the table never passes the bound.
+  for (uint64_t link = 1; link <= 3 * UcxBlockReceiver::kMaxLinks; ++link) {
+    send(UcxAmKind::kWrite, link, 1, link);
+    ASSERT_LE(receiver.links(), UcxBlockReceiver::kMaxLinks) << link;
+  }
+  EXPECT_EQ(word(8), 3 * UcxBlockReceiver::kMaxLinks);
+  // Fill the table with links whose flag 2 waits for a block 1 that has not come.
+  const uint64_t base = 1'000'000;
+  for (uint64_t i = 0; i < UcxBlockReceiver::kMaxLinks; ++i) send(UcxAmKind::kStoreFlag, base + i, 2, 9);
+  EXPECT_EQ(receiver.links(), UcxBlockReceiver::kMaxLinks);
+  EXPECT_EQ(word(0), 0u) << "a flag waiting for block 1 was stored";
+  send(UcxAmKind::kWrite, 5'000'000, 1, 5);  // no room: refused, nothing written
+  EXPECT_EQ(receiver.links(), UcxBlockReceiver::kMaxLinks);
+  EXPECT_EQ(word(8), 3 * UcxBlockReceiver::kMaxLinks);
+  // A held link still completes: its block 1 releases its flag.
+  send(UcxAmKind::kWrite, base, 1, 6);
+  EXPECT_EQ(word(8), 6u);
+  EXPECT_EQ(word(0), 9u);
 }
 
 }  // namespace

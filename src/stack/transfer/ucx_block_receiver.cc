@@ -87,6 +87,13 @@ ucs_status_t UcxBlockReceiver::on_block(const void* header, size_t header_length
     ack(reply, link, seq, &block.error());
     return UCS_OK;
   }
+  if (!links_.contains({reply, block->link}) && !make_room_for_link()) {
+    const Error why(ErrorCode::kFailedPrecondition,
+                    fmt::format("ucx block: link {} refused: {} links hold pending blocks (at most {})", block->link,
+                                links_.size(), kMaxLinks));
+    ack(reply, block->link, block->seq, &why);
+    return UCS_OK;
+  }
   LinkOrder& order = links_[{reply, block->link}];
   if (auto refused = refuse_sequence(order, block->link, block->seq)) {
     ack(reply, block->link, block->seq, &*refused);  // not done: its number is not the sender's to reuse
@@ -133,6 +140,15 @@ ucs_status_t UcxBlockReceiver::on_block(const void* header, size_t header_length
     ++receiving_;
   }
   return UCS_OK;
+}
+
+bool UcxBlockReceiver::make_room_for_link() {
+  if (links_.size() < kMaxLinks) return true;
+  std::erase_if(links_, [](const auto& entry) {
+    const LinkOrder& o = entry.second;
+    return o.done_above.empty() && o.flags.empty();
+  });
+  return links_.size() < kMaxLinks;
 }
 
 std::optional<Error> UcxBlockReceiver::refuse_sequence(const LinkOrder& order, uint64_t link, uint64_t seq) const {

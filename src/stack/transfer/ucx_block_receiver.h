@@ -12,8 +12,12 @@
 // sequence numbers 1, 2, 3...; a flag is stored only once every block of its link numbered
 // below it is done (a rendezvous still receiving defers it), so the flag never overtakes its data
 // however the rendezvous receives complete. Once a block of a link failed (or was refused), no
-// later flag of that link is stored (a flag never covers bad data): the sender reconnects. The state per link is a counter and what completed
-// out of order; a link with too much out of order (a hostile sender skipping numbers) is refused.
+// later flag of that link is stored (a flag never covers bad data): the sender reconnects. The
+// state per link is a counter and what completed out of order; a link with too much out of order
+// (a hostile sender skipping numbers) is refused. Links are bounded too (kMaxLinks): when a new
+// link finds the table full, the links with nothing pending are forgotten (a sender that comes
+// back on a forgotten link has its later flags wait for numbers that never come: it times out and
+// reconnects on a new link), and if none has nothing pending the new link is refused.
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -47,6 +51,9 @@ class UcxBlockReceiver {
   void complete(ucp_ep_h reply, uint64_t link, uint64_t seq, const Error* error);
   // Rendezvous receives in flight.
   size_t receiving() const { return receiving_; }
+  // Links whose ordering state is held.
+  size_t links() const { return links_.size(); }
+  static constexpr size_t kMaxLinks = 4096;
   void received() { --receiving_; }
 
  private:
@@ -66,6 +73,9 @@ class UcxBlockReceiver {
   void store_or_refuse_flag(ucp_ep_h reply, uint64_t link, uint64_t seq, const DeferredFlag& flag);
   // Why flag `seq` must not be stored (an earlier block of its link failed), or nullopt.
   std::optional<Error> flag_refusal(const LinkOrder& order, uint64_t link, uint64_t seq) const;
+  // Room for a link not seen before: forgets the links with nothing pending when the table is
+  // full; false when every held link has something pending.
+  bool make_room_for_link();
   // Why block `seq` of the link cannot be taken (seen before, or too much out of order), or nullopt.
   std::optional<Error> refuse_sequence(const LinkOrder& order, uint64_t link, uint64_t seq) const;
 
