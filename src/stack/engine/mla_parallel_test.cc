@@ -8,7 +8,7 @@
 //   - layer split of MLA layers (each layer whole on its owner): within 1e-5 of tp = 1 (the
 //     hybrid's layer-split bound), and each rank's latent cache holds only its own layers;
 //   - per-layer KV dtypes of the latent caches (engine.kv_dtype.layer[N]) act and are read only
-//     for MLA layers; ReplaySSM acts on kimi-linear's KDA layers.
+//     for MLA layers; ReplaySSM acts on kimi-linear's KDA layers; op taps agree across layouts.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,6 +20,7 @@
 #include "core/thread_pool.h"
 #include "engine/forward.h"
 #include "engine/mla_test_models.h"
+#include "engine/op_capture.h"
 
 namespace recur {
 namespace {
@@ -185,6 +186,56 @@ TEST(MlaParallel, LayerSplitDividesTheLatentCacheOverTheRanks) {
             (std::vector<int64_t>{2 * layer, layer}));
   EXPECT_EQ(per_rank(mla_knobs({{"engine.tp", "4"}, {"engine.layer_split", "on"}})),
             (std::vector<int64_t>{layer, layer, layer, 0}));
+}
+
+// Op taps (recur engine ops-diff) under every layout: each op's whole tensor, assembled from the
+// ranks, is within 1e-5 of one rank's, deepseek2's leading dense layer (96 wide, its experts 32)
+// included -- its taps were once sized by the experts' width and overran the capture.
+TEST(MlaParallel, OpTapsAgreeAcrossLayouts) {
+  auto pool = ThreadPool::create({.threads = 2, .pin = false});
+  ASSERT_TRUE(pool.has_value());
+  for (const MlaCase& t : mla_cases()) {
+    MlaModel m = mla_model(t.config);
+    ASSERT_TRUE(m.model) << t.name;
+    auto capture = [&](const Config& knobs) {
+      auto capture = std::make_unique<OpCapture>();
+      auto s = m.model->new_session(**pool, 16, knobs);
+      EXPECT_TRUE(s.has_value()) << (s ? "" : s.error().message());
+      if (!s) return capture;
+      (*s)->set_op_tap(capture.get());
+      for (TokenId tok : {12, 250, 7, 99}) {
+        capture->begin_step();
+        EXPECT_TRUE((*s)->step(tok).has_value());
+      }
+      return capture;
+    };
+    const auto one = capture(Config());
+    ASSERT_NE(one->find("layer.0.ffn.gate"), nullptr) << t.name;
+    EXPECT_EQ(one->find("layer.0.ffn.gate")->steps[0].size(), size_t(t.config.dense_ffn_dim)) << t.name;
+    std::vector<std::pair<std::string, Config>> layouts = {
+        {"ep=2", mla_knobs({{"engine.ep", "2"}})},
+        {"tp=2 layer split", mla_knobs({{"engine.tp", "2"}, {"engine.layer_split", "on"}})}};
+    if (t.config.n_heads % 2 == 0) layouts.emplace_back("tp=2", mla_knobs({{"engine.tp", "2"}}));
+    for (const auto& [name, knobs] : layouts) {
+      const auto other = capture(knobs);
+      for (const OpCapture::Op* op : one->ops()) {
+        const OpCapture::Op* got = other->find(op->name);
+        ASSERT_NE(got, nullptr) << t.name << " " << name << ": " << op->name;
+        ASSERT_EQ(got->steps.size(), op->steps.size()) << op->name;
+        for (size_t step = 0; step < op->steps.size(); ++step) {
+          const std::vector<double>& a = op->steps[step];
+          const std::vector<double>& b = got->steps[step];
+          ASSERT_EQ(a.size(), b.size()) << t.name << " " << name << ": " << op->name;
+          double err = 0, scale = 1;
+          for (size_t i = 0; i < a.size(); ++i) {
+            err = std::max(err, std::fabs(a[i] - b[i]));
+            scale = std::max(scale, std::fabs(a[i]));
+          }
+          EXPECT_LE(err, 1e-5 * scale) << t.name << " " << name << ": " << op->name << " step " << step;
+        }
+      }
+    }
+  }
 }
 
 // ReplaySSM (engine.kda.replay) acts on kimi-linear's KDA layers as on the hybrid's: other
