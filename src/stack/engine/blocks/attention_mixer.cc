@@ -1,7 +1,8 @@
 // The attention mixer: q/k/v projections (plus the architecture's biases and per-head QK
-// RMSNorm, model_config.h), RoPE at each row's position (GGUF llama's pairs or NeoX's), the paged KV cache
-// (kernels/attention: a forward of one-token runs appends and runs the paged decode kernel,
-// otherwise the paged prefill kernel, causal within each run) and the output projection.
+// RMSNorm, model_config.h), RoPE at each row's position (GGUF llama's pairs or NeoX's; gemma3's
+// sliding layers by their own tables), the paged KV cache (kernels/attention: a forward of
+// one-token runs appends and runs the paged decode kernel, otherwise the paged prefill kernel,
+// causal within each run, within the sliding window on sliding layers) and the output projection.
 #include "engine/blocks/block.h"
 #include "engine/layers.h"
 #include "kernels/attention/attention.h"
@@ -70,9 +71,11 @@ void attention_mixer(const Step& s, int l) {
     zone.arg("variant", kr.variant.data());
     zone.arg("rows", M);
     const kernels::LayerOps& ops = kernels::layer_ops(kr.isa);
+    const bool sliding = c.is_sliding_layer(l);
+    const std::vector<float>& tables = sliding && !r.rope_local.empty() ? r.rope_local : r.rope;
     for_rows(s.intra, M, [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) {
-        const float* cs = r.rope.data() + i * 2 * hd;
+        const float* cs = tables.data() + i * 2 * hd;
         for (int h = 0; h < heads; ++h) {
           float* q = r.q.data() + i * q_local + h * hd;
           ops.rope_row(q, q, cs, cs + hd, hd, c.rope_neox);
@@ -93,6 +96,8 @@ void attention_mixer(const Step& s, int l) {
   }
   namespace paged = kernels::attention;
   const EngineKernels& ek = s.o.kernels;
+  // Sliding layers attend to the last sliding_window positions; every page stays in the cache.
+  const int64_t window = c.is_sliding_layer(l) ? c.sliding_window : 0;
   Status st;
   if (s.p.all_single) {
     // Batched decode: append each sequence's token, then one paged decode over all of them, at
@@ -104,13 +109,14 @@ void attention_mixer(const Step& s, int l) {
       st = r.kv->append(seqs[i], layer, std::span<const float>(r.k.data() + int64_t(i) * kv_local, size_t(kv_local)),
                         std::span<const float>(r.v.data() + int64_t(i) * kv_local, size_t(kv_local)));
     const paged::AttentionOptions o{.isa = ek.attention_decode.isa, .split_k = ek.attention_decode_split_k,
-                                    .scale = c.attn_scale, .softcap = c.attn_softcap};
+                                    .scale = c.attn_scale, .softcap = c.attn_softcap, .window = window};
     if (st) st = paged::decode(*r.kv, layer, seqs, r.q.data(), heads, r.o.data(), o, s.intra);
   } else {
     RECUR_ZONE("attention_prefill");
     zone.arg("variant", ek.attention_prefill.variant.data());
     zone.arg("rows", M);
-    const paged::AttentionOptions o{.isa = ek.attention_prefill.isa, .scale = c.attn_scale, .softcap = c.attn_softcap};
+    const paged::AttentionOptions o{.isa = ek.attention_prefill.isa, .scale = c.attn_scale, .softcap = c.attn_softcap,
+                                    .window = window};
     st = paged::prefill(*r.kv, layer, seqs, counts, r.q.data(), r.k.data(), r.v.data(), heads, r.o.data(), o,
                         s.intra);
   }
