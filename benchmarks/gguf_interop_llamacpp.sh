@@ -40,7 +40,7 @@ trap 'rm -f "$recur"' EXIT
 shape=(--dim 256 --layers 2 --heads 4 --kv-heads 2 --vocab 4096 --seed 7)
 files=()
 base=${RECUR_INTEROP_BASE:-1}
-archs=${RECUR_INTEROP_ARCHS:-llama qwen2 qwen3 qwen2moe qwen3moe phi3 gemma2}
+archs=${RECUR_INTEROP_ARCHS:-llama qwen2 qwen3 qwen2moe qwen3moe phi3 gemma2 gemma3}
 if [ "$base" = 1 ]; then
 for dt in f32 f16 bf16 q8_0; do
   "$recur" model new "$work/recur-$dt.gguf" "${shape[@]}" --dtype "$dt" 2>/dev/null
@@ -76,6 +76,8 @@ for arch in $archs; do
     shape_flags=${arch_shapes[$s]}
     # llama.cpp c392e50 runs gemma2 of 26, 42 or 46 layers only (its query scale is per model type).
     [ "$arch" = gemma2 ] && shape_flags=${shape_flags/--layers ?/--layers 26}
+    # gemma3: six layers, five sliding and one global (for a llama.cpp that has gemma3).
+    [ "$arch" = gemma3 ] && shape_flags=${shape_flags/--layers ?/--layers 6}
     for dt in f16 q8_0; do
       out=$work/arch-$arch-$s-$dt.gguf
       # shellcheck disable=SC2086  # the shape is a list of flags
