@@ -60,7 +60,7 @@ TEST(AttentionRegister, WindowedDecodeVariantsPassCheck) {
 }
 
 TEST(AttentionRegister, WindowedPrefillVariantsPassCheck) {
-  expect_all_variants_pass("attention_prefill", "B2,HQ4,HKV2,D24,T30,P8,W7");
+  expect_all_variants_pass("attention_prefill", "B3,HQ4,HKV2,D24,T30,P8,W7");
 }
 
 TEST(AttentionRegister, CheckRefutesAVariantThatMisScalesItsOutput) {
