@@ -40,7 +40,7 @@ trap 'rm -f "$recur"' EXIT
 shape=(--dim 256 --layers 2 --heads 4 --kv-heads 2 --vocab 4096 --seed 7)
 files=()
 base=${RECUR_INTEROP_BASE:-1}
-archs=${RECUR_INTEROP_ARCHS:-llama qwen2 qwen3 qwen2moe qwen3moe phi3 gemma2}
+archs=${RECUR_INTEROP_ARCHS:-llama qwen2 qwen3 qwen2moe qwen3moe phi3 gemma2 gemma3}
 if [ "$base" = 1 ]; then
 for dt in f32 f16 bf16 q8_0; do
   "$recur" model new "$work/recur-$dt.gguf" "${shape[@]}" --dtype "$dt" 2>/dev/null
@@ -60,8 +60,9 @@ fi
 # Q8_0: llama with Llama 3 RoPE scaling (rope_freqs.weight), qwen2 (QKV bias), qwen3 (QK norm),
 # qwen2moe (raw top-k, gated shared expert of its own width), qwen3moe (renormalised top-k), phi3
 # (fused qkv and gate+up), gemma2 (26 layers: embedding scale, GELU, sandwich norms, soft-caps,
-# tied head; its 4096 sliding window is past these contexts). Rows whose architecture this llama.cpp lacks (c392e50: qwen3,
-# qwen3moe) are reported as such, not as failures (CI checks them against the float64 reference).
+# tied head; a sliding window of RECUR_INTEROP_WINDOW tokens, default 6, on the even layers, so
+# prompt and generation run past it). Rows whose architecture this llama.cpp lacks (c392e50: qwen3,
+# qwen3moe, gemma3) are reported as such, not as failures (CI checks them against the float64 reference).
 arch_shapes=("--dim 256 --layers 2 --heads 4 --kv-heads 2 --ffn 512" "--dim 128 --layers 3 --heads 2 --kv-heads 1 --ffn 256")
 for arch in $archs; do
   extra=()
@@ -69,11 +70,14 @@ for arch in $archs; do
     llama) extra=(--llama3-rope) ;;
     qwen2moe) extra=(--experts 4 --experts-used 2 --shared-ffn 384) ;;
     qwen3moe) extra=(--experts 4 --experts-used 2) ;;
+    gemma2|gemma3) extra=(--sliding-window "${RECUR_INTEROP_WINDOW:-6}") ;;
   esac
   for s in 0 1; do
     shape_flags=${arch_shapes[$s]}
     # llama.cpp c392e50 runs gemma2 of 26, 42 or 46 layers only (its query scale is per model type).
     [ "$arch" = gemma2 ] && shape_flags=${shape_flags/--layers ?/--layers 26}
+    # gemma3: six layers, five sliding and one global (for a llama.cpp that has gemma3).
+    [ "$arch" = gemma3 ] && shape_flags=${shape_flags/--layers ?/--layers 6}
     for dt in f16 q8_0; do
       out=$work/arch-$arch-$s-$dt.gguf
       # shellcheck disable=SC2086  # the shape is a list of flags

@@ -16,9 +16,17 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; [ -f "$T/serve.err" ] && { echo "--- server stderr:" >&2; cat "$T/serve.err" >&2; }; exit 1; }
 tokens() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tokens"])' "$1"; }
 
-for arch in llama qwen2 qwen3 qwen2moe qwen3moe phi3 gemma2; do
-  "$RECUR" model new "$T/$arch.gguf" --arch "$arch" --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 64 \
-    --vocab 400 --context 256 --dtype f16 >/dev/null 2>&1 || fail "model new --arch $arch"
+# gemma2 and gemma3 with a window of 4: the prompt and 8 generated tokens run past it (gemma3 has
+# 6 layers: five sliding, one global with its own RoPE base).
+for arch in llama qwen2 qwen3 qwen2moe qwen3moe phi3 gemma2 gemma3; do
+  extra="" layers=2
+  case $arch in
+    gemma2) extra="--sliding-window 4" ;;
+    gemma3) extra="--sliding-window 4" layers=6 ;;
+  esac
+  # shellcheck disable=SC2086  # extra is a list of flags
+  "$RECUR" model new "$T/$arch.gguf" --arch "$arch" --dim 64 --layers $layers --heads 4 --kv-heads 2 --ffn 64 \
+    --vocab 400 --context 256 --dtype f16 $extra >/dev/null 2>&1 || fail "model new --arch $arch"
   "$RECUR" generate -m "$T/$arch.gguf" -p "hello world" -n 8 --threads 1 --json \
     --set kernel.gemm.f16_activations=f32 > "$T/$arch.native.json" 2>"$T/gen.err" || fail "generate $arch: $(cat "$T/gen.err")"
   "$RECUR" generate -m "$T/$arch.gguf" -p "hello world" -n 8 --threads 1 --json \
@@ -41,8 +49,8 @@ if "$RECUR" model new "$T/bad.gguf" --arch qwen3next --pattern kak 2> "$T/bad.er
 grep -q "qwen3next's layer pattern 'kak' must be k repeated then one a" "$T/bad.err" \
   || fail "qwen3next pattern message: $(cat "$T/bad.err")"
 
-# serve: a greedy completion on a qwen2moe, a phi3, a gemma2 and a qwen3next file equals generate's text.
-for arch in qwen2moe phi3 gemma2 qwen3next; do
+# serve: a greedy completion on a qwen2moe, a phi3, a gemma2, a gemma3 and a qwen3next file equals generate's text.
+for arch in qwen2moe phi3 gemma2 gemma3 qwen3next; do
   "$RECUR" generate -m "$T/$arch.gguf" -p "Once upon a time" -n 6 --threads 1 --json > "$T/expected.json" 2>/dev/null \
     || fail "generate $arch"
   "$RECUR" serve -m "$T/$arch.gguf" --port 0 --workers 1 --threads 1 2> "$T/serve.err" &
@@ -72,4 +80,6 @@ if "$RECUR" model new "$T/bad.gguf" --arch qwen2 --experts 4 2> "$T/bad.err"; th
 grep -q -- "--experts: qwen2 is dense" "$T/bad.err" || fail "qwen2 --experts message: $(cat "$T/bad.err")"
 if "$RECUR" model new "$T/bad.gguf" --arch qwen3moe --shared-expert 2> "$T/bad.err"; then fail "qwen3moe --shared-expert accepted"; fi
 grep -q -- "--shared-expert: qwen3moe has no shared expert" "$T/bad.err" || fail "shared expert message: $(cat "$T/bad.err")"
+if "$RECUR" model new "$T/bad.gguf" --arch qwen2 --sliding-window 8 2> "$T/bad.err"; then fail "qwen2 --sliding-window accepted"; fi
+grep -q -- "--sliding-window: qwen2 has no sliding layers" "$T/bad.err" || fail "sliding window message: $(cat "$T/bad.err")"
 echo "architectures_cli_test: ok"

@@ -89,6 +89,7 @@ struct NewFlags {
   int shared_ffn = 0;
   bool llama3_rope = false;
   float rope_scale = 1.0f;
+  int sliding_window = -1;  // gemma2, gemma3: {arch}.attention.sliding_window (-1: the row's default, 0: none)
   // deepseek2 (MLA; --ffn is each expert's width, --experts 0 makes every layer dense)
   int q_lora_rank = 0, kv_lora_rank = 128, qk_nope = 32, qk_rope = 16, v_head_dim = 32, leading_dense = 1,
       dense_ffn = 0, shared_experts = 1;
@@ -156,6 +157,11 @@ int run_new(const NewFlags& f) {
                                            arch_name(c.arch)));
   if (f.shared_expert && c.arch != Arch::kHybrid && !c.shared_expert)
     return refuse("--shared-expert", fmt::format("{} has no shared expert", arch_name(c.arch)));
+  if (f.sliding_window >= 0) {
+    if (c.sliding_window_pattern == 0)
+      return refuse("--sliding-window", fmt::format("{} has no sliding layers (gemma2 and gemma3 do)", arch_name(c.arch)));
+    c.sliding_window = f.sliding_window;
+  }
   if (f.llama3_rope && c.arch != Arch::kLlama)
     return refuse("--llama3-rope", fmt::format("llama.cpp reads rope_freqs.weight for llama only, not {}",
                                                arch_name(c.arch)));
@@ -250,6 +256,7 @@ void register_model(CLI::App& app, Invocation& inv) {
   create->add_flag("--shared-expert", nf->shared_expert, "hybrid: add a shared expert (qwen2moe always has one)");
   create->add_option("--shared-ffn", nf->shared_ffn, "MoE: the shared expert's width (default: --ffn)")->check(CLI::Range(0, 1 << 20));
   create->add_flag("--llama3-rope", nf->llama3_rope, "write Llama 3.1's RoPE scaling (rope_freqs.weight)");
+  create->add_option("--sliding-window", nf->sliding_window, "gemma2, gemma3: the sliding layers' window in tokens (0: none; default 4096 / 1024)")->check(CLI::Range(0, 1 << 22));
   create->add_option("--rope-scale", nf->rope_scale, "linear RoPE scaling factor ({arch}.rope.scaling.factor)")->check(CLI::Range(1.0f, 1024.0f))->capture_default_str();
   create->add_option("--q-lora-rank", nf->q_lora_rank, "deepseek2: low-rank q width (0: attn_q)")->check(CLI::Range(0, 1 << 16))->capture_default_str();
   create->add_option("--kv-lora-rank", nf->kv_lora_rank, "deepseek2: MLA latent width")->check(CLI::Range(1, 1 << 16))->capture_default_str();

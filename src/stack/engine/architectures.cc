@@ -7,6 +7,7 @@
 
 #include "engine/deepseek2.h"
 #include "engine/deepseek2_config.h"
+#include "engine/gemma3.h"
 #include "engine/hybrid.h"
 #include "engine/kimi_linear.h"
 #include "engine/llama.h"
@@ -87,6 +88,7 @@ void gemma2_features(ModelConfig& c) {
   c.attn_softcap = 50.0f;
   c.final_softcap = 30.0f;
   c.sliding_window = 4096;
+  c.sliding_window_pattern = 2;  // llama.cpp c392e50: il % 2 == 0 slides
   c.tied_embeddings = true;
 }
 
@@ -168,7 +170,7 @@ void qwen3next_features(ModelConfig& c) {
   c.shared_expert_gate = true;
 }
 
-const std::array<Architecture, 11> kArchitectures{{
+const std::array<Architecture, 12> kArchitectures{{
     {"llama", Arch::kLlama, no_features, no_keys, write_no_keys, load_as<LlamaModel>},
     {"qwen2", Arch::kQwen2, qwen2_features, no_keys, write_no_keys, load_as<LlamaModel>},
     {"qwen3", Arch::kQwen3, qwen3_features, no_keys, write_no_keys, load_as<LlamaModel>},
@@ -176,6 +178,7 @@ const std::array<Architecture, 11> kArchitectures{{
     {"qwen3moe", Arch::kQwen3Moe, qwen3moe_features, read_moe_keys, write_moe_keys, load_as<LlamaModel>},
     {"phi3", Arch::kPhi3, phi3_features, phi3_keys, write_phi3_keys, load_as<LlamaModel>},
     {"gemma2", Arch::kGemma2, gemma2_features, gemma2_keys, write_gemma2_keys, load_as<LlamaModel>},
+    {"gemma3", Arch::kGemma3, gemma3_features, read_gemma3_keys, write_gemma3_keys, load_as<LlamaModel>},
     {"deepseek2", Arch::kDeepseek2, deepseek2_features, read_deepseek2_keys, write_deepseek2_keys,
      load_as<Deepseek2Model>, /*kda_layers=*/false, /*mla=*/true},
     {"kimi-linear", Arch::kKimiLinear, kimi_linear_features, read_kimi_linear_keys, write_kimi_linear_keys,

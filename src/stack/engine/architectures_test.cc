@@ -18,19 +18,28 @@
 namespace recur {
 namespace {
 
-// A row of the table plus the RoPE scaling a llama file may carry.
+// A row of the table plus the RoPE scaling a llama file may carry and a sliding window.
 struct Variant {
   const char* label;
   const char* arch;
   bool llama3_rope = false;
   float rope_scale = 1.0f;
+  int window = -1;  // gemma2, gemma3: attention.sliding_window (-1: the row's default)
 };
 
+// The windowed rows have windows of 4 and 5 tokens: the checks' 10-40 positions run past them.
 const Variant kVariants[] = {
     {"llama", "llama"},       {"llama3_rope", "llama", true}, {"llama_linear_rope", "llama", false, 4.0f},
     {"qwen2", "qwen2"},       {"qwen3", "qwen3"},             {"qwen2moe", "qwen2moe"},
     {"qwen3moe", "qwen3moe"}, {"phi3", "phi3"},             {"gemma2", "gemma2"},
+    {"gemma2_window", "gemma2", false, 1.0f, 4},
+    {"gemma3", "gemma3", false, 1.0f, 5},
+    {"gemma3_linear_rope", "gemma3", false, 8.0f, 5},
+    {"gemma3_global", "gemma3", false, 1.0f, 0},
 };
+const Variant& kGemma2Window = kVariants[9];
+const Variant& kGemma3 = kVariants[10];
+const Variant& kGemma3LinearRope = kVariants[11];
 
 // Shape 0: dim 64, 4 heads on 2 KV heads of 16, 2 layers, FFN 64 (experts 64 wide, a shared
 // expert 96 wide). Shape 1: dim 64, 2 heads on 1 KV head of 32, 3 layers, FFN 96 (shared 64).
@@ -50,6 +59,9 @@ ModelConfig config_for(const Variant& v, int shape) {
   c.context = 64;
   c.rope_theta = 10000.0f;
   c.rope_freq_scale = 1.0f / v.rope_scale;
+  if (v.window >= 0) c.sliding_window = v.window;
+  // gemma3: five sliding layers, then a global one (and in shape 1 a sliding one after it).
+  if (c.arch == Arch::kGemma3) c.n_layers = shape == 0 ? 6 : 7;
   if (c.arch == Arch::kQwen2Moe || c.arch == Arch::kQwen3Moe) {
     c.n_experts = 4;
     c.n_experts_used = 2;
@@ -219,6 +231,14 @@ TEST(ArchitectureFeatures, EachFeatureChangesTheLogits) {
   EXPECT_GT(without_feature(gemma2, [](ModelConfig& c) { c.post_norms = false; }), 1e-2) << "gemma2 sandwich norms";
   // Logits of a few units sit where tanh is nearly linear: 8.8e-3 here, still 40x the tolerance.
   EXPECT_GT(without_feature(gemma2, [](ModelConfig& c) { c.final_softcap = 0; }), 2e-3) << "gemma2 final soft-cap";
+  // The window: the windowed rows against references that attend to every key.
+  EXPECT_GT(without_feature(kGemma2Window, [](ModelConfig& c) { c.sliding_window = 0; }), 1e-2) << "gemma2 window";
+  EXPECT_GT(without_feature(kGemma3, [](ModelConfig& c) { c.sliding_window = 0; }), 1e-2) << "gemma3 window";
+  EXPECT_GT(without_feature(kGemma3, [](ModelConfig& c) { c.rope_local_theta = 1e6f; }), 1e-2)
+      << "gemma3 local RoPE base";
+  EXPECT_GT(without_feature(kGemma3LinearRope, [](ModelConfig& c) { c.rope_freq_scale = 1.0f; }), 1e-2)
+      << "gemma3 linear scaling of the global layer";
+  EXPECT_GT(without_feature(kGemma3, [](ModelConfig& c) { c.qk_norm = false; }), 1e-2) << "gemma3 QK norm";
   // Llama 3's divisors slow only the low frequencies: 2.9e-3 here, still 15x the tolerance.
   EXPECT_GT(without_feature(kVariants[1], [](ModelConfig&) {}, &kVariants[0]), 1e-3) << "Llama 3 rope_freqs";
 }
@@ -227,7 +247,7 @@ TEST(ArchitectureFeatures, EachFeatureChangesTheLogits) {
 // each attention layer (with its features) whole on one rank; EP runs the raw top-k
 // probabilities of qwen2moe through dispatch and combine.
 TEST(ArchitectureFeatures, TensorAndExpertParallelEqualOneRank) {
-  for (const Variant* v : {&kVariants[3], &kVariants[4], &kVariants[5], &kVariants[7], &kVariants[8]}) {
+  for (const Variant* v : {&kVariants[3], &kVariants[4], &kVariants[5], &kVariants[7], &kVariants[8], &kGemma3}) {
     Built b = build(*v, 0, gguf::TensorType::kF32);
     auto pool = ThreadPool::create({.threads = 1, .pin = false});
     auto one = b.model->new_session(**pool, 32, Config());
@@ -276,24 +296,34 @@ TEST(ArchitectureFeatures, AttentionSoftCapChangesTheLogits) {
   EXPECT_GT(worst, 1e-2);
 }
 
-// Sequences longer than a sliding window are refused (windowed attention is not implemented).
-TEST(ArchitectureFeatures, SequencesPastTheSlidingWindowAreRefused) {
-  Variant v = kVariants[8];
-  SyntheticModelOptions o{config_for(v, 0), gguf::TensorType::kF32, 7};
-  o.config.sliding_window = 16;
-  auto w = synthetic_model(o);
-  ASSERT_TRUE(w.has_value());
-  std::vector<std::byte> bytes = w->serialize();
-  auto m = model_from_file(*gguf::parse(bytes, "g.gguf"));
-  ASSERT_TRUE(m.has_value());
-  auto pool = ThreadPool::create({.threads = 1, .pin = false});
-  EXPECT_TRUE((*m)->new_session(**pool, 16, Config()).has_value());
-  auto refused = (*m)->new_session(**pool, 17, Config());
-  ASSERT_FALSE(refused.has_value());
-  EXPECT_NE(refused.error().message().find("sliding window of 16"), std::string::npos) << refused.error().message();
-  Config f64;
-  ASSERT_TRUE(f64.set("engine.numerics", "f64_reference").has_value());
-  EXPECT_FALSE((*m)->new_session(**pool, 17, f64).has_value());
+// Sequences far past the window (pages of the cache wholly before it): 40 decode steps against
+// the float64 reference, then a 40-token prefill (chunks of 16-row query blocks) against the
+// reference's last logits.
+TEST(ArchitectureFeatures, SequencesPastTheSlidingWindowMatchTheReference) {
+  auto pool = ThreadPool::create({.threads = 2, .pin = false});
+  for (const Variant* v : {&kGemma2Window, &kGemma3, &kGemma3LinearRope})
+    for (auto dtype : {gguf::TensorType::kF32, gguf::TensorType::kQ8_0}) {
+      SCOPED_TRACE(fmt::format("{} {}", v->label, gguf::tensor_type_name(uint32_t(dtype))));
+      Built b = build(*v, 1, dtype);
+      ASSERT_TRUE(b.model);
+      auto session = b.model->new_session(**pool, 48, f32_knobs());
+      ASSERT_TRUE(session.has_value()) << session.error().message();
+      HybridReference ref(b.file(), b.model->config());
+      std::vector<int> tokens;
+      std::vector<double> last;
+      for (int i = 0; i < 40; ++i) {
+        tokens.push_back((kTokens[size_t(i) % kTokens.size()] + i) % 400);
+        auto logits = (*session)->step(tokens.back());
+        ASSERT_TRUE(logits.has_value()) << logits.error().message();
+        last = ref.step(tokens.back());
+        ASSERT_LT(worst_rel(*logits, last), 2e-4) << "position " << i;
+      }
+      auto prefilled = b.model->new_session(**pool, 48, f32_knobs());
+      ASSERT_TRUE(prefilled.has_value());
+      auto got = (*prefilled)->prefill(tokens);
+      ASSERT_TRUE(got.has_value()) << got.error().message();
+      EXPECT_LT(worst_rel(*got, last), 2e-4);
+    }
 }
 
 TEST(ArchitectureTable, AnUnknownArchitectureIsRefusedNamingTheFileAndTheSupportedList) {

@@ -22,10 +22,6 @@ Result<std::unique_ptr<Forward>> Forward::create(const TransformerModel& m, Thre
                             b.max_sequences, b.max_tokens, b.max_batch_tokens);
   if (b.max_tokens > c.context)
     return invalid_argument("{}: max_tokens {} exceeds the context of {}", who, b.max_tokens, c.context);
-  if (c.sliding_window > 0 && b.max_tokens > c.sliding_window)
-    return unsupported("{}: max_tokens {} exceeds the sliding window of {} ({}.attention.sliding_window): windowed "
-                       "attention is not implemented, so sequences stay within the window",
-                       who, b.max_tokens, c.sliding_window, arch_name(c.arch));
   if (o.tp < 1) return invalid_argument("engine.tp must be at least 1, got {}", o.tp);
   int attention_layers = 0;
   for (int l = 0; l < c.n_layers; ++l) attention_layers += c.is_kda_layer(l) ? 0 : 1;

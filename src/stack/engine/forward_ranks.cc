@@ -83,6 +83,7 @@ Status Forward::add_rank(int index) {
   r->low_rank.resize(size_t(M * low_rank));
   r->norm_w.resize(size_t(c.dim));
   if (any_attention) r->rope.resize(size_t(M * 2 * (c.is_mla() ? c.qk_rope_dim : hd)));
+  if (any_attention && c.has_local_rope()) r->rope_local.resize(size_t(M * 2 * hd));
   ranks_.push_back(std::move(r));
   return ok_status();
 }

@@ -41,6 +41,7 @@ Status ModelConfig::validate() const {
   if (n_experts < 0 || (n_experts > 0 && (n_experts_used <= 0 || n_experts_used > n_experts)))
     return invalid_argument("model config: top-{} of {} experts", n_experts_used, n_experts);
   if (shared_ffn_dim < 0) return invalid_argument("model config: shared expert width {} is negative", shared_ffn_dim);
+  if (sliding_window < 0) return invalid_argument("model config: sliding window {} is negative", sliding_window);
   if (!(rope_freq_scale > 0)) return invalid_argument("model config: RoPE frequency scale {} must be > 0", rope_freq_scale);
   if (!(expert_weights_scale > 0))
     return invalid_argument("model config: expert weights scale {} must be > 0", expert_weights_scale);

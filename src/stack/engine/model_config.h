@@ -2,7 +2,7 @@
 // config.json, and written back to GGUF.
 //
 // The architectures are rows of one table (architectures.h): llama.cpp's `general.architecture`
-// names with their `{arch}.*` keys (llama, qwen2, qwen3, qwen2moe, qwen3moe, phi3, gemma2,
+// names with their `{arch}.*` keys (llama, qwen2, qwen3, qwen2moe, qwen3moe, phi3, gemma2, gemma3,
 // deepseek2, kimi-linear, qwen3next) and recur's own "hybrid" (hybrid.*: KDA linear-attention layers and
 // full-attention layers in a pattern, each followed by a dense SwiGLU or MoE MLP). deepseek2 adds
 // MLA attention, leading dense layers and MoE with shared experts and biased gating
@@ -22,7 +22,7 @@
 namespace recur {
 
 enum class Arch {
-  kLlama, kHybrid, kQwen2, kQwen3, kQwen2Moe, kQwen3Moe, kPhi3, kGemma2, kDeepseek2, kKimiLinear, kQwen3Next
+  kLlama, kHybrid, kQwen2, kQwen3, kQwen2Moe, kQwen3Moe, kPhi3, kGemma2, kDeepseek2, kKimiLinear, kQwen3Next, kGemma3
 };
 enum class ExpertGating : uint8_t { kSoftmax = 1, kSigmoid = 2 };  // llama.cpp's expert_gating_func values
 std::string_view arch_name(Arch a);  // general.architecture (architectures.h)
@@ -71,10 +71,12 @@ struct ModelConfig {
   bool ffn_gelu = false;           // GELU (tanh) gated FFN instead of SiLU (gemma)
   bool post_norms = false;         // sandwich norms: post_attention_norm / post_ffw_norm on each block's output (gemma2)
   float attn_softcap = 0;          // attention scores cap * tanh(s / cap) (gemma2); 0: none
-  float final_softcap = 0;         // logits cap * tanh(l / cap) (gemma2); 0: none
+  float final_softcap = 0;         // logits cap * tanh(l / cap) (gemma2; gemma3 when the file has the key); 0: none
   float attn_scale = 0;            // softmax scale; 0: 1 / sqrt(head_dim)
-  int sliding_window = 0;          // {arch}.attention.sliding_window of the sliding layers (0: none);
-                                   // sequences longer than it are refused (no windowed attention yet)
+  int sliding_window = 0;          // {arch}.attention.sliding_window of the sliding layers (0: none): a
+                                   // query at p attends to keys in (p - window, p] (AttentionOptions::window)
+  int sliding_window_pattern = 0;  // layers slide in groups of N, the last of each global (gemma2 2, gemma3 6)
+  float rope_local_theta = 0;      // RoPE base of the sliding layers, unscaled (gemma3: 10000); 0: the global one
   // MLA attention (deepseek2: kv_lora_rank > 0; kernels/mla/mla.h, docs/engine.md "MLA").
   // head_dim is then qk_nope_dim + qk_rope_dim (llama.cpp's key_length_mla).
   int q_lora_rank = 0;   // 0: attn_q; else attn_q_a -> RMSNorm attn_q_a_norm -> attn_q_b
@@ -110,8 +112,13 @@ struct ModelConfig {
 
   // Layer i is KDA (hybrid) or attention.
   bool is_kda_layer(int layer) const;
-  // Layer i attends within sliding_window (gemma2: the even layers, as llama.cpp).
-  bool is_sliding_layer(int layer) const { return sliding_window > 0 && arch == Arch::kGemma2 && layer % 2 == 0; }
+  // Layer i attends within sliding_window: i % pattern < pattern - 1, as llama.cpp's set_swa_pattern
+  // (gemma2: the even layers; gemma3: five of each six).
+  bool is_sliding_layer(int layer) const {
+    return sliding_window > 0 && sliding_window_pattern > 0 && layer % sliding_window_pattern < sliding_window_pattern - 1;
+  }
+  // The sliding layers rotate by RoPE tables of their own (rope_local_theta, no scaling).
+  bool has_local_rope() const { return rope_local_theta > 0 && sliding_window > 0; }
   // Checks that every size is positive and consistent (heads divide dim, pattern length, ...).
   Status validate() const;
 

@@ -71,12 +71,7 @@ Result<std::unique_ptr<Session>> TransformerModel::new_session(ThreadPool& pool,
                                                                const EngineOptions& options) const {
   if (max_tokens <= 0 || max_tokens > config_.context)
     return invalid_argument("session of {} tokens (the context is {})", max_tokens, config_.context);
-  if (options.numerics == Numerics::kF64Reference) {
-    if (config_.sliding_window > 0 && max_tokens > config_.sliding_window)
-      return unsupported("session of {} tokens exceeds the sliding window of {} (windowed attention is not implemented)",
-                         max_tokens, config_.sliding_window);
-    return reference_session(max_tokens);
-  }
+  if (options.numerics == Numerics::kF64Reference) return reference_session(max_tokens);
   const BatchOptions one{.max_sequences = 1, .max_tokens = max_tokens, .max_batch_tokens = std::min(max_tokens, 256)};
   return new_batch_session(*this, pool, one, options);
 }

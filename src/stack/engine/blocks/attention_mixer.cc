@@ -1,8 +1,9 @@
 // The attention mixer: q/k/v projections (plus the architecture's biases and per-head QK
 // RMSNorm, model_config.h), RoPE at each row's position (GGUF llama's pairs or NeoX's; over the first
-// rotary_dims of each head), the paged KV cache (kernels/attention: a forward of one-token runs
-// appends and runs the paged decode kernel, otherwise the paged prefill kernel, causal within each
-// run), qwen3next's sigmoid output gate and the output projection.
+// rotary_dims of each head; gemma3's sliding layers by their own tables), the paged KV cache
+// (kernels/attention: a forward of one-token runs appends and runs the paged decode kernel,
+// otherwise the paged prefill kernel, causal within each run, within the sliding window on sliding
+// layers), qwen3next's sigmoid output gate and the output projection.
 #include <algorithm>
 #include <cmath>
 
@@ -96,9 +97,11 @@ void attention_mixer(const Step& s, int l) {
     zone.arg("rows", M);
     const kernels::LayerOps& ops = kernels::layer_ops(kr.isa);
     const int64_t rd = c.rotary_dims();
+    const bool sliding = c.is_sliding_layer(l);
+    const std::vector<float>& tables = sliding && !r.rope_local.empty() ? r.rope_local : r.rope;
     for_rows(s.intra, M, [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) {
-        const float* cs = r.rope.data() + i * 2 * hd;
+        const float* cs = tables.data() + i * 2 * hd;
         for (int h = 0; h < heads; ++h) {
           float* q = r.q.data() + i * q_local + h * hd;
           ops.rope_row(q, q, cs, cs + rd, rd, c.rope_neox);
@@ -119,6 +122,8 @@ void attention_mixer(const Step& s, int l) {
   }
   namespace paged = kernels::attention;
   const EngineKernels& ek = s.o.kernels;
+  // Sliding layers attend to the last sliding_window positions; every page stays in the cache.
+  const int64_t window = c.is_sliding_layer(l) ? c.sliding_window : 0;
   Status st;
   if (s.p.all_single) {
     // Batched decode: append each sequence's token, then one paged decode over all of them, at
@@ -130,13 +135,14 @@ void attention_mixer(const Step& s, int l) {
       st = r.kv->append(seqs[i], layer, std::span<const float>(r.k.data() + int64_t(i) * kv_local, size_t(kv_local)),
                         std::span<const float>(r.v.data() + int64_t(i) * kv_local, size_t(kv_local)));
     const paged::AttentionOptions o{.isa = ek.attention_decode.isa, .split_k = ek.attention_decode_split_k,
-                                    .scale = c.attn_scale, .softcap = c.attn_softcap};
+                                    .scale = c.attn_scale, .softcap = c.attn_softcap, .window = window};
     if (st) st = paged::decode(*r.kv, layer, seqs, r.q.data(), heads, r.o.data(), o, s.intra);
   } else {
     RECUR_ZONE("attention_prefill");
     zone.arg("variant", ek.attention_prefill.variant.data());
     zone.arg("rows", M);
-    const paged::AttentionOptions o{.isa = ek.attention_prefill.isa, .scale = c.attn_scale, .softcap = c.attn_softcap};
+    const paged::AttentionOptions o{.isa = ek.attention_prefill.isa, .scale = c.attn_scale, .softcap = c.attn_softcap,
+                                    .window = window};
     st = paged::prefill(*r.kv, layer, seqs, counts, r.q.data(), r.k.data(), r.v.data(), heads, r.o.data(), o,
                         s.intra);
   }

@@ -38,6 +38,7 @@ struct ForwardRank {
   // [rows, 2 * head_dim]: each row's RoPE tables c then s (kernels::rope_tables), shared by every layer
   // (MLA: [rows, 2 * qk_rope_dim], YaRN's tables, mla_rope_tables)
   std::vector<float> rope;
+  std::vector<float> rope_local;  // the sliding layers' own tables, as `rope` (has_local_rope: gemma3); else empty
   std::vector<float> rope_freqs;  // [head_dim / 2] divisors of rope_freqs.weight (Llama 3), widened on first use
   std::vector<float> norm_w, scratch;
   kda::Workspace ws;

@@ -102,6 +102,11 @@ void embed_rows(const Step& s) {
     const double pos = double(s.p.positions[size_t(i)]);
     kernels::rope_tables(rd, pos, double(c.rope_theta), layout, cs, cs + rd, c.rope_freq_scale,
                          factors ? s.r.rope_freqs.data() : nullptr);
+    // gemma3's sliding layers: their own base, without the global layers' linear scaling.
+    if (!s.r.rope_local.empty()) {
+      float* local = s.r.rope_local.data() + i * 2 * hd;
+      kernels::rope_tables(rd, pos, double(c.rope_local_theta), layout, local, local + rd, 1.0f, nullptr);
+    }
   }
 }
 

@@ -150,14 +150,17 @@ void HybridReference::norm_heads(std::vector<double>& x, const std::string& name
 
 // RoPE as ggml_rope_ext computes it without YaRN: pair i at position pos turns by
 // pos * freq_scale * theta^(-2i/d) / rope_freqs[i]; the pair is (2i, 2i+1) (GGUF llama) or
-// (i, i + d/2) (NeoX).
-void HybridReference::rope(std::vector<double>& x) {
+// (i, i + d/2) (NeoX). gemma3's sliding layers: theta rope_local_theta, freq_scale 1.
+void HybridReference::rope(std::vector<double>& x, int l) {
   const int hd = c_.head_dim;
+  const bool local = c_.has_local_rope() && c_.is_sliding_layer(l);
+  const double theta = local ? double(c_.rope_local_theta) : double(c_.rope_theta);
+  const double freq_scale = local ? 1.0 : double(c_.rope_freq_scale);
   const bool llama3 = c_.arch == Arch::kLlama && file_.tensor("rope_freqs.weight") != nullptr;
   const std::vector<double>* factors = llama3 ? &tensor("rope_freqs.weight") : nullptr;
   for (size_t head = 0; head < x.size() / size_t(hd); ++head)
     for (int i = 0; i < hd / 2; ++i) {
-      double a = pos_ * double(c_.rope_freq_scale) * std::pow(double(c_.rope_theta), -2.0 * i / hd);
+      double a = pos_ * freq_scale * std::pow(theta, -2.0 * i / hd);
       if (factors != nullptr) a /= (*factors)[size_t(i)];
       const size_t lo = head * size_t(hd) + size_t(c_.rope_neox ? i : 2 * i);
       const size_t hi = head * size_t(hd) + size_t(c_.rope_neox ? i + hd / 2 : 2 * i + 1);
@@ -193,16 +196,20 @@ std::vector<double> HybridReference::attention(int l, const std::string& p, cons
     norm_heads(q, p + "attn_q_norm.weight");
     norm_heads(k, p + "attn_k_norm.weight");
   }
-  rope(q);
-  rope(k);
+  rope(q, l);
+  rope(k, l);
   keys_[size_t(l)].push_back(k);
   values_[size_t(l)].push_back(v);
+  // A sliding layer sees the keys at (pos - window, pos]: the last `window` of them.
+  const size_t n = keys_[size_t(l)].size();
+  const size_t first = c_.is_sliding_layer(l) && n > size_t(c_.sliding_window) ? n - size_t(c_.sliding_window) : 0;
   std::vector<double> out(size_t(c_.n_heads * hd), 0.0);
   for (int head = 0; head < c_.n_heads; ++head) {
     int kvh = head / (c_.n_heads / c_.n_kv_heads);
     std::vector<double> s;
     double mx = -1e300, sum = 0;
-    for (const auto& key : keys_[size_t(l)]) {
+    for (size_t t = first; t < n; ++t) {
+      const std::vector<double>& key = keys_[size_t(l)][t];
       double dot = 0;
       for (int i = 0; i < hd; ++i) dot += q[size_t(head * hd + i)] * key[size_t(kvh * hd + i)];
       double score = c_.attn_scale > 0 ? dot * double(c_.attn_scale) : dot / std::sqrt(double(hd));
@@ -212,7 +219,8 @@ std::vector<double> HybridReference::attention(int l, const std::string& p, cons
     }
     for (double& e : s) sum += (e = std::exp(e - mx));
     for (size_t t = 0; t < s.size(); ++t)
-      for (int i = 0; i < hd; ++i) out[size_t(head * hd + i)] += s[t] / sum * values_[size_t(l)][t][size_t(kvh * hd + i)];
+      for (int i = 0; i < hd; ++i)
+        out[size_t(head * hd + i)] += s[t] / sum * values_[size_t(l)][first + t][size_t(kvh * hd + i)];
   }
   return mat(p + "attn_output.weight", out, c_.dim, 0);
 }

@@ -2,7 +2,7 @@
 // hybrid straight from hybrid.h's definition (the KDA recurrence through kernels/kda's float64
 // reference), and the attention architectures from llama.cpp's graphs with each feature flag of
 // model_config.h (biases, QK norm, NeoX / scaled RoPE, fused tensors, MoE routing and the
-// shared expert's gate), over weights of any storage type widened exactly to double. Slow on
+// shared expert's gate, the sliding window and gemma3's local RoPE), over weights of any storage type widened exactly to double. Slow on
 // purpose (no tiling, no threads, a matrix product is a double loop); for small models, as the
 // reference an arm is judged against: knob engine.numerics=f64_reference makes a session run
 // it, and hybrid_test / architectures_test check the fp32 engine against it. One sequence;
@@ -34,7 +34,7 @@ class HybridReference {
   std::vector<double> kda(int l, const std::string& p, const std::vector<double>& h);
   std::vector<double> attention(int l, const std::string& p, const std::vector<double>& h);
   void norm_heads(std::vector<double>& x, const std::string& name);
-  void rope(std::vector<double>& x);
+  void rope(std::vector<double>& x, int layer);
   double activation(double g) const;
   // down(silu(gate x) * up x) for `width` hidden units; offsets pick a matrix (expert, fused half).
   std::vector<double> swiglu(const std::string& gate, const std::string& up, const std::string& down,

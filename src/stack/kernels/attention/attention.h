@@ -35,17 +35,21 @@ struct AttentionOptions {
   int split_k = 1;         // context splits per (sequence, kv head); 0 = auto (>= 2 items per thread)
   float scale = 0;         // softmax scale; 0 = 1 / sqrt(head_dim)
   float softcap = 0;       // scaled scores become softcap * tanh(score / softcap) (gemma2); 0 = none
+  // Sliding window (gemma2, gemma3's local layers): a query at position p attends to the keys at
+  // (p - window, p]; 0 = every earlier key. Pages wholly before the window are not read (they stay
+  // in the cache: nothing is evicted).
+  int64_t window = 0;
 };
 
 // One decode step: q is [seqs.size(), q_heads, head_dim] (fp32), out the same shape. Every
-// sequence must hold at least one token in `layer`.
+// sequence must hold at least one token in `layer`; the query sits at its last position.
 Status decode(const PagedKvCache& cache, int layer, std::span<const int> seqs, const float* q, int q_heads, float* out,
               const AttentionOptions& options = {}, ThreadPool* pool = nullptr);
 
 // Prefill of tokens[i] new tokens for seqs[i] in `layer` (appended after what the layer holds):
 // q is [sum tokens, q_heads, head_dim], k and v [sum tokens, kv_heads, head_dim] (token-major,
 // sequences one after another), out like q. Query token j of a sequence attends to cache
-// positions <= its own.
+// positions <= its own (and > its own - window with options.window).
 Status prefill(PagedKvCache& cache, int layer, std::span<const int> seqs, std::span<const int64_t> tokens, const float* q,
                const float* k, const float* v, int q_heads, float* out, const AttentionOptions& options = {},
                ThreadPool* pool = nullptr);

@@ -39,16 +39,18 @@ Status decode(const PagedKvCache& cache, int layer, std::span<const int> seqs, c
   if (q_heads < 1 || q_heads % c.kv_heads != 0)
     return invalid_argument("attention decode: q_heads {} is not a positive multiple of kv_heads {}", q_heads, c.kv_heads);
   if (options.split_k < 0) return invalid_argument("attention decode: split_k {} is negative", options.split_k);
+  if (options.window < 0) return invalid_argument("attention decode: window {} is negative", options.window);
   RECUR_ASSIGN_OR_RETURN(AttendFn attend, internal::attend_for(options));
   const int B = int(seqs.size()), H = c.kv_heads, D = c.head_dim, G = q_heads / H, P = c.page_size;
   std::vector<std::span<const int32_t>> tables(static_cast<size_t>(B));
-  std::vector<int64_t> lens(static_cast<size_t>(B));
+  std::vector<int64_t> lens(static_cast<size_t>(B)), first(static_cast<size_t>(B));  // first: the window's start
   int64_t max_pages = 0;
   for (int b = 0; b < B; ++b) {
     RECUR_ASSIGN_OR_RETURN(lens[size_t(b)], cache.length(seqs[size_t(b)], layer));
     if (lens[size_t(b)] == 0) return invalid_argument("attention decode: sequence {} (batch row {}) holds no tokens in layer {}", seqs[size_t(b)], b, layer);
     RECUR_ASSIGN_OR_RETURN(tables[size_t(b)], cache.pages(seqs[size_t(b)]));
-    max_pages = std::max<int64_t>(max_pages, (lens[size_t(b)] + P - 1) / P);
+    first[size_t(b)] = options.window > 0 ? std::max<int64_t>(0, lens[size_t(b)] - options.window) : 0;
+    max_pages = std::max<int64_t>(max_pages, (lens[size_t(b)] + P - 1) / P - first[size_t(b)] / P);
   }
   const int S = resolve_split_k(options, int64_t(B) * H, max_pages, pool ? pool->size() : 1);
   const LayerView view = cache.layer_view(layer);
@@ -62,7 +64,9 @@ Status decode(const PagedKvCache& cache, int layer, std::span<const int> seqs, c
     float* work = internal::scratch(attend_scratch_floats(P, D, G));
     for (int64_t item = i0; item < i1; ++item) {
       const int b = int(item / (int64_t(H) * S)), h = int(item / S % H), s = int(item % S);
-      const int64_t pages = (lens[size_t(b)] + P - 1) / P;
+      // The splits share the pages the window covers; the ones wholly before it are not read.
+      const int64_t first_page = first[size_t(b)] / P;
+      const int64_t pages = (lens[size_t(b)] + P - 1) / P - first_page;
       const Range pr = static_chunk(pages, S, s);
       float* m = partial.data() + size_t(item) * row_floats;
       float* l = m + G;
@@ -72,8 +76,9 @@ Status decode(const PagedKvCache& cache, int layer, std::span<const int> seqs, c
       std::fill(acc, acc + size_t(G) * size_t(D), 0.0f);
       const float* qb = q + (size_t(b) * size_t(q_heads) + size_t(h) * size_t(G)) * size_t(D);
       for (size_t i = 0; i < qs.size(); ++i) qs[i] = qb[i] * scale;
-      AttendArgs a{.layer = &view, .pages = tables[size_t(b)].data(), .kv_head = h, .begin = pr.begin * P,
-                   .end = std::min(pr.end * P, lens[size_t(b)]), .rows = G, .q = qs.data(), .limit = nullptr,
+      AttendArgs a{.layer = &view, .pages = tables[size_t(b)].data(), .kv_head = h,
+                   .begin = std::max((first_page + pr.begin) * P, first[size_t(b)]),
+                   .end = std::min((first_page + pr.end) * P, lens[size_t(b)]), .rows = G, .q = qs.data(), .limit = nullptr,
                    .m = m, .l = l, .acc = acc, .scratch = work, .softcap = options.softcap};
       if (a.begin < a.end) attend(a);
     }

@@ -4,7 +4,8 @@
 // attend() runs online softmax (flash-decoding style) for `rows` query rows that share one kv
 // head over the token positions [begin, end) of one sequence's pages, continuing a running
 // state (m, l, acc) so a context can be split and merged (merge_partials). Row r only sees
-// positions < limit[r] (causal prefill; decode passes limit = end). Per page it dequantizes the
+// positions < limit[r] (causal prefill; decode passes limit = end), and with a window only
+// positions >= limit[r] - window. Per page it dequantizes the
 // head's K run into an L1 tile, computes the rows' scores, exponentiates them as a vector,
 // dequantizes V the same way and accumulates. Scales are factored out of the tiles: the fp8
 // K head scale is folded into q, int8 token scales multiply scores (K) and probabilities (V);
@@ -32,6 +33,9 @@ struct AttendArgs {
   float* acc = nullptr;            // [rows, head_dim] running sum of p * v (start at 0)
   float* scratch = nullptr;        // attend_scratch_floats() floats
   float softcap = 0;               // scores -> softcap * tanh(score / softcap) when > 0
+  // > 0: row r sees positions >= limit[r] - window only (prefill's sliding window; decode narrows
+  // begin instead). Needs limit.
+  int64_t window = 0;
 };
 
 // Floats of scratch attend() needs.

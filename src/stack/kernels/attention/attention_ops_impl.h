@@ -186,8 +186,10 @@ void attend_impl(const AttendArgs& a) {
   for (int64_t pi = a.begin / P; pi * P < a.end; ++pi) {
     const int64_t t0 = lmax(a.begin, pi * P), t1 = lmin(a.end, (pi + 1) * P);
     int nmax = 0;
-    for (int r = 0; r < a.rows; ++r)
-      nmax = lmax<int>(nmax, int(lmin(t1, a.limit ? a.limit[r] : a.end) - t0));
+    for (int r = 0; r < a.rows; ++r) {
+      const int64_t hi = lmin(t1, a.limit ? a.limit[r] : a.end);
+      if (a.window <= 0 || a.limit[r] - a.window < hi) nmax = lmax<int>(nmax, int(hi - t0));
+    }
     if (nmax <= 0) continue;
     const int64_t slot = (int64_t(a.pages[pi]) * L.kv_heads + a.kv_head) * P + (t0 - pi * P);
     const int64_t elem = slot * D;
@@ -212,13 +214,17 @@ void attend_impl(const AttendArgs& a) {
     const float* ks = L.k_token_scale ? L.k_token_scale + slot : nullptr;
     const float* vs = L.v_token_scale ? L.v_token_scale + slot : nullptr;
     for (int r = 0; r < a.rows; ++r) {
-      const int n = int(lmin(t1, a.limit ? a.limit[r] : a.end) - t0);
+      const int64_t hi = lmin(t1, a.limit ? a.limit[r] : a.end);
+      // The row's first visible position in this page (its sliding window's start, if later).
+      const int64_t lo = a.window > 0 ? lmax(t0, a.limit[r] - a.window) : t0;
+      const int n = int(hi - lo);
       if (n <= 0) continue;
+      const int64_t skip = lo - t0;  // tokens of the tile before the window
       float* s = scores + size_t(r) * size_t(P);
       const float* qr = q + size_t(r) * size_t(D);
-      dots<V>(qr, kt, n, D, s);
+      dots<V>(qr, kt + skip * D, n, D, s);
       if (ks)
-        for (int t = 0; t < n; ++t) s[t] *= ks[t];
+        for (int t = 0; t < n; ++t) s[t] *= ks[skip + t];
       if (a.softcap > 0)
         for (int t = 0; t < n; ++t) s[t] = a.softcap * tanhf(s[t] / a.softcap);
       const float m_new = lmax(a.m[r], max_of<V>(s, n));
@@ -226,8 +232,8 @@ void attend_impl(const AttendArgs& a) {
       a.l[r] = a.l[r] * alpha + exp_shift<V>(s, n, m_new);
       a.m[r] = m_new;
       if (vs)
-        for (int t = 0; t < n; ++t) s[t] *= vs[t];
-      accumulate<V>(a.acc + size_t(r) * size_t(D), alpha, s, vt, n, D);
+        for (int t = 0; t < n; ++t) s[t] *= vs[skip + t];
+      accumulate<V>(a.acc + size_t(r) * size_t(D), alpha, s, vt + skip * D, n, D);
     }
   }
 }

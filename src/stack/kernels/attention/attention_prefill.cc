@@ -29,6 +29,7 @@ Status prefill(PagedKvCache& cache, int layer, std::span<const int> seqs, std::s
     return invalid_argument("attention prefill: {} sequences but {} token counts", seqs.size(), tokens.size());
   if (q_heads < 1 || q_heads % c.kv_heads != 0)
     return invalid_argument("attention prefill: q_heads {} is not a positive multiple of kv_heads {}", q_heads, c.kv_heads);
+  if (options.window < 0) return invalid_argument("attention prefill: window {} is negative", options.window);
   RECUR_ASSIGN_OR_RETURN(AttendFn attend, internal::attend_for(options));
   const int H = c.kv_heads, D = c.head_dim, G = q_heads / H;
   const size_t kv_row = size_t(H) * size_t(D);
@@ -73,10 +74,12 @@ Status prefill(PagedKvCache& cache, int layer, std::span<const int> seqs, std::s
           for (int d = 0; d < D; ++d) qs[r * size_t(D) + size_t(d)] = q[src + size_t(d)] * scale;
           limit[r] = start[size_t(item.seq_index)] + item.first + j + 1;
         }
-      AttendArgs a{.layer = &view, .pages = tables[size_t(item.seq_index)].data(), .kv_head = item.kv_head, .begin = 0,
-                   .end = limit[size_t(rows - 1)], .rows = rows, .q = qs.data(), .limit = limit.data(),
+      // With a window the block's first row sees the earliest position: pages before it are not read.
+      const int64_t begin = options.window > 0 ? std::max<int64_t>(0, limit[0] - options.window) : 0;
+      AttendArgs a{.layer = &view, .pages = tables[size_t(item.seq_index)].data(), .kv_head = item.kv_head,
+                   .begin = begin, .end = limit[size_t(rows - 1)], .rows = rows, .q = qs.data(), .limit = limit.data(),
                    .m = st.m.data(), .l = st.l.data(), .acc = st.acc.data(), .scratch = work,
-                   .softcap = options.softcap};
+                   .softcap = options.softcap, .window = options.window};
       attend(a);
       const float vscale = view.v_head_scale[item.kv_head];
       for (int64_t j = 0; j < item.count; ++j)

@@ -1,6 +1,7 @@
 // The registry entries of attention_decode and attention_prefill (attention_register.h).
 #include "kernels/attention/attention_register.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -92,7 +93,9 @@ std::vector<ShapeParam> shape_params(const char* len_name, int64_t len_default, 
           {.name = "D", .default_value = 128, .max = 1024, .help = "head dim"},
           {.name = len_name, .default_value = len_default, .max = int64_t(1) << 20, .help = len_help},
           {.name = "P", .default_value = 16, .max = 1024, .help = "page size (tokens)"},
-          {.name = "C", .default_value = 1, .min = 0, .max = 3, .help = "cache dtype: 0 f32, 1 bf16, 2 fp8_e4m3, 3 int8"}};
+          {.name = "C", .default_value = 1, .min = 0, .max = 3, .help = "cache dtype: 0 f32, 1 bf16, 2 fp8_e4m3, 3 int8"},
+          {.name = "W", .default_value = 0, .min = 0, .max = int64_t(1) << 20,
+           .help = "sliding window: a query at p sees keys in (p - W, p]; 0 = all"}};
 }
 
 Status check_heads(const Shape& s) {
@@ -139,10 +142,15 @@ std::map<std::string, std::string> params_of(const VariantInfo& v) {
   return {{"isa", std::string(isa_name(v.isa))}, {"split_k", std::to_string(v.split_k)}};
 }
 
+// The first of n positions a query at position n - 1 sees under window W (0: all).
+int64_t window_start(int64_t n, int64_t W) { return W > 0 ? std::max<int64_t>(0, n - W) : 0; }
+
 KernelFn decode_call(const VariantInfo& info) {
-  const attention::AttentionOptions options{.isa = info.isa, .split_k = info.split_k};
-  return [options](const KernelCall& c) {
+  const attention::AttentionOptions variant{.isa = info.isa, .split_k = info.split_k};
+  return [variant](const KernelCall& c) {
     const Shape& s = c.shape;
+    attention::AttentionOptions options = variant;
+    options.window = s["W"];
     const std::vector<int64_t> lens = lens_of(c.inputs[3].ptr<int32_t>(), s["B"], s["L"]);
     auto built = build(s, lens, s["L"], c.inputs[1].ptr<float>(), c.inputs[2].ptr<float>());
     must(built ? ok_status() : Status(unexpected(built.error())), "attention_decode");
@@ -164,19 +172,22 @@ void decode_reference(const Shape& s, std::span<const std::vector<double>> in, s
   std::vector<double> kd, vd;
   for (int64_t b = 0; b < B; ++b) {
     read_back(built->cache, built->ids[size_t(b)], lens[size_t(b)], kd, vd);
+    const int64_t lo = window_start(lens[size_t(b)], s["W"]);
     for (int64_t h = 0; h < HQ; ++h) {
       const size_t o = size_t((b * HQ + h) * D);
-      const size_t kvo = size_t((h / G) * D);
-      attention::reference_attention(in[0].data() + o, kd.data() + kvo, vd.data() + kvo, lens[size_t(b)], H * D, int(D), scale,
-                                     out[0].data() + o, mag[0].data() + o);
+      const size_t kvo = size_t(lo * H * D + (h / G) * D);
+      attention::reference_attention(in[0].data() + o, kd.data() + kvo, vd.data() + kvo, lens[size_t(b)] - lo, H * D,
+                                     int(D), scale, out[0].data() + o, mag[0].data() + o);
     }
   }
 }
 
 KernelFn prefill_call(const VariantInfo& info) {
-  const attention::AttentionOptions options{.isa = info.isa, .split_k = 1};
-  return [options](const KernelCall& c) {
+  const attention::AttentionOptions variant{.isa = info.isa, .split_k = 1};
+  return [variant](const KernelCall& c) {
     const Shape& s = c.shape;
+    attention::AttentionOptions options = variant;
+    options.window = s["W"];
     const int64_t B = s["B"], T = s["T"], HQ = s["HQ"], H = s["HKV"], D = s["D"], P = s["P"];
     const std::vector<int64_t> lens = lens_of(c.inputs[3].ptr<int32_t>(), B, T);
     int64_t pages = 0, total = 0;
@@ -233,10 +244,11 @@ void prefill_reference(const Shape& s, std::span<const std::vector<double>> in, 
     read_back(built->cache, built->ids[size_t(b)], lens[size_t(b)], kd, vd);
     for (int64_t t = 0; t < lens[size_t(b)]; ++t)
       for (int64_t h = 0; h < HQ; ++h) {
+        const int64_t lo = window_start(t + 1, s["W"]);
         const size_t o = size_t(((b * T + t) * HQ + h) * D);
-        const size_t kvo = size_t((h / G) * D);
-        attention::reference_attention(in[0].data() + o, kd.data() + kvo, vd.data() + kvo, t + 1, H * D, int(D), scale,
-                                       out[0].data() + o, mag[0].data() + o);
+        const size_t kvo = size_t(lo * H * D + (h / G) * D);
+        attention::reference_attention(in[0].data() + o, kd.data() + kvo, vd.data() + kvo, t + 1 - lo, H * D, int(D),
+                                       scale, out[0].data() + o, mag[0].data() + o);
       }
   }
 }

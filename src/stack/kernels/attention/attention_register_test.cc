@@ -53,6 +53,16 @@ TEST(AttentionRegister, PrefillVariantsPassCheck) {
   expect_all_variants_pass("attention_prefill", "B3,HQ4,HKV2,D40,T37,P8");
 }
 
+// A sliding window shorter than most sequences, not a multiple of the page: windows start
+// inside pages, and whole pages fall before them.
+TEST(AttentionRegister, WindowedDecodeVariantsPassCheck) {
+  expect_all_variants_pass("attention_decode", "B3,HQ4,HKV2,D40,L60,P8,W13");
+}
+
+TEST(AttentionRegister, WindowedPrefillVariantsPassCheck) {
+  expect_all_variants_pass("attention_prefill", "B3,HQ4,HKV2,D24,T30,P8,W7");
+}
+
 TEST(AttentionRegister, CheckRefutesAVariantThatMisScalesItsOutput) {
   KernelRegistry reg;
   ASSERT_TRUE(reg.add(*KernelRegistry::global().find("attention_decode")));
