@@ -1,6 +1,7 @@
 #include "engine/model.h"
 
 #include "engine/architectures.h"
+#include "engine/hf_checkpoint.h"
 
 #include <fmt/format.h>
 
@@ -70,6 +71,7 @@ Result<FileMemory> weights_file_memory(const Config& knobs) {
 
 Result<std::unique_ptr<Model>> load_model(const std::string& path, const Config& knobs) {
   RECUR_ASSIGN_OR_RETURN(LoadOptions options, load_options_from(knobs));
+  if (is_hf_checkpoint(path)) return load_hf_model(path, options);  // a Hugging Face directory
   RECUR_ASSIGN_OR_RETURN(FileMemory where, weights_file_memory(knobs));
   RECUR_ASSIGN_OR_RETURN(gguf::File file, gguf::read(path, where));
   return model_from_file(std::move(file), options.model);

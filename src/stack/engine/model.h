@@ -133,6 +133,7 @@ std::string probe_conditions_note(const ThreadPool& pool, const ThreadPoolOption
 // Reads general.architecture and loads the model by its row of the architecture table
 // (architectures.h; any other is refused naming the supported ones), its bytes held as the knob
 // engine.weights_memory says (mmap: the file mapped; anon: read into huge-page anonymous memory).
+// A directory holding config.json is a Hugging Face checkpoint (hf_checkpoint.h).
 Result<std::unique_ptr<Model>> load_model(const std::string& path, const Config& knobs);
 Result<std::unique_ptr<Model>> load_model(const std::string& path);  // the knobs' defaults (anon)
 
