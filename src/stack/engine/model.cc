@@ -78,6 +78,10 @@ Result<std::unique_ptr<Model>> load_model(const std::string& path, const Config&
 }
 
 Result<std::shared_ptr<const MappedFile>> read_model_bytes(const std::string& path, const Config& knobs) {
+  if (is_hf_checkpoint(path))
+    return unsupported("{}: a Hugging Face checkpoint directory; sharing one file's bytes between models (the gate's "
+                       "arms) needs a GGUF file (generate, serve and engine bench load the directory)",
+                       path);
   RECUR_ASSIGN_OR_RETURN(FileMemory where, weights_file_memory(knobs));
   RECUR_ASSIGN_OR_RETURN(MappedFile bytes, MappedFile::open(path, where));
   return std::make_shared<const MappedFile>(std::move(bytes));
