@@ -132,7 +132,7 @@ void register_serve(CLI::App& app, Invocation& inv) {
       ->capture_default_str();
   cmd->add_option("--kv-slots", f->roles.kv_slots, "decode: receive slots (prompts between reserve and decode)")
       ->check(CLI::Range(1, 1024))->capture_default_str();
-  cmd->add_option("-m,--model", o.model_path, "GGUF model file");
+  cmd->add_option("-m,--model", o.model_path, "GGUF model file, or a Hugging Face checkpoint directory");
   cmd->add_option("--model-name", o.model_id, "the model id clients send (default: the file name without .gguf)");
   cmd->add_option("--host", o.host, "address to bind")->capture_default_str();
   cmd->add_option("--port", o.port, "port (0 = any free port, printed on stderr)")->check(CLI::Range(0, 65535))->capture_default_str();

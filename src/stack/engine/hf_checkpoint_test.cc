@@ -372,6 +372,53 @@ TEST(HfTokenizer, RefusesWhatItDoesNotImplementByName) {
   EXPECT_FALSE(vocabulary_from_hf_tokenizer({.tokenizer_json = "{", .source = "t", .vocab_size = 3}).has_value());
 }
 
+TEST(HfTokenizer, ReadsLlama2AndLlama3StyleFiles) {
+  // Llama 2 / Mistral: byte_fallback BPE with a prepending Metaspace (newer files) and the
+  // <unk>, <s>, </s> specials; the merged tokens rank by merge order.
+  json spm = {{"added_tokens", {{{"id", 0}, {"content", "<unk>"}, {"special", true}},
+                                {{"id", 1}, {"content", "<s>"}, {"special", true}}}},
+              {"pre_tokenizer", {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "first"}}},
+              {"model",
+               {{"type", "BPE"},
+                {"byte_fallback", true},
+                {"unk_token", "<unk>"},
+                {"vocab", {{"<unk>", 0}, {"<s>", 1}, {"<0x41>", 2}, {"\u2581", 3}, {"a", 4}, {"b", 5}, {"ab", 6}, {"\u2581ab", 7}}},
+                {"merges", {"a b", "\u2581 ab"}}}}};
+  const std::string text = spm.dump();
+  auto v = vocabulary_from_hf_tokenizer({.tokenizer_json = text, .source = "t", .vocab_size = 8, .bos = 1});
+  ASSERT_TRUE(v.has_value()) << v.error().message();
+  EXPECT_EQ(v->model, "llama");
+  EXPECT_TRUE(v->add_space_prefix);
+  EXPECT_TRUE(v->add_bos);
+  EXPECT_EQ(v->unknown, 0);
+  EXPECT_EQ(v->kinds[0], TokenKind::kUnknown);
+  EXPECT_EQ(v->kinds[1], TokenKind::kControl);
+  EXPECT_EQ(v->kinds[2], TokenKind::kByte);
+  EXPECT_GT(v->scores[6], v->scores[7]) << "'ab' is merged before '\u2581ab'";
+  auto tok = Tokenizer::create(*v);
+  ASSERT_TRUE(tok.has_value());
+  EXPECT_EQ((*tok)->encode("ab A", true), (std::vector<TokenId>{1, 7, 3, 2}));
+
+  // Llama 3: the Split regex, ignore_merges, and a template that puts <|begin_of_text|> first.
+  json bpe = json::object();
+  bpe["model"] = {{"type", "BPE"}, {"ignore_merges", true}, {"vocab", {{"a", 0}, {"<|begin_of_text|>", 1}}},
+                  {"merges", json::array()}};
+  json split = {{"type", "Split"}, {"behavior", "Isolated"}};
+  split["pattern"]["Regex"] =
+      R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+  bpe["pre_tokenizer"] = {{"type", "Sequence"},
+                          {"pretokenizers", json::array({split, {{"type", "ByteLevel"}, {"use_regex", false}}})}};
+  json single = json::array({{{"SpecialToken", {{"id", "<|begin_of_text|>"}}}}, {{"Sequence", {{"id", "A"}}}}});
+  json template_processing = {{"type", "TemplateProcessing"}, {"single", single}};
+  bpe["post_processor"] = {{"type", "Sequence"},
+                           {"processors", json::array({{{"type", "ByteLevel"}}, template_processing})}};
+  const std::string bpe_text = bpe.dump();
+  auto b = vocabulary_from_hf_tokenizer({.tokenizer_json = bpe_text, .source = "t", .vocab_size = 2, .bos = 1});
+  ASSERT_TRUE(b.has_value()) << b.error().message();
+  EXPECT_EQ(b->pre, "llama-bpe");
+  EXPECT_TRUE(b->add_bos);
+}
+
 // ---- bad directories ----
 
 class BadCheckpoint : public ::testing::Test {
