@@ -369,13 +369,15 @@ Result<HfModelConfig> read_hf_config(std::string_view text, std::string_view sou
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return parse_error("{}: not a JSON object", source);
   const HfKeys k(j, source);
-  const json* names = k.find("architectures");
-  if (names == nullptr || !names->is_array() || names->empty() || !(*names)[0].is_string())
-    return parse_error("{}: missing 'architectures' (a list naming the model class, e.g. [\"LlamaForCausalLM\"]); recur "
-                       "reads {}",
-                       source, supported_hf_architectures());
+  // No 'architectures' (older configs): LlamaForCausalLM, as recur read them before the table.
+  std::string name = "LlamaForCausalLM";
+  if (const json* names = k.find("architectures")) {
+    if (!names->is_array() || names->empty() || !(*names)[0].is_string())
+      return parse_error("{}: 'architectures' must be a list naming the model class, e.g. [\"LlamaForCausalLM\"]", source);
+    name = (*names)[0].get<std::string>();
+  }
   HfModelConfig out;
-  RECUR_ASSIGN_OR_RETURN(out.row, find_hf_architecture((*names)[0].get<std::string>(), source));
+  RECUR_ASSIGN_OR_RETURN(out.row, find_hf_architecture(name, source));
   ModelConfig& c = out.config;
   c.arch = out.row->arch;
   architecture(c.arch).features(c);
