@@ -7,10 +7,13 @@
 # Usage: hf_checkpoint_cli_test.sh /path/to/recur SOURCE_DIR
 set -u
 RECUR="$1"
+. "$(dirname "$0")/serve_port.sh"
 T="$(mktemp -d)"
 export RECUR_CACHE_DIR="$T"
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+SERVER=""
+cleanup() { [ -n "$SERVER" ] && kill -9 "$SERVER" 2>/dev/null; rm -rf "$T"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; [ -f "$T/serve.err" ] && { echo "--- server stderr:" >&2; cat "$T/serve.err" >&2; }; exit 1; }
 field() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
 
 DENSE="--dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 64 --vocab 400 --context 128"
@@ -35,6 +38,25 @@ for spec in "llama --llama3-rope" "qwen2" "qwen3" "qwen2moe" "qwen3moe" "phi3" "
   [ "$(field "$T/$i.gguf.json" prompt_ids)" = "$(field "$T/hf$i.json" prompt_ids)" ] || fail "$arch: prompt ids differ"
   [ "$(field "$T/$i.gguf.json" text)" = "$(field "$T/hf$i.json" text)" ] || fail "$arch: texts differ"
 done
+
+# serve: a greedy completion from the qwen2moe directory equals generate's text from the GGUF file.
+"$RECUR" generate -m "$T/4.gguf" -p "Once upon a time" -n 6 --threads 1 --json > "$T/expected.json" 2>/dev/null \
+  || fail "generate qwen2moe"
+"$RECUR" serve -m "$T/hf4" --port 0 --workers 1 --threads 1 2> "$T/serve.err" &
+SERVER=$!
+PORT=$(serve_port "$T/serve.err")
+[ -n "$PORT" ] || fail "serve -m DIR: no 'listening on' line"
+curl -sf "http://127.0.0.1:$PORT/v1/completions" \
+  -d '{"model":"hf4","prompt":"Once upon a time","max_tokens":6,"temperature":0}' > "$T/completion.json" \
+  || fail "serve -m DIR: curl completion"
+/usr/bin/python3 - "$T/completion.json" "$T/expected.json" <<'PY' || fail "served text differs: $(cat "$T/completion.json")"
+import json, sys
+got = json.load(open(sys.argv[1]))["choices"][0]["text"]
+want = json.load(open(sys.argv[2]))["text"]
+assert got == want, (got, want)
+PY
+kill "$SERVER"; wait "$SERVER" 2>/dev/null; SERVER=""
+rm -f "$T/serve.err"
 
 # Refusals: each names what is wrong, with a non-zero exit and no crash.
 refused() {  # refused DIR "expected text" what

@@ -77,6 +77,12 @@ Result<std::unique_ptr<Model>> load_model(const std::string& path, const Config&
   return model_from_file(std::move(file), options.model);
 }
 
+Result<gguf::File> read_model_file(const std::string& path, FileMemory memory) {
+  if (!is_hf_checkpoint(path)) return gguf::read(path, memory);
+  RECUR_ASSIGN_OR_RETURN(HfCheckpoint ck, read_hf_checkpoint(path, memory));
+  return std::move(ck.file);
+}
+
 Result<std::shared_ptr<const MappedFile>> read_model_bytes(const std::string& path, const Config& knobs) {
   if (is_hf_checkpoint(path))
     return unsupported("{}: a Hugging Face checkpoint directory; sharing one file's bytes between models (the gate's "
