@@ -256,19 +256,37 @@ TEST(HfCheckpoint, BindsTensorsInPlaceAndCopiesOnlyConversions) {
   EXPECT_EQ(ck->origin["blk.0.attn_v.weight"], "'model.layers.0.self_attn.v_proj.weight' [32, 64] in 'model.safetensors'");
 }
 
-TEST(HfCheckpoint, MistralIsLlama) {
-  Gguf g = gguf_model({"llama", dense(Arch::kLlama)}, gguf::TensorType::kF32);
+// Classes that share a row: Mistral is Llama, DeepSeek-V3 is DeepSeek-V2 (the exporter writes
+// the first name of each row).
+TEST(HfCheckpoint, ClassesOfTheSameRowLoadAlike) {
+  for (auto [row, name] : {std::pair{Row{"llama", dense(Arch::kLlama)}, "MistralForCausalLM"},
+                           std::pair{Row{"deepseek_v3", deepseek_v3()}, "DeepseekV3ForCausalLM"}}) {
+    Gguf g = gguf_model(row, gguf::TensorType::kF32);
+    ASSERT_TRUE(g.model);
+    TempDir dir;
+    ASSERT_TRUE(export_hf_checkpoint(g.file(), dir.str()).has_value());
+    std::ifstream in(dir / "config.json");
+    json config = json::parse(in);
+    config["architectures"] = {name};
+    config["sliding_window"] = 4096;  // Mistral's; llama.cpp ignores it, as recur does
+    std::ofstream(dir / "config.json") << config.dump();
+    auto hf = load_model(dir.str(), Config());
+    ASSERT_TRUE(hf.has_value()) << hf.error().message();
+    expect_same_outputs(*g.model, **hf, name);
+  }
+}
+
+TEST(HfCheckpoint, SharedBytesLoadingRefusesADirectoryByName) {
+  Gguf g = gguf_model({"qwen2", dense(Arch::kQwen2)}, gguf::TensorType::kF32);
   ASSERT_TRUE(g.model);
   TempDir dir;
   ASSERT_TRUE(export_hf_checkpoint(g.file(), dir.str()).has_value());
-  std::ifstream in(dir / "config.json");
-  json config = json::parse(in);
-  config["architectures"] = {"MistralForCausalLM"};
-  config["sliding_window"] = 4096;
-  std::ofstream(dir / "config.json") << config.dump();
-  auto hf = load_model(dir.str(), Config());
-  ASSERT_TRUE(hf.has_value()) << hf.error().message();
-  expect_same_outputs(*g.model, **hf, "mistral");
+  auto bytes = read_model_bytes(dir.str(), Config());
+  ASSERT_FALSE(bytes.has_value());
+  EXPECT_NE(bytes.error().message().find("a Hugging Face checkpoint directory"), std::string::npos) << bytes.error().message();
+  auto file = read_model_file(dir.str());
+  ASSERT_TRUE(file.has_value()) << file.error().message();
+  EXPECT_EQ(*file->get_string("general.architecture"), "qwen2");
 }
 
 TEST(HfTensorNames, FollowLlamaCppsConverter) {
