@@ -146,7 +146,7 @@ void register_engine(CLI::App& app, Invocation& inv) {
   auto f = std::make_shared<EngineBenchFlags>();
   auto* bench = engine->add_subcommand("bench", "Prefill and decode tokens/s of a GGUF model over fresh sessions, "
                                                 "medians over runs, with the decode bandwidth roofline");
-  bench->add_option("-m,--model", f->model, "GGUF model file (default: the embedded default model, as generate uses)");
+  bench->add_option("-m,--model", f->model, "GGUF model file or Hugging Face checkpoint directory (default: the embedded default model, as generate uses)");
   bench->add_option("--prefill", f->options.prefill_tokens, "prompt tokens")->check(CLI::Range(1, 1 << 16))->capture_default_str();
   bench->add_option("--decode", f->options.decode_tokens, "decoded tokens")->check(CLI::Range(1, 1 << 16))->capture_default_str();
   bench->add_option("--runs", f->options.runs, "timed runs")->check(CLI::Range(1, 1000))->capture_default_str();

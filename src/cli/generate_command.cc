@@ -99,7 +99,7 @@ void register_generate(CLI::App& app, Invocation& inv) {
   auto* cmd = app.add_subcommand("generate", "Generate text with a GGUF model (any architecture recur runs: `recur model new --help` lists them under --arch). Tokens stream to "
                                              "stdout; prefill and decode tokens/s go to stderr. Without -m, a small "
                                              "synthetic model is written once into ~/.cache/recur/models/ and used.");
-  cmd->add_option("-m,--model", f->model, "GGUF model file");
+  cmd->add_option("-m,--model", f->model, "GGUF model file, or a Hugging Face checkpoint directory (config.json, safetensors, tokenizer.json)");
   cmd->add_option("-p,--prompt", f->prompt, "prompt text")->capture_default_str();
   cmd->add_option("-n,--tokens", f->tokens, "tokens to generate")->check(CLI::Range(0, 1 << 20))->capture_default_str();
   cmd->add_option("--temp", f->temperature, "sampling temperature (0 = greedy)")->check(CLI::Range(0.0f, 100.0f))->capture_default_str();

@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "engine/architectures.h"
 #include "engine/gguf.h"
+#include "engine/hf_export.h"
 #include "engine/model_cache.h"
 #include "engine/synthetic.h"
 
@@ -97,6 +98,8 @@ struct NewFlags {
   float yarn_factor = 1;
   bool unsplit_kv_b = false;
   bool force = false;  // overwrite an existing OUT
+  std::string hf_dir;  // also write the weights as a Hugging Face checkpoint here
+  int hf_shards = 1;
   bool json = false;
 };
 
@@ -201,6 +204,9 @@ int run_new(const NewFlags& f) {
   if (auto s = write_synthetic_model(o, f.out); !s) return report_failure(s.error());
   auto written = gguf::read(f.out);
   if (!written) return report_failure(written.error());
+  if (!f.hf_dir.empty()) {
+    if (auto s = export_hf_checkpoint(*written, f.hf_dir, {.shards = f.hf_shards}); !s) return report_failure(s.error());
+  }
   uint64_t params = 0, bytes = 0;
   for (const auto& t : written->tensors) {
     bytes += t.bytes;
@@ -270,6 +276,10 @@ void register_model(CLI::App& app, Invocation& inv) {
       ->check(CLI::IsMember({"softmax", "sigmoid"}))->capture_default_str();
   create->add_option("--yarn-factor", nf->yarn_factor, "deepseek2: YaRN RoPE scaling factor (1: none)")->check(CLI::Range(1.0f, 1024.0f))->capture_default_str();
   create->add_flag("--unsplit-kv-b", nf->unsplit_kv_b, "deepseek2: write the older unsplit attn_kv_b");
+  create->add_option("--hf", nf->hf_dir, "also write the same weights as a Hugging Face checkpoint directory (config.json, "
+                                          "safetensors, tokenizer.json; f32, f16 or bf16)");
+  create->add_option("--hf-shards", nf->hf_shards, "--hf: safetensors shards (> 1 adds model.safetensors.index.json)")
+      ->check(CLI::Range(1, 64))->capture_default_str();
   create->add_flag("--force", nf->force, "overwrite OUT when it exists (refused otherwise)");
   create->add_flag("--json", nf->json, "Print what was written as a JSON object");
   create->callback([&inv, nf] { inv.run = [nf] { return run_new(*nf); }; });

@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "engine/model_cache.h"
 #include "engine/gguf.h"
+#include "engine/hf_checkpoint.h"
 #include "engine/model_config.h"
 #include "serve/bearer_auth.h"
 #include "serve/encode_server.h"
@@ -41,7 +42,7 @@ Status load_serve_keys(ServeFlags& f) {
 // without one.
 Result<int> serve_model_dim(const std::string& path) {
   if (path.empty()) return 768;
-  RECUR_ASSIGN_OR_RETURN(gguf::File file, gguf::read(path));
+  RECUR_ASSIGN_OR_RETURN(gguf::File file, read_model_file(path));  // GGUF or a Hugging Face directory
   RECUR_ASSIGN_OR_RETURN(ModelConfig c, ModelConfig::from_gguf(file));
   return c.dim;
 }
@@ -72,8 +73,10 @@ Status check_serve_flags(const ServeFlags& f) {
     return invalid_argument("--role router needs --prefill URL[,URL...] and --decode URL[,URL...]");
   for (const auto& [flag, path] : {std::pair{"-m", o.model_path}, std::pair{"--vision-model", f.vision_model}}) {
     std::error_code ec;
-    if (!path.empty() && !std::filesystem::is_regular_file(path, ec))
-      return invalid_argument("{} {}: no such file (expected a GGUF model file)", flag, path);
+    const bool model = std::string_view(flag) == "-m";
+    if (!path.empty() && !std::filesystem::is_regular_file(path, ec) && !(model && is_hf_checkpoint(path)))
+      return invalid_argument("{} {}: no such file (expected a GGUF model file{})", flag, path,
+                              model ? " or a Hugging Face checkpoint directory holding config.json" : "");
   }
   return ok_status();
 }
@@ -132,7 +135,7 @@ void register_serve(CLI::App& app, Invocation& inv) {
       ->capture_default_str();
   cmd->add_option("--kv-slots", f->roles.kv_slots, "decode: receive slots (prompts between reserve and decode)")
       ->check(CLI::Range(1, 1024))->capture_default_str();
-  cmd->add_option("-m,--model", o.model_path, "GGUF model file");
+  cmd->add_option("-m,--model", o.model_path, "GGUF model file, or a Hugging Face checkpoint directory");
   cmd->add_option("--model-name", o.model_id, "the model id clients send (default: the file name without .gguf)");
   cmd->add_option("--host", o.host, "address to bind")->capture_default_str();
   cmd->add_option("--port", o.port, "port (0 = any free port, printed on stderr)")->check(CLI::Range(0, 65535))->capture_default_str();

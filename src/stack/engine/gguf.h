@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -110,6 +111,12 @@ class File {
   // them may have their resident pages released once copied (MappedFile::release_pages).
   const MappedFile& mapping() const { return mapping_; }
 
+  // Files assembled from another format (a Hugging Face checkpoint, hf_checkpoint.h): a tensor
+  // whose bytes live elsewhere, checked as parse() checks (a unique name, a supported type, `bytes`
+  // equal to what the dims need, data set); `owner` keeps such bytes alive as long as the File.
+  Status add_tensor(TensorInfo tensor);
+  void keep_alive(std::shared_ptr<const void> owner) { owners_.push_back(std::move(owner)); }
+
  private:
   friend Result<File> parse(std::span<const std::byte>, std::string_view);
   friend Result<File> read(const std::string&, FileMemory);
@@ -117,6 +124,7 @@ class File {
   std::map<std::string, size_t, std::less<>> key_index_;
   std::map<std::string, size_t, std::less<>> tensor_index_;
   MappedFile mapping_;  // empty when parsed from caller-owned bytes
+  std::vector<std::shared_ptr<const void>> owners_;  // add_tensor's bytes
 };
 
 // Parses bytes the caller keeps alive; `source` names them in errors.

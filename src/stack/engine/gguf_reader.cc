@@ -180,6 +180,21 @@ Result<File> parse(std::span<const std::byte> bytes, std::string_view source) {
   return f;
 }
 
+Status File::add_tensor(TensorInfo t) {
+  if (t.data == nullptr) return invalid_argument("{}: tensor '{}' has no data", source_, t.name);
+  if (t.dims.empty() || t.dims.size() > size_t(kMaxDims))
+    return invalid_argument("{}: tensor '{}' has {} dimensions, expected 1 to {}", source_, t.name, t.dims.size(), kMaxDims);
+  if (!is_supported_type(uint32_t(t.type)))
+    return invalid_argument("{}: tensor '{}' has type {}", source_, t.name, tensor_type_name(uint32_t(t.type)));
+  RECUR_ASSIGN_OR_RETURN(uint64_t bytes, tensor_bytes(t.type, t.dims));
+  if (bytes != t.bytes)
+    return invalid_argument("{}: tensor '{}' holds {} bytes, its shape needs {}", source_, t.name, t.bytes, bytes);
+  if (tensor_index_.count(t.name)) return invalid_argument("{}: tensor '{}' appears twice", source_, t.name);
+  tensor_index_.emplace(t.name, tensors.size());
+  tensors.push_back(std::move(t));
+  return ok_status();
+}
+
 Result<File> read(const std::string& path, FileMemory memory) {
   RECUR_ASSIGN_OR_RETURN(MappedFile mapping, MappedFile::open(path, memory));
   RECUR_ASSIGN_OR_RETURN(File f, parse(mapping.bytes(), path));

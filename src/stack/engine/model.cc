@@ -1,6 +1,7 @@
 #include "engine/model.h"
 
 #include "engine/architectures.h"
+#include "engine/hf_checkpoint.h"
 
 #include <fmt/format.h>
 
@@ -70,12 +71,23 @@ Result<FileMemory> weights_file_memory(const Config& knobs) {
 
 Result<std::unique_ptr<Model>> load_model(const std::string& path, const Config& knobs) {
   RECUR_ASSIGN_OR_RETURN(LoadOptions options, load_options_from(knobs));
+  if (is_hf_checkpoint(path)) return load_hf_model(path, options);  // a Hugging Face directory
   RECUR_ASSIGN_OR_RETURN(FileMemory where, weights_file_memory(knobs));
   RECUR_ASSIGN_OR_RETURN(gguf::File file, gguf::read(path, where));
   return model_from_file(std::move(file), options.model);
 }
 
+Result<gguf::File> read_model_file(const std::string& path, FileMemory memory) {
+  if (!is_hf_checkpoint(path)) return gguf::read(path, memory);
+  RECUR_ASSIGN_OR_RETURN(HfCheckpoint ck, read_hf_checkpoint(path, memory));
+  return std::move(ck.file);
+}
+
 Result<std::shared_ptr<const MappedFile>> read_model_bytes(const std::string& path, const Config& knobs) {
+  if (is_hf_checkpoint(path))
+    return unsupported("{}: a Hugging Face checkpoint directory; sharing one file's bytes between models (the gate's "
+                       "arms) needs a GGUF file (generate, serve and engine bench load the directory)",
+                       path);
   RECUR_ASSIGN_OR_RETURN(FileMemory where, weights_file_memory(knobs));
   RECUR_ASSIGN_OR_RETURN(MappedFile bytes, MappedFile::open(path, where));
   return std::make_shared<const MappedFile>(std::move(bytes));

@@ -133,7 +133,11 @@ std::string probe_conditions_note(const ThreadPool& pool, const ThreadPoolOption
 // Reads general.architecture and loads the model by its row of the architecture table
 // (architectures.h; any other is refused naming the supported ones), its bytes held as the knob
 // engine.weights_memory says (mmap: the file mapped; anon: read into huge-page anonymous memory).
+// A directory holding config.json is a Hugging Face checkpoint (hf_checkpoint.h).
 Result<std::unique_ptr<Model>> load_model(const std::string& path, const Config& knobs);
+// The model at `path` as a GGUF File without loading it: the file, or a Hugging Face directory
+// assembled in llama.cpp's layout (hf_checkpoint.h). For readers of metadata and tokenizers.
+Result<gguf::File> read_model_file(const std::string& path, FileMemory memory = FileMemory::kMap);
 Result<std::unique_ptr<Model>> load_model(const std::string& path);  // the knobs' defaults (anon)
 
 // Several models over one file's bytes (a gate's arms that differ only in how the weights are

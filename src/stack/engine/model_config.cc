@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
-#include <nlohmann/json.hpp>
 
 #include "engine/architectures.h"
 #include "engine/deepseek2_config.h"
+#include "engine/hf_config.h"
 #include "engine/qwen3next.h"
 
 namespace recur {
@@ -154,42 +154,8 @@ void ModelConfig::to_gguf(gguf::Writer& w) const {
 }
 
 Result<ModelConfig> ModelConfig::from_hf_config(std::string_view text, std::string_view source) {
-  using nlohmann::json;
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return parse_error("{}: not a JSON object", source);
-  auto get_int = [&](const char* key, int& out, bool required) -> Status {
-    auto it = j.find(key);
-    if (it == j.end()) {
-      if (required) return parse_error("{}: missing '{}'", source, key);
-      return ok_status();
-    }
-    if (!it->is_number_integer()) return parse_error("{}: '{}' must be an integer", source, key);
-    out = it->get<int>();
-    return ok_status();
-  };
-  ModelConfig c;
-  c.arch = Arch::kLlama;
-  if (auto arch = j.find("architectures"); arch != j.end() && arch->is_array() && !arch->empty() &&
-                                           (*arch)[0].is_string()) {
-    std::string name = (*arch)[0].get<std::string>();
-    if (name != "LlamaForCausalLM" && name != "MistralForCausalLM")
-      return unsupported("{}: architecture '{}' (recur reads LlamaForCausalLM and MistralForCausalLM)", source, name);
-  }
-  RECUR_RETURN_IF_ERROR(get_int("hidden_size", c.dim, true));
-  RECUR_RETURN_IF_ERROR(get_int("num_hidden_layers", c.n_layers, true));
-  RECUR_RETURN_IF_ERROR(get_int("num_attention_heads", c.n_heads, true));
-  c.n_kv_heads = c.n_heads;
-  RECUR_RETURN_IF_ERROR(get_int("num_key_value_heads", c.n_kv_heads, false));
-  RECUR_RETURN_IF_ERROR(get_int("intermediate_size", c.ffn_dim, true));
-  RECUR_RETURN_IF_ERROR(get_int("vocab_size", c.vocab, true));
-  RECUR_RETURN_IF_ERROR(get_int("max_position_embeddings", c.context, false));
-  c.head_dim = c.n_heads > 0 ? c.dim / c.n_heads : 0;
-  RECUR_RETURN_IF_ERROR(get_int("head_dim", c.head_dim, false));
-  if (auto e = j.find("rms_norm_eps"); e != j.end() && e->is_number()) c.rms_eps = e->get<float>();
-  if (auto t = j.find("rope_theta"); t != j.end() && t->is_number()) c.rope_theta = t->get<float>();
-  if (auto t = j.find("tie_word_embeddings"); t != j.end() && t->is_boolean()) c.tied_embeddings = t->get<bool>();
-  if (auto s = c.validate(); !s) return unexpected(s.error().with_context(source));
-  return c;
+  RECUR_ASSIGN_OR_RETURN(HfModelConfig hf, read_hf_config(text, source));  // every row of hf_config.h
+  return hf.config;
 }
 
 }  // namespace recur

@@ -124,7 +124,7 @@ struct ModelConfig {
 
   static Result<ModelConfig> from_gguf(const gguf::File& file);
   void to_gguf(gguf::Writer& writer) const;
-  // A Hugging Face config.json for LlamaForCausalLM (or its relatives with the same keys).
+  // A Hugging Face config.json of any row of hf_config.h's table (read_hf_config).
   static Result<ModelConfig> from_hf_config(std::string_view json_text, std::string_view source);
 };
 

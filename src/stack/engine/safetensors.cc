@@ -106,8 +106,10 @@ Result<File> parse(std::span<const std::byte> bytes, std::string_view source) {
   return f;
 }
 
-Result<File> read(const std::string& path) {
-  RECUR_ASSIGN_OR_RETURN(MappedFile mapping, MappedFile::open(path));
+Result<File> read(const std::string& path) { return read(path, FileMemory::kMap); }
+
+Result<File> read(const std::string& path, FileMemory memory) {
+  RECUR_ASSIGN_OR_RETURN(MappedFile mapping, MappedFile::open(path, memory));
   RECUR_ASSIGN_OR_RETURN(File f, parse(mapping.bytes(), path));
   f.mapping_ = std::move(mapping);
   return f;

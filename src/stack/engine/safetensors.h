@@ -39,12 +39,15 @@ class File {
  private:
   friend Result<File> parse(std::span<const std::byte>, std::string_view);
   friend Result<File> read(const std::string&);
+  friend Result<File> read(const std::string&, FileMemory);
   std::map<std::string, size_t, std::less<>> index_;
   MappedFile mapping_;
 };
 
 Result<File> parse(std::span<const std::byte> bytes, std::string_view source);
 Result<File> read(const std::string& path);
+// The same with the bytes held as `memory` says (a model's weights follow engine.weights_memory).
+Result<File> read(const std::string& path, FileMemory memory);
 
 // Serializes tensors (name, dtype, shape, bytes) into a safetensors file image (tests, tools).
 struct PendingTensor {

@@ -33,6 +33,7 @@
 
 #include "core/clock.h"
 #include "engine/gguf.h"
+#include "engine/model.h"
 #include "serve/bearer_auth.h"
 #include "serve/kv_metrics.h"
 #include "serve/openai_json.h"
@@ -500,7 +501,7 @@ Status run_router(const RoleOptions& options) {
     return invalid_argument("--role router needs --prefill URL[,URL...] and --decode URL[,URL...]");
   RECUR_RETURN_IF_ERROR(role_check_peer_key(options.serve, "router"));
   // The router only tokenizes: it maps the file rather than copying the weights (engine.weights_memory).
-  RECUR_ASSIGN_OR_RETURN(gguf::File file, gguf::read(options.serve.model_path, FileMemory::kMap));
+  RECUR_ASSIGN_OR_RETURN(gguf::File file, read_model_file(options.serve.model_path, FileMemory::kMap));
   RECUR_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, model_from_file(std::move(file), {.regroup_q8_0 = false, .regroup_f16 = false}));
   Router router(options, std::move(model));
   HttpFront svr;

@@ -1,0 +1,583 @@
+// Hugging Face checkpoints (hf_checkpoint.h): every row of hf_config.h's table, written as a
+// random-weight GGUF file in llama.cpp's layout (synthetic.h) and as a Hugging Face directory of
+// the same weights (hf_export.h: the converter's inverse), loads both ways to the same logits and
+// greedy tokens, and tokenizes alike; sharded checkpoints; bad directories give errors that name
+// the file, the key or tensor, and what was expected.
+#include "engine/hf_checkpoint.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/thread_pool.h"
+#include "engine/architectures.h"
+#include "engine/hf_export.h"
+#include "engine/hf_tensor_names.h"
+#include "engine/hf_tokenizer.h"
+#include "engine/safetensors.h"
+#include "engine/synthetic.h"
+#include "engine/test_models.h"
+#include "engine/tokenizer_bpe.h"
+#include "engine/transformer.h"
+
+namespace recur {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = fs::temp_directory_path() / fmt::format("recur_hf_{}_{}", ::getpid(), counter_++);
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string str() const { return path_.string(); }
+  fs::path operator/(const std::string& s) const { return path_ / s; }
+
+ private:
+  static inline int counter_ = 0;
+  fs::path path_;
+};
+
+struct Row {
+  const char* label;
+  ModelConfig config;
+  bool llama3_rope = false;
+};
+
+ModelConfig dense(Arch arch) {
+  ModelConfig c = testing::tiny_llama_config();
+  c.arch = arch;
+  architecture(arch).features(c);
+  c.n_layers = 2;
+  c.ffn_dim = 64;
+  if (arch == Arch::kQwen2Moe || arch == Arch::kQwen3Moe) {
+    c.n_experts = 4;
+    c.n_experts_used = 2;
+    if (c.shared_expert) c.shared_ffn_dim = 96;
+  }
+  return c;
+}
+
+// DeepSeek-V2-Lite-like: direct q, softmax gating, one leading dense layer, a shared expert.
+ModelConfig deepseek_v2() {
+  ModelConfig c;
+  c.arch = Arch::kDeepseek2;
+  architecture(c.arch).features(c);
+  c.dim = 64;
+  c.n_layers = 3;
+  c.n_heads = 4;
+  c.n_kv_heads = 1;
+  c.kv_lora_rank = 32;
+  c.qk_nope_dim = 32;
+  c.qk_rope_dim = 16;
+  c.head_dim = 48;
+  c.v_head_dim = 32;
+  c.vocab = 400;
+  c.context = 64;
+  c.n_experts = 6;
+  c.n_experts_used = 2;
+  c.ffn_dim = 32;
+  c.leading_dense_layers = 1;
+  c.dense_ffn_dim = 96;
+  c.shared_ffn_dim = 32;
+  c.shared_expert = true;
+  return c;
+}
+
+// DeepSeek-V3-like: q_lora, sigmoid gating with the selection bias, renormalized and scaled
+// top-k, two shared experts, YaRN.
+ModelConfig deepseek_v3() {
+  ModelConfig c = deepseek_v2();
+  c.q_lora_rank = 64;
+  c.qk_rope_dim = 8;
+  c.head_dim = 40;
+  c.n_experts = 8;
+  c.n_experts_used = 3;
+  c.shared_ffn_dim = 64;
+  c.expert_gating = ExpertGating::kSigmoid;
+  c.moe_renormalize = true;
+  c.expert_weights_scale = 2.5f;
+  c.rope_yarn_factor = 4;
+  c.rope_original_context = 16;
+  c.rope_yarn_log_mul = 0.0707f;
+  return c;
+}
+
+ModelConfig kimi_linear() {
+  ModelConfig c = deepseek_v2();
+  c.arch = Arch::kKimiLinear;
+  architecture(c.arch).features(c);
+  c.n_layers = 4;
+  c.layer_pattern = "kkak";
+  c.kda_head_dim = 32;
+  c.kda_heads = c.kda_key_heads = c.n_heads;
+  c.conv_size = 4;
+  c.expert_gating = ExpertGating::kSigmoid;
+  c.expert_weights_scale = 2.446f;
+  return c;
+}
+
+void PrintTo(const Row& r, std::ostream* os) { *os << r.label; }
+
+std::vector<Row> rows() {
+  return {{"llama", dense(Arch::kLlama)},
+          {"llama3_rope", dense(Arch::kLlama), true},
+          {"qwen2", dense(Arch::kQwen2)},
+          {"qwen3", dense(Arch::kQwen3)},
+          {"qwen2moe", dense(Arch::kQwen2Moe)},
+          {"qwen3moe", dense(Arch::kQwen3Moe)},
+          {"phi3", dense(Arch::kPhi3)},
+          {"gemma2", dense(Arch::kGemma2)},
+          {"deepseek_v2", deepseek_v2()},
+          {"deepseek_v3", deepseek_v3()},
+          {"kimi_linear", kimi_linear()}};
+}
+
+struct Gguf {
+  std::vector<std::byte> bytes;
+  std::unique_ptr<Model> model;
+  const gguf::File& file() const { return static_cast<const TransformerModel&>(*model).file(); }
+};
+
+Gguf gguf_model(const Row& r, gguf::TensorType dtype) {
+  Gguf g;
+  auto w = synthetic_model({.config = r.config, .dtype = dtype, .seed = 11, .llama3_rope = r.llama3_rope});
+  EXPECT_TRUE(w.has_value()) << (w ? "" : w.error().message());
+  if (!w) return g;
+  g.bytes = w->serialize();
+  auto f = gguf::parse(g.bytes, fmt::format("{}.gguf", r.label));
+  EXPECT_TRUE(f.has_value());
+  auto m = model_from_file(std::move(*f));
+  EXPECT_TRUE(m.has_value()) << (m ? "" : m.error().message());
+  if (m) g.model = std::move(*m);
+  return g;
+}
+
+Config f32_knobs() {
+  Config k;
+  EXPECT_TRUE(k.set("kernel.gemm.f16_activations", "f32").has_value());
+  return k;
+}
+
+double worst_rel(std::span<const float> got, std::span<const float> want) {
+  double err = 0, scale = 1;
+  for (size_t i = 0; i < want.size(); ++i) {
+    err = std::max(err, std::fabs(double(got[i]) - double(want[i])));
+    scale = std::max(scale, std::fabs(double(want[i])));
+  }
+  return err / scale;
+}
+
+int argmax(std::span<const float> x) { return int(std::max_element(x.begin(), x.end()) - x.begin()); }
+
+// Teacher-forced logits, then greedy decoding with each model feeding back its own choice.
+void expect_same_outputs(const Model& a, const Model& b, const std::string& what) {
+  auto pool = ThreadPool::create({.threads = 2, .pin = false});
+  auto sa = a.new_session(**pool, 40, f32_knobs());
+  auto sb = b.new_session(**pool, 40, f32_knobs());
+  ASSERT_TRUE(sa.has_value() && sb.has_value()) << what;
+  int ta = 1, tb = 1;
+  const std::vector<int> forced = {1, 200, 33, 399, 7, 150, 64, 2};
+  for (size_t i = 0; i < forced.size() + 10; ++i) {
+    if (i < forced.size()) ta = tb = forced[i];
+    auto la = (*sa)->step(ta);
+    ASSERT_TRUE(la.has_value()) << la.error().message();
+    std::vector<float> keep(la->begin(), la->end());
+    auto lb = (*sb)->step(tb);
+    ASSERT_TRUE(lb.has_value()) << lb.error().message();
+    // Identical weights and kernels: only Gemma's (w - 1) + 1, Kimi's log / exp and DeepSeek's
+    // YaRN multiplier through config.json round at all.
+    EXPECT_LT(worst_rel(*lb, keep), 1e-5) << what << " step " << i;
+    ta = argmax(keep);
+    tb = argmax(*lb);
+    ASSERT_EQ(ta, tb) << what << " greedy step " << i;
+  }
+}
+
+class HfRows : public ::testing::TestWithParam<Row> {};
+
+TEST_P(HfRows, LoadsTheSameWeightsAsTheGgufFile) {
+  const Row& r = GetParam();
+  for (auto [dtype, shards] : {std::pair{gguf::TensorType::kF32, 1}, std::pair{gguf::TensorType::kBF16, 3},
+                               std::pair{gguf::TensorType::kF16, 2}}) {
+    const std::string what = fmt::format("{} {} {} shard(s)", r.label, gguf::tensor_type_name(uint32_t(dtype)), shards);
+    SCOPED_TRACE(what);
+    Gguf g = gguf_model(r, dtype);
+    ASSERT_TRUE(g.model);
+    TempDir dir;
+    auto exported = export_hf_checkpoint(g.file(), dir.str(), {.shards = shards});
+    ASSERT_TRUE(exported.has_value()) << exported.error().message();
+    EXPECT_EQ(fs::exists(dir / "model.safetensors.index.json"), shards > 1);
+    auto hf = load_model(dir.str(), Config());
+    ASSERT_TRUE(hf.has_value()) << hf.error().message();
+    EXPECT_EQ((*hf)->config().arch, r.config.arch);
+    expect_same_outputs(*g.model, **hf, what);
+    for (const char* text : {"hello world", "the quick brown fox, 42 times!", "  spaces  and\nnewlines", "ünïcödé ✓"})
+      EXPECT_EQ((*hf)->tokenizer().encode(text, true), g.model->tokenizer().encode(text, true)) << text;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Rows, HfRows, ::testing::ValuesIn(rows()),
+                         [](const ::testing::TestParamInfo<Row>& i) { return std::string(i.param.label); });
+
+TEST(HfCheckpoint, BindsTensorsInPlaceAndCopiesOnlyConversions) {
+  Gguf g = gguf_model({"llama", dense(Arch::kLlama)}, gguf::TensorType::kBF16);
+  ASSERT_TRUE(g.model);
+  TempDir dir;
+  ASSERT_TRUE(export_hf_checkpoint(g.file(), dir.str()).has_value());
+  auto ck = read_hf_checkpoint(dir.str());
+  ASSERT_TRUE(ck.has_value()) << ck.error().message();
+  auto shard = safetensors::read((dir / "model.safetensors").string());
+  ASSERT_TRUE(shard.has_value());
+  const gguf::TensorInfo* v = ck->file.tensor("blk.0.attn_v.weight");
+  const gguf::TensorInfo* q = ck->file.tensor("blk.0.attn_q.weight");
+  ASSERT_NE(v, nullptr);
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(v->type, gguf::TensorType::kBF16) << "BF16 kept as stored";
+  EXPECT_EQ(v->dims, (std::vector<uint64_t>{64, 32}));
+  // A fresh mapping of the same file holds the same bytes; q was permuted, so it differs.
+  const safetensors::Tensor* hv = shard->find("model.layers.0.self_attn.v_proj.weight");
+  const safetensors::Tensor* hq = shard->find("model.layers.0.self_attn.q_proj.weight");
+  EXPECT_EQ(std::memcmp(v->data, hv->data, v->bytes), 0);
+  EXPECT_NE(std::memcmp(q->data, hq->data, q->bytes), 0);
+  EXPECT_EQ(ck->origin["blk.0.attn_v.weight"], "'model.layers.0.self_attn.v_proj.weight' [32, 64] in 'model.safetensors'");
+}
+
+// Classes that share a row: Mistral is Llama, DeepSeek-V3 is DeepSeek-V2 (the exporter writes
+// the first name of each row).
+TEST(HfCheckpoint, ClassesOfTheSameRowLoadAlike) {
+  for (auto [row, name] : {std::pair{Row{"llama", dense(Arch::kLlama)}, "MistralForCausalLM"},
+                           std::pair{Row{"deepseek_v3", deepseek_v3()}, "DeepseekV3ForCausalLM"}}) {
+    Gguf g = gguf_model(row, gguf::TensorType::kF32);
+    ASSERT_TRUE(g.model);
+    TempDir dir;
+    ASSERT_TRUE(export_hf_checkpoint(g.file(), dir.str()).has_value());
+    std::ifstream in(dir / "config.json");
+    json config = json::parse(in);
+    config["architectures"] = {name};
+    config["sliding_window"] = 4096;  // Mistral's; llama.cpp ignores it, as recur does
+    std::ofstream(dir / "config.json") << config.dump();
+    auto hf = load_model(dir.str(), Config());
+    ASSERT_TRUE(hf.has_value()) << hf.error().message();
+    expect_same_outputs(*g.model, **hf, name);
+  }
+}
+
+TEST(HfCheckpoint, SharedBytesLoadingRefusesADirectoryByName) {
+  Gguf g = gguf_model({"qwen2", dense(Arch::kQwen2)}, gguf::TensorType::kF32);
+  ASSERT_TRUE(g.model);
+  TempDir dir;
+  ASSERT_TRUE(export_hf_checkpoint(g.file(), dir.str()).has_value());
+  auto bytes = read_model_bytes(dir.str(), Config());
+  ASSERT_FALSE(bytes.has_value());
+  EXPECT_NE(bytes.error().message().find("a Hugging Face checkpoint directory"), std::string::npos) << bytes.error().message();
+  auto file = read_model_file(dir.str());
+  ASSERT_TRUE(file.has_value()) << file.error().message();
+  EXPECT_EQ(*file->get_string("general.architecture"), "qwen2");
+}
+
+TEST(HfTensorNames, FollowLlamaCppsConverter) {
+  // convert_hf_to_gguf.py's permute: reshape(heads, 2, d / 2, ...).swapaxes(1, 2), so a head of
+  // 4 rows [r0, r1, r2, r3] becomes [r0, r2, r1, r3].
+  EXPECT_EQ(llama_permuted_row(0, 4, false), 0);
+  EXPECT_EQ(llama_permuted_row(1, 4, false), 2);
+  EXPECT_EQ(llama_permuted_row(2, 4, false), 1);
+  EXPECT_EQ(llama_permuted_row(7, 4, false), 7);
+  EXPECT_EQ(llama_permuted_row(5, 4, false), 6);
+  for (int64_t r = 0; r < 64; ++r) EXPECT_EQ(llama_permuted_row(llama_permuted_row(r, 16, false), 16, true), r);
+  auto row = [](const char* name) { return *find_hf_architecture(name, "test"); };
+  bool ignored = false;
+  auto target = [&](const char* arch, const char* name) {
+    auto t = hf_tensor_target(*row(arch), name, 4, &ignored);
+    return t ? fmt::format("{} {}", t->gguf_name, int(t->conversion)) : std::string(ignored ? "ignored" : "unknown");
+  };
+  EXPECT_EQ(target("LlamaForCausalLM", "model.layers.3.self_attn.q_proj.weight"), "blk.3.attn_q.weight 1");
+  EXPECT_EQ(target("Qwen2ForCausalLM", "model.layers.3.self_attn.q_proj.weight"), "blk.3.attn_q.weight 0");
+  EXPECT_EQ(target("Gemma2ForCausalLM", "model.layers.0.post_attention_layernorm.weight"), "blk.0.post_attention_norm.weight 3");
+  EXPECT_EQ(target("Gemma2ForCausalLM", "model.norm.weight"), "output_norm.weight 3");
+  EXPECT_EQ(target("LlamaForCausalLM", "model.layers.0.post_attention_layernorm.weight"), "blk.0.ffn_norm.weight 0");
+  EXPECT_EQ(target("Phi3ForCausalLM", "model.layers.1.mlp.gate_up_proj.weight"), "blk.1.ffn_up.weight 0");
+  EXPECT_EQ(target("KimiLinearForCausalLM", "model.layers.2.block_sparse_moe.experts.7.w2.weight"), "blk.2.ffn_down_exps.weight 7");
+  EXPECT_EQ(target("KimiLinearForCausalLM", "model.layers.2.self_attn.A_log"), "blk.2.ssm_a 4");
+  EXPECT_EQ(target("DeepseekV3ForCausalLM", "model.layers.1.mlp.gate.e_score_correction_bias"), "blk.1.exp_probs_b.bias 0");
+  EXPECT_EQ(target("DeepseekV3ForCausalLM", "model.layers.4.self_attn.q_a_proj.weight"), "ignored")
+      << "layers past num_hidden_layers (V3's multi-token prediction) are dropped";
+  EXPECT_EQ(target("LlamaForCausalLM", "model.layers.0.self_attn.rotary_emb.inv_freq"), "ignored");
+  EXPECT_EQ(target("LlamaForCausalLM", "model.layers.0.mlp.experts.x.w1.weight"), "unknown");
+  EXPECT_EQ(hf_tensor_name(*row("Qwen2MoeForCausalLM"), "blk.1.ffn_gate_inp_shexp.weight"), "model.layers.1.mlp.shared_expert_gate.weight");
+  EXPECT_EQ(hf_tensor_name(*row("DeepseekV2ForCausalLM"), "blk.1.ffn_up_shexp.weight"), "model.layers.1.mlp.shared_experts.up_proj.weight");
+  EXPECT_EQ(hf_tensor_name(*row("KimiLinearForCausalLM"), "blk.1.ffn_gate_exps.weight", 3),
+            "model.layers.1.block_sparse_moe.experts.3.w1.weight");
+}
+
+// ---- tokenizer.json ----
+
+Vocabulary bpe_vocab(const std::string& pre) {
+  Vocabulary v;
+  v.model = "gpt2";
+  v.pre = pre;
+  v.add_space_prefix = false;
+  v.add_bos = false;
+  for (int b = 0; b < 256; ++b) v.tokens.push_back(byte_to_unicode(uint8_t(b)));
+  v.merges = {"h e", "l l", "he ll", "hell o", "\xC4\xA0 w", "\xC4\xA0w o", "r l", "rl d", "\xC4\xA0wo rld", "1 2", "12 3"};
+  for (const std::string& m : v.merges) {
+    std::string joined = m;
+    joined.erase(joined.find(' '), 1);
+    v.tokens.push_back(joined);
+  }
+  v.tokens.push_back("<|endoftext|>");
+  v.kinds.assign(v.tokens.size(), TokenKind::kNormal);
+  v.kinds.back() = TokenKind::kControl;
+  v.eos = v.bos = TokenId(v.tokens.size() - 1);
+  return v;
+}
+
+TEST(HfTokenizer, ByteLevelBpeTokenizesAsTheGgufVocabulary) {
+  for (const char* pre : {"gpt-2", "llama-bpe", "qwen2"}) {
+    SCOPED_TRACE(pre);
+    const Vocabulary want = bpe_vocab(pre);
+    auto text = hf_tokenizer_json(want);
+    ASSERT_TRUE(text.has_value()) << text.error().message();
+    auto got = vocabulary_from_hf_tokenizer({.tokenizer_json = *text, .source = "tokenizer.json",
+                                             .vocab_size = int(want.tokens.size()) + 3, .bos = want.bos, .eos = want.eos});
+    ASSERT_TRUE(got.has_value()) << got.error().message();
+    EXPECT_EQ(got->pre, pre);
+    EXPECT_EQ(got->merges, want.merges);
+    EXPECT_EQ(got->tokens.back(), fmt::format("[PAD{}]", want.tokens.size() + 2)) << "padded to vocab_size";
+    EXPECT_EQ(got->kinds[size_t(want.bos)], TokenKind::kControl);
+    auto a = Tokenizer::create(want);
+    auto b = Tokenizer::create(*got);
+    ASSERT_TRUE(a.has_value() && b.has_value());
+    for (const char* s : {"hello world", "hello world 12345 it's", "  x\n\ny"})
+      EXPECT_EQ((*b)->encode(s, false), (*a)->encode(s, false)) << s;
+  }
+}
+
+TEST(HfTokenizer, RefusesWhatItDoesNotImplementByName) {
+  auto read = [](const json& tok) {
+    const std::string text = tok.dump();
+    return vocabulary_from_hf_tokenizer({.tokenizer_json = text, .source = "dir/tokenizer.json", .vocab_size = 300});
+  };
+  json unigram = {{"model", {{"type", "Unigram"}, {"vocab", json::array()}}}};
+  auto u = read(unigram);
+  ASSERT_FALSE(u.has_value());
+  EXPECT_NE(u.error().message().find("tokenizer model 'Unigram'"), std::string::npos) << u.error().message();
+  json split = {{"model", {{"type", "BPE"}, {"vocab", {{"a", 0}}}, {"merges", json::array()}}},
+                {"pre_tokenizer",
+                 {{"type", "Sequence"},
+                  {"pretokenizers",
+                   {{{"type", "Split"}, {"pattern", {{"Regex", "\\p{N}{1,3}"}}}}, {{"type", "ByteLevel"}, {"use_regex", false}}}}}}};
+  auto s = read(split);
+  ASSERT_FALSE(s.has_value());
+  EXPECT_NE(s.error().message().find("'\\p{N}{1,3}'"), std::string::npos) << s.error().message();
+  json too_big = {{"model", {{"type", "BPE"}, {"vocab", {{"a", 300}}}, {"byte_fallback", true}}}};
+  auto t = read(too_big);
+  ASSERT_FALSE(t.has_value());
+  EXPECT_NE(t.error().message().find("id 300, outside the model's vocab_size 300"), std::string::npos) << t.error().message();
+  EXPECT_FALSE(vocabulary_from_hf_tokenizer({.tokenizer_json = "{", .source = "t", .vocab_size = 3}).has_value());
+}
+
+TEST(HfTokenizer, ReadsLlama2AndLlama3StyleFiles) {
+  // Llama 2 / Mistral: byte_fallback BPE with a prepending Metaspace (newer files) and the
+  // <unk>, <s>, </s> specials; the merged tokens rank by merge order.
+  json spm = {{"added_tokens", {{{"id", 0}, {"content", "<unk>"}, {"special", true}},
+                                {{"id", 1}, {"content", "<s>"}, {"special", true}}}},
+              {"pre_tokenizer", {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "first"}}},
+              {"model",
+               {{"type", "BPE"},
+                {"byte_fallback", true},
+                {"unk_token", "<unk>"},
+                {"vocab", {{"<unk>", 0}, {"<s>", 1}, {"<0x41>", 2}, {"\u2581", 3}, {"a", 4}, {"b", 5}, {"ab", 6}, {"\u2581ab", 7}}},
+                {"merges", {"a b", "\u2581 ab"}}}}};
+  const std::string text = spm.dump();
+  auto v = vocabulary_from_hf_tokenizer({.tokenizer_json = text, .source = "t", .vocab_size = 8, .bos = 1});
+  ASSERT_TRUE(v.has_value()) << v.error().message();
+  EXPECT_EQ(v->model, "llama");
+  EXPECT_TRUE(v->add_space_prefix);
+  EXPECT_TRUE(v->add_bos);
+  EXPECT_EQ(v->unknown, 0);
+  EXPECT_EQ(v->kinds[0], TokenKind::kUnknown);
+  EXPECT_EQ(v->kinds[1], TokenKind::kControl);
+  EXPECT_EQ(v->kinds[2], TokenKind::kByte);
+  EXPECT_GT(v->scores[6], v->scores[7]) << "'ab' is merged before '\u2581ab'";
+  auto tok = Tokenizer::create(*v);
+  ASSERT_TRUE(tok.has_value());
+  EXPECT_EQ((*tok)->encode("ab A", true), (std::vector<TokenId>{1, 7, 3, 2}));
+
+  // Llama 3: the Split regex, ignore_merges, and a template that puts <|begin_of_text|> first.
+  json bpe = json::object();
+  bpe["model"] = {{"type", "BPE"}, {"ignore_merges", true}, {"vocab", {{"a", 0}, {"<|begin_of_text|>", 1}}},
+                  {"merges", json::array()}};
+  json split = {{"type", "Split"}, {"behavior", "Isolated"}};
+  split["pattern"]["Regex"] =
+      R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+  bpe["pre_tokenizer"] = {{"type", "Sequence"},
+                          {"pretokenizers", json::array({split, {{"type", "ByteLevel"}, {"use_regex", false}}})}};
+  json single = json::array({{{"SpecialToken", {{"id", "<|begin_of_text|>"}}}}, {{"Sequence", {{"id", "A"}}}}});
+  json template_processing = {{"type", "TemplateProcessing"}, {"single", single}};
+  bpe["post_processor"] = {{"type", "Sequence"},
+                           {"processors", json::array({{{"type", "ByteLevel"}}, template_processing})}};
+  const std::string bpe_text = bpe.dump();
+  auto b = vocabulary_from_hf_tokenizer({.tokenizer_json = bpe_text, .source = "t", .vocab_size = 2, .bos = 1});
+  ASSERT_TRUE(b.has_value()) << b.error().message();
+  EXPECT_EQ(b->pre, "llama-bpe");
+  EXPECT_TRUE(b->add_bos);
+}
+
+// ---- bad directories ----
+
+class BadCheckpoint : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    g_ = gguf_model({"qwen2moe", dense(Arch::kQwen2Moe)}, gguf::TensorType::kF32);
+    ASSERT_TRUE(g_.model);
+    ASSERT_TRUE(export_hf_checkpoint(g_.file(), dir_.str(), {.shards = 2}).has_value());
+  }
+  std::string load_error() {
+    auto m = load_model(dir_.str(), Config());
+    EXPECT_FALSE(m.has_value());
+    return m ? "" : m.error().message();
+  }
+  json read_json(const std::string& name) {
+    std::ifstream in(dir_ / name);
+    return json::parse(in);
+  }
+  void write(const std::string& name, const std::string& text) { std::ofstream(dir_ / name, std::ios::trunc) << text; }
+  // Rewrites shard `name` with `edit` applied to its tensors.
+  void rewrite_shard(const std::string& name, const std::function<void(std::vector<safetensors::PendingTensor>&)>& edit) {
+    std::vector<safetensors::PendingTensor> tensors;
+    {
+      auto f = safetensors::read((dir_ / name).string());
+      ASSERT_TRUE(f.has_value());
+      for (const auto& t : f->tensors)
+        tensors.push_back({t.name, t.dtype, t.shape, std::vector<std::byte>(t.data, t.data + (t.end - t.begin))});
+    }
+    edit(tensors);
+    auto bytes = safetensors::serialize(tensors);
+    ASSERT_TRUE(bytes.has_value());
+    std::ofstream(dir_ / name, std::ios::binary | std::ios::trunc)
+        .write(reinterpret_cast<const char*>(bytes->data()), std::streamsize(bytes->size()));
+  }
+  // Removes a tensor from its shard and from the index.
+  void drop(const std::string& name) {
+    rewrite_shard(shard_of(name), [&](std::vector<safetensors::PendingTensor>& ts) {
+      std::erase_if(ts, [&](const safetensors::PendingTensor& t) { return t.name == name; });
+    });
+    json index = read_json("model.safetensors.index.json");
+    index["weight_map"].erase(name);
+    write("model.safetensors.index.json", index.dump());
+  }
+  std::string shard_of(const std::string& tensor) {
+    return read_json("model.safetensors.index.json")["weight_map"][tensor].get<std::string>();
+  }
+
+  Gguf g_;
+  TempDir dir_;
+};
+
+TEST_F(BadCheckpoint, MissingConfigKeyIsNamed) {
+  json c = read_json("config.json");
+  c.erase("hidden_size");
+  write("config.json", c.dump());
+  const std::string e = load_error();
+  EXPECT_NE(e.find("config.json: missing 'hidden_size'"), std::string::npos) << e;
+}
+
+TEST_F(BadCheckpoint, UnknownArchitectureListsTheSupportedOnes) {
+  json c = read_json("config.json");
+  c["architectures"] = {"FalconForCausalLM"};
+  write("config.json", c.dump());
+  const std::string e = load_error();
+  EXPECT_NE(e.find("architecture 'FalconForCausalLM' is not supported"), std::string::npos) << e;
+  EXPECT_NE(e.find("Qwen2MoeForCausalLM"), std::string::npos) << e;
+  EXPECT_NE(e.find("KimiLinearForCausalLM"), std::string::npos) << e;
+}
+
+TEST_F(BadCheckpoint, RefusedConfigValueIsNamed) {
+  json c = read_json("config.json");
+  c["norm_topk_prob"] = true;
+  write("config.json", c.dump());
+  const std::string e = load_error();
+  EXPECT_NE(e.find("'norm_topk_prob' is true"), std::string::npos) << e;
+}
+
+TEST_F(BadCheckpoint, WrongTensorShapeNamesTheTensorTheShardAndTheShape) {
+  const std::string name = "model.layers.1.self_attn.v_proj.weight";
+  const std::string shard = shard_of(name);
+  rewrite_shard(shard, [&](std::vector<safetensors::PendingTensor>& ts) {
+    for (auto& t : ts)
+      if (t.name == name) t.shape = {t.shape[1], t.shape[0]};  // [32, 64] written as [64, 32]
+  });
+  const std::string e = load_error();
+  EXPECT_NE(e.find("blk.1.attn_v.weight"), std::string::npos) << e;
+  EXPECT_NE(e.find(fmt::format("'{}' [64, 32] in '{}'", name, shard)), std::string::npos) << e;
+  EXPECT_NE(e.find("expected"), std::string::npos) << e;
+}
+
+TEST_F(BadCheckpoint, MissingTensorIsNamedByItsHuggingFaceName) {
+  const std::string name = "model.layers.0.self_attn.k_proj.weight";
+  drop(name);
+  const std::string e = load_error();
+  EXPECT_NE(e.find(fmt::format("'{}', which the checkpoint lacks", name)), std::string::npos) << e;
+}
+
+TEST_F(BadCheckpoint, MissingExpertIsNamed) {
+  const std::string name = "model.layers.1.mlp.experts.2.up_proj.weight";
+  drop(name);
+  const std::string e = load_error();
+  EXPECT_NE(e.find(fmt::format("tensor '{}' is missing", name)), std::string::npos) << e;
+}
+
+TEST_F(BadCheckpoint, TruncatedShardIsNamed) {
+  const std::string shard = "model-00002-of-00002.safetensors";
+  fs::resize_file(dir_ / shard, fs::file_size(dir_ / shard) - 100);
+  const std::string e = load_error();
+  EXPECT_NE(e.find(shard), std::string::npos) << e;
+  EXPECT_NE(e.find("truncated"), std::string::npos) << e;
+}
+
+TEST_F(BadCheckpoint, BadIndexIsRefused) {
+  write("model.safetensors.index.json", "{\"weight_map\": {\"lm_head.weight\": \"../elsewhere.safetensors\"}}");
+  std::string e = load_error();
+  EXPECT_NE(e.find("'../elsewhere.safetensors', not a .safetensors file name in the model directory"), std::string::npos) << e;
+  write("model.safetensors.index.json", "{\"weight_map\": {\"lm_head.weight\": \"model-00001-of-00002.safetensors\"}}");
+  e = load_error();
+  EXPECT_NE(e.find("weight_map puts tensor 'lm_head.weight' in 'model-00001-of-00002.safetensors'"), std::string::npos) << e;
+  write("model.safetensors.index.json", "[1, 2");
+  e = load_error();
+  EXPECT_NE(e.find("model.safetensors.index.json: not a JSON object"), std::string::npos) << e;
+  write("model.safetensors.index.json", "{\"weight_map\": {\"x\": \"missing.safetensors\"}}");
+  e = load_error();
+  EXPECT_NE(e.find("missing.safetensors"), std::string::npos) << e;
+}
+
+TEST_F(BadCheckpoint, UnmappedTensorIsNamed) {
+  rewrite_shard("model-00001-of-00002.safetensors", [&](std::vector<safetensors::PendingTensor>& ts) {
+    ts.push_back({"model.layers.0.mlp.mystery.weight", DType::kF32, {2}, std::vector<std::byte>(8)});
+  });
+  const std::string e = load_error();
+  EXPECT_NE(e.find("tensor 'model.layers.0.mlp.mystery.weight' is not one recur maps for Qwen2MoeForCausalLM"), std::string::npos)
+      << e;
+}
+
+TEST_F(BadCheckpoint, MissingTokenizerIsNamed) {
+  fs::remove(dir_ / "tokenizer.json");
+  const std::string e = load_error();
+  EXPECT_NE(e.find("tokenizer.json: no such file"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace recur

@@ -1,0 +1,451 @@
+#include "engine/hf_config.h"
+
+#include <array>
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/architectures.h"
+
+namespace recur {
+
+using nlohmann::json;
+
+const json* HfKeys::find(std::string_view key) const {
+  auto it = j_.find(std::string(key));
+  if (it == j_.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+Status HfKeys::get(std::string_view key, int& out) const {
+  if (!has(key)) return parse_error("{}: missing '{}'", source_, key);
+  return get_opt(key, out);
+}
+
+namespace {
+
+// One typed lookup: absent leaves `out`; a value of another JSON type is an error naming it.
+template <class T, class Check>
+Status hf_typed(const HfKeys& k, std::string_view key, T& out, Check is_type, const char* expected) {
+  const json* v = k.find(key);
+  if (v == nullptr) return ok_status();
+  if (!is_type(*v)) return parse_error("{}: '{}' must be {}, got {}", k.source(), key, expected, v->dump());
+  out = v->get<T>();
+  return ok_status();
+}
+
+}  // namespace
+
+Status HfKeys::get_opt(std::string_view key, int& out) const {
+  int64_t x = out;
+  RECUR_RETURN_IF_ERROR(hf_typed(*this, key, x, [](const json& v) { return v.is_number_integer(); }, "an integer"));
+  if (x < INT32_MIN || x > INT32_MAX) return parse_error("{}: '{}' is {}, out of range", source_, key, x);
+  out = int(x);
+  return ok_status();
+}
+
+Status HfKeys::get_opt(std::string_view key, float& out) const {
+  return hf_typed(*this, key, out, [](const json& v) { return v.is_number(); }, "a number");
+}
+
+Status HfKeys::get_opt(std::string_view key, bool& out) const {
+  return hf_typed(*this, key, out, [](const json& v) { return v.is_boolean(); }, "true or false");
+}
+
+Status HfKeys::get_opt(std::string_view key, std::string& out) const {
+  return hf_typed(*this, key, out, [](const json& v) { return v.is_string(); }, "a string");
+}
+
+Status HfKeys::refuse_unless(std::string_view key, bool expected, std::string_view why) const {
+  bool value = expected;
+  RECUR_RETURN_IF_ERROR(get_opt(key, value));
+  if (value != expected) return unsupported("{}: '{}' is {} ({})", source_, key, value, why);
+  return ok_status();
+}
+
+std::vector<float> llama3_rope_divisors(int d, double theta, const Llama3Rope& r) {
+  const double low_wavelen = r.original_context / r.low_freq_factor;
+  const double high_wavelen = r.original_context / r.high_freq_factor;
+  std::vector<float> out;
+  for (int i = 0; i < d; i += 2) {
+    const double freq = 1 / std::pow(theta, double(i) / d), wavelen = 2 * M_PI / freq;
+    if (wavelen < high_wavelen) out.push_back(1.0f);
+    else if (wavelen > low_wavelen) out.push_back(float(r.factor));
+    else {
+      const double smooth = (r.original_context / wavelen - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
+      out.push_back(float(1 / ((1 - smooth) / r.factor + smooth)));
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// rope_scaling of the dense rows: none, linear (factor), or Llama 3's (rope_freqs divisors,
+// read in read_hf_config). Others are refused by name.
+Status hf_rope_scaling(const HfKeys& k, ModelConfig& c, bool llama3_allowed) {
+  const json* s = k.find("rope_scaling");
+  if (s == nullptr) return ok_status();
+  if (!s->is_object()) return parse_error("{}: 'rope_scaling' must be an object", k.source());
+  const HfKeys r(*s, k.source());
+  std::string type = "default";
+  RECUR_RETURN_IF_ERROR(r.get_opt("type", type));
+  RECUR_RETURN_IF_ERROR(r.get_opt("rope_type", type));
+  if (type == "default") return ok_status();
+  if (type == "linear") {
+    float factor = 1;
+    RECUR_RETURN_IF_ERROR(r.get_opt("factor", factor));
+    if (!(factor > 0)) return parse_error("{}: rope_scaling.factor {} must be > 0", k.source(), factor);
+    c.rope_freq_scale = 1.0f / factor;
+    return ok_status();
+  }
+  if (type == "llama3" && llama3_allowed) return ok_status();
+  return unsupported("{}: rope_scaling type '{}' (recur reads linear{} for {})", k.source(), type,
+                     llama3_allowed ? " and llama3" : "", arch_name(c.arch));
+}
+
+void hf_write_nothing(const ModelConfig&, json&) {}
+
+Status hf_llama_keys(const HfKeys& k, ModelConfig& c) { return hf_rope_scaling(k, c, /*llama3_allowed=*/true); }
+Status hf_dense_keys(const HfKeys& k, ModelConfig& c) { return hf_rope_scaling(k, c, false); }
+
+// Qwen2-MoE / Qwen3-MoE: every layer sparse (decoder_sparse_step 1, no mlp_only_layers), the
+// top-k renormalized as the row does (norm_topk_prob: qwen2moe never, as llama.cpp; qwen3moe
+// always); Qwen2-MoE adds a gated shared expert.
+Status hf_qwen_moe_keys(const HfKeys& k, ModelConfig& c) {
+  RECUR_RETURN_IF_ERROR(hf_rope_scaling(k, c, false));
+  RECUR_RETURN_IF_ERROR(k.get("num_experts", c.n_experts));
+  RECUR_RETURN_IF_ERROR(k.get("num_experts_per_tok", c.n_experts_used));
+  RECUR_RETURN_IF_ERROR(k.get("moe_intermediate_size", c.ffn_dim));
+  if (c.shared_expert) RECUR_RETURN_IF_ERROR(k.get("shared_expert_intermediate_size", c.shared_ffn_dim));
+  RECUR_RETURN_IF_ERROR(k.refuse_unless("norm_topk_prob", c.moe_renormalize,
+                                        c.moe_renormalize ? "recur's qwen3moe renormalizes the top-k"
+                                                          : "llama.cpp's qwen2moe never renormalizes the top-k"));
+  int step = 1;
+  RECUR_RETURN_IF_ERROR(k.get_opt("decoder_sparse_step", step));
+  if (step != 1) return unsupported("{}: 'decoder_sparse_step' is {} (recur runs every layer sparse: 1)", k.source(), step);
+  if (const json* dense = k.find("mlp_only_layers"); dense != nullptr && !(dense->is_array() && dense->empty()))
+    return unsupported("{}: 'mlp_only_layers' {} (recur runs every layer sparse)", k.source(), dense->dump());
+  return ok_status();
+}
+
+void hf_write_qwen_moe(const ModelConfig& c, json& j) {
+  j["num_experts"] = c.n_experts;
+  j["num_experts_per_tok"] = c.n_experts_used;
+  j["moe_intermediate_size"] = c.ffn_dim;
+  if (c.shared_expert) j["shared_expert_intermediate_size"] = c.shared_width();
+  j["norm_topk_prob"] = c.moe_renormalize;
+}
+
+// Phi-3: LongRoPE (rope_scaling su / longrope) and partial rotary are refused; the sliding window
+// is ignored as llama.cpp does (architectures.cc).
+Status hf_phi3_keys(const HfKeys& k, ModelConfig& c) {
+  RECUR_RETURN_IF_ERROR(hf_rope_scaling(k, c, false));
+  float partial = 1;
+  RECUR_RETURN_IF_ERROR(k.get_opt("partial_rotary_factor", partial));
+  if (partial != 1) return unsupported("{}: 'partial_rotary_factor' {} (partial rotary is not supported)", k.source(), partial);
+  return ok_status();
+}
+
+// Gemma 2: the soft-caps and the sliding window; the LM head is the embedding.
+Status hf_gemma2_keys(const HfKeys& k, ModelConfig& c) {
+  RECUR_RETURN_IF_ERROR(hf_rope_scaling(k, c, false));
+  RECUR_RETURN_IF_ERROR(k.get_opt("attn_logit_softcapping", c.attn_softcap));
+  RECUR_RETURN_IF_ERROR(k.get_opt("final_logit_softcapping", c.final_softcap));
+  RECUR_RETURN_IF_ERROR(k.get_opt("sliding_window", c.sliding_window));
+  c.tied_embeddings = true;
+  return ok_status();
+}
+
+void hf_write_gemma2(const ModelConfig& c, json& j) {
+  j["attn_logit_softcapping"] = c.attn_softcap;
+  j["final_logit_softcapping"] = c.final_softcap;
+  j["sliding_window"] = c.sliding_window;
+  j["query_pre_attn_scalar"] = c.head_dim;
+  j["hidden_activation"] = "gelu_pytorch_tanh";
+}
+
+// The MLA keys DeepSeek-V2/V3 and Kimi-Linear share.
+Status hf_mla_keys(const HfKeys& k, ModelConfig& c) {
+  RECUR_RETURN_IF_ERROR(k.get_opt("q_lora_rank", c.q_lora_rank));
+  RECUR_RETURN_IF_ERROR(k.get("kv_lora_rank", c.kv_lora_rank));
+  RECUR_RETURN_IF_ERROR(k.get("qk_nope_head_dim", c.qk_nope_dim));
+  RECUR_RETURN_IF_ERROR(k.get("qk_rope_head_dim", c.qk_rope_dim));
+  RECUR_RETURN_IF_ERROR(k.get("v_head_dim", c.v_head_dim));
+  c.head_dim = c.qk_nope_dim + c.qk_rope_dim;
+  c.n_kv_heads = 1;  // MLA caches one latent per token (llama.cpp writes head_count_kv 1)
+  c.dense_ffn_dim = c.ffn_dim;
+  RECUR_RETURN_IF_ERROR(k.get("moe_intermediate_size", c.ffn_dim));
+  RECUR_RETURN_IF_ERROR(k.get_opt("first_k_dense_replace", c.leading_dense_layers));
+  RECUR_RETURN_IF_ERROR(k.get_opt("routed_scaling_factor", c.expert_weights_scale));
+  int freq = 1;
+  RECUR_RETURN_IF_ERROR(k.get_opt("moe_layer_freq", freq));
+  if (freq != 1) return unsupported("{}: 'moe_layer_freq' is {} (recur runs every layer after the dense ones sparse)", k.source(), freq);
+  return ok_status();
+}
+
+void hf_write_mla(const ModelConfig& c, json& j) {
+  if (c.q_lora_rank > 0) j["q_lora_rank"] = c.q_lora_rank;
+  else j["q_lora_rank"] = nullptr;
+  j["kv_lora_rank"] = c.kv_lora_rank;
+  j["qk_nope_head_dim"] = c.qk_nope_dim;
+  j["qk_rope_head_dim"] = c.qk_rope_dim;
+  j["v_head_dim"] = c.v_head_dim;
+  j["intermediate_size"] = c.dense_ffn_dim;
+  j["moe_intermediate_size"] = c.ffn_dim;
+  j["first_k_dense_replace"] = c.leading_dense_layers;
+  j["routed_scaling_factor"] = c.expert_weights_scale;
+  j["num_key_value_heads"] = c.n_heads;
+}
+
+// DeepSeek-V2 / V3: routed experts (softmax or sigmoid scores, the selection bias
+// e_score_correction_bias where the checkpoint has it), shared experts, YaRN. Group-limited
+// routing (n_group, topk_group) is not applied, as in llama.cpp's deepseek2.
+Status hf_deepseek2_keys(const HfKeys& k, ModelConfig& c) {
+  RECUR_RETURN_IF_ERROR(hf_mla_keys(k, c));
+  RECUR_RETURN_IF_ERROR(k.get("n_routed_experts", c.n_experts));
+  RECUR_RETURN_IF_ERROR(k.get("num_experts_per_tok", c.n_experts_used));
+  int shared = 0;
+  RECUR_RETURN_IF_ERROR(k.get_opt("n_shared_experts", shared));
+  c.shared_expert = shared > 0;
+  c.shared_ffn_dim = shared * c.ffn_dim;
+  c.moe_renormalize = false;
+  RECUR_RETURN_IF_ERROR(k.get_opt("norm_topk_prob", c.moe_renormalize));
+  std::string scoring = "softmax";
+  RECUR_RETURN_IF_ERROR(k.get_opt("scoring_func", scoring));
+  if (scoring == "softmax") c.expert_gating = ExpertGating::kSoftmax;
+  else if (scoring == "sigmoid") c.expert_gating = ExpertGating::kSigmoid;
+  else return unsupported("{}: 'scoring_func' '{}' (recur reads softmax and sigmoid)", k.source(), scoring);
+  const json* s = k.find("rope_scaling");
+  if (s == nullptr) return ok_status();
+  if (!s->is_object()) return parse_error("{}: 'rope_scaling' must be an object", k.source());
+  const HfKeys r(*s, k.source());
+  std::string type = "default";
+  RECUR_RETURN_IF_ERROR(r.get_opt("type", type));
+  RECUR_RETURN_IF_ERROR(r.get_opt("rope_type", type));
+  if (type == "default") return ok_status();
+  if (type != "yarn") return unsupported("{}: rope_scaling type '{}' (recur reads yarn for deepseek2)", k.source(), type);
+  RECUR_RETURN_IF_ERROR(r.get_opt("factor", c.rope_yarn_factor));
+  RECUR_RETURN_IF_ERROR(r.get("original_max_position_embeddings", c.rope_original_context));
+  float mscale_all_dim = 0, beta_fast = 32, beta_slow = 1;
+  RECUR_RETURN_IF_ERROR(r.get_opt("mscale_all_dim", mscale_all_dim));
+  RECUR_RETURN_IF_ERROR(r.get_opt("beta_fast", beta_fast));
+  RECUR_RETURN_IF_ERROR(r.get_opt("beta_slow", beta_slow));
+  if (beta_fast != 32 || beta_slow != 1)
+    return unsupported("{}: rope_scaling beta_fast {} / beta_slow {} (recur's GGUF rows carry 32 / 1)", k.source(), beta_fast,
+                       beta_slow);
+  c.rope_yarn_log_mul = 0.1f * mscale_all_dim;  // llama.cpp's converter
+  return ok_status();
+}
+
+void hf_write_deepseek2(const ModelConfig& c, json& j) {
+  hf_write_mla(c, j);
+  j["n_routed_experts"] = c.n_experts;
+  j["num_experts_per_tok"] = c.n_experts_used;
+  j["n_shared_experts"] = c.shared_expert ? c.shared_width() / c.ffn_dim : 0;
+  j["norm_topk_prob"] = c.moe_renormalize;
+  j["scoring_func"] = c.expert_gating == ExpertGating::kSigmoid ? "sigmoid" : "softmax";
+  j["topk_method"] = c.expert_gating == ExpertGating::kSigmoid ? "noaux_tc" : "greedy";
+  if (c.rope_yarn_factor > 1)
+    j["rope_scaling"] = {{"type", "yarn"},
+                         {"factor", c.rope_yarn_factor},
+                         {"original_max_position_embeddings", c.rope_original_context},
+                         {"mscale_all_dim", c.rope_yarn_log_mul / 0.1f},
+                         {"mscale", 1.0},
+                         {"beta_fast", 32},
+                         {"beta_slow", 1}};
+}
+
+// Kimi-Linear: KDA layers except linear_attn_config.full_attn_layers (1-based), MLA without RoPE
+// there, deepseek2's MoE with a renormalized top-k.
+Status hf_kimi_linear_keys(const HfKeys& k, ModelConfig& c) {
+  RECUR_RETURN_IF_ERROR(hf_mla_keys(k, c));
+  RECUR_RETURN_IF_ERROR(k.get("num_experts", c.n_experts));
+  RECUR_RETURN_IF_ERROR(k.get_opt("num_experts_per_tok", c.n_experts_used));
+  RECUR_RETURN_IF_ERROR(k.has("num_experts_per_tok") ? ok_status() : k.get("num_experts_per_token", c.n_experts_used));
+  int shared = 0;
+  RECUR_RETURN_IF_ERROR(k.get_opt("num_shared_experts", shared));
+  c.shared_expert = shared > 0;
+  c.shared_ffn_dim = shared * c.ffn_dim;
+  RECUR_RETURN_IF_ERROR(k.refuse_unless("moe_renormalize", true, "llama.cpp's kimi-linear renormalizes the top-k"));
+  std::string activation = "sigmoid";
+  RECUR_RETURN_IF_ERROR(k.get_opt("moe_router_activation_func", activation));
+  if (activation == "softmax") c.expert_gating = ExpertGating::kSoftmax;
+  else if (activation == "sigmoid") c.expert_gating = ExpertGating::kSigmoid;
+  else return unsupported("{}: 'moe_router_activation_func' '{}' (softmax or sigmoid)", k.source(), activation);
+  const json* la = k.find("linear_attn_config");
+  if (la == nullptr || !la->is_object()) return parse_error("{}: missing object 'linear_attn_config'", k.source());
+  const HfKeys l(*la, k.source());
+  RECUR_RETURN_IF_ERROR(l.get("head_dim", c.kda_head_dim));
+  RECUR_RETURN_IF_ERROR(l.get_opt("short_conv_kernel_size", c.conv_size));
+  int heads = c.n_heads;
+  RECUR_RETURN_IF_ERROR(l.get_opt("num_heads", heads));
+  if (heads != c.n_heads)
+    return unsupported("{}: linear_attn_config.num_heads {} differs from num_attention_heads {} (llama.cpp's kimi-linear "
+                       "shares them)",
+                       k.source(), heads, c.n_heads);
+  c.kda_heads = c.kda_key_heads = c.n_heads;
+  const json* full = l.find("full_attn_layers");
+  if (full == nullptr || !full->is_array())
+    return parse_error("{}: missing array 'linear_attn_config.full_attn_layers' (1-based layer numbers)", k.source());
+  c.layer_pattern.assign(size_t(std::max(c.n_layers, 0)), 'k');
+  for (const json& v : *full) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > c.n_layers)
+      return parse_error("{}: linear_attn_config.full_attn_layers entry {} is not a layer number 1..{}", k.source(), v.dump(),
+                         c.n_layers);
+    c.layer_pattern[size_t(v.get<int64_t>() - 1)] = 'a';
+  }
+  return ok_status();
+}
+
+void hf_write_kimi_linear(const ModelConfig& c, json& j) {
+  hf_write_mla(c, j);
+  j["num_experts"] = c.n_experts;
+  j["num_experts_per_token"] = c.n_experts_used;
+  j["num_shared_experts"] = c.shared_expert ? c.shared_width() / c.ffn_dim : 0;
+  j["moe_renormalize"] = true;
+  j["moe_router_activation_func"] = c.expert_gating == ExpertGating::kSigmoid ? "sigmoid" : "softmax";
+  json full = json::array(), kda = json::array();
+  for (int l = 0; l < c.n_layers; ++l) (c.is_kda_layer(l) ? kda : full).push_back(l + 1);
+  j["linear_attn_config"] = {{"head_dim", c.kda_head_dim},       {"num_heads", c.kda_heads},
+                             {"short_conv_kernel_size", c.conv_size}, {"full_attn_layers", full},
+                             {"kda_layers", kda}};
+  j["mla_use_nope"] = true;
+}
+
+constexpr HfTensorRules kHfPlain{};
+constexpr HfTensorRules kHfLlamaTensors{.permute_qk = true};
+constexpr HfTensorRules kHfGemmaTensors{.norm_plus_one = true, .gemma_norm_names = true};
+
+const std::array<HfArchitecture, 11> kHfArchitectures{{
+    {"LlamaForCausalLM", Arch::kLlama, hf_llama_keys, hf_write_nothing, kHfLlamaTensors},
+    {"MistralForCausalLM", Arch::kLlama, hf_llama_keys, hf_write_nothing, kHfLlamaTensors},
+    {"Qwen2ForCausalLM", Arch::kQwen2, hf_dense_keys, hf_write_nothing, kHfPlain},
+    {"Qwen3ForCausalLM", Arch::kQwen3, hf_dense_keys, hf_write_nothing, kHfPlain},
+    {"Qwen2MoeForCausalLM", Arch::kQwen2Moe, hf_qwen_moe_keys, hf_write_qwen_moe, kHfPlain},
+    {"Qwen3MoeForCausalLM", Arch::kQwen3Moe, hf_qwen_moe_keys, hf_write_qwen_moe, kHfPlain},
+    {"Phi3ForCausalLM", Arch::kPhi3, hf_phi3_keys, hf_write_nothing, kHfPlain},
+    {"Gemma2ForCausalLM", Arch::kGemma2, hf_gemma2_keys, hf_write_gemma2, kHfGemmaTensors},
+    {"DeepseekV2ForCausalLM", Arch::kDeepseek2, hf_deepseek2_keys, hf_write_deepseek2, kHfPlain},
+    {"DeepseekV3ForCausalLM", Arch::kDeepseek2, hf_deepseek2_keys, hf_write_deepseek2, kHfPlain},
+    {"KimiLinearForCausalLM", Arch::kKimiLinear, hf_kimi_linear_keys, hf_write_kimi_linear, kHfPlain},
+}};
+
+// The ids in bos_token_id / eos_token_id: an integer, or a list whose first entry is taken.
+Status hf_token_id(const HfKeys& k, std::string_view key, int& out) {
+  const json* v = k.find(key);
+  if (v == nullptr) return ok_status();
+  if (v->is_array() && !v->empty()) v = &(*v)[0];
+  if (!v->is_number_integer() || v->get<int64_t>() < 0 || v->get<int64_t>() > INT32_MAX)
+    return parse_error("{}: '{}' must be a token id (or a list of them), got {}", k.source(), key, v->dump());
+  out = int(v->get<int64_t>());
+  return ok_status();
+}
+
+}  // namespace
+
+std::span<const HfArchitecture> hf_architectures() { return kHfArchitectures; }
+
+std::string supported_hf_architectures() {
+  std::string out;
+  for (const HfArchitecture& a : hf_architectures()) out += (out.empty() ? "" : ", ") + std::string(a.name);
+  return out;
+}
+
+Result<const HfArchitecture*> find_hf_architecture(std::string_view name, std::string_view source) {
+  for (const HfArchitecture& a : hf_architectures())
+    if (a.name == name) return &a;
+  return unsupported("{}: architecture '{}' is not supported (recur reads Hugging Face checkpoints of {})", source, name,
+                     supported_hf_architectures());
+}
+
+const HfArchitecture* hf_architecture_of(Arch arch) {
+  for (const HfArchitecture& a : hf_architectures())
+    if (a.arch == arch) return &a;
+  return nullptr;
+}
+
+Result<HfModelConfig> read_hf_config(std::string_view text, std::string_view source) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return parse_error("{}: not a JSON object", source);
+  const HfKeys k(j, source);
+  // No 'architectures' (older configs): LlamaForCausalLM, as recur read them before the table.
+  std::string name = "LlamaForCausalLM";
+  if (const json* names = k.find("architectures")) {
+    if (!names->is_array() || names->empty() || !(*names)[0].is_string())
+      return parse_error("{}: 'architectures' must be a list naming the model class, e.g. [\"LlamaForCausalLM\"]", source);
+    name = (*names)[0].get<std::string>();
+  }
+  HfModelConfig out;
+  RECUR_ASSIGN_OR_RETURN(out.row, find_hf_architecture(name, source));
+  ModelConfig& c = out.config;
+  c.arch = out.row->arch;
+  architecture(c.arch).features(c);
+  RECUR_RETURN_IF_ERROR(k.get("hidden_size", c.dim));
+  RECUR_RETURN_IF_ERROR(k.get("num_hidden_layers", c.n_layers));
+  RECUR_RETURN_IF_ERROR(k.get("num_attention_heads", c.n_heads));
+  c.n_kv_heads = c.n_heads;
+  RECUR_RETURN_IF_ERROR(k.get_opt("num_key_value_heads", c.n_kv_heads));
+  RECUR_RETURN_IF_ERROR(k.get("intermediate_size", c.ffn_dim));
+  RECUR_RETURN_IF_ERROR(k.get("vocab_size", c.vocab));
+  RECUR_RETURN_IF_ERROR(k.get_opt("max_position_embeddings", c.context));
+  c.head_dim = c.n_heads > 0 ? c.dim / c.n_heads : 0;
+  RECUR_RETURN_IF_ERROR(k.get_opt("head_dim", c.head_dim));
+  RECUR_RETURN_IF_ERROR(k.get_opt("rms_norm_eps", c.rms_eps));
+  RECUR_RETURN_IF_ERROR(k.get_opt("rope_theta", c.rope_theta));
+  RECUR_RETURN_IF_ERROR(k.get_opt("tie_word_embeddings", c.tied_embeddings));
+  // Bounds before anything is sized by them (the vocabulary's token list, Kimi's layer pattern).
+  constexpr int kMaxVocab = 1 << 24, kMaxLayers = 4096;
+  if (c.vocab > kMaxVocab) return parse_error("{}: 'vocab_size' {} exceeds recur's limit of {}", source, c.vocab, kMaxVocab);
+  if (c.n_layers > kMaxLayers)
+    return parse_error("{}: 'num_hidden_layers' {} exceeds recur's limit of {}", source, c.n_layers, kMaxLayers);
+  RECUR_RETURN_IF_ERROR(hf_token_id(k, "bos_token_id", out.bos));
+  RECUR_RETURN_IF_ERROR(hf_token_id(k, "eos_token_id", out.eos));
+  RECUR_RETURN_IF_ERROR(out.row->read(k, c));
+  if (auto s = c.validate(); !s) return unexpected(s.error().with_context(source));
+  if (const json* s = k.find("rope_scaling"); s != nullptr && out.row->arch == Arch::kLlama) {
+    const HfKeys r(*s, source);
+    std::string type;
+    RECUR_RETURN_IF_ERROR(r.get_opt("type", type));
+    RECUR_RETURN_IF_ERROR(r.get_opt("rope_type", type));
+    if (type == "llama3") {
+      Llama3Rope rope;
+      float f = float(rope.factor), lo = float(rope.low_freq_factor), hi = float(rope.high_freq_factor);
+      int original = int(rope.original_context);
+      RECUR_RETURN_IF_ERROR(r.get_opt("factor", f));
+      RECUR_RETURN_IF_ERROR(r.get_opt("low_freq_factor", lo));
+      RECUR_RETURN_IF_ERROR(r.get_opt("high_freq_factor", hi));
+      RECUR_RETURN_IF_ERROR(r.get_opt("original_max_position_embeddings", original));
+      if (!(f > 0) || !(lo > 0) || !(hi > lo) || original <= 0)
+        return parse_error("{}: rope_scaling llama3 factor {}, low {} / high {} frequency factors, original context {}: "
+                           "need positive values and high > low",
+                           source, f, lo, hi, original);
+      out.rope_freqs = llama3_rope_divisors(c.head_dim, c.rope_theta, {f, lo, hi, double(original)});
+    }
+  }
+  return out;
+}
+
+std::string write_hf_config(const ModelConfig& c, int bos, int eos) {
+  const HfArchitecture* row = hf_architecture_of(c.arch);
+  json j = json::object();
+  j["architectures"] = {std::string(row != nullptr ? row->name : "")};
+  j["hidden_size"] = c.dim;
+  j["num_hidden_layers"] = c.n_layers;
+  j["num_attention_heads"] = c.n_heads;
+  j["num_key_value_heads"] = c.n_kv_heads;
+  j["intermediate_size"] = c.ffn_dim;
+  j["vocab_size"] = c.vocab;
+  j["max_position_embeddings"] = c.context;
+  j["head_dim"] = c.head_dim;
+  j["rms_norm_eps"] = c.rms_eps;
+  j["rope_theta"] = c.rope_theta;
+  j["tie_word_embeddings"] = c.tied_embeddings;
+  if (c.rope_freq_scale != 1.0f) j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 1.0f / c.rope_freq_scale}};
+  if (bos >= 0) j["bos_token_id"] = bos;
+  if (eos >= 0) j["eos_token_id"] = eos;
+  if (row != nullptr) row->write(c, j);
+  return j.dump(2);
+}
+
+}  // namespace recur

@@ -1,0 +1,93 @@
+// Hugging Face checkpoints, part 1: config.json and the table of the `architectures` recur reads.
+//
+// Each row names a Hugging Face class (config.json's architectures[0]), the row of the GGUF
+// architecture table it becomes (architectures.h), how its config.json keys set ModelConfig
+// (the keys of transformers' config class, as llama.cpp's convert_hf_to_gguf.py reads them), how
+// they are written back (hf_export.h, the converter's inverse for tests), and the conversions its
+// tensors need on the way to llama.cpp's layout (hf_tensor_names.h). Adding a Hugging Face
+// architecture is adding a row here. docs/engine.md "Hugging Face checkpoints" lists them.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/status.h"
+#include "engine/model_config.h"
+
+namespace recur {
+
+// The keys of one config.json, with typed lookups whose errors name the file and the key.
+// A key that is absent or JSON null counts as absent (transformers writes null for unset keys).
+class HfKeys {
+ public:
+  HfKeys(const nlohmann::json& j, std::string_view source) : j_(j), source_(source) {}
+  const nlohmann::json* find(std::string_view key) const;  // nullptr when absent or null
+  bool has(std::string_view key) const { return find(key) != nullptr; }
+  Status get(std::string_view key, int& out) const;  // required
+  Status get_opt(std::string_view key, int& out) const;
+  Status get_opt(std::string_view key, float& out) const;
+  Status get_opt(std::string_view key, bool& out) const;
+  Status get_opt(std::string_view key, std::string& out) const;
+  // A key recur cannot honour unless it has the value `expected` (or is absent).
+  Status refuse_unless(std::string_view key, bool expected, std::string_view why) const;
+  std::string_view source() const { return source_; }
+  const nlohmann::json& object() const { return j_; }
+
+ private:
+  const nlohmann::json& j_;
+  std::string_view source_;
+};
+
+// What a row's tensors need beyond renaming (hf_tensor_names.cc applies them).
+struct HfTensorRules {
+  // Llama / Mistral: q_proj / k_proj rows permuted per head as llama.cpp's converter does, so
+  // GGUF llama's interleaved RoPE pairs (2i, 2i + 1) see Hugging Face's half-split pairs.
+  bool permute_qk = false;
+  // Gemma 2: RMSNorm weights are stored as w and used as 1 + w; llama.cpp's converter adds the 1.
+  bool norm_plus_one = false;
+  // Gemma 2: post_attention_layernorm is the sandwich norm after attention, and
+  // pre_feedforward_layernorm the FFN's input norm.
+  bool gemma_norm_names = false;
+};
+
+struct HfArchitecture {
+  std::string_view name;  // config.json architectures[0]
+  Arch arch;              // the GGUF row it loads as
+  // Sets the row's own hyper-parameters after the shared keys (hidden_size, layers, heads, ...).
+  Status (*read)(const HfKeys& keys, ModelConfig& c);
+  // Writes them back (hf_export.h).
+  void (*write)(const ModelConfig& c, nlohmann::json& j);
+  HfTensorRules tensors;
+};
+
+std::span<const HfArchitecture> hf_architectures();
+std::string supported_hf_architectures();  // "LlamaForCausalLM, MistralForCausalLM, ..."
+// The row named `name` (or the first row of `arch`), or an error naming the file, the name and
+// the supported list.
+Result<const HfArchitecture*> find_hf_architecture(std::string_view name, std::string_view source);
+const HfArchitecture* hf_architecture_of(Arch arch);
+
+// Llama 3.1's RoPE scaling (rope_scaling.rope_type "llama3"): the per-pair divisors llama.cpp's
+// converter writes as rope_freqs.weight.
+struct Llama3Rope {
+  double factor = 8, low_freq_factor = 1, high_freq_factor = 4, original_context = 8192;
+};
+std::vector<float> llama3_rope_divisors(int head_dim, double theta, const Llama3Rope& rope);
+
+struct HfModelConfig {
+  const HfArchitecture* row = nullptr;
+  ModelConfig config;
+  std::vector<float> rope_freqs;  // non-empty: a rope_freqs.weight tensor (Llama 3 scaling)
+  int bos = -1, eos = -1;         // bos_token_id / eos_token_id (eos: the first of a list)
+};
+
+// Parses config.json; errors name `source` and the key that is missing, mistyped or refused.
+Result<HfModelConfig> read_hf_config(std::string_view json_text, std::string_view source);
+// The config.json of `c` (hf_export.h); bos / eos ids when >= 0.
+std::string write_hf_config(const ModelConfig& c, int bos, int eos);
+
+}  // namespace recur

@@ -1,0 +1,22 @@
+// A GGUF model in llama.cpp's layout written as a Hugging Face directory: llama.cpp's converter
+// run backwards (Llama q/k rows un-permuted, Gemma 2 norms minus 1, experts un-stacked, MLA's
+// attn_k_b / attn_v_b joined back into kv_b_proj, Kimi's ssm_a back to A_log), with config.json,
+// tokenizer.json and tokenizer_config.json. It exists so tests can load the same weights both
+// ways (hf_checkpoint_test.cc) and `recur model new --hf` can write a checkpoint to try.
+#pragma once
+
+#include <string>
+
+#include "core/status.h"
+#include "engine/gguf.h"
+
+namespace recur {
+
+struct HfExportOptions {
+  int shards = 1;  // > 1: model-0000i-of-0000N.safetensors with model.safetensors.index.json
+};
+
+// F32, F16 and BF16 tensors only; errors name the tensor that has no Hugging Face form.
+Status export_hf_checkpoint(const gguf::File& file, const std::string& dir, const HfExportOptions& options = {});
+
+}  // namespace recur

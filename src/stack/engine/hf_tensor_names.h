@@ -1,0 +1,51 @@
+// Hugging Face checkpoints, part 2: tensor names. Each Hugging Face tensor of a row
+// (hf_config.h) becomes a tensor of llama.cpp's GGUF layout (the names of convert_hf_to_gguf.py
+// and gguf-py's tensor_mapping.py), with the conversion it needs on the way:
+//   model.embed_tokens -> token_embd, model.norm -> output_norm, lm_head -> output;
+//   model.layers.L.<x> -> blk.L.<y>: input_layernorm -> attn_norm, self_attn.{q,k,v,o}_proj ->
+//   attn_{q,k,v,output}, mlp.{gate,up,down}_proj -> ffn_{gate,up,down}, mlp.experts.E.* (and
+//   block_sparse_moe.experts.E.w1/w2/w3) stacked into ffn_*_exps, the MLA, KDA, shared-expert
+//   and norm tensors likewise (the table in hf_tensor_names.cc).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "engine/hf_config.h"
+
+namespace recur {
+
+enum class HfConversion : uint8_t {
+  kNone,         // the bytes as stored, dims reversed (PyTorch's outermost-first to ggml's ne[])
+  kPermuteQ,     // Llama q_proj: rows permuted per head (llama.cpp's converter), a copy
+  kPermuteK,     // Llama k_proj: the same over the KV heads
+  kNormPlusOne,  // Gemma 2 RMSNorm: 1 + w as F32, a copy
+  kNegExp,       // Kimi A_log: -exp(A_log) as F32 {1, heads}, a copy
+  kConv,         // Kimi q/k/v_conv1d [channels, 1, taps] or [channels, taps]: {taps, 1, channels}
+  kFlatten,      // a vector stored with unit dims ([1, n]): {n}
+  kExpert,       // one expert of ffn_*_exps: stacked with its siblings, a copy
+};
+
+struct HfTensorTarget {
+  std::string gguf_name;
+  HfConversion conversion = HfConversion::kNone;
+  int expert = -1;  // kExpert: which one
+};
+
+// What becomes of Hugging Face tensor `name` in a model of `row` with n_layers layers:
+// a target; std::nullopt with *ignored set when the tensor is deliberately dropped (rotary
+// inv_freq buffers, layers past n_layers such as DeepSeek-V3's multi-token-prediction layer);
+// std::nullopt with *ignored clear when recur maps no such tensor.
+std::optional<HfTensorTarget> hf_tensor_target(const HfArchitecture& row, std::string_view name, int n_layers,
+                                               bool* ignored);
+
+// The inverse, for messages and the exporter: the Hugging Face name of GGUF tensor `gguf_name`
+// (for ffn_*_exps, expert `expert`'s); empty when none maps to it.
+std::string hf_tensor_name(const HfArchitecture& row, std::string_view gguf_name, int expert = 0);
+
+// The Llama Q/K row permutation: row r of the converted tensor is row permuted_row(r) of the
+// Hugging Face one (heads of head_dim rows; inverse = true for the exporter's direction).
+int64_t llama_permuted_row(int64_t r, int64_t head_dim, bool inverse);
+
+}  // namespace recur

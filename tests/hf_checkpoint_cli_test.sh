@@ -1,0 +1,80 @@
+#!/bin/sh
+# End-to-end: `recur model new --hf DIR` writes a random-weight model both as GGUF and as a
+# Hugging Face directory (config.json, safetensors shards, tokenizer.json) of the same weights,
+# and `recur generate` gives the same greedy tokens and text from either, for every Hugging Face
+# row (docs/engine.md "Hugging Face checkpoints"); bad directories are refused with the file,
+# the key or tensor named, and a non-zero exit.
+# Usage: hf_checkpoint_cli_test.sh /path/to/recur SOURCE_DIR
+set -u
+RECUR="$1"
+. "$(dirname "$0")/serve_port.sh"
+T="$(mktemp -d)"
+export RECUR_CACHE_DIR="$T"
+SERVER=""
+cleanup() { [ -n "$SERVER" ] && kill -9 "$SERVER" 2>/dev/null; rm -rf "$T"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; [ -f "$T/serve.err" ] && { echo "--- server stderr:" >&2; cat "$T/serve.err" >&2; }; exit 1; }
+field() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"; }
+
+DENSE="--dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 64 --vocab 400 --context 128"
+MLA="--dim 64 --layers 4 --heads 2 --vocab 400 --context 128 --kv-lora-rank 32 --qk-nope 32 --qk-rope 16 \
+--v-head-dim 32 --experts 4 --experts-used 2 --ffn 32"
+i=0
+for spec in "llama --llama3-rope" "qwen2" "qwen3" "qwen2moe" "qwen3moe" "phi3" "gemma2" \
+            "deepseek2 --gating sigmoid --q-lora-rank 32 --leading-dense 1" "kimi-linear --pattern kkak --kda-head-dim 32"; do
+  i=$((i + 1))
+  arch="${spec%% *}"
+  case "$arch" in deepseek2|kimi-linear) shape="$MLA" ;; *) shape="$DENSE" ;; esac
+  dtype=bf16; [ $((i % 2)) -eq 0 ] && dtype=f16
+  # shellcheck disable=SC2086
+  "$RECUR" model new "$T/$i.gguf" --arch $spec $shape --dtype "$dtype" --hf "$T/hf$i" --hf-shards $((i % 3 + 1)) \
+    >/dev/null 2>"$T/new.err" || fail "model new $spec --hf: $(cat "$T/new.err")"
+  for m in "$T/$i.gguf" "$T/hf$i"; do
+    "$RECUR" generate -m "$m" -p "hello world" -n 8 --threads 1 --json --set kernel.gemm.f16_activations=f32 \
+      > "$m.json" 2>"$T/gen.err" || fail "generate $arch from $m: $(cat "$T/gen.err")"
+  done
+  [ "$(field "$T/$i.gguf.json" tokens)" = "$(field "$T/hf$i.json" tokens)" ] \
+    || fail "$arch: GGUF tokens $(field "$T/$i.gguf.json" tokens) vs Hugging Face $(field "$T/hf$i.json" tokens)"
+  [ "$(field "$T/$i.gguf.json" prompt_ids)" = "$(field "$T/hf$i.json" prompt_ids)" ] || fail "$arch: prompt ids differ"
+  [ "$(field "$T/$i.gguf.json" text)" = "$(field "$T/hf$i.json" text)" ] || fail "$arch: texts differ"
+done
+
+# serve: a greedy completion from the qwen2moe directory equals generate's text from the GGUF file.
+"$RECUR" generate -m "$T/4.gguf" -p "Once upon a time" -n 6 --threads 1 --json > "$T/expected.json" 2>/dev/null \
+  || fail "generate qwen2moe"
+"$RECUR" serve -m "$T/hf4" --port 0 --workers 1 --threads 1 2> "$T/serve.err" &
+SERVER=$!
+PORT=$(serve_port "$T/serve.err")
+[ -n "$PORT" ] || fail "serve -m DIR: no 'listening on' line"
+curl -sf "http://127.0.0.1:$PORT/v1/completions" \
+  -d '{"model":"hf4","prompt":"Once upon a time","max_tokens":6,"temperature":0}' > "$T/completion.json" \
+  || fail "serve -m DIR: curl completion"
+/usr/bin/python3 - "$T/completion.json" "$T/expected.json" <<'PY' || fail "served text differs: $(cat "$T/completion.json")"
+import json, sys
+got = json.load(open(sys.argv[1]))["choices"][0]["text"]
+want = json.load(open(sys.argv[2]))["text"]
+assert got == want, (got, want)
+PY
+kill "$SERVER"; wait "$SERVER" 2>/dev/null; SERVER=""
+rm -f "$T/serve.err"
+
+# Refusals: each names what is wrong, with a non-zero exit and no crash.
+refused() {  # refused DIR "expected text" what
+  "$RECUR" generate -m "$1" -p hi -n 2 --threads 1 >/dev/null 2>"$T/err"
+  rc=$?
+  [ $rc -ne 0 ] && [ $rc -lt 128 ] || fail "$3: exit $rc"
+  grep -qF -- "$2" "$T/err" || fail "$3: message lacks '$2': $(cat "$T/err")"
+}
+fresh() { rm -rf "$T/bad"; cp -r "$T/hf2" "$T/bad"; }
+fresh; sed -i 's/"Qwen2ForCausalLM"/"FalconForCausalLM"/' "$T/bad/config.json"
+refused "$T/bad" "architecture 'FalconForCausalLM' is not supported (recur reads Hugging Face checkpoints of LlamaForCausalLM" "unknown architecture"
+fresh; sed -i '/"hidden_size"/d' "$T/bad/config.json"
+refused "$T/bad" "config.json: missing 'hidden_size'" "missing key"
+fresh; printf '{"weight_map": {"lm_head.weight": "/etc/passwd"}}' > "$T/bad/model.safetensors.index.json"
+refused "$T/bad" "not a .safetensors file name in the model directory" "bad index"
+fresh; shard="$(ls "$T/bad"/model-*.safetensors | tail -1)"
+truncate -s -64 "$shard"
+refused "$T/bad" "truncated file?" "truncated shard"
+fresh; rm "$T/bad/tokenizer.json"
+refused "$T/bad" "tokenizer.json: no such file" "missing tokenizer"
+echo "hf_checkpoint_cli_test: ok"
