@@ -1,8 +1,9 @@
 #!/bin/sh
 # deepseek2 and kimi-linear from the command line (docs/engine.md "MLA"): model new writes
 # llama.cpp's layout, generate runs it (absorbed by default, expand by knob, both named in the
-# trace), the float64 reference session agrees on the greedy tokens, and an unknown
-# architecture is refused with the supported list.
+# trace), the float64 reference session agrees on the greedy tokens, kimi-linear gives one
+# rank's tokens under engine.ep, layer split and tp + ep, and an unknown architecture is refused
+# with the supported list.
 # Usage: mla_models_cli_test.sh /path/to/recur SOURCE_DIR
 set -u
 RECUR="$(realpath "$1")"
@@ -40,6 +41,16 @@ expect 0 "$RECUR" model inspect kl.gguf
 contains "$T/out" "kimi-linear.attention.head_count_kv"
 contains "$T/out" "blk.0.ssm_f_a.weight"
 expect 0 "$RECUR" generate -m kl.gguf -p "hello" -n 6 --threads 1 --json
+kl=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tokens"])' "$T/out")
+# The hybrid's parallel layouts on kimi-linear: expert parallelism (its sigmoid gating), layer
+# split of the MLA layer, both with tp: the same greedy tokens as one rank.
+for layout in "engine.ep=2" "engine.tp=2 engine.layer_split=on" "engine.tp=2 engine.ep=2"; do
+  set --
+  for knob in $layout; do set -- "$@" --set "$knob"; done
+  expect 0 "$RECUR" "$@" generate -m kl.gguf -p "hello" -n 6 --threads 1 --json
+  got=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tokens"])' "$T/out")
+  [ "$got" = "$kl" ] || fail "kimi-linear at $layout: $got, one rank $kl"
+done
 
 # Another architecture: refused, naming it and what runs.
 /usr/bin/python3 - <<'PY' || fail "could not write the qwen9 file"

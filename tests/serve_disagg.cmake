@@ -33,3 +33,8 @@ if(RECUR_BUILD_TESTS)
   add_test(NAME serve_disagg_ucx_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/serve_disagg_ucx_test.sh $<TARGET_FILE:recur>)
   set_tests_properties(serve_disagg_ucx_test PROPERTIES LABELS "e2e" TIMEOUT 60 SKIP_RETURN_CODE 77)
 endif()
+# The MLA architectures disaggregated: kimi-linear and deepseek2 latent caches moved between roles.
+if(RECUR_BUILD_TESTS)
+  add_test(NAME serve_disagg_mla_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/serve_disagg_mla_test.sh $<TARGET_FILE:recur>)
+  set_tests_properties(serve_disagg_mla_test PROPERTIES LABELS "e2e" TIMEOUT 60)
+endif()

@@ -11,6 +11,8 @@
 #   port_of NAME         waits until a launched server listens on 127.0.0.1, prints its port
 #   router NAME PREFILL_URLS DECODE_URLS   launches a --role router on 127.0.0.1 (model M)
 #   text_of FILE         the text of a completion response
+#   url_of NAME          waits until a launched process listens (port_of), prints its URL
+#   post URL BODY OUT    POSTs BODY to URL/v1/completions (30 s at most) into OUT, prints the status
 #   tiny_model [CONTEXT] writes the tiny hybrid model (one KDA, one attention layer; context 256
 #                        unless given) to M=$T/tiny.gguf
 #   fail MESSAGE         prints it and the tail of every $T/*.err, exits 1
@@ -57,3 +59,11 @@ port_of() {
   echo "$port"
 }
 text_of() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["choices"][0]["text"])' "$1"; }
+# Processes launch together, so their start-ups overlap while url_of waits for each.
+url_of() {
+  port=$(port_of "$1") || return 1
+  echo "http://127.0.0.1:$port"
+}
+post() {
+  curl -s --max-time 30 -o "$3" -w '%{http_code}' "$1/v1/completions" -H 'Content-Type: application/json' -d "$2"
+}

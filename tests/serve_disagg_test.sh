@@ -11,15 +11,6 @@
 set -u
 RECUR="$1"
 . "$(dirname "$0")/serve_disagg_lib.sh"
-# url_of NAME waits until a launched process listens and prints its URL. Processes launch
-# together, so their start-ups overlap.
-url_of() {
-  port=$(port_of "$1") || return 1
-  echo "http://127.0.0.1:$port"
-}
-post() {  # post URL BODY OUTFILE: prints the HTTP status
-  curl -s --max-time 30 -o "$3" -w '%{http_code}' "$1/v1/completions" -H 'Content-Type: application/json' -d "$2"
-}
 
 tiny_model
 

@@ -13,8 +13,9 @@
 //   x         += Wo o
 // The cache holds [c ; k_r] per token (kv_lora_rank + rope values). attn_k_b / attn_v_b are
 // widened to F32 once at load (the MLA kernel reads them per head).
-// engine.tp splits the heads (blocks/mla_mixer.cc); expert parallelism, layer split and
-// sequence-state export are refused.
+// engine.tp splits the heads (blocks/mla_mixer.cc), engine.layer_split puts each layer whole on
+// one rank, engine.ep splits the experts (routed by this gating), and sequence-state export moves
+// the latent caches (sequence_state.h).
 #pragma once
 
 #include <memory>

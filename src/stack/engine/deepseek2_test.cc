@@ -14,60 +14,18 @@
 #include "core/thread_pool.h"
 #include "engine/architectures.h"
 #include "engine/forward.h"
+#include "engine/mla_test_models.h"
 #include "engine/synthetic.h"
 
 namespace recur {
 namespace {
 
-// Shape A: DeepSeek-V2-Lite's form (q direct, softmax, no renormalization, scale 1).
-ModelConfig shape_a() {
-  ModelConfig c;
-  c.arch = Arch::kDeepseek2;
-  c.dim = 64;
-  c.n_layers = 3;
-  c.n_heads = 4;
-  c.n_kv_heads = 1;
-  c.kv_lora_rank = 32;
-  c.qk_nope_dim = 32;
-  c.qk_rope_dim = 16;
-  c.head_dim = 48;
-  c.v_head_dim = 32;
-  c.vocab = 400;
-  c.context = 64;
-  c.n_experts = 6;
-  c.n_experts_used = 2;
-  c.ffn_dim = 32;
-  c.leading_dense_layers = 1;
-  c.dense_ffn_dim = 96;
-  c.shared_ffn_dim = 32;  // one expert wide
-  c.shared_expert = true;
-  c.moe_renormalize = false;
-  return c;
-}
-
-// Shape B: DeepSeek-V3's form (low-rank q, sigmoid + selection bias, renormalized, scaled),
-// YaRN with DeepSeek's mscale, two shared experts.
-ModelConfig shape_b() {
-  ModelConfig c = shape_a();
-  c.dim = 96;
-  c.n_layers = 3;
-  c.n_heads = 3;
-  c.q_lora_rank = 64;
-  c.kv_lora_rank = 64;
-  c.qk_rope_dim = 8;
-  c.head_dim = 40;
-  c.v_head_dim = 64;
-  c.n_experts = 8;
-  c.n_experts_used = 3;
-  c.shared_ffn_dim = 2 * c.ffn_dim;  // two experts wide
-  c.expert_gating = ExpertGating::kSigmoid;
-  c.moe_renormalize = true;
-  c.expert_weights_scale = 2.5f;
-  c.rope_yarn_factor = 4;
-  c.rope_original_context = 16;
-  c.rope_yarn_log_mul = 0.0707f;
-  return c;
-}
+// The shapes (mla_test_models.h): A is DeepSeek-V2-Lite's form (q direct, softmax, no
+// renormalization), B DeepSeek-V3's (low-rank q, sigmoid + selection bias, renormalized, scaled,
+// YaRN, two shared experts), and Kimi-Linear's (KDA "kkak" + MLA without RoPE, sigmoid gating).
+constexpr auto shape_a = testing::deepseek2_shape_a;
+constexpr auto shape_b = testing::deepseek2_shape_b;
+constexpr auto kimi_linear = testing::kimi_linear_config;
 
 struct Built {
   std::vector<std::byte> bytes;
@@ -263,23 +221,6 @@ TEST(Deepseek2, LatentCacheBytesAndDtypes) {
   }
 }
 
-// Kimi-Linear's form: KDA layers with low-rank gates and MLA layers without RoPE in a pattern,
-// a leading dense layer, sigmoid gating with exp_probs_b, renormalized, scaled.
-ModelConfig kimi_linear() {
-  ModelConfig c = shape_a();
-  c.arch = Arch::kKimiLinear;
-  c.n_layers = 4;
-  c.layer_pattern = "kkak";
-  c.kda_head_dim = 32;
-  c.kda_heads = c.kda_key_heads = c.n_heads;
-  c.conv_size = 4;
-  c.mla_rope = false;
-  c.expert_gating = ExpertGating::kSigmoid;
-  c.moe_renormalize = true;
-  c.expert_weights_scale = 2.446f;
-  return c;
-}
-
 TEST(KimiLinear, MatchesTheFloat64Reference) {
   expect_matches_reference(kimi_linear(), gguf::TensorType::kF32, "kimi f32");
   expect_matches_reference(kimi_linear(), gguf::TensorType::kF16, "kimi f16");
@@ -388,11 +329,11 @@ TEST(Deepseek2, RefusesWhatItDoesNotRun) {
   Built b = make(shape_a(), gguf::TensorType::kF32);
   ASSERT_TRUE(b.model);
   auto pool = ThreadPool::create({.threads = 2, .pin = false});
-  Config ep;
-  ASSERT_TRUE(ep.set("engine.ep", "2").has_value());
+  Config ep;  // expert parallelism runs (mla_parallel_test), with whole experts on each rank
+  ASSERT_TRUE(ep.set("engine.ep", "4").has_value());
   auto s = b.model->new_session(**pool, 8, ep);
   ASSERT_FALSE(s.has_value());
-  EXPECT_NE(s.error().message().find("MLA models split heads over engine.tp ranks only"), std::string::npos)
+  EXPECT_NE(s.error().message().find("engine.ep=4 does not divide the 6 experts"), std::string::npos)
       << s.error().message();
   Config tp;  // shape B has 3 heads
   ASSERT_TRUE(tp.set("engine.tp", "2").has_value());

@@ -32,10 +32,6 @@ Result<std::unique_ptr<Forward>> Forward::create(const TransformerModel& m, Thre
   if (int(o.kv_dtypes.size()) != attention_layers)
     return invalid_argument("{}: {} KV dtypes for {} attention layers", who, o.kv_dtypes.size(), attention_layers);
   const LayerWeights& first = m.layers[0];
-  if (c.is_mla() && (o.ep.ep > 1 || (o.layer_split && o.tp > 1)))
-    return unsupported("{}: engine.ep={}, engine.layer_split={}: MLA models split heads over engine.tp ranks only "
-                       "(expert parallelism and layer split are not implemented for them)",
-                       who, o.ep.ep, o.layer_split ? "on" : "off");
   const Weight& down = first.exp_down.empty() ? first.w_down : first.exp_down[0];
   RECUR_RETURN_IF_ERROR(check_tp_split(c, o.tp, gguf::block_layout(down.type).elements, o.layer_split));
   const int ep = o.ep.ep, ranks = std::max(o.tp, ep);

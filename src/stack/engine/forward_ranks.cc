@@ -162,8 +162,6 @@ Status Forward::state_parts(SeqId seq, SequenceStateParts& out) {
     return unsupported("{}: sequence state export/import is refused for engine.tp>1 (each rank holds a shard of the "
                        "KV heads and KDA states; got engine.tp={}); engine.ep>1 with engine.tp=1 works",
                        who_, options_.tp);
-  if (m_.config().is_mla())
-    return unsupported("{}: sequence state export/import of MLA latent caches is not implemented yet", who_);
   if (options_.kda.replay)
     return unsupported("{}: sequence state export/import needs engine.kda.replay=off (a ReplaySSM state is a "
                        "checkpoint plus a window)",

@@ -10,8 +10,9 @@
 // The KDA layer is recur's hybrid KDA mixer (hybrid.h) with the low-rank gate projections; the
 // MLA layer is deepseek2's mixer (blocks/mla_mixer.cc). recur's own `hybrid` layout is the same
 // family with GQA + RoPE attention, full-rank gates and recur's tensor names (docs/engine.md).
-// engine.tp splits KDA and MLA heads; expert parallelism, layer split and sequence-state export
-// are refused (MLA).
+// Every hybrid feature runs on it: engine.tp splits KDA and MLA heads, engine.layer_split puts
+// each MLA layer whole on one rank, engine.ep splits the experts (routed by deepseek2's gating),
+// and sequence-state export moves the KDA states and MLA latent caches (docs/engine.md).
 #pragma once
 
 #include <memory>

@@ -5,8 +5,6 @@
 
 #include "core/knobs.h"
 #include "engine/layers.h"
-#include "kernels/layer/layer.h"
-#include "kernels/registry.h"
 #include "trace/trace.h"
 
 namespace recur::moe {
@@ -32,8 +30,8 @@ int64_t ep_slot_bytes(int64_t dim) { return int64_t(sizeof(EpSlotHeader)) + dim 
 
 }  // namespace
 
-void ep_moe_forward(const EpLayer& L, const float* h, const float* router, int64_t rows, const ExpertFn& expert,
-                    EpWorkspace& ws, float* y) {
+void ep_moe_forward(const EpLayer& L, const float* h, const int32_t* ids, const float* weights, int64_t rows,
+                    const ExpertFn& expert, EpWorkspace& ws, float* y) {
   Collectives& comm = *L.comm;
   const int P = comm.ranks();
   const size_t ranks = size_t(P);
@@ -43,22 +41,11 @@ void ep_moe_forward(const EpLayer& L, const float* h, const float* router, int64
   const int64_t capacity = L.max_rows_per_rank * std::min(L.top_k, per_rank);
   const int64_t block = kEpCountBytes + capacity * slot;  // low_latency's fixed peer block
 
-  // Route the owned rows; each destination's pairs in (token, ascending expert) order.
-  // The registered route_topk, as the forward's routed MoE (blocks/moe_ffn.cc) calls it.
-  std::vector<int32_t> ids(size_t(rows * L.top_k));
-  std::vector<float> weights(size_t(rows * L.top_k));
-  if (rows > 0) {
-    RECUR_ZONE("route_topk");
-    zone.arg("variant", L.route_variant.data());
-    zone.arg("rows", rows);
-    kernels::must(kernels::route_topk(router, rows, L.n_experts, L.top_k, kernels::RouteScore::kSoftmax, L.renormalize,
-                                      ids.data(), weights.data()),
-                  "route_topk");
-  }
+  // Each destination's pairs in (token, ascending expert) order.
   std::vector<std::vector<EpPair>> to(ranks);
   for (int64_t i = 0; i < rows; ++i) {
     std::vector<std::pair<int, float>> chosen;
-    for (int64_t j = 0; j < L.top_k; ++j) chosen.emplace_back(ids[size_t(i * L.top_k + j)], weights[size_t(i * L.top_k + j)]);
+    for (int64_t j = 0; j < L.top_k; ++j) chosen.emplace_back(ids[i * L.top_k + j], weights[i * L.top_k + j]);
     std::sort(chosen.begin(), chosen.end());
     for (auto [e, w] : chosen) to[size_t(e / per_rank)].push_back({i, e, w});
   }

@@ -28,7 +28,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -55,8 +54,6 @@ struct EpLayer {
   int64_t dim = 0;
   DispatchMode mode = DispatchMode::kNormal;
   int64_t max_rows_per_rank = 0;  // low_latency capacity: the most rows any rank owns
-  std::string_view route_variant = "partial_sort";  // kernel.route_topk.variant's resolution (trace)
-  bool renormalize = true;  // the top-k probabilities divided by their sum (ModelConfig::moe_renormalize)
 };
 
 // Runs expert `expert` (one of this rank's) over x[m, dim] into y[m, dim].
@@ -69,10 +66,11 @@ struct EpWorkspace {
   std::vector<int64_t> send_bytes, recv_bytes, send_rows, recv_rows;
 };
 
-// For this rank's `rows` tokens h[rows, dim] with router logits router[rows, n_experts]:
-// y[rows, dim] = the routed experts' outputs reduced with their weights (the shared expert is
-// the caller's). Collective: every rank of L.comm calls it, rows may be 0.
-void ep_moe_forward(const EpLayer& L, const float* h, const float* router, int64_t rows, const ExpertFn& expert,
-                    EpWorkspace& ws, float* y);
+// For this rank's `rows` tokens h[rows, dim], each routed to the experts ids[rows, top_k] with
+// the weights weights[rows, top_k] (any order within a row): y[rows, dim] = the routed experts'
+// outputs reduced with their weights (the shared expert is the caller's). Collective: every
+// rank of L.comm calls it, rows may be 0.
+void ep_moe_forward(const EpLayer& L, const float* h, const int32_t* ids, const float* weights, int64_t rows,
+                    const ExpertFn& expert, EpWorkspace& ws, float* y);
 
 }  // namespace recur::moe

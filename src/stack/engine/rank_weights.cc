@@ -48,6 +48,26 @@ void rank_attention_features(const LayerWeights& L, Span heads, Span kv_heads, i
   S.k_norm = rank_widened_span(L.k_norm, 0, L.k_norm.cols);
 }
 
+// An MLA layer's shard for `heads`: q (or q_b after the whole q_a) of those heads' rows, the
+// whole latent projection (every holder keeps the whole latent cache), wo's columns of those
+// heads' values (row-parallel over `ranks`; a view when 1).
+Status rank_mla_shard(const LayerWeights& L, const ModelConfig& c, Span heads, int ranks, gemm::Precision p,
+                      const ProjectionForm& form, std::vector<const Weight*>& copied, LayerShard& S) {
+  S.heads = heads;
+  S.kv_heads = {0, 1};
+  const int64_t qw = int64_t(c.qk_nope_dim) + c.qk_rope_dim, vw = c.v_head_dim;
+  const Span q_rows{heads.begin * qw, heads.end * qw};
+  if (c.q_lora_rank > 0) {
+    RECUR_ASSIGN_OR_RETURN(S.wq_a, Projection::create(L.wq_a, p, form));
+    RECUR_ASSIGN_OR_RETURN(S.wq_b, Projection::create(weight_rows(L.wq_b, q_rows.begin, q_rows.end), p, form));
+  } else {
+    RECUR_ASSIGN_OR_RETURN(S.wq, Projection::create(weight_rows(L.wq, q_rows.begin, q_rows.end), p, form));
+  }
+  RECUR_ASSIGN_OR_RETURN(S.wkv_a, Projection::create(L.wkv_a, p, form));
+  RECUR_ASSIGN_OR_RETURN(S.wo, rank_row_parallel(L.wo, {heads.begin * vw, heads.end * vw}, ranks, p, form, copied));
+  return ok_status();
+}
+
 }  // namespace
 
 Status check_tp_split(const ModelConfig& c, int tp, int64_t block, bool layer_split) {
@@ -138,19 +158,14 @@ Result<RankWeights> shard_rank(const TransformerModel& m, int rank, int tp, int 
       S.dt_bias.assign(dt_bias.begin() + vc.begin, dt_bias.begin() + vc.end);
       S.out_norm = rank_widened_rows(L.out_norm, 0, 1);
     } else if (L.mla) {
-      S.heads = rank_span(c.n_heads, tp, index);
-      S.kv_heads = {0, 1};
-      const int64_t qw = int64_t(c.qk_nope_dim) + c.qk_rope_dim, vw = c.v_head_dim;
-      const Span q_rows{S.heads.begin * qw, S.heads.end * qw};
-      if (c.q_lora_rank > 0) {
-        RECUR_ASSIGN_OR_RETURN(S.wq_a, Projection::create(L.wq_a, p, form));
-        RECUR_ASSIGN_OR_RETURN(S.wq_b, Projection::create(weight_rows(L.wq_b, q_rows.begin, q_rows.end), p, form));
-      } else {
-        RECUR_ASSIGN_OR_RETURN(S.wq, Projection::create(weight_rows(L.wq, q_rows.begin, q_rows.end), p, form));
+      // Layer split: the owner holds every head (views, as at tp = 1) and the layer's whole
+      // latent cache; the other ranks hold nothing for it. Otherwise the heads split over tp.
+      const bool whole = layer_split && tp > 1;
+      S.owns_attention = !whole || layer_split_owner(attention_index++, tp) == index;
+      if (S.owns_attention) {
+        const Span heads = whole ? Span{0, c.n_heads} : rank_span(c.n_heads, tp, index);
+        RECUR_RETURN_IF_ERROR(rank_mla_shard(L, c, heads, whole ? 1 : tp, p, form, r.copied_sources, S));
       }
-      RECUR_ASSIGN_OR_RETURN(S.wkv_a, Projection::create(L.wkv_a, p, form));
-      RECUR_ASSIGN_OR_RETURN(
-          S.wo, rank_row_parallel(L.wo, {S.heads.begin * vw, S.heads.end * vw}, tp, p, form, r.copied_sources));
     } else if (layer_split && tp > 1) {
       // The owner holds the layer whole (wo as a view, as with tp = 1); the others nothing.
       S.owns_attention = layer_split_owner(attention_index++, tp) == index;

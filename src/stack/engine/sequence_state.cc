@@ -17,6 +17,7 @@ namespace {
 constexpr uint32_t kSeqStateMagic = 0x54535352;  // "RSST"
 constexpr uint32_t kSeqStateAttention = 1;
 constexpr uint32_t kSeqStateKda = 2;
+constexpr uint32_t kSeqStateLatent = 3;  // MLA: a keys-only cache of [latent ; rope key] per token
 
 struct SeqStateHeader {
   uint32_t magic = kSeqStateMagic;
@@ -40,9 +41,16 @@ std::vector<SequenceStateParts*> seq_state_copies(SequenceStateParts& parts) {
   return copies;
 }
 
-// Floats of one token of one attention layer: K and V, [kv_heads, head_dim] each.
+// Floats of one token's K (MLA: its [latent ; rope key]), [kv_heads, head_dim].
+size_t seq_state_key_floats(const kernels::attention::PagedKvCache& kv) {
+  return size_t(kv.config().kv_heads) * size_t(kv.config().head_dim);
+}
+// Floats of one token of one attention layer: K and V (MLA's keys-only cache: K alone).
 size_t seq_state_token_floats(const kernels::attention::PagedKvCache& kv) {
-  return 2 * size_t(kv.config().kv_heads) * size_t(kv.config().head_dim);
+  return (kv.config().keys_only ? 1 : 2) * seq_state_key_floats(kv);
+}
+uint32_t seq_state_kind(const kernels::attention::PagedKvCache& kv) {
+  return kv.config().keys_only ? kSeqStateLatent : kSeqStateAttention;
 }
 
 }  // namespace
@@ -74,15 +82,15 @@ Status export_layer_state(Batch& batch, SeqId seq, int layer, std::span<std::byt
     std::memcpy(payload + kda->conv_window().size_bytes(), kda->plain_state().data(), kda->plain_state().size_bytes());
   } else {
     const int kv_layer = parts.kv_layer[size_t(layer)];
-    h.kind = kSeqStateAttention;
+    h.kind = seq_state_kind(*parts.kv);
     RECUR_ASSIGN_OR_RETURN(h.count, parts.kv->length(parts.kv_seq, kv_layer));
-    const size_t half = seq_state_token_floats(*parts.kv) / 2;
-    std::vector<float> k(half), v(half);
+    const size_t token = seq_state_token_floats(*parts.kv), key = seq_state_key_floats(*parts.kv);
+    std::vector<float> k(key), v(token - key);
     for (int64_t t = 0; t < h.count; ++t) {
       RECUR_RETURN_IF_ERROR(parts.kv->read(parts.kv_seq, kv_layer, t, k, v));
-      std::byte* at = payload + size_t(t) * 2 * half * sizeof(float);
-      std::memcpy(at, k.data(), half * sizeof(float));
-      std::memcpy(at + half * sizeof(float), v.data(), half * sizeof(float));
+      std::byte* at = payload + size_t(t) * token * sizeof(float);
+      std::memcpy(at, k.data(), k.size() * sizeof(float));
+      if (!v.empty()) std::memcpy(at + k.size() * sizeof(float), v.data(), v.size() * sizeof(float));
     }
   }
   std::memcpy(out.data(), &h, sizeof h);
@@ -119,13 +127,15 @@ Status import_layer_state(Batch& batch, SeqId seq, int layer, std::span<const st
     }
     return ok_status();
   }
-  const size_t token_floats = seq_state_token_floats(*parts.kv);
-  if (h.kind != kSeqStateAttention || h.count < 0 || payload_bytes != size_t(h.count) * token_floats * sizeof(float))
-    return parse_error("import layer {} (attention, {} floats a token): block of kind {} with {} tokens in {} bytes",
-                       layer, token_floats, h.kind, h.count, payload_bytes);
+  const size_t token_floats = seq_state_token_floats(*parts.kv), key_floats = seq_state_key_floats(*parts.kv);
+  const uint32_t kind = seq_state_kind(*parts.kv);
+  if (h.kind != kind || h.count < 0 || payload_bytes != size_t(h.count) * token_floats * sizeof(float))
+    return parse_error("import layer {} ({}, {} floats a token): block of kind {} with {} tokens in {} bytes", layer,
+                       kind == kSeqStateLatent ? "MLA latent" : "attention", token_floats, h.kind, h.count,
+                       payload_bytes);
   // Every copy must be fresh before any is written, so a refusal changes nothing.
   for (SequenceStateParts* copy : copies) {
-    if (seq_state_token_floats(*copy->kv) != token_floats)
+    if (seq_state_token_floats(*copy->kv) != token_floats || seq_state_kind(*copy->kv) != kind)
       return internal_error("import layer {} of sequence {}: a replica's KV cache differs in shape", layer, seq);
     RECUR_ASSIGN_OR_RETURN(int64_t held, copy->kv->length(copy->kv_seq, copy->kv_layer[size_t(layer)]));
     if (held != 0)
@@ -133,12 +143,11 @@ Status import_layer_state(Batch& batch, SeqId seq, int layer, std::span<const st
                         "import layer {} of sequence {}: it already holds {} tokens; import needs a fresh sequence",
                         layer, seq, held);
   }
-  const size_t half = token_floats / 2;
-  std::vector<float> k(half), v(half);  // a copy: the block may be unaligned
+  std::vector<float> k(key_floats), v(token_floats - key_floats);  // a copy: the block may be unaligned
   for (int64_t t = 0; t < h.count; ++t) {
     const std::byte* at = payload + size_t(t) * token_floats * sizeof(float);
-    std::memcpy(k.data(), at, half * sizeof(float));
-    std::memcpy(v.data(), at + half * sizeof(float), half * sizeof(float));
+    std::memcpy(k.data(), at, k.size() * sizeof(float));
+    if (!v.empty()) std::memcpy(v.data(), at + k.size() * sizeof(float), v.size() * sizeof(float));
     for (SequenceStateParts* copy : copies) {
       RECUR_RETURN_IF_ERROR(copy->kv->append(copy->kv_seq, copy->kv_layer[size_t(layer)], k, v));
     }

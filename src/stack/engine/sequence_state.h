@@ -3,10 +3,12 @@
 // where the prefill left off.
 //
 // One layer's state is one byte block:
-//   byte 0 u32 magic 'RSST'   4 u32 kind (1 attention, 2 KDA)   8 i64 count   16 payload
+//   byte 0 u32 magic 'RSST'   4 u32 kind (1 attention, 2 KDA, 3 MLA latent)   8 i64 count   16 payload
 //   attention: count tokens; per token K then V, each [kv_heads, head_dim] float32, as
 //              PagedKvCache::read dequantizes them (exact for f32 and bf16 caches; an int8 or
 //              fp8 cache re-quantizes them on import).
+//   MLA latent: count tokens; per token its [latent ; rope key] (kv_lora_rank + qk_rope
+//              float32, the keys-only cache's one vector), dequantized and re-quantized alike.
 //   KDA:       count floats: the convolution windows, then the plain recurrent state.
 // Export reads what the layer holds now: inside a Batch layer hook (model.h) that is the state
 // after this forward's layer, before the later layers run. Import needs a fresh sequence of a

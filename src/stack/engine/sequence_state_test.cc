@@ -4,6 +4,8 @@
 // the layer hook during the prefill equal the exports after it; malformed blocks are refused.
 // Expert parallelism (engine.ep=2, tp=1): a state exported from an ep=2 batch equals the ep=1
 // one and continues identically in fresh ep=2 and ep=1 batches (every rank's replica imported).
+// MLA (deepseek2, kimi-linear): the latent cache's [latent ; rope key] per token round-trips the
+// same way in every latent dtype (f32, bf16, fp8_e4m3, int8, and one per layer) and under ep=2.
 #include "engine/sequence_state.h"
 
 #include <gtest/gtest.h>
@@ -15,27 +17,15 @@
 #include <utility>
 
 #include "core/thread_pool.h"
+#include "engine/mla_test_models.h"
 #include "engine/synthetic.h"
 #include "engine/test_models.h"
 
 namespace recur {
 namespace {
 
-struct SeqStateModel {
-  std::vector<std::byte> storage;
-  std::unique_ptr<Model> model;
-};
-
-SeqStateModel seq_state_model(const ModelConfig& c) {
-  SeqStateModel t;
-  auto w = synthetic_model({c, gguf::TensorType::kF32, 7});
-  EXPECT_TRUE(w.has_value());
-  t.storage = w->serialize();
-  auto m = model_from_file(std::move(*gguf::parse(t.storage, "sequence_state.gguf")));
-  EXPECT_TRUE(m.has_value()) << (m ? "" : m.error().message());
-  t.model = std::move(*m);
-  return t;
-}
+using SeqStateModel = testing::SyntheticTestModel;
+SeqStateModel seq_state_model(const ModelConfig& c) { return testing::synthetic_test_model(c, 7); }
 
 TokenId seq_state_argmax(std::span<const float> v) {
   return TokenId(std::max_element(v.begin(), v.end()) - v.begin());
@@ -184,6 +174,89 @@ TEST(SequenceState, ExpertParallelExportEqualsSingleRank) {
   ASSERT_EQ(ep1.blocks.size(), size_t(c.n_layers));
   EXPECT_TRUE(ep1.blocks == ep2.blocks);
   EXPECT_TRUE(ep1.logits == ep2.logits);
+}
+
+// MLA latent caches: deepseek2 A (3 MLA layers), B (low-rank q, YaRN) and kimi-linear (KDA
+// layers around one MLA layer).
+TEST(SequenceState, MlaRoundTripDecodesIdentically) {
+  for (const ModelConfig& c :
+       {testing::deepseek2_shape_a(), testing::deepseek2_shape_b(), testing::kimi_linear_config()}) {
+    SCOPED_TRACE(arch_name(c.arch));
+    check_round_trip(c, Config(), {Config()});
+  }
+}
+
+// Every dtype the latent cache stores: the blocks carry the dequantized values, and import
+// quantizes them again to the same stored bytes (bf16 and fp8 at scale 1 exactly; int8 to the
+// same codes and scale), so decode continues bit for bit; also one dtype per layer.
+TEST(SequenceState, MlaRoundTripInEveryLatentDtype) {
+  const ModelConfig c = testing::deepseek2_shape_a();
+  for (const char* dtype : {"bf16", "fp8_e4m3", "int8"}) {
+    SCOPED_TRACE(dtype);
+    Config knobs;
+    for (int l = 0; l < c.n_layers; ++l)
+      ASSERT_TRUE(knobs.set(fmt::format("engine.kv_dtype.layer[{}]", l), dtype).has_value());
+    check_round_trip(c, knobs, {knobs});
+  }
+  const Config mixed = seq_state_knobs(
+      {{"engine.kv_dtype.layer[0]", "int8"}, {"engine.kv_dtype.layer[1]", "bf16"}, {"engine.kv_dtype.layer[2]", "fp8_e4m3"}});
+  check_round_trip(c, mixed, {mixed});
+  const Config kimi_int8 = seq_state_knobs({{"engine.kv_dtype.layer[2]", "int8"}});
+  check_round_trip(testing::kimi_linear_config(), kimi_int8, {kimi_int8});
+}
+
+// kimi-linear's MoE (6 experts, sigmoid gating) at ep=2: its state continues in ep=2 and ep=1.
+TEST(SequenceState, MlaExpertParallelRoundTripDecodesIdentically) {
+  const Config ep2 = seq_state_knobs({{"engine.ep", "2"}});
+  check_round_trip(testing::kimi_linear_config(), ep2, {ep2, Config()});
+}
+
+// A latent block is its own kind: it does not import into a KDA layer, nor does a KDA block into
+// the MLA layer; ReplaySSM and tp > 1 (layer split included) are refused as for the hybrid.
+TEST(SequenceState, MlaRefusesMismatchedBlocksAndReplay) {
+  const ModelConfig c = testing::kimi_linear_config();  // "kkak"
+  SeqStateModel m = seq_state_model(c);
+  auto pool = ThreadPool::create({.threads = 2});
+  ASSERT_TRUE(pool.has_value());
+  const BatchOptions o{.max_sequences = 2, .max_tokens = 16, .max_batch_tokens = 16};
+  auto b = m.model->new_batch(**pool, o, Config());
+  ASSERT_TRUE(b.has_value());
+  SeqId s = *(*b)->add_sequence(), fresh = *(*b)->add_sequence();
+  std::vector<BatchToken> prompt;
+  for (int i = 0; i < 3; ++i) prompt.push_back(seq_state_prompt_token(s, i, c.vocab));
+  ASSERT_TRUE((*b)->forward(prompt).has_value());
+  std::vector<std::vector<std::byte>> blocks;
+  for (int l : {0, 2}) {
+    auto n = layer_state_bytes(**b, s, l);
+    ASSERT_TRUE(n.has_value()) << n.error().message();
+    blocks.emplace_back(*n);
+    ASSERT_TRUE(export_layer_state(**b, s, l, blocks.back()).has_value());
+  }
+  EXPECT_EQ(blocks[1].size(), kSequenceStateHeaderBytes + 3 * size_t(c.kv_lora_rank + c.qk_rope_dim) * sizeof(float));
+  auto latent_into_kda = import_layer_state(**b, fresh, 0, blocks[1]);
+  ASSERT_FALSE(latent_into_kda.has_value());
+  EXPECT_EQ(latent_into_kda.error().code(), ErrorCode::kParse);
+  auto kda_into_latent = import_layer_state(**b, fresh, 2, blocks[0]);
+  ASSERT_FALSE(kda_into_latent.has_value());
+  EXPECT_NE(kda_into_latent.error().message().find("MLA latent"), std::string::npos) << kda_into_latent.error().message();
+  std::vector<std::byte> as_attention = blocks[1];
+  as_attention[4] = std::byte{1};  // kind 1: a K+V attention block of the same bytes
+  EXPECT_EQ(import_layer_state(**b, fresh, 2, as_attention).error().code(), ErrorCode::kParse);
+  ASSERT_TRUE(import_layer_state(**b, fresh, 2, blocks[1]).has_value());
+  for (const auto& [knob, value, says] : {std::tuple{"engine.tp", "2", "engine.tp>1"},
+                                          std::tuple{"engine.kda.replay", "on", "engine.kda.replay=off"}}) {
+    Config knobs = seq_state_knobs({{knob, value}});
+    if (std::string(knob) == "engine.tp") {
+      ASSERT_TRUE(knobs.set("engine.layer_split", "on").has_value());
+    }
+    auto refusing = m.model->new_batch(**pool, o, knobs);
+    ASSERT_TRUE(refusing.has_value()) << refusing.error().message();
+    SeqId rs = *(*refusing)->add_sequence();
+    auto refused = layer_state_bytes(**refusing, rs, 2);
+    ASSERT_FALSE(refused.has_value()) << knob;
+    EXPECT_EQ(refused.error().code(), ErrorCode::kUnsupported);
+    EXPECT_NE(refused.error().message().find(says), std::string::npos) << refused.error().message();
+  }
 }
 
 TEST(SequenceState, RefusesMalformedBlocksTensorParallelAndReplay) {

@@ -394,18 +394,18 @@ TEST(ExpertParallel, DispatchCombineEqualsOneRankBitForBit) {
     for (int64_t j = 0; j < m; ++j)
       for (int64_t i = 0; i < dim; ++i) y[j * dim + i] = std::tanh(x[j * dim + i] * float(e + 1)) + 0.01f * float(j);
   };
-  RankGroup one(1, 1);
-  moe::EpWorkspace ws1;
-  std::vector<float> want(size_t(rows * dim));
-  moe::ep_moe_forward({.comm = &one, .rank = 0, .n_experts = E, .top_k = K, .dim = dim, .max_rows_per_rank = rows},
-                      h.data(), router.data(), rows, expert, ws1, want.data());
-  // The plain loop over experts (blocks/moe_ffn.cc's EP=1 path, routed by the same registered
-  // route_topk) gives the same.
+  // Routed as blocks/moe_ffn.cc routes (the registered route_topk; the engine's gating, moe_gating.cc).
   std::vector<int32_t> ids(size_t(rows * K));
   std::vector<float> weights(size_t(rows * K));
   ASSERT_TRUE(kernels::route_topk(router.data(), rows, E, K, kernels::RouteScore::kSoftmax, true, ids.data(),
                                   weights.data())
                   .has_value());
+  RankGroup one(1, 1);
+  moe::EpWorkspace ws1;
+  std::vector<float> want(size_t(rows * dim));
+  moe::ep_moe_forward({.comm = &one, .rank = 0, .n_experts = E, .top_k = K, .dim = dim, .max_rows_per_rank = rows},
+                      h.data(), ids.data(), weights.data(), rows, expert, ws1, want.data());
+  // The plain loop over experts (blocks/moe_ffn.cc's EP=1 path) gives the same.
   std::vector<float> loop(size_t(rows * dim), 0.0f);
   for (int e = 0; e < E; ++e) {
     std::vector<int64_t> at;
@@ -434,7 +434,8 @@ TEST(ExpertParallel, DispatchCombineEqualsOneRankBitForBit) {
         const Span own = rank_span(rows, P, r);
         moe::ep_moe_forward({.comm = &group, .rank = r, .n_experts = E, .top_k = K, .dim = dim, .mode = mode,
                              .max_rows_per_rank = (rows + P - 1) / P},
-                            h.data() + own.begin * dim, router.data() + own.begin * E, own.size(), expert,
+                            h.data() + own.begin * dim, ids.data() + own.begin * K, weights.data() + own.begin * K,
+                            own.size(), expert,
                             ws[size_t(r)], got.data() + own.begin * dim);
       });
     for (std::thread& t : ranks) t.join();

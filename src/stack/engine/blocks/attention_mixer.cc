@@ -34,6 +34,14 @@ void norm_heads(const Step& s, float* x, int64_t head_rows, int64_t hd, const st
 
 }  // namespace
 
+bool layer_split_elsewhere(const Step& s, int l) {
+  if (s.r.w.layers[size_t(l)].owns_attention) return false;
+  // Layer split: the owner computes the layer whole; this rank adds zeros to the all-reduce.
+  std::fill_n(s.r.partial.begin(), s.rows() * s.c().dim, 0.0f);
+  s.tap(Op::kAttnOProj, l, s.r.partial.data(), s.c().dim);
+  return true;
+}
+
 void attention_mixer(const Step& s, int l) {
   RECUR_ZONE("attention");
   zone.arg("layer", l);
@@ -42,12 +50,7 @@ void attention_mixer(const Step& s, int l) {
   ForwardRank& r = s.r;
   const LayerShard& S = r.w.layers[size_t(l)];
   const int64_t M = s.rows(), hd = c.head_dim;
-  if (!S.owns_attention) {
-    // Layer split: the owner computes the layer whole; this rank adds zeros to the all-reduce.
-    std::fill_n(r.partial.begin(), M * c.dim, 0.0f);
-    s.tap(Op::kAttnOProj, l, r.partial.data(), c.dim);
-    return;
-  }
+  if (layer_split_elsewhere(s, l)) return;
   const int heads = int(S.heads.size()), kv_heads = int(S.kv_heads.size());
   const int64_t q_local = heads * hd, kv_local = kv_heads * hd;
   const int64_t q_all = int64_t(c.n_heads) * hd, kv_all = int64_t(c.n_kv_heads) * hd;

@@ -102,6 +102,9 @@ struct ProjectionOut {
 void project_rows(const Step& s, const float* x, int64_t m, std::span<const ProjectionOut> outs);
 
 // The token mixers: h -> partial (this rank's addend of the layer's output).
+// Layer split (attention_mixer.cc): true when another rank owns attention layer l; this rank's
+// partial is then zeros (its addend to the all-reduce) and the mixer has nothing to do.
+bool layer_split_elsewhere(const Step& s, int l);
 void attention_mixer(const Step& s, int l);
 void mla_mixer(const Step& s, int l);  // mla_mixer.cc; MLA layers (LayerWeights::mla)
 void mla_rope_tables(const Step& s);   // the rows' YaRN tables into r.rope (embed_rows calls it)

@@ -3,7 +3,8 @@
 // paged cache (one [c ; k_rope] vector per token), MLA attention at the variant the knobs
 // kernel.mla_decode.variant (a forward of one-token runs) or kernel.mla_prefill.variant
 // (otherwise) name, and the output projection. engine.tp splits the heads (rank_weights.h);
-// every rank computes the whole latent and keeps the whole latent cache.
+// every rank computes the whole latent and keeps the whole latent cache. With engine.layer_split
+// the layer is whole on its owner rank (all heads, the only latent cache) and empty elsewhere.
 #include "engine/blocks/block.h"
 #include "kernels/layer/layer_ops.h"
 #include "kernels/mla/mla.h"
@@ -45,6 +46,7 @@ void mla_rope_tables(const Step& s) {
 }
 
 void mla_mixer(const Step& s, int l) {
+  if (layer_split_elsewhere(s, l)) return;
   RECUR_ZONE("mla");
   zone.arg("layer", l);
   zone.arg("rows", s.rows());

@@ -31,14 +31,24 @@ void moe_add_shared(const Step& s, const LayerShard& S, const float* x, int64_t 
   }
 }
 
+// Each row's top-k experts and weights [rows, k], by the model's gating (moe_gating.cc).
+struct Routes {
+  std::vector<int32_t> ids;
+  std::vector<float> weights;
+};
+Routes route_every_row(const Step& s, int l) {
+  const size_t n = size_t(s.rows() * s.c().n_experts_used);
+  Routes routes{.ids = std::vector<int32_t>(n), .weights = std::vector<float>(n)};
+  s.r.fail(route_rows(s, l, routes.ids.data(), routes.weights.data()));
+  return routes;
+}
+
 void moe_routed(const Step& s, int l, const LayerShard& S) {
   const ModelConfig& c = s.c();
   ForwardRank& r = s.r;
   const int64_t M = s.rows(), dim = c.dim;
   const int64_t top = c.n_experts_used;
-  std::vector<int32_t> ids(size_t(M * top));
-  std::vector<float> weights(size_t(M * top));
-  r.fail(route_rows(s, l, ids.data(), weights.data()));
+  const auto [ids, weights] = route_every_row(s, l);
   std::vector<std::vector<std::pair<int64_t, float>>> routed(size_t(c.n_experts));
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < top; ++j) routed[size_t(ids[size_t(i * top + j)])].emplace_back(i, weights[size_t(i * top + j)]);
@@ -59,19 +69,21 @@ void moe_routed(const Step& s, int l, const LayerShard& S) {
   moe_add_shared(s, S, r.h.data(), M, r.partial.data());
 }
 
-void moe_expert_parallel(const Step& s, const LayerShard& S) {
+void moe_expert_parallel(const Step& s, int l, const LayerShard& S) {
   const ModelConfig& c = s.c();
   ForwardRank& r = s.r;
   const int ranks = s.ranks;
-  const int64_t M = s.rows(), dim = c.dim;
+  const int64_t M = s.rows(), dim = c.dim, top = c.n_experts_used;
   const Span own = rank_span(M, ranks, r.w.index);
-  const moe::EpLayer layer{.comm = s.comm, .rank = r.w.index, .n_experts = c.n_experts,
-                           .top_k = c.n_experts_used, .dim = dim, .mode = s.o.ep.mode,
-                           .max_rows_per_rank = (M + ranks - 1) / ranks,
-                           .route_variant = s.o.kernels.route_topk.variant, .renormalize = c.moe_renormalize};
+  // Every rank routes every row (the router is replicated) by the one-rank gating, so EP picks
+  // and weighs exactly the experts EP=1 does (softmax or sigmoid, selection bias, scale).
+  const Routes routes = route_every_row(s, l);
+  const moe::EpLayer layer{.comm = s.comm, .rank = r.w.index, .n_experts = c.n_experts, .top_k = c.n_experts_used,
+                           .dim = dim, .mode = s.o.ep.mode, .max_rows_per_rank = (M + ranks - 1) / ranks};
   float* y = r.partial.data() + own.begin * dim;
   moe::ep_moe_forward(
-      layer, r.h.data() + own.begin * dim, r.router.data() + own.begin * c.n_experts, own.size(),
+      layer, r.h.data() + own.begin * dim, routes.ids.data() + own.begin * top,
+      routes.weights.data() + own.begin * top, own.size(),
       [&](int e, const float* x, int64_t m, float* out) { ffn_rows(s, S.experts[size_t(e)], x, m, out); }, r.ep, y);
   moe_add_shared(s, S, r.h.data() + own.begin * dim, own.size(), y);
   RECUR_ZONE("all_gather");
@@ -94,7 +106,7 @@ void moe_ffn(const Step& s, int l) {
   matmul(s.m.layers[size_t(l)].router, r.h.data(), s.rows(), r.router.data(), s.intra, gemm::Q8Activations::kF32);
   s.tap(Op::kFfnRouter, l, r.router.data(), c.n_experts);
   if (s.o.ep.ep > 1) {
-    moe_expert_parallel(s, S);
+    moe_expert_parallel(s, l, S);
     s.tap(Op::kFfnMoeGathered, l, r.partial.data(), c.dim);
   } else {
     moe_routed(s, l, S);
