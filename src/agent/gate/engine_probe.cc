@@ -17,42 +17,6 @@ namespace recur::gate {
 
 namespace {
 
-std::string synthetic_name(const SyntheticModel& m) {
-  std::string name = fmt::format("gate-{}-d{}-l{}-h{}-kv{}-f{}-v{}-c{}-{}-s{}", m.arch, m.dim, m.layers, m.heads,
-                                 m.kv_heads, m.ffn, m.vocab, m.context, m.dtype, m.seed);
-  if (m.arch == "hybrid") name += fmt::format("-p{}-k{}", m.pattern, m.kda_head_dim);
-  if (m.experts > 0) name += fmt::format("-e{}x{}{}", m.experts, m.experts_used, m.shared_expert ? "s" : "");
-  return name;
-}
-
-Result<SyntheticModelOptions> synthetic_options(const SyntheticModel& m) {
-  SyntheticModelOptions o;
-  ModelConfig& c = o.config;
-  c.arch = m.arch == "hybrid" ? Arch::kHybrid : Arch::kLlama;
-  c.dim = m.dim;
-  c.n_layers = m.layers;
-  c.n_heads = m.heads;
-  c.n_kv_heads = m.kv_heads > 0 ? m.kv_heads : m.heads;
-  c.head_dim = m.dim / m.heads;
-  c.ffn_dim = m.ffn > 0 ? m.ffn : (m.dim * 8 / 3 + 31) / 32 * 32;
-  c.vocab = m.vocab;
-  c.context = m.context;
-  if (c.arch == Arch::kHybrid) {
-    c.layer_pattern = m.pattern;
-    c.kda_head_dim = m.kda_head_dim;
-    c.kda_heads = std::max(1, m.dim / m.kda_head_dim);
-    c.kda_key_heads = c.kda_heads;
-    c.conv_size = 4;
-    c.n_experts = m.experts;
-    c.n_experts_used = m.experts > 0 ? m.experts_used : 0;
-    c.shared_expert = m.experts > 0 && m.shared_expert;
-  }
-  o.seed = m.seed;
-  RECUR_ASSIGN_OR_RETURN(o.dtype, parse_storage_type(m.dtype));
-  if (auto s = c.validate(); !s) return unexpected(s.error().with_context("[workload.engine.synthetic]"));
-  return o;
-}
-
 MetricValue median_with_ci(const std::vector<double>& x, std::string unit) {
   MetricValue m;
   m.unit = std::move(unit);
@@ -103,8 +67,9 @@ std::string pair_subject(const Model& model, std::string_view model_path, const 
 Result<std::string> resolve_model_path(const EngineWorkload& w) {
   if (w.model == "default") return default_model_path();
   if (w.model == "synthetic") {
-    RECUR_ASSIGN_OR_RETURN(SyntheticModelOptions o, synthetic_options(w.synthetic.value_or(SyntheticModel{})));
-    return cached_synthetic_model(o, synthetic_name(w.synthetic.value_or(SyntheticModel{})));
+    const SyntheticModel m = w.synthetic.value_or(SyntheticModel{});
+    RECUR_ASSIGN_OR_RETURN(SyntheticModelOptions o, synthetic_options(m));
+    return cached_synthetic_model(o, synthetic_model_name(m));
   }
   return w.model;
 }

@@ -18,6 +18,10 @@
 
 #include "gate/cache_dir_fixture.h"
 
+#include <fmt/format.h>
+
+#include "engine/architectures.h"
+
 namespace recur::gate {
 namespace {
 
@@ -95,6 +99,46 @@ TEST_F(GateRun, TensorParallelAgreementOnATinySyntheticModelPasses) {
   EXPECT_NE(conditions->find("engine.pool_spin_us"), std::string::npos) << *conditions;
   EXPECT_NE(conditions->find("pinned"), std::string::npos) << *conditions;
   EXPECT_FALSE(progress.empty());
+}
+
+// A gate runs on a synthetic model of every architecture row (gate/synthetic_model.h): tiny
+// shapes at the row's defaults (MoE rows with experts, MLA rows with a leading dense layer,
+// kimi-linear with KDA and MLA layers), the engine against the float64 reference forward pass.
+TEST_F(GateRun, AGateRunsOnASyntheticModelOfEveryArchitecture) {
+  for (const Architecture& a : architectures()) {
+    const bool kda = a.kda_layers;
+    const std::string spec_text = fmt::format(R"toml(name = "arch-{0}"
+conditions = ["tokens_equal(cand vs f64)", "logits_max_rel_err(cand vs f64) <= 2e-4"]
+[workload]
+threads = 1
+[workload.engine]
+model = "synthetic"
+prompts = ["hello world"]
+decode_tokens = 4
+[workload.engine.synthetic]
+arch = "{0}"
+dim = 64
+layers = {1}
+heads = 4
+ffn = 64
+vocab = 400
+context = 64
+{2}
+[arms.cand]
+[arms.f64]
+"engine.numerics" = "f64_reference"
+)toml",
+                                              a.name, kda ? 3 : 2, kda ? "pattern = \"kak\"\nkda_head_dim = 16" : "");
+    auto spec = parse_gate_spec(spec_text, "");
+    ASSERT_TRUE(spec.has_value()) << a.name << ": " << spec.error().message();
+    GateRunOptions o;
+    auto r = run_gate(*spec, o);
+    ASSERT_TRUE(r.has_value()) << a.name << ": " << r.error().message();
+    EXPECT_EQ(r->verdict.outcome, Outcome::kPass) << a.name << ": " << r->verdict.reason;
+    // The record names the row the engine loaded.
+    EXPECT_NE(r->probes.at(0).subject.find(fmt::format("engine:{} ", a.name)), std::string::npos)
+        << r->probes.at(0).subject;
+  }
 }
 
 // zone_time_us: the engine runs traced; layers nest inside steps, so their time cannot exceed

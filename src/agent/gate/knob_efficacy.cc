@@ -117,6 +117,13 @@ class Checker {
     // One layer: its BF16 token embedding is what the others lack (kernel.embedding_bf16.variant).
     RECUR_RETURN_IF_ERROR(add_model("llama-bf16", {.arch = "llama", .dim = 64, .layers = 1, .heads = 4, .kv_heads = 2,
                                                    .ffn = 128, .vocab = 400, .context = 64, .dtype = "bf16"}));
+    // MLA attention (kernel.mla_decode / mla_prefill): deepseek2 (MoE, softmax scores) and
+    // kimi-linear (KDA and MLA layers, sigmoid-scored MoE with a shared expert, a leading dense layer).
+    RECUR_RETURN_IF_ERROR(add_model("deepseek2", {.arch = "deepseek2", .dim = 64, .layers = 2, .heads = 4, .ffn = 32,
+                                                  .vocab = 400, .context = 64, .dtype = "f32", .experts = 4}));
+    RECUR_RETURN_IF_ERROR(add_model("kimi-linear", {.arch = "kimi-linear", .dim = 64, .layers = 3, .heads = 4,
+                                                    .ffn = 32, .vocab = 400, .context = 64, .dtype = "f32",
+                                                    .pattern = "kak", .kda_head_dim = 16, .experts = 4}));
     // Contexts: the defaults, then the defaults plus one engine knob's value.
     contexts_.push_back({});
     for (const KnobSpec* j : reg_.acting_in(kAnyEngine))
@@ -236,9 +243,10 @@ class Checker {
     // trying every context.
     if (runs_as_auto(k, v, /*defaults_only=*/true)) return;
     std::string refusal;
-    for (EngineModel& m : models_) {
-      for (const std::string& member : members(k, m.layers)) {
-        for (const auto& ctx : contexts_) {
+    // Contexts outermost: a knob that acts on one model under the defaults is seen after one run per model.
+    for (const auto& ctx : contexts_) {
+      for (EngineModel& m : models_) {
+        for (const std::string& member : members(k, m.layers)) {
           if (ctx.contains(member)) continue;
           const Fingerprint base = fingerprint(m, ctx, ctx);
           if (!base.error.empty()) continue;
@@ -253,10 +261,13 @@ class Checker {
     }
     if (!refusal.empty()) return;
     if (runs_as_auto(k, v, /*defaults_only=*/false)) return;
+    std::vector<std::string> names;
+    for (const EngineModel& m : models_) names.push_back(m.name);
     fail(k, v,
-         fmt::format("declared to act on the engine{}, but no run differs from {}={} (models: llama Q8_0, llama "
-                     "F16, hybrid MoE, llama BF16; contexts: the defaults and each other engine knob's values)",
-                     at_load ? " at load" : " at run time (the model instance is shared)", k.name, k.default_value));
+         fmt::format("declared to act on the engine{}, but no run differs from {}={} (models: {}; contexts: the "
+                     "defaults and each other engine knob's values)",
+                     at_load ? " at load" : " at run time (the model instance is shared)", k.name, k.default_value,
+                     fmt::join(names, ", ")));
   }
 
   // kernel.<k>.variant=v where "auto" (the default) already resolves to v runs the same code, so

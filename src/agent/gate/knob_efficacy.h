@@ -5,7 +5,8 @@
 //
 // The signal per place:
 //   engine        tiny synthetic models (llama Q8_0, llama F16, hybrid with KDA, attention and
-//                 MoE, a one-layer llama BF16 for its embedding table) run a batched prefill and
+//                 MoE, a one-layer llama BF16 for its embedding table, deepseek2 and kimi-linear
+//                 for MLA attention) run a batched prefill and
 //                 decode steps through a session, then one batch forward, and the engine's sampler
 //                 picks from its logits (greedy and sampled). The run's fingerprint: the logits'
 //                 bits, every trace zone with its args (matvec dtype/precision, kda_decode variant,

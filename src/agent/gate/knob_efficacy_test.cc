@@ -4,6 +4,8 @@
 #include "gate/knob_efficacy.h"
 
 #include <functional>
+#include <set>
+#include <string>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -97,13 +99,13 @@ TEST_F(KnobEfficacy, ALoadTimeKnobDeclaredAsRunTimeFails) {
 
 // The kernels the forward calls (engine/engine_kernels.h): their variant knobs claim the engine,
 // and every value holds there (a different variant changes the run; the one "auto" picks is
-// named in the trace).
+// named in the trace). MLA's run on the synthetic deepseek2 and kimi-linear models.
 TEST_F(KnobEfficacy, TheVariantKnobsOfTheKernelsTheEngineCallsActOnTheEngine) {
   KnobEfficacyOptions o = stack_readers();
   for (const char* kernel : {"rmsnorm", "rmsnorm_residual", "swiglu", "rope", "route_topk", "embedding_f32",
                              "embedding_f16", "embedding_bf16", "embedding_q8_0", "sample", "gemv", "gemm",
                              "gemm_w8a8", "kda_decode", "kda_replay_decode", "kda_prefill", "attention_decode",
-                             "attention_prefill"}) {
+                             "attention_prefill", "mla_decode", "mla_prefill"}) {
     const std::string knob = fmt::format("kernel.{}.variant", kernel);
     const KnobSpec* k = KnobRegistry::global().find(knob);
     ASSERT_NE(k, nullptr) << knob;
@@ -114,6 +116,30 @@ TEST_F(KnobEfficacy, TheVariantKnobsOfTheKernelsTheEngineCallsActOnTheEngine) {
   auto failures = check_knob_efficacy(KnobRegistry::global(), o);
   ASSERT_TRUE(failures.has_value()) << failures.error().message();
   EXPECT_TRUE(failures->empty()) << describe(*failures);
+}
+
+// The MLA kernels run on the check's synthetic deepseek2 and kimi-linear models: declared
+// probe-only (as they were before those models were in the check), their knobs fail, read by
+// the engine where nothing said it would. (A dead engine knob makes the check run every model
+// under the defaults.)
+TEST_F(KnobEfficacy, MlaVariantKnobsDeclaredProbeOnlyFailAsReadByTheEngine) {
+  const std::set<std::string> mla = {"kernel.mla_decode.variant", "kernel.mla_prefill.variant"};
+  KnobRegistry r = registry_copy([&](KnobSpec& k) {
+    if (mla.contains(k.name)) k.acts = KnobActs::kKernelProbe;
+  });
+  ASSERT_TRUE(r.add({.name = "test.efficacy.dead", .type = KnobType::kBool, .default_value = "false",
+                     .acts = KnobActs::kEngine, .help = "read by nothing"})
+                  .has_value());
+  KnobEfficacyOptions o = stack_readers();
+  o.only = mla;
+  o.only.insert("test.efficacy.dead");
+  auto failures = check_knob_efficacy(r, o);
+  ASSERT_TRUE(failures.has_value()) << failures.error().message();
+  ASSERT_EQ(failures->size(), 3u) << describe(*failures);
+  std::set<std::string> read;
+  for (const KnobEfficacyFailure& f : *failures)
+    if (f.why.find("the engine reads") != std::string::npos) read.insert(f.knob);
+  EXPECT_EQ(read, mla) << describe(*failures);
 }
 
 // The gemm's algorithm and tiles reach the engine's packed products: each value changes the run

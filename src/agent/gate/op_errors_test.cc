@@ -7,7 +7,9 @@
 
 #include "core/thread_pool.h"
 #include "engine/synthetic.h"
+#include "engine/op_capture.h"
 #include "engine/test_models.h"
+#include "gate/synthetic_model.h"
 
 namespace recur::gate {
 namespace {
@@ -91,6 +93,44 @@ TEST_F(OpErrors, OneLayersKvCacheIsNamedWithItsLayer) {
   auto spread = run(arm("cand", {{"engine.tp", "4"}, {"engine.tp.reduce_dtype", "bf16"}}), arm("ref", {}));
   ASSERT_TRUE(spread.has_value());
   EXPECT_GT(share(spread->feedback, "op:all_reduce"), 0.3);
+}
+
+// The MLA rows' leading dense layer is wider than their experts: its FFN ops are captured at
+// its own width (before, the capture sized them by the experts' ffn_dim and wrote past the end),
+// split across TP ranks as one whole, so op-by-op attribution runs on deepseek2 and kimi-linear.
+TEST(OpCaptureMla, TheLeadingDenseLayersFfnIsCapturedAtItsOwnWidth) {
+  for (const char* arch : {"deepseek2", "kimi-linear"}) {
+    SyntheticModel m{.arch = arch, .dim = 64, .layers = 3, .heads = 4, .ffn = 32, .vocab = 400, .context = 64,
+                     .pattern = "kak", .kda_head_dim = 16, .experts = 4, .dense_ffn = 96};
+    auto o = synthetic_options(m);
+    ASSERT_TRUE(o.has_value()) << o.error().message();
+    auto w = synthetic_model(*o);
+    ASSERT_TRUE(w.has_value()) << w.error().message();
+    const std::vector<std::byte> bytes = w->serialize();
+    auto model = model_from_file(std::move(*gguf::parse(bytes, "mla.gguf")));
+    ASSERT_TRUE(model.has_value()) << model.error().message();
+    auto pool = std::move(*ThreadPool::create({.threads = 1, .pin = false}));
+    std::vector<std::vector<double>> by_tp;
+    for (const char* tp : {"1", "2"}) {
+      Config knobs;
+      ASSERT_TRUE(knobs.set("engine.tp", tp).has_value());
+      auto session = (*model)->new_session(*pool, 4, knobs);
+      ASSERT_TRUE(session.has_value()) << arch << " tp " << tp << ": " << session.error().message();
+      OpCapture capture;
+      (*session)->set_op_tap(&capture);
+      for (TokenId t : {5, 6, 7}) {
+        capture.begin_step();
+        ASSERT_TRUE((*session)->step(t).has_value());
+      }
+      for (const char* op : {"layer.0.ffn.gate", "layer.0.ffn.up", "layer.0.ffn.act"}) {
+        const OpCapture::Op* found = capture.find(op);
+        ASSERT_NE(found, nullptr) << arch << " " << op;
+        for (const std::vector<double>& step : found->steps) EXPECT_EQ(step.size(), 96u) << arch << " tp " << tp << " " << op;
+      }
+      by_tp.push_back(capture.find("layer.0.ffn.act")->steps.back());
+    }
+    for (size_t i = 0; i < by_tp[0].size(); ++i) EXPECT_NEAR(by_tp[1][i], by_tp[0][i], 1e-5) << arch << " column " << i;
+  }
 }
 
 }  // namespace

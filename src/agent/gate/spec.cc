@@ -18,48 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Result<SyntheticModel> read_synthetic(TomlTable t) {
-  SyntheticModel m;
-  RECUR_ASSIGN_OR_RETURN(auto arch, t.string("arch"));
-  if (arch) {
-    if (*arch != "llama" && *arch != "hybrid")
-      return unexpected(t.error_at(*t.find("arch"), "arch", fmt::format("expected llama or hybrid, got '{}'", *arch)));
-    m.arch = *arch;
-  }
-  auto read_int = [&](std::string_view key, int& out, int64_t lo, int64_t hi) -> Status {
-    RECUR_ASSIGN_OR_RETURN(auto v, t.integer(key, lo, hi));
-    if (v) out = int(*v);
-    return ok_status();
-  };
-  RECUR_RETURN_IF_ERROR(read_int("dim", m.dim, 16, 1 << 16));
-  RECUR_RETURN_IF_ERROR(read_int("layers", m.layers, 1, 1024));
-  RECUR_RETURN_IF_ERROR(read_int("heads", m.heads, 1, 1024));
-  RECUR_RETURN_IF_ERROR(read_int("kv_heads", m.kv_heads, 0, 1024));
-  RECUR_RETURN_IF_ERROR(read_int("ffn", m.ffn, 0, 1 << 20));
-  RECUR_RETURN_IF_ERROR(read_int("vocab", m.vocab, 354, 1 << 20));
-  RECUR_RETURN_IF_ERROR(read_int("context", m.context, 16, 1 << 22));
-  RECUR_RETURN_IF_ERROR(read_int("kda_head_dim", m.kda_head_dim, 2, 1024));
-  RECUR_RETURN_IF_ERROR(read_int("experts", m.experts, 0, 1024));
-  RECUR_RETURN_IF_ERROR(read_int("experts_used", m.experts_used, 1, 1024));
-  if (const toml::node* n = t.find("shared_expert")) {
-    if (!n->is_boolean()) return unexpected(t.error_at(*n, "shared_expert", "expected true or false"));
-    m.shared_expert = n->as_boolean()->get();
-  }
-  RECUR_ASSIGN_OR_RETURN(auto seed, t.integer("seed", 0, INT64_MAX));
-  if (seed) m.seed = uint64_t(*seed);
-  RECUR_ASSIGN_OR_RETURN(auto dtype, t.string("dtype"));
-  if (dtype) {
-    if (*dtype != "f32" && *dtype != "f16" && *dtype != "bf16" && *dtype != "q8_0")
-      return unexpected(
-          t.error_at(*t.find("dtype"), "dtype", fmt::format("expected f32, f16, bf16 or q8_0, got '{}'", *dtype)));
-    m.dtype = *dtype;
-  }
-  RECUR_ASSIGN_OR_RETURN(auto pattern, t.string("pattern"));
-  if (pattern) m.pattern = *pattern;
-  RECUR_RETURN_IF_ERROR(t.finish());
-  return m;
-}
-
 // `model` and `[<table>.synthetic]`: "default", "synthetic" (with its table) or a file (relative
 // to the spec's folder). `model` keeps its value when the table names none.
 Status read_model_choice(TomlTable& t, const std::string& spec_path, std::string& model,
@@ -68,7 +26,7 @@ Status read_model_choice(TomlTable& t, const std::string& spec_path, std::string
   if (name) model = *name;
   RECUR_ASSIGN_OR_RETURN(auto table, t.subtable("synthetic"));
   if (table) {
-    RECUR_ASSIGN_OR_RETURN(synthetic, read_synthetic(*table));
+    RECUR_ASSIGN_OR_RETURN(synthetic, read_synthetic_model(*table));
     if (!name) model = "synthetic";
   }
   if (model == "synthetic" && !synthetic) synthetic = SyntheticModel{};

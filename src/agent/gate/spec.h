@@ -6,7 +6,7 @@
 //   [workload.engine]
 //   model = "synthetic"              # "default" (the embedded model), "synthetic", or a .gguf path
 //   [workload.engine.synthetic]
-//   arch = "llama"  dim = 128 ...
+//   arch = "kimi-linear"  dim = 128 ...   (gate/synthetic_model.h: any architecture row)
 //   [arms.tp1]
 //   "engine.tp" = "1"
 //   [arms.tp2]
@@ -30,20 +30,9 @@
 #include "core/status.h"
 #include "gate/expr.h"
 #include "gate/metrics.h"
+#include "gate/synthetic_model.h"
 
 namespace recur::gate {
-
-// A synthetic model written once into the model cache (engine/model_cache.h).
-struct SyntheticModel {
-  std::string arch = "llama";  // llama or hybrid
-  int dim = 128, layers = 2, heads = 4, kv_heads = 0, ffn = 0, vocab = 512, context = 1024;
-  std::string dtype = "f32";   // f32, f16, bf16, q8_0
-  uint64_t seed = 1;
-  std::string pattern = "kkka";  // hybrid
-  int kda_head_dim = 32;         // hybrid
-  int experts = 0, experts_used = 2;  // hybrid: MoE (0 experts = dense SwiGLU), top-k
-  bool shared_expert = false;         // hybrid MoE
-};
 
 struct EngineWorkload {
   std::string model = "default";  // "default", "synthetic" or a path

@@ -3,8 +3,13 @@
 #include "gate/spec.h"
 
 #include <regex>
+#include <set>
+
+#include <fmt/format.h>
 
 #include <gtest/gtest.h>
+
+#include "engine/architectures.h"
 
 namespace recur::gate {
 namespace {
@@ -266,8 +271,6 @@ TEST(GateSpec, TableErrorsNameTheKeyAndWhatWasExpected) {
   EXPECT_NE(m.find("rmsnorm"), std::string::npos) << m;  // the list of kernels
   m = error_of(edit("shape = \"M4,N64\"", "shape = \"Q4\""));
   EXPECT_NE(m.find("[workload.kernel] shape: "), std::string::npos) << m;
-  m = error_of(edit("arch = \"llama\"", "arch = \"gpt\""));
-  EXPECT_NE(m.find("[workload.engine.synthetic] arch: expected llama or hybrid, got 'gpt'"), std::string::npos) << m;
   m = error_of(edit("[workload.engine.synthetic]\narch = \"llama\"", "[workload.engine.synthetic]\narch = \"llama\"\n"
                                                                      "model = \"x.gguf\""));
   EXPECT_NE(m.find("unknown key 'model'"), std::string::npos) << m;
@@ -277,6 +280,131 @@ TEST(GateSpec, TableErrorsNameTheKeyAndWhatWasExpected) {
   EXPECT_TRUE(std::regex_search(m, std::regex("^spec\\.toml:[0-9]+:[0-9]+: "))) << m;  // TOML syntax, positioned
   m = error_of("conditions = [\"decode_tok_s(a) > 0\"]\n[workload.engine]\nmodel = \"no/such/model.gguf\"\n[arms.a]\n");
   EXPECT_NE(m.find("no such file: no/such/model.gguf"), std::string::npos) << m;
+}
+
+// kFull with its synthetic table's body (line 21 on) replaced.
+std::string synthetic(std::string_view body) { return edit("arch = \"llama\"\ndim = 64", body); }
+
+Result<ModelConfig> synthetic_config(std::string_view body) {
+  RECUR_ASSIGN_OR_RETURN(GateSpec s, parse(synthetic(body)));
+  RECUR_ASSIGN_OR_RETURN(SyntheticModelOptions o, synthetic_options(*s.engine->synthetic));
+  return o.config;
+}
+
+// Every row of the architecture table makes a synthetic model at its defaults, each under its
+// own cache name; the row's fields reach the config.
+TEST(GateSpec, SyntheticModelsCoverEveryArchitectureRow) {
+  std::set<std::string> names;
+  for (const Architecture& a : architectures()) {
+    auto s = parse(synthetic(fmt::format("arch = \"{}\"\ndim = 64", a.name)));
+    ASSERT_TRUE(s.has_value()) << a.name << ": " << s.error().message();
+    auto c = synthetic_options(*s->engine->synthetic);
+    ASSERT_TRUE(c.has_value()) << a.name << ": " << c.error().message();
+    EXPECT_EQ(arch_name(c->config.arch), a.name);
+    EXPECT_TRUE(names.insert(synthetic_model_name(*s->engine->synthetic)).second) << a.name;
+  }
+  auto kimi = synthetic_config(
+      "arch = \"kimi-linear\"\ndim = 64\nlayers = 4\npattern = \"kkak\"\nkda_head_dim = 16\nffn = 32\nexperts = 6\n"
+      "experts_used = 3\nshared_ffn = 64\nkv_lora_rank = 24\nq_lora_rank = 16\nqk_nope = 8\nqk_rope = 4\n"
+      "v_head_dim = 12\nleading_dense = 2\ndense_ffn = 96");
+  ASSERT_TRUE(kimi.has_value()) << kimi.error().message();
+  EXPECT_EQ(kimi->layer_pattern, "kkak");
+  EXPECT_EQ(kimi->kda_heads, 4);  // KDA and MLA share head_count
+  EXPECT_EQ(kimi->kda_head_dim, 16);
+  EXPECT_EQ(kimi->n_experts, 6);
+  EXPECT_EQ(kimi->n_experts_used, 3);
+  EXPECT_TRUE(kimi->shared_expert);
+  EXPECT_EQ(kimi->shared_ffn_dim, 64);
+  EXPECT_EQ(kimi->ffn_dim, 32);
+  EXPECT_EQ(kimi->n_kv_heads, 1);
+  EXPECT_EQ(kimi->kv_lora_rank, 24);
+  EXPECT_EQ(kimi->q_lora_rank, 16);
+  EXPECT_EQ(kimi->head_dim, 12);
+  EXPECT_EQ(kimi->v_head_dim, 12);
+  EXPECT_EQ(kimi->leading_dense_layers, 2);
+  EXPECT_EQ(kimi->dense_ffn_dim, 96);
+  EXPECT_EQ(kimi->expert_gating, ExpertGating::kSigmoid);
+  EXPECT_FALSE(kimi->mla_rope);
+  auto v2 = synthetic_config("arch = \"deepseek2\"\ndim = 64");
+  ASSERT_TRUE(v2.has_value()) << v2.error().message();
+  EXPECT_EQ(v2->n_experts, 4);
+  EXPECT_EQ(v2->leading_dense_layers, 1);
+  EXPECT_EQ(v2->expert_gating, ExpertGating::kSoftmax);
+  EXPECT_FALSE(v2->moe_renormalize);
+  auto v3 = synthetic_config("arch = \"deepseek2\"\ndim = 64\ngating = \"sigmoid\"\nexperts = 0");
+  ASSERT_TRUE(v3.has_value()) << v3.error().message();
+  EXPECT_EQ(v3->expert_gating, ExpertGating::kSigmoid);
+  EXPECT_EQ(v3->leading_dense_layers, v3->n_layers);  // no experts: every layer dense
+  auto q2 = synthetic_config("arch = \"qwen2moe\"\ndim = 64");
+  ASSERT_TRUE(q2.has_value()) << q2.error().message();
+  EXPECT_EQ(q2->n_experts, 4);
+  EXPECT_TRUE(q2->shared_expert);
+  auto q3 = synthetic_config("arch = \"qwen3moe\"\ndim = 64\nexperts = 8\nexperts_used = 4");
+  ASSERT_TRUE(q3.has_value()) << q3.error().message();
+  EXPECT_EQ(q3->n_experts, 8);
+  EXPECT_FALSE(q3->shared_expert);
+  auto hybrid = synthetic_config("arch = \"hybrid\"\ndim = 64\nkda_head_dim = 16");
+  ASSERT_TRUE(hybrid.has_value()) << hybrid.error().message();
+  EXPECT_EQ(hybrid->n_experts, 0);  // dense unless asked
+  EXPECT_EQ(hybrid->kda_heads, 4);
+}
+
+// A synthetic table's mistakes: the position, the field, and what the row takes.
+TEST(GateSpec, SyntheticModelErrorsNameTheFieldAndTheRowsItAppliesTo) {
+  std::string m = error_of(synthetic("arch = \"gpt\"\ndim = 64"));
+  EXPECT_NE(m.find("spec.toml:21:8: [workload.engine.synthetic] arch: expected one of " + supported_architectures() +
+                   ", got 'gpt'"),
+            std::string::npos)
+      << m;
+  m = error_of(synthetic("arch = \"llama\"\npattern = \"kkka\""));
+  EXPECT_NE(m.find("spec.toml:22:11: [workload.engine.synthetic] pattern: arch llama has no place for it (it applies "
+                   "to kimi-linear, hybrid)"),
+            std::string::npos)
+      << m;
+  m = error_of(synthetic("arch = \"deepseek2\"\nkv_heads = 2"));
+  EXPECT_NE(m.find("spec.toml:22:12: [workload.engine.synthetic] kv_heads: arch deepseek2 has no place for it (it "
+                   "applies to llama, "),
+            std::string::npos)
+      << m;
+  m = error_of(synthetic("arch = \"qwen2\"\nkv_lora_rank = 16"));
+  EXPECT_NE(m.find("22:16: [workload.engine.synthetic] kv_lora_rank: arch qwen2 has no place for it (it applies to "
+                   "deepseek2, kimi-linear)"),
+            std::string::npos)
+      << m;
+  m = error_of(synthetic("arch = \"kimi-linear\"\ngating = \"softmax\""));
+  EXPECT_NE(m.find("gating: arch kimi-linear has no place for it (it applies to deepseek2)"), std::string::npos) << m;
+  m = error_of(synthetic("arch = \"deepseek2\"\ngating = \"relu\""));
+  EXPECT_NE(m.find("22:10: [workload.engine.synthetic] gating: expected softmax or sigmoid, got 'relu'"),
+            std::string::npos)
+      << m;
+  m = error_of(synthetic("arch = \"gemma2\"\nexperts = 4"));
+  EXPECT_NE(m.find("experts: arch gemma2 has no place for it (it applies to qwen2moe, qwen3moe, deepseek2, "
+                   "kimi-linear, hybrid)"),
+            std::string::npos)
+      << m;
+  m = error_of(synthetic("arch = \"qwen3moe\"\nshared_expert = true"));
+  EXPECT_NE(m.find("22:17: [workload.engine.synthetic] shared_expert: qwen3moe has no shared expert"), std::string::npos)
+      << m;
+  m = error_of(synthetic("arch = \"qwen2moe\"\nshared_expert = false"));
+  EXPECT_NE(m.find("shared_expert: qwen2moe always has a shared expert"), std::string::npos) << m;
+  m = error_of(synthetic("arch = \"qwen2moe\"\nexperts = 0"));
+  EXPECT_NE(m.find("22:11: [workload.engine.synthetic] experts: qwen2moe is a MoE architecture: expected at least 1"),
+            std::string::npos)
+      << m;
+  m = error_of(synthetic("arch = \"hybrid\"\nshared_expert = true"));
+  EXPECT_NE(m.find("shared_expert: a shared expert needs routed experts"), std::string::npos) << m;
+  // The sizes together, at the arch: ModelConfig::validate's reason.
+  m = error_of(synthetic("arch = \"kimi-linear\"\nffn = 32\nshared_ffn = 40"));
+  EXPECT_NE(m.find("spec.toml:21:8: [workload.engine.synthetic] arch: model config: shared expert width 40 is not "
+                   "whole experts of 32"),
+            std::string::npos)
+      << m;
+  m = error_of(synthetic("arch = \"hybrid\"\npattern = \"kxa\""));
+  EXPECT_NE(m.find("layer pattern 'kxa' must be letters k (KDA) and a (attention)"), std::string::npos) << m;
+  m = error_of(synthetic("arch = \"deepseek2\"\nqk_nope = 17\nqk_rope = 3"));
+  EXPECT_NE(m.find("rope dims 3 (even)"), std::string::npos) << m;
+  m = error_of(synthetic("arch = \"llama\"\nheads = 3\nkv_heads = 2"));
+  EXPECT_NE(m.find("3 heads is not a multiple of 2 kv heads"), std::string::npos) << m;
 }
 
 // A program workload with every key set (line numbers matter to the error tests below).

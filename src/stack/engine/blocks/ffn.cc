@@ -21,10 +21,11 @@ void ffn_rows(const Step& s, const FfnShard& f, const float* x, int64_t m, float
   const int64_t n = f.gate.rows();  // a TP shard's columns, or a whole expert's under EP
   const ProjectionOut gate_up[] = {{&f.gate, a}, {&f.up, b}};
   project_rows(s, x, m, gate_up);
-  // Taps (dense layers only): this rank's columns of the layer's own width (deepseek2's leading
-  // dense layers are wider than its experts).
-  const int64_t whole = tap_layer >= 0 ? s.m.layers[size_t(tap_layer)].w_gate.rows : 0;
-  const Span cols = rank_span(whole, s.o.tp, s.o.tp > 1 ? s.r.w.index : 0);
+  // The tapped layer's own width: deepseek2's and kimi-linear's leading dense layers are wider
+  // than ffn_dim (each expert's); this rank's columns of it: whole when the ranks replicate it
+  // (or layer split gives it whole to one rank), else its engine.tp shard.
+  const int64_t whole = tap_layer >= 0 ? s.m.layers[size_t(tap_layer)].w_gate.rows : n;
+  const Span cols = n == whole ? Span{0, whole} : rank_span(whole, s.o.tp, s.r.w.index);
   if (tap_layer >= 0) {
     s.tap(Op::kFfnGate, tap_layer, a, n, cols.begin, whole);
     s.tap(Op::kFfnUp, tap_layer, b, n, cols.begin, whole);

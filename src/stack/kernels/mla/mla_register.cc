@@ -198,9 +198,7 @@ KernelSpec spec(bool prefill) {
   };
   k.tolerances = {{DType::kF32, Tolerance{.atol = 1e-30, .rtol = 2e-5}}};
   k.partitioning = Partitioning{.param = "B"};
-  // The engine obeys the knob (engine/engine_kernels.h), but engine_calls stays false until the
-  // knob-efficacy check (src/agent/gate/knob_efficacy.cc) runs an MLA model to see it act.
-  k.engine_calls = false;
+  k.engine_calls = true;  // engine/blocks/mla_mixer.cc (deepseek2, kimi-linear; the knob-efficacy check runs both)
   for (mla::Variant v : {mla::Variant::kAbsorbed, mla::Variant::kExpand})
     k.variants.push_back({.name = std::string(mla::variant_name(v)), .isa = Isa::kScalar,
                           .params = {{"form", std::string(mla::variant_name(v))}},
