@@ -9,6 +9,7 @@
 
 #include "cli/cli.h"
 #include "engine/architectures.h"
+#include "engine/qwen3next.h"
 #include "engine/gguf.h"
 #include "engine/hf_export.h"
 #include "engine/model_cache.h"
@@ -183,7 +184,7 @@ int run_new(const NewFlags& f) {
     c.kda_key_heads = f.kda_key_heads > 0 ? f.kda_key_heads : c.kda_heads;
     c.conv_size = f.conv;
   }
-  if (c.arch == Arch::kQwen3Next) c.rope_dims = std::max(2, c.head_dim / 8 * 2);  // a quarter of the head rotates
+  if (c.arch == Arch::kQwen3Next) c.rope_dims = qwen3next_rope_dims(c.head_dim);
   o.llama3_rope = f.llama3_rope;
   if ((*arch)->mla) set_deepseek2(f, c);
   if ((*arch)->mla && (*arch)->kda_layers) {

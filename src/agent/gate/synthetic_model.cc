@@ -8,6 +8,7 @@
 
 #include "engine/architectures.h"
 #include "engine/model_cache.h"
+#include "engine/qwen3next.h"
 #include "gate/toml_reader.h"
 
 namespace recur::gate {
@@ -114,6 +115,7 @@ Result<SyntheticModelOptions> build_options(const SyntheticModel& m) {
     c.kda_key_heads = c.kda_heads;
     c.conv_size = 4;
   }
+  if (row->arch == Arch::kQwen3Next) c.rope_dims = qwen3next_rope_dims(c.head_dim);
   if (row->mla) {
     c.n_kv_heads = 1;  // MLA runs as MQA over the latent (what llama.cpp writes)
     c.q_lora_rank = m.q_lora_rank;

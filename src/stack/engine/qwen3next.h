@@ -38,6 +38,9 @@ void write_qwen3next_keys(const ModelConfig& c, gguf::Writer& w);
 // What only qwen3next requires of a config: the layer pattern k...ka (an interval), experts with
 // the shared expert, an even rotary width within the head (ModelConfig::validate calls it).
 Status validate_qwen3next(const ModelConfig& c);
+// The rotated dims of each attention head in the released model (partial_rotary_factor 0.25): a
+// quarter of the head, even, at least 2; what synthetic files use.
+inline int qwen3next_rope_dims(int head_dim) { return head_dim / 8 * 2 > 2 ? head_dim / 8 * 2 : 2; }
 
 class Qwen3NextModel final : public TransformerModel {
  public:
