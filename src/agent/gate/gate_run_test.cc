@@ -128,7 +128,10 @@ context = 64
 [arms.f64]
 "engine.numerics" = "f64_reference"
 )toml",
-                                              a.name, kda ? 3 : 2, kda ? "pattern = \"kak\"\nkda_head_dim = 16" : "");
+                                              a.name, kda ? 3 : 2,
+                                              !kda                        ? ""
+                                              : a.arch == Arch::kQwen3Next ? "pattern = \"kka\"\nkda_head_dim = 16"  // k..., then a
+                                                                           : "pattern = \"kak\"\nkda_head_dim = 16");
     auto spec = parse_gate_spec(spec_text, "");
     ASSERT_TRUE(spec.has_value()) << a.name << ": " << spec.error().message();
     GateRunOptions o;

@@ -358,7 +358,7 @@ TEST(GateSpec, SyntheticModelErrorsNameTheFieldAndTheRowsItAppliesTo) {
       << m;
   m = error_of(synthetic("arch = \"llama\"\npattern = \"kkka\""));
   EXPECT_NE(m.find("spec.toml:22:11: [workload.engine.synthetic] pattern: arch llama has no place for it (it applies "
-                   "to kimi-linear, hybrid)"),
+                   "to kimi-linear, qwen3next, hybrid)"),
             std::string::npos)
       << m;
   m = error_of(synthetic("arch = \"deepseek2\"\nkv_heads = 2"));
@@ -379,7 +379,7 @@ TEST(GateSpec, SyntheticModelErrorsNameTheFieldAndTheRowsItAppliesTo) {
       << m;
   m = error_of(synthetic("arch = \"gemma2\"\nexperts = 4"));
   EXPECT_NE(m.find("experts: arch gemma2 has no place for it (it applies to qwen2moe, qwen3moe, deepseek2, "
-                   "kimi-linear, hybrid)"),
+                   "kimi-linear, qwen3next, hybrid)"),
             std::string::npos)
       << m;
   m = error_of(synthetic("arch = \"qwen3moe\"\nshared_expert = true"));

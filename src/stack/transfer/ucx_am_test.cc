@@ -315,7 +315,7 @@ TEST(UcxBlockReceiverLinks, ManyLinksStayBoundedAndPendingOnesAreKept) {
   auto send = [&](UcxAmKind kind, uint64_t link, uint64_t seq, uint64_t value) {
     const uint64_t offset = kind == UcxAmKind::kStoreFlag ? 0 : 8;
     const auto header = encode_ucx_am_block(
-        {.kind = kind, .region = 0, .offset = offset, .length = sizeof value, .link = link, .seq = seq});
+        {.kind = kind, .region = 1, .offset = offset, .length = sizeof value, .link = link, .seq = seq});
     receiver.on_block(header.data(), header.size(), &value, sizeof value, &eager);
   };
   auto word = [&](size_t at) {
