@@ -31,10 +31,7 @@ std::vector<float> widen(const std::vector<Weight>& ws) {
 Status bind_mla_attention(const gguf::File& f, const ModelConfig& c, const std::string& p, LayerWeights& L,
                           std::vector<std::vector<float>>& storage) {
   const int64_t H = c.n_heads, N = c.qk_nope_dim, E = c.qk_rope_dim, R = c.kv_lora_rank, V = c.v_head_dim;
-  auto bind = [&](Weight& w, const char* name, int64_t rows, int64_t cols) -> Status {
-    RECUR_ASSIGN_OR_RETURN(w, bind_weight(f, p + name, rows, cols));
-    return ok_status();
-  };
+  const LayerTensors bind(f, p);
   L.mla = true;
   if (c.q_lora_rank > 0) {
     RECUR_RETURN_IF_ERROR(bind(L.wq_a, "attn_q_a.weight", c.q_lora_rank, c.dim));

@@ -23,6 +23,7 @@
 #include "engine/hf_export.h"
 #include "engine/hf_tensor_names.h"
 #include "engine/hf_tokenizer.h"
+#include "engine/mla_test_models.h"
 #include "engine/safetensors.h"
 #include "engine/synthetic.h"
 #include "engine/test_models.h"
@@ -71,31 +72,9 @@ ModelConfig dense(Arch arch) {
   return c;
 }
 
-// DeepSeek-V2-Lite-like: direct q, softmax gating, one leading dense layer, a shared expert.
-ModelConfig deepseek_v2() {
-  ModelConfig c;
-  c.arch = Arch::kDeepseek2;
-  architecture(c.arch).features(c);
-  c.dim = 64;
-  c.n_layers = 3;
-  c.n_heads = 4;
-  c.n_kv_heads = 1;
-  c.kv_lora_rank = 32;
-  c.qk_nope_dim = 32;
-  c.qk_rope_dim = 16;
-  c.head_dim = 48;
-  c.v_head_dim = 32;
-  c.vocab = 400;
-  c.context = 64;
-  c.n_experts = 6;
-  c.n_experts_used = 2;
-  c.ffn_dim = 32;
-  c.leading_dense_layers = 1;
-  c.dense_ffn_dim = 96;
-  c.shared_ffn_dim = 32;
-  c.shared_expert = true;
-  return c;
-}
+// DeepSeek-V2-Lite-like (mla_test_models.h's shape A): direct q, softmax gating, one leading
+// dense layer, a shared expert.
+ModelConfig deepseek_v2() { return testing::deepseek2_shape_a(); }
 
 // DeepSeek-V3-like: q_lora, sigmoid gating with the selection bias, renormalized and scaled
 // top-k, two shared experts, YaRN.
@@ -116,19 +95,7 @@ ModelConfig deepseek_v3() {
   return c;
 }
 
-ModelConfig kimi_linear() {
-  ModelConfig c = deepseek_v2();
-  c.arch = Arch::kKimiLinear;
-  architecture(c.arch).features(c);
-  c.n_layers = 4;
-  c.layer_pattern = "kkak";
-  c.kda_head_dim = 32;
-  c.kda_heads = c.kda_key_heads = c.n_heads;
-  c.conv_size = 4;
-  c.expert_gating = ExpertGating::kSigmoid;
-  c.expert_weights_scale = 2.446f;
-  return c;
-}
+ModelConfig kimi_linear() { return testing::kimi_linear_config(); }
 
 void PrintTo(const Row& r, std::ostream* os) { *os << r.label; }
 

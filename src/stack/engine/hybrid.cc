@@ -23,10 +23,7 @@ Result<std::unique_ptr<HybridModel>> HybridModel::from_file(gguf::File file, con
   const int64_t K = c.kda_head_dim, qk = c.kda_key_heads * K, vd = c.kda_heads * K;
   for (int l = 0; l < c.n_layers; ++l) {
     const std::string p = fmt::format("blk.{}.", l);
-    auto bind = [&](Weight& w, const char* name, int64_t rows, int64_t cols) -> Status {
-      RECUR_ASSIGN_OR_RETURN(w, bind_weight(f, p + name, rows, cols));
-      return ok_status();
-    };
+    const LayerTensors bind(f, p);
     LayerWeights L;
     L.kda = c.is_kda_layer(l);
     RECUR_RETURN_IF_ERROR(bind(L.attn_norm, "attn_norm.weight", 1, c.dim));

@@ -8,11 +8,13 @@
 
 namespace recur {
 
+Status LayerTensors::operator()(Weight& w, const char* name, int64_t rows, int64_t cols) const {
+  RECUR_ASSIGN_OR_RETURN(w, bind_weight(file_, prefix_ + name, rows, cols));
+  return ok_status();
+}
+
 Status bind_attention_weights(const gguf::File& f, const ModelConfig& c, const std::string& p, LayerWeights& L) {
-  auto bind = [&](Weight& w, const char* name, int64_t rows, int64_t cols) -> Status {
-    RECUR_ASSIGN_OR_RETURN(w, bind_weight(f, p + name, rows, cols));
-    return ok_status();
-  };
+  const LayerTensors bind(f, p);
   const int64_t q_dim = int64_t(c.n_heads) * c.head_dim, kv_dim = int64_t(c.n_kv_heads) * c.head_dim;
   if (c.fused_qkv) {
     // Row views of the one tensor: q, then k, then v (llama.cpp's build_qkv split).
@@ -42,10 +44,7 @@ Status bind_attention_weights(const gguf::File& f, const ModelConfig& c, const s
 }
 
 Status bind_ffn_weights(const gguf::File& f, const ModelConfig& c, const std::string& p, int layer, LayerWeights& L) {
-  auto bind = [&](Weight& w, const char* name, int64_t rows, int64_t cols) -> Status {
-    RECUR_ASSIGN_OR_RETURN(w, bind_weight(f, p + name, rows, cols));
-    return ok_status();
-  };
+  const LayerTensors bind(f, p);
   if (c.post_norms) RECUR_RETURN_IF_ERROR(bind(L.post_ffn_norm, "post_ffw_norm.weight", 1, c.dim));
   if (c.is_dense_ffn_layer(layer)) {
     const int64_t width = layer < c.leading_dense_layers ? c.dense_ffn_dim : c.ffn_dim;

@@ -13,6 +13,18 @@
 
 namespace recur {
 
+// Binds one layer's tensors `prefix` + name ("blk.3." + "attn_q.weight") into weights, with
+// bind_weight's shape checks and errors: the loaders' one way to read a layer.
+class LayerTensors {
+ public:
+  LayerTensors(const gguf::File& file, const std::string& prefix) : file_(file), prefix_(prefix) {}
+  Status operator()(Weight& w, const char* name, int64_t rows, int64_t cols) const;
+
+ private:
+  const gguf::File& file_;
+  const std::string& prefix_;
+};
+
 // attn_q/k/v/output (or phi3's fused attn_qkv), their biases (attn_bias) and the per-head
 // attn_q_norm / attn_k_norm (qk_norm) of the layer whose tensors start with `prefix` ("blk.3.").
 Status bind_attention_weights(const gguf::File& f, const ModelConfig& c, const std::string& prefix, LayerWeights& L);
