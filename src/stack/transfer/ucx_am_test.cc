@@ -379,7 +379,7 @@ TEST(UcxAmTarget, SendersDyingWhileTheTargetConnectsBackOverSharedMemoryLeaveItS
 }
 
 // Over tcp the target connects back to each sender; UCX 1.13 aborts when one dies then (before
-// 1.14 this killed the target in 2 of 3 runs here; ucx_known_faults.h).
+// 1.14 this killed the target in 8 of 10 runs here; ucx_known_faults.h).
 TEST(UcxAmTarget, SendersDyingWhileTheTargetConnectsBackOverTcpLeaveItServing) {
   UcxVersion version;
   ucp_get_version(&version.major, &version.minor, &version.release);
