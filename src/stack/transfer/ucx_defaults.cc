@@ -4,18 +4,13 @@
 
 namespace recur::transfer {
 
-namespace {
-
-// Whether UCX_TLS (unset: every transport) lets UCX use tcp. "^a,b" excludes a and b.
-bool tls_may_use_tcp(const char* tls) {
+bool ucx_tls_may_use_tcp(const char* tls) {
   if (tls == nullptr || *tls == '\0') return true;
   const std::string_view t(tls);
   const bool names_tcp = t.find("tcp") != std::string_view::npos;
   if (t.starts_with('^')) return !names_tcp;
   return names_tcp || t.find("all") != std::string_view::npos;
 }
-
-}  // namespace
 
 std::vector<UcxSetting> ucx_tcp_defaults(const std::function<const char*(const char*)>& getenv) {
   struct Default {
@@ -28,7 +23,7 @@ std::vector<UcxSetting> ucx_tcp_defaults(const std::function<const char*(const c
                                       {{"RCVBUF", "4m"}, "UCX_TCP_RCVBUF"},
                                       {{"MAX_RNDV_RAILS", "1"}, "UCX_MAX_RNDV_RAILS"}};
   std::vector<UcxSetting> out;
-  if (!tls_may_use_tcp(getenv("UCX_TLS"))) return out;
+  if (!ucx_tls_may_use_tcp(getenv("UCX_TLS"))) return out;
   for (const Default& d : kDefaults)
     if (getenv(d.env) == nullptr) out.push_back(d.setting);
   return out;

@@ -20,6 +20,10 @@ struct UcxSetting {
   std::string value;  // "64k"
 };
 
+// Whether UCX_TLS (`tls`; nullptr or empty: unset, every transport) lets UCX use tcp. "^a,b"
+// excludes a and b.
+bool ucx_tls_may_use_tcp(const char* tls);
+
 // The tcp settings to apply, given the environment (`getenv`): none where UCX_TLS rules tcp out
 // (UCX warns about a setting no transport reads), and none the user set (UCX_TCP_<name>,
 // UCX_MAX_RNDV_RAILS).

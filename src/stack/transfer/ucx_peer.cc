@@ -150,15 +150,7 @@ void ucx_free_request(void* request, ucs_status_t, void*) { ucp_request_free(req
 constexpr uint64_t kUcxRendezvousFrom = 64 * 1024;
 
 std::string ucx_ep_info(ucp_ep_h ep) {
-  char* text = nullptr;
-  size_t bytes = 0;
-  FILE* out = open_memstream(&text, &bytes);
-  if (out == nullptr) return {};
-  ucp_ep_print_info(ep, out);
-  std::fclose(out);
-  std::string all(text, bytes);
-  std::free(text);
-  return all;
+  return ucx_printed([ep](FILE* out) { ucp_ep_print_info(ep, out); });
 }
 
 const char* ucx_op_name(FrameOp op) {

@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "trace/trace.h"
 #include "transfer/ucx_defaults.h"
+#include "transfer/ucx_known_faults.h"
 #include "transfer/ucx_wire.h"
 
 namespace recur::transfer {
@@ -27,12 +28,47 @@ Error ucx_error(ErrorCode code, std::string_view what, ucs_status_t status) {
   return Error(code, fmt::format("UCX {}: {}", what, ucs_status_string(status)));
 }
 
+std::string ucx_printed(const std::function<void(FILE*)>& print) {
+  char* text = nullptr;
+  size_t bytes = 0;
+  FILE* out = open_memstream(&text, &bytes);
+  if (out == nullptr) return {};
+  print(out);
+  std::fclose(out);
+  std::string all(text, bytes);
+  std::free(text);
+  return all;
+}
+
+namespace {
+
+// Refuses what this UCX release is known to abort on (ucx_known_faults.h) and warns, once per
+// process, about what recur cannot avoid.
+Status check_known_ucx_faults(const ucp_config_t* config) {
+  UcxVersion version;
+  ucp_get_version(&version.major, &version.minor, &version.release);
+  const std::string printed =
+      ucx_printed([&](FILE* out) { ucp_config_print(config, out, nullptr, UCS_CONFIG_PRINT_CONFIG); });
+  if (auto why = ucx_proto_refusal(version, ucx_printed_setting(printed, "PROTO_ENABLE").value_or("n")))
+    return make_error(ErrorCode::kUnsupported, "{}", *why);
+  static std::once_flag warned;
+  if (auto warning = ucx_tcp_wireup_warning(version, std::getenv("UCX_TLS")))
+    std::call_once(warned, [&] { LOG_WARN("{}", *warning); });
+  return ok_status();
+}
+
+}  // namespace
+
 Result<std::unique_ptr<UcxRuntime>> UcxRuntime::create(const std::string& segment_name) {
   auto rt = std::unique_ptr<UcxRuntime>(new UcxRuntime());
   rt->segment_name_ = segment_name;
   ucp_config_t* config = nullptr;
   if (ucs_status_t s = ucp_config_read(nullptr, nullptr, &config); s != UCS_OK)
     return unexpected(ucx_error(ErrorCode::kUnsupported, "config (UCX_* environment)", s));
+  if (Status known = check_known_ucx_faults(config); !known) {
+    ucp_config_release(config);
+    return unexpected(known.error());
+  }
   for (const UcxSetting& d : ucx_tcp_defaults([](const char* key) { return std::getenv(key); })) {
     if (ucs_status_t st = ucp_config_modify(config, d.name.c_str(), d.value.c_str()); st != UCS_OK)
       LOG_WARN("UCX: cannot set tcp {}={}: {}", d.name, d.value, ucs_status_string(st));

@@ -24,6 +24,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdio>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -54,6 +55,9 @@ class UcxWatcher {
 
 // "UCX <what>: <status string>" as an error of `code`.
 Error ucx_error(ErrorCode code, std::string_view what, ucs_status_t status);
+
+// What `print` writes to a stream (UCX's *_print functions), as a string; empty if no stream.
+std::string ucx_printed(const std::function<void(FILE*)>& print);
 
 class UcxRuntime {
  public:
