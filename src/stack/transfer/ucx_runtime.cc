@@ -100,11 +100,19 @@ Result<std::unique_ptr<UcxRuntime>> UcxRuntime::create(const std::string& segmen
   return rt;
 }
 
-UcxRuntime::~UcxRuntime() {
-  stopping_.store(true);
+void UcxRuntime::stop() {
+  {
+    // Under the task lock: a task is either queued before this (and run below) or refused.
+    std::lock_guard lock(task_mu_);
+    stopping_.store(true);
+  }
   if (worker_ != nullptr) ucp_worker_signal(worker_);
   if (progress_.joinable()) progress_.join();
   run_tasks();  // what was posted last (closing endpoints): this thread is the worker's now
+}
+
+UcxRuntime::~UcxRuntime() {
+  stop();
   for (auto& [id, m] : mapped_)
     if (m.own_memh) ucp_mem_unmap(context_, m.memh);
   for (auto& [addr, a] : allocations_) ucp_mem_unmap(context_, a.memh);
@@ -328,14 +336,19 @@ void UcxRuntime::remove_watcher(UcxWatcher* w) {
   std::erase(watchers_, w);
 }
 
-void UcxRuntime::post(std::function<void()> task) {
-  // Callbacks of requests cancelled while the worker is destroyed may post: nobody runs it now.
-  if (stopping_.load()) return;
+bool UcxRuntime::enqueue(std::function<void()> task) {
   {
     std::lock_guard lock(task_mu_);
+    if (stopping_.load()) return false;
     tasks_.push_back(std::move(task));
   }
   ucp_worker_signal(worker_);  // thread-safe: wakes the progress thread's poll
+  return true;
+}
+
+void UcxRuntime::post(std::function<void()> task) {
+  // Callbacks of requests cancelled while the worker is destroyed may post: nobody runs it now.
+  (void)enqueue(std::move(task));
 }
 
 Status UcxRuntime::run(const std::function<Status()>& task) {
@@ -344,13 +357,15 @@ Status UcxRuntime::run(const std::function<Status()>& task) {
   std::condition_variable cv;
   bool done = false;
   Status result = ok_status();
-  post([&] {
+  const bool queued = enqueue([&] {
     Status s = task();
     std::lock_guard lock(mu);
     result = std::move(s);
     done = true;
     cv.notify_one();
   });
+  // A stopping runtime runs nothing more: waiting would never end.
+  if (!queued) return make_error(ErrorCode::kFailedPrecondition, "UCX runtime: stopping, the task was not run");
   std::unique_lock lock(mu);
   cv.wait(lock, [&] { return done; });
   return result;

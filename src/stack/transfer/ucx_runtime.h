@@ -88,8 +88,12 @@ class UcxRuntime {
 
   // Runs `task` on the progress thread, soon (in posting order).
   void post(std::function<void()> task);
-  // Runs `task` there and waits for it; on the progress thread itself, runs it now.
+  // Runs `task` there and waits for it; on the progress thread itself, runs it now. Fails
+  // (kFailedPrecondition) once the runtime is stopping, as nothing would run it.
   Status run(const std::function<Status()>& task);
+  // Ends the progress thread and runs what was posted before; later tasks are refused (post
+  // drops them, run fails). The destructor calls it; idempotent.
+  void stop();
   bool on_progress_thread() const { return std::this_thread::get_id() == progress_.get_id(); }
 
   // Acks of blocks sent as active messages (ucx_am_wire.h) reach the sink registered under their
@@ -121,6 +125,8 @@ class UcxRuntime {
   // Where [offset, offset + length) of mapped region `region` is; the registry's errors.
   Result<std::byte*> resolve_block(uint32_t region, uint64_t offset, uint64_t length);
   bool run_tasks();  // true if there were any
+  // Queues `task` unless the runtime is stopping (then false: it will never run).
+  bool enqueue(std::function<void()> task);
   bool busy();       // a watcher's requests or a block receive in flight
 
   std::string segment_name_;
