@@ -675,6 +675,8 @@ TEST_F(BadQwen3Next, BadConfigValuesAreNamed) {
   set_config("linear_key_head_dim", 16);
   e = config_error("partial_rotary_factor", "quarter");
   EXPECT_NE(e.find("'partial_rotary_factor' must be a number, got \"quarter\""), std::string::npos) << e;
+  e = config_error("partial_rotary_factor", 0.1);
+  EXPECT_NE(e.find("'partial_rotary_factor' 0.1 rotates 1 dims of head_dim 16"), std::string::npos) << e;
   set_config("partial_rotary_factor", 0.25);
   e = config_error("norm_topk_prob", false);
   EXPECT_NE(e.find("'norm_topk_prob' is false"), std::string::npos) << e;

@@ -295,6 +295,9 @@ Status hf_qwen3next_keys(const HfKeys& k, ModelConfig& c) {
   if (!(partial > 0 && partial <= 1))
     return parse_error("{}: 'partial_rotary_factor' {} must be in (0, 1]", k.source(), partial);
   c.rope_dims = int(double(c.head_dim) * double(partial) + 1e-4);  // the converter's int(), past float rounding
+  if (c.rope_dims < 2 || c.rope_dims % 2 != 0)
+    return unsupported("{}: 'partial_rotary_factor' {} rotates {} dims of head_dim {} (RoPE needs an even count, at least 2)",
+                       k.source(), partial, c.rope_dims, c.head_dim);
   return ok_status();
 }
 
