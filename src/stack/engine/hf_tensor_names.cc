@@ -22,7 +22,8 @@ constexpr HfNamePair kHfGlobal[] = {
     {"lm_head.weight", "output.weight"},
 };
 
-// Gemma 2's sandwich norms, ahead of kHfLayer (whose post_attention_layernorm is the FFN norm).
+// Gemma 2 / 3's sandwich norms, ahead of kHfLayer (whose post_attention_layernorm is the FFN
+// norm); Qwen3-Next has only the first, its FFN norm under llama.cpp's name.
 constexpr HfNamePair kHfGemmaLayer[] = {
     {"post_attention_layernorm.weight", "post_attention_norm.weight", HC::kNormPlusOne},
     {"pre_feedforward_layernorm.weight", "ffn_norm.weight", HC::kNormPlusOne},
@@ -148,11 +149,11 @@ int64_t llama_permuted_row(int64_t r, int64_t d, bool inverse) {
 int64_t qwen3next_qkvz_row(int64_t r, const QkvzShape& s) {
   const int64_t K = s.head_dim, GV = s.value_heads_per_key * s.head_dim, per = 2 * K + 2 * GV;
   const int64_t qk = s.key_heads * K, v = s.key_heads * GV;
-  if (r < qk) return r / K * per + r % K;                                       // q
-  if ((r -= qk) < qk) return r / K * per + K + r % K;                           // k
-  if ((r -= qk) < v) return r / GV * per + 2 * K + r % GV;                      // v
+  if (r < qk) return r / K * per + r % K;  // q
+  if ((r -= qk) < qk) return r / K * per + K + r % K;  // k
+  if ((r -= qk) < v) return r / GV * per + 2 * K + r % GV;  // v
   r -= v;
-  return r / GV * per + 2 * K + GV + r % GV;                                    // z
+  return r / GV * per + 2 * K + GV + r % GV;  // z
 }
 
 std::optional<HfTensorTarget> hf_tensor_target(const HfArchitecture& row, std::string_view name, int n_layers,
