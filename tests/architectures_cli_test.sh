@@ -50,25 +50,7 @@ grep -q "qwen3next's layer pattern 'kak' must be k repeated then one a" "$T/bad.
   || fail "qwen3next pattern message: $(cat "$T/bad.err")"
 
 # serve: a greedy completion on a qwen2moe, a phi3, a gemma2, a gemma3 and a qwen3next file equals generate's text.
-for arch in qwen2moe phi3 gemma2 gemma3 qwen3next; do
-  "$RECUR" generate -m "$T/$arch.gguf" -p "Once upon a time" -n 6 --threads 1 --json > "$T/expected.json" 2>/dev/null \
-    || fail "generate $arch"
-  "$RECUR" serve -m "$T/$arch.gguf" --port 0 --workers 1 --threads 1 2> "$T/serve.err" &
-  SERVER=$!
-  PORT=$(serve_port "$T/serve.err")
-  [ -n "$PORT" ] || fail "$arch: no 'listening on' line"
-  curl -sf "http://127.0.0.1:$PORT/v1/completions" \
-    -d "{\"model\":\"$arch\",\"prompt\":\"Once upon a time\",\"max_tokens\":6,\"temperature\":0}" > "$T/completion.json" \
-    || fail "$arch: curl completion"
-  /usr/bin/python3 - "$T/completion.json" "$T/expected.json" <<'PY' || fail "$arch: served text differs: $(cat "$T/completion.json")"
-import json, sys
-got = json.load(open(sys.argv[1]))["choices"][0]["text"]
-want = json.load(open(sys.argv[2]))["text"]
-assert got == want, (got, want)
-PY
-  kill "$SERVER"; wait "$SERVER" 2>/dev/null; SERVER=""
-  rm -f "$T/serve.err"
-done
+for arch in qwen2moe phi3 gemma2 gemma3 qwen3next; do served_text_equals_generate "$T/$arch.gguf" "$T/$arch.gguf" "$arch"; done
 
 # An architecture recur does not run: the same bytes with 'llama' spelled 'mamba' everywhere.
 perl -pe 's/llama/mamba/g' "$T/llama.gguf" > "$T/mamba.gguf"

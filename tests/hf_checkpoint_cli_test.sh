@@ -3,7 +3,7 @@
 # Hugging Face directory (config.json, safetensors shards, tokenizer.json) of the same weights,
 # and `recur generate` gives the same greedy tokens and text from either, for every Hugging Face
 # row (docs/engine.md "Hugging Face checkpoints"); bad directories are refused with the file,
-# the key or tensor named, and a non-zero exit.
+# the key or tensor named, and a non-zero exit; gemma3 and qwen3next also through `recur serve`.
 # Usage: hf_checkpoint_cli_test.sh /path/to/recur SOURCE_DIR
 set -u
 RECUR="$1"
@@ -19,12 +19,23 @@ field() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]
 DENSE="--dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 64 --vocab 400 --context 128"
 MLA="--dim 64 --layers 4 --heads 2 --vocab 400 --context 128 --kv-lora-rank 32 --qk-nope 32 --qk-rope 16 \
 --v-head-dim 32 --experts 4 --experts-used 2 --ffn 32"
+# gemma3: 6 layers (five sliding with a window of 4 that prompt and generation run past, one
+# global); qwen3next: 3 DeltaNet layers (4 value heads on 2 key heads) and one gated attention.
+GEMMA3="--dim 64 --layers 6 --heads 4 --kv-heads 2 --ffn 64 --vocab 400 --context 128 --sliding-window 4"
+QWEN3NEXT="--dim 64 --layers 4 --heads 4 --kv-heads 2 --ffn 32 --kda-heads 4 --kda-key-heads 2 --kda-head-dim 16 \
+--shared-ffn 64 --vocab 400 --context 128"
 i=0
 for spec in "llama --llama3-rope" "qwen2" "qwen3" "qwen2moe" "qwen3moe" "phi3" "gemma2" \
-            "deepseek2 --gating sigmoid --q-lora-rank 32 --leading-dense 1" "kimi-linear --pattern kkak --kda-head-dim 32"; do
+            "deepseek2 --gating sigmoid --q-lora-rank 32 --leading-dense 1" "kimi-linear --pattern kkak --kda-head-dim 32" \
+            "gemma3" "qwen3next"; do
   i=$((i + 1))
   arch="${spec%% *}"
-  case "$arch" in deepseek2|kimi-linear) shape="$MLA" ;; *) shape="$DENSE" ;; esac
+  case "$arch" in
+    deepseek2|kimi-linear) shape="$MLA" ;;
+    gemma3) shape="$GEMMA3" ;;
+    qwen3next) shape="$QWEN3NEXT" ;;
+    *) shape="$DENSE" ;;
+  esac
   dtype=bf16; [ $((i % 2)) -eq 0 ] && dtype=f16
   # shellcheck disable=SC2086
   "$RECUR" model new "$T/$i.gguf" --arch $spec $shape --dtype "$dtype" --hf "$T/hf$i" --hf-shards $((i % 3 + 1)) \
@@ -39,24 +50,9 @@ for spec in "llama --llama3-rope" "qwen2" "qwen3" "qwen2moe" "qwen3moe" "phi3" "
   [ "$(field "$T/$i.gguf.json" text)" = "$(field "$T/hf$i.json" text)" ] || fail "$arch: texts differ"
 done
 
-# serve: a greedy completion from the qwen2moe directory equals generate's text from the GGUF file.
-"$RECUR" generate -m "$T/4.gguf" -p "Once upon a time" -n 6 --threads 1 --json > "$T/expected.json" 2>/dev/null \
-  || fail "generate qwen2moe"
-"$RECUR" serve -m "$T/hf4" --port 0 --workers 1 --threads 1 2> "$T/serve.err" &
-SERVER=$!
-PORT=$(serve_port "$T/serve.err")
-[ -n "$PORT" ] || fail "serve -m DIR: no 'listening on' line"
-curl -sf "http://127.0.0.1:$PORT/v1/completions" \
-  -d '{"model":"hf4","prompt":"Once upon a time","max_tokens":6,"temperature":0}' > "$T/completion.json" \
-  || fail "serve -m DIR: curl completion"
-/usr/bin/python3 - "$T/completion.json" "$T/expected.json" <<'PY' || fail "served text differs: $(cat "$T/completion.json")"
-import json, sys
-got = json.load(open(sys.argv[1]))["choices"][0]["text"]
-want = json.load(open(sys.argv[2]))["text"]
-assert got == want, (got, want)
-PY
-kill "$SERVER"; wait "$SERVER" 2>/dev/null; SERVER=""
-rm -f "$T/serve.err"
+# serve: a greedy completion from the qwen2moe, gemma3 and qwen3next directories equals generate's
+# text from the GGUF file.
+for i in 4 10 11; do served_text_equals_generate "$T/hf$i" "$T/$i.gguf" "hf$i"; done
 
 # Refusals: each names what is wrong, with a non-zero exit and no crash.
 refused() {  # refused DIR "expected text" what
@@ -77,4 +73,12 @@ truncate -s -64 "$shard"
 refused "$T/bad" "truncated file?" "truncated shard"
 fresh; rm "$T/bad/tokenizer.json"
 refused "$T/bad" "tokenizer.json: no such file" "missing tokenizer"
+rm -rf "$T/bad"; cp -r "$T/hf11" "$T/bad"
+/usr/bin/python3 - "$T/bad/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["layer_types"][1] = "full_attention"
+json.dump(c, open(sys.argv[1], "w"))
+PY
+refused "$T/bad" "layer_types[1] is \"full_attention\", expected 'linear_attention'" "qwen3next layer_types"
 echo "hf_checkpoint_cli_test: ok"

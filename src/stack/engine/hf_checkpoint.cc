@@ -107,13 +107,18 @@ class HfAssembler {
         return put(target->gguf_name, type, std::move(dims), t.data, t.end - t.begin, hf_origin(t, shard));
       case HfConversion::kFlatten:
         return put(target->gguf_name, type, {hf_elements(t)}, t.data, t.end - t.begin, hf_origin(t, shard));
-      case HfConversion::kConv: {
+      case HfConversion::kConv:
+      case HfConversion::kConvSqueezed: {
         const bool three = t.shape.size() == 3 && t.shape[1] == 1, two = t.shape.size() == 2;
         if (!three && !two)
           return parse_error("{}: tensor '{}' has shape [{}], expected [channels, 1, taps] or [channels, taps]", shard, t.name,
                              fmt::join(t.shape, ", "));
-        return put(target->gguf_name, type, {t.shape.back(), 1, t.shape[0]}, t.data, t.end - t.begin, hf_origin(t, shard));
+        std::vector<uint64_t> shape = target->conversion == HfConversion::kConv
+                                          ? std::vector<uint64_t>{t.shape.back(), 1, t.shape[0]}
+                                          : std::vector<uint64_t>{t.shape.back(), t.shape[0]};
+        return put(target->gguf_name, type, std::move(shape), t.data, t.end - t.begin, hf_origin(t, shard));
       }
+      case HfConversion::kSplitQkvz: return split_qkvz(t, shard, type, target->gguf_name);
       case HfConversion::kPermuteQ:
       case HfConversion::kPermuteK: {
         const int64_t heads = target->conversion == HfConversion::kPermuteQ ? c_.n_heads : c_.n_kv_heads;
@@ -137,7 +142,7 @@ class HfAssembler {
           const float x = hf_element(t, i), y = norm ? 1.0f + x : -std::exp(x);
           std::memcpy(buf.data() + 4 * i, &y, 4);
         }
-        std::vector<uint64_t> shape = norm ? dims : std::vector<uint64_t>{1, n};
+        std::vector<uint64_t> shape = norm || t.shape.size() == 1 ? dims : std::vector<uint64_t>{1, n};
         return put(target->gguf_name, gguf::TensorType::kF32, std::move(shape), buf.data(), buf.size(), hf_origin(t, shard));
       }
       case HfConversion::kExpert: {
@@ -211,6 +216,24 @@ class HfAssembler {
     RECUR_RETURN_IF_ERROR(out_.file.add_tensor(std::move(t)));
     out_.origin[name] = std::move(origin);
     return ok_status();
+  }
+
+  // Qwen3-Next's in_proj_qkvz regrouped into attn_qkv (named `qkv_name`) and attn_gate.
+  Status split_qkvz(const safetensors::Tensor& t, std::string_view shard, gguf::TensorType type, const std::string& qkv_name) {
+    const QkvzShape s{c_.kda_key_heads, c_.kda_head_dim, c_.kda_key_heads > 0 ? c_.kda_heads / c_.kda_key_heads : 0};
+    if (t.shape.size() != 2 || t.shape[0] != uint64_t(s.rows()) || t.shape[1] != uint64_t(c_.dim))
+      return parse_error("{}: tensor '{}' has shape [{}], expected [{}, {}] ({} key heads of q, k ({}) and v, z ({} x {}))", shard,
+                         t.name, fmt::join(t.shape, ", "), s.rows(), c_.dim, s.key_heads, s.head_dim, s.value_heads_per_key,
+                         s.head_dim);
+    const size_t row_bytes = size_t(t.shape[1]) * dtype_size(t.dtype);
+    std::vector<std::byte>& buf = buffers_.emplace_back(size_t(s.rows()) * row_bytes);
+    for (int64_t r = 0; r < s.rows(); ++r)
+      std::memcpy(buf.data() + size_t(r) * row_bytes, t.data + size_t(qwen3next_qkvz_row(r, s)) * row_bytes, row_bytes);
+    const size_t qkv_bytes = size_t(s.qkv_rows()) * row_bytes;
+    const std::string gate_name = qkv_name.substr(0, qkv_name.size() - std::string_view("attn_qkv.weight").size()) + "attn_gate.weight";
+    RECUR_RETURN_IF_ERROR(put(qkv_name, type, {t.shape[1], uint64_t(s.qkv_rows())}, buf.data(), qkv_bytes, hf_origin(t, shard)));
+    return put(gate_name, type, {t.shape[1], uint64_t(s.rows() - s.qkv_rows())}, buf.data() + qkv_bytes, buf.size() - qkv_bytes,
+               hf_origin(t, shard));
   }
 
   const HfModelConfig& hf_;

@@ -10,8 +10,10 @@
 // Tensors are used in place, in the safetensors shards as mapped (or read into anonymous memory,
 // as engine.weights_memory says), dims reversed; F32, F16 and BF16 are kept as stored (BF16 is a
 // weight type of the GEMM kernels, so widening would only double the bytes streamed). Copies are
-// made only where the layout differs: Llama's permuted q/k rows, Gemma 2's 1 + w norms (F32),
-// Kimi's -exp(A_log) (F32) and the routed experts stacked into one tensor per projection.
+// made only where the layout differs: Llama's permuted q/k rows, Gemma 2 / 3's and Qwen3-Next's
+// 1 + w norms (F32), Kimi's and Qwen3-Next's -exp(A_log) (F32), Qwen3-Next's in_proj_qkvz
+// regrouped into attn_qkv and attn_gate, and the routed experts stacked into one tensor per
+// projection.
 #pragma once
 
 #include <map>

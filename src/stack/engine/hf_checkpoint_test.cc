@@ -97,6 +97,24 @@ ModelConfig deepseek_v3() {
 
 ModelConfig kimi_linear() { return testing::kimi_linear_config(); }
 
+// Gemma 3 text: 7 layers, so the global layer 5 sits between sliding ones; a window of 5 that the
+// 18 steps run past; the global layers' linear RoPE scaling and a final soft-cap, each of which
+// config.json carries (rope_scaling, final_logit_softcapping).
+ModelConfig gemma3(int window) {
+  ModelConfig c = dense(Arch::kGemma3);
+  c.n_layers = 7;
+  c.sliding_window = window;
+  c.rope_local_theta = window > 0 ? 10000.0f : 0.0f;
+  c.rope_freq_scale = 0.125f;
+  c.final_softcap = window > 0 ? 30.0f : 0.0f;
+  return c;
+}
+
+// Qwen3-Next (test_models.h): DeltaNet 4 value heads on 2 key heads (in_proj_qkvz's regrouping
+// and in_proj_ba's gather both matter), interval 4; and an interval-2 shape with one key head.
+ModelConfig qwen3next_a() { return testing::tiny_qwen3next_config(); }
+ModelConfig qwen3next_b() { return testing::tiny_qwen3next_interval2_config(); }
+
 void PrintTo(const Row& r, std::ostream* os) { *os << r.label; }
 
 std::vector<Row> rows() {
@@ -108,9 +126,13 @@ std::vector<Row> rows() {
           {"qwen3moe", dense(Arch::kQwen3Moe)},
           {"phi3", dense(Arch::kPhi3)},
           {"gemma2", dense(Arch::kGemma2)},
+          {"gemma3", gemma3(5)},
+          {"gemma3_global", gemma3(0)},
           {"deepseek_v2", deepseek_v2()},
           {"deepseek_v3", deepseek_v3()},
-          {"kimi_linear", kimi_linear()}};
+          {"kimi_linear", kimi_linear()},
+          {"qwen3next", qwen3next_a()},
+          {"qwen3next_interval2", qwen3next_b()}};
 }
 
 struct Gguf {
@@ -288,6 +310,41 @@ TEST(HfTensorNames, FollowLlamaCppsConverter) {
   EXPECT_EQ(hf_tensor_name(*row("DeepseekV2ForCausalLM"), "blk.1.ffn_up_shexp.weight"), "model.layers.1.mlp.shared_experts.up_proj.weight");
   EXPECT_EQ(hf_tensor_name(*row("KimiLinearForCausalLM"), "blk.1.ffn_gate_exps.weight", 3),
             "model.layers.1.block_sparse_moe.experts.3.w1.weight");
+  // Gemma 3 and Qwen3-Next add 1 to every RMSNorm weight the converter's "norm.weight" rule
+  // reaches, QK norms included; Qwen3 does not, and Qwen3-Next's gated DeltaNet norm is the exception.
+  EXPECT_EQ(target("Gemma3ForCausalLM", "model.layers.1.self_attn.q_norm.weight"), "blk.1.attn_q_norm.weight 3");
+  EXPECT_EQ(target("Gemma3ForCausalLM", "model.layers.1.pre_feedforward_layernorm.weight"), "blk.1.ffn_norm.weight 3");
+  EXPECT_EQ(target("Qwen3ForCausalLM", "model.layers.1.self_attn.k_norm.weight"), "blk.1.attn_k_norm.weight 0");
+  EXPECT_EQ(target("Qwen3NextForCausalLM", "model.layers.1.self_attn.k_norm.weight"), "blk.1.attn_k_norm.weight 3");
+  EXPECT_EQ(target("Qwen3NextForCausalLM", "model.layers.1.post_attention_layernorm.weight"),
+            "blk.1.post_attention_norm.weight 3");
+  EXPECT_EQ(target("Qwen3NextForCausalLM", "model.layers.1.linear_attn.norm.weight"), "blk.1.ssm_norm.weight 0");
+  // in_proj_qkvz splits into attn_qkv + attn_gate, conv1d is squeezed, A_log becomes -exp(A_log),
+  // dt_bias is ssm_dt.bias, in_proj_ba stays whole; the multi-token-prediction head is dropped.
+  EXPECT_EQ(target("Qwen3NextForCausalLM", "model.layers.0.linear_attn.in_proj_qkvz.weight"), "blk.0.attn_qkv.weight 9");
+  EXPECT_EQ(target("Qwen3NextForCausalLM", "model.layers.0.linear_attn.conv1d.weight"), "blk.0.ssm_conv1d.weight 8");
+  EXPECT_EQ(target("Qwen3NextForCausalLM", "model.layers.0.linear_attn.A_log"), "blk.0.ssm_a 4");
+  EXPECT_EQ(target("Qwen3NextForCausalLM", "model.layers.0.linear_attn.dt_bias"), "blk.0.ssm_dt.bias 0");
+  EXPECT_EQ(target("Qwen3NextForCausalLM", "model.layers.0.linear_attn.in_proj_ba.weight"), "blk.0.ssm_ba.weight 0");
+  EXPECT_EQ(target("Qwen3NextForCausalLM", "mtp.layers.0.self_attn.q_proj.weight"), "ignored");
+  EXPECT_EQ(target("Qwen3NextForCausalLM", "model.layers.2.mlp.shared_expert_gate.weight"), "blk.2.ffn_gate_inp_shexp.weight 0");
+  // Each row writes its own spelling of the GGUF names several rows share.
+  EXPECT_EQ(hf_tensor_name(*row("Qwen3NextForCausalLM"), "blk.0.ssm_a"), "model.layers.0.linear_attn.A_log");
+  EXPECT_EQ(hf_tensor_name(*row("KimiLinearForCausalLM"), "blk.0.ssm_a"), "model.layers.0.self_attn.A_log");
+  EXPECT_EQ(hf_tensor_name(*row("Qwen3NextForCausalLM"), "blk.0.attn_qkv.weight"), "model.layers.0.linear_attn.in_proj_qkvz.weight");
+  EXPECT_EQ(hf_tensor_name(*row("Phi3ForCausalLM"), "blk.0.attn_qkv.weight"), "model.layers.0.self_attn.qkv_proj.weight");
+  EXPECT_EQ(hf_tensor_name(*row("Qwen3NextForCausalLM"), "blk.0.ssm_norm.weight"), "model.layers.0.linear_attn.norm.weight");
+  EXPECT_EQ(hf_tensor_name(*row("Qwen3NextForCausalLM"), "blk.0.ffn_up_shexp.weight"), "model.layers.0.mlp.shared_expert.up_proj.weight");
+  // The converter's regrouping of in_proj_qkvz ([q_j | k_j | v_j | z_j] per key head j) for 2 key
+  // heads of 2 dims with 2 value heads each: a key head spans 2 + 2 + 4 + 4 = 12 rows.
+  const QkvzShape s{2, 2, 2};
+  EXPECT_EQ(s.qkv_rows(), 16);
+  EXPECT_EQ(s.rows(), 24);
+  const std::vector<int64_t> want = {0, 1, 12, 13,                   // q of key heads 0, 1
+                                     2, 3, 14, 15,                   // k
+                                     4, 5, 6, 7, 16, 17, 18, 19,     // v: each key head's 4 rows
+                                     8, 9, 10, 11, 20, 21, 22, 23};  // z (attn_gate)
+  for (int64_t r = 0; r < s.rows(); ++r) EXPECT_EQ(qwen3next_qkvz_row(r, s), want[size_t(r)]) << r;
 }
 
 // ---- tokenizer.json ----
@@ -408,15 +465,38 @@ TEST(HfTokenizer, ReadsLlama2AndLlama3StyleFiles) {
 
 class BadCheckpoint : public ::testing::Test {
  protected:
+  virtual Row row() const { return {"qwen2moe", dense(Arch::kQwen2Moe)}; }
   void SetUp() override {
-    g_ = gguf_model({"qwen2moe", dense(Arch::kQwen2Moe)}, gguf::TensorType::kF32);
+    g_ = gguf_model(row(), gguf::TensorType::kF32);
     ASSERT_TRUE(g_.model);
-    ASSERT_TRUE(export_hf_checkpoint(g_.file(), dir_.str(), {.shards = 2}).has_value());
+    restore();
   }
-  std::string load_error() {
+  // The directory as exported, undoing the last edit.
+  void restore() { ASSERT_TRUE(export_hf_checkpoint(g_.file(), dir_.str(), {.shards = 2}).has_value()); }
+  std::string load_error(std::string_view what = "") {
     auto m = load_model(dir_.str(), Config());
-    EXPECT_FALSE(m.has_value());
+    EXPECT_FALSE(m.has_value()) << what;
     return m ? "" : m.error().message();
+  }
+  // Sets config.json's `key` to `value` (null: removes it).
+  void set_config(const std::string& key, const json& value) {
+    json c = read_json("config.json");
+    if (value.is_null()) c.erase(key);
+    else c[key] = value;
+    write("config.json", c.dump());
+  }
+  // The same, returning the load error.
+  std::string config_error(const std::string& key, const json& value) {
+    set_config(key, value);
+    return load_error(key);
+  }
+  // Writes tensor `name` with its two dims swapped and returns the load error.
+  std::string swapped_shape_error(const std::string& name) {
+    rewrite_shard(shard_of(name), [&](std::vector<safetensors::PendingTensor>& ts) {
+      for (auto& t : ts)
+        if (t.name == name) std::reverse(t.shape.begin(), t.shape.end());
+    });
+    return load_error(name);
   }
   json read_json(const std::string& name) {
     std::ifstream in(dir_ / name);
@@ -544,6 +624,138 @@ TEST_F(BadCheckpoint, MissingTokenizerIsNamed) {
   fs::remove(dir_ / "tokenizer.json");
   const std::string e = load_error();
   EXPECT_NE(e.find("tokenizer.json: no such file"), std::string::npos) << e;
+}
+
+// The Qwen3-Next row's own tensors and keys.
+class BadQwen3Next : public BadCheckpoint {
+ protected:
+  Row row() const override { return {"qwen3next", qwen3next_a()}; }
+};
+
+TEST_F(BadQwen3Next, MissingTensorsAreNamedByTheirHuggingFaceNames) {
+  for (const char* name : {"model.layers.0.linear_attn.in_proj_ba.weight", "model.layers.1.linear_attn.in_proj_qkvz.weight",
+                           "model.layers.3.self_attn.q_norm.weight", "model.layers.2.mlp.shared_expert_gate.weight"}) {
+    drop(name);
+    const std::string e = load_error(name);
+    EXPECT_NE(e.find(fmt::format("'{}', which the checkpoint lacks", name)), std::string::npos) << e;
+    restore();
+  }
+}
+
+TEST_F(BadQwen3Next, WrongShapesAreNamedWithTheShard) {
+  // in_proj_qkvz: 2 key heads x (16 + 16 + 2 x 16 + 2 x 16) rows of 64.
+  const std::string qkvz = "model.layers.0.linear_attn.in_proj_qkvz.weight";
+  std::string e = swapped_shape_error(qkvz);
+  EXPECT_NE(e.find(fmt::format("{}: tensor '{}' has shape [64, 192], expected [192, 64]", shard_of(qkvz), qkvz)),
+            std::string::npos)
+      << e;
+  restore();
+  const std::string ba = "model.layers.1.linear_attn.in_proj_ba.weight";  // [2 x 4 value heads, 64]
+  e = swapped_shape_error(ba);
+  EXPECT_NE(e.find("blk.1.ssm_ba.weight"), std::string::npos) << e;
+  EXPECT_NE(e.find(fmt::format("'{}' [64, 8] in '{}'", ba, shard_of(ba))), std::string::npos) << e;
+}
+
+TEST_F(BadQwen3Next, BadConfigValuesAreNamed) {
+  json types = json::array({"linear_attention", "full_attention", "linear_attention", "full_attention"});
+  std::string e = config_error("layer_types", types);
+  EXPECT_NE(e.find("layer_types[1] is \"full_attention\", expected 'linear_attention'"), std::string::npos) << e;
+  EXPECT_NE(e.find("full_attention_interval 4"), std::string::npos) << e;
+  e = config_error("layer_types", json::array({"linear_attention"}));
+  EXPECT_NE(e.find("'layer_types' must be a list of 4 entries"), std::string::npos) << e;
+  set_config("layer_types", nullptr);
+  e = config_error("linear_value_head_dim", 32);
+  EXPECT_NE(e.find("'linear_value_head_dim' 32 differs from 'linear_key_head_dim' 16"), std::string::npos) << e;
+  set_config("linear_value_head_dim", 16);
+  e = config_error("linear_num_value_heads", 3);
+  EXPECT_NE(e.find("'linear_num_value_heads' 3 must be a positive multiple of 'linear_num_key_heads' 2"), std::string::npos) << e;
+  set_config("linear_num_value_heads", 4);
+  e = config_error("linear_key_head_dim", nullptr);
+  EXPECT_NE(e.find("config.json: missing 'linear_key_head_dim'"), std::string::npos) << e;
+  set_config("linear_key_head_dim", 16);
+  e = config_error("partial_rotary_factor", "quarter");
+  EXPECT_NE(e.find("'partial_rotary_factor' must be a number, got \"quarter\""), std::string::npos) << e;
+  // 0.05 of 16 truncates to 0 dims, which ModelConfig reads as the whole head: refused here.
+  for (auto [factor, dims] : {std::pair{0.1, 1}, std::pair{0.05, 0}}) {
+    e = config_error("partial_rotary_factor", factor);
+    EXPECT_NE(e.find(fmt::format("'partial_rotary_factor' {} rotates {} dims of head_dim 16", factor, dims)), std::string::npos)
+        << e;
+  }
+  set_config("partial_rotary_factor", 0.25);
+  e = config_error("norm_topk_prob", false);
+  EXPECT_NE(e.find("'norm_topk_prob' is false"), std::string::npos) << e;
+}
+
+TEST_F(BadQwen3Next, MultiTokenPredictionTensorsAreDropped) {
+  rewrite_shard("model-00001-of-00002.safetensors", [&](std::vector<safetensors::PendingTensor>& ts) {
+    ts.push_back({"mtp.fc.weight", DType::kF32, {2, 2}, std::vector<std::byte>(16)});
+  });
+  auto m = load_model(dir_.str(), Config());
+  ASSERT_TRUE(m.has_value()) << m.error().message();
+}
+
+// The Gemma 3 row's own tensors and keys.
+class BadGemma3 : public BadCheckpoint {
+ protected:
+  Row row() const override { return {"gemma3", gemma3(5)}; }
+};
+
+TEST_F(BadGemma3, MissingAndMisshapedTensorsAreNamed) {
+  const std::string q_norm = "model.layers.2.self_attn.q_norm.weight";
+  drop(q_norm);
+  std::string e = load_error(q_norm);
+  EXPECT_NE(e.find(fmt::format("'{}', which the checkpoint lacks", q_norm)), std::string::npos) << e;
+  restore();
+  const std::string k = "model.layers.5.self_attn.k_proj.weight";  // [2 KV heads x 16, 64]
+  e = swapped_shape_error(k);
+  EXPECT_NE(e.find("blk.5.attn_k.weight"), std::string::npos) << e;
+  EXPECT_NE(e.find(fmt::format("'{}' [64, 32] in '{}'", k, shard_of(k))), std::string::npos) << e;
+}
+
+TEST_F(BadGemma3, BadConfigValuesAreNamed) {
+  std::string e = config_error("sliding_window_pattern", 4);
+  EXPECT_NE(e.find("'sliding_window_pattern' is 4"), std::string::npos) << e;
+  set_config("sliding_window_pattern", 6);
+  json types = json::array();
+  for (int l = 0; l < 7; ++l) types.push_back(l == 3 ? "full_attention" : l == 5 ? "full_attention" : "sliding_attention");
+  e = config_error("layer_types", types);
+  EXPECT_NE(e.find("layer_types[3] is \"full_attention\", expected 'sliding_attention'"), std::string::npos) << e;
+  set_config("layer_types", nullptr);
+  e = config_error("query_pre_attn_scalar", 64);
+  EXPECT_NE(e.find("'query_pre_attn_scalar' is 64, expected 16"), std::string::npos) << e;
+  set_config("query_pre_attn_scalar", 16);
+  e = config_error("attn_logit_softcapping", 50.0);
+  EXPECT_NE(e.find("'attn_logit_softcapping' is set"), std::string::npos) << e;
+  set_config("attn_logit_softcapping", nullptr);
+  e = config_error("rope_local_base_freq", 500000.0);
+  EXPECT_NE(e.find("'rope_local_base_freq' is 500000"), std::string::npos) << e;
+  set_config("rope_local_base_freq", 10000.0);
+  e = config_error("sliding_window", "wide");
+  EXPECT_NE(e.find("'sliding_window' must be an integer, got \"wide\""), std::string::npos) << e;
+}
+
+// The same weights load whether the window is spelled by sliding_window_pattern 1 or by
+// layer_types all full_attention; and a window the layer_types agree with loads as written.
+TEST(HfCheckpoint, Gemma3LayerTypesAndPatternSpellTheSameModel) {
+  for (int window : {0, 5}) {
+    Gguf g = gguf_model({"gemma3", gemma3(window)}, gguf::TensorType::kF32);
+    ASSERT_TRUE(g.model);
+    TempDir dir;
+    ASSERT_TRUE(export_hf_checkpoint(g.file(), dir.str()).has_value());
+    std::ifstream in(dir / "config.json");
+    json config = json::parse(in);
+    if (window == 0) {
+      EXPECT_EQ(config["sliding_window_pattern"], 1);
+      config.erase("sliding_window_pattern");  // layer_types (all full_attention) alone says it
+    } else {
+      config.erase("layer_types");  // sliding_window_pattern 6 alone says it
+    }
+    std::ofstream(dir / "config.json") << config.dump();
+    auto hf = load_model(dir.str(), Config());
+    ASSERT_TRUE(hf.has_value()) << hf.error().message();
+    EXPECT_EQ((*hf)->config().sliding_window, window);
+    expect_same_outputs(*g.model, **hf, fmt::format("gemma3 window {}", window));
+  }
 }
 
 }  // namespace

@@ -1,7 +1,11 @@
 #include "engine/hf_config.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
+
+#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
@@ -165,6 +169,155 @@ void hf_write_gemma2(const ModelConfig& c, json& j) {
   j["hidden_activation"] = "gelu_pytorch_tanh";
 }
 
+// Checks a `layer_types` list (transformers' per-layer form of a pattern) against the one the
+// GGUF row derives from its own keys: `is_b(l)` says whether layer l is of kind `b`; a list that
+// disagrees is refused at its first differing entry.
+Status hf_layer_types(const HfKeys& k, int n_layers, std::string_view a, std::string_view b,
+                      const std::function<bool(int)>& is_b, std::string_view rule) {
+  const json* types = k.find("layer_types");
+  if (types == nullptr) return ok_status();
+  if (!types->is_array() || types->size() != size_t(std::max(n_layers, 0)))
+    return parse_error("{}: 'layer_types' must be a list of {} entries ('{}' or '{}')", k.source(), n_layers, a, b);
+  for (int l = 0; l < n_layers; ++l) {
+    const json& t = (*types)[size_t(l)];
+    const std::string_view want = is_b(l) ? b : a;
+    if (!t.is_string() || t.get<std::string>() != want)
+      return unsupported("{}: layer_types[{}] is {}, expected '{}' ({})", k.source(), l, t.dump(), want, rule);
+  }
+  return ok_status();
+}
+
+json hf_layer_types_list(int n_layers, std::string_view a, std::string_view b, const std::function<bool(int)>& is_b) {
+  json out = json::array();
+  for (int l = 0; l < n_layers; ++l) out.push_back(is_b(l) ? b : a);
+  return out;
+}
+
+// Gemma 3 (text): five sliding layers of each six (sliding_window_pattern 6, or layer_types in
+// that pattern; 1 or every layer full_attention: no window), the sliding layers at RoPE base
+// rope_local_base_freq 10000 unscaled, the global ones at rope_theta with rope_scaling (linear);
+// query_pre_attn_scalar as llama.cpp's gemma3 scales queries; optional final soft-cap, no
+// attention soft-cap. Absent keys take Gemma3TextConfig's defaults.
+constexpr int kGemma3Pattern = 6;
+constexpr float kGemma3LocalTheta = 10000.0f;
+
+Status hf_gemma3_keys(const HfKeys& k, ModelConfig& c) {
+  RECUR_RETURN_IF_ERROR(hf_rope_scaling(k, c, false));
+  if (!k.has("head_dim")) c.head_dim = 256;
+  if (k.has("attn_logit_softcapping"))
+    return unsupported("{}: 'attn_logit_softcapping' is set (Gemma 3 has none; llama.cpp's gemma3 applies none)", k.source());
+  c.final_softcap = 0;
+  RECUR_RETURN_IF_ERROR(k.get_opt("final_logit_softcapping", c.final_softcap));
+  if (c.final_softcap < 0) return parse_error("{}: 'final_logit_softcapping' {} is negative", k.source(), c.final_softcap);
+  std::string activation = "gelu_pytorch_tanh";
+  RECUR_RETURN_IF_ERROR(k.get_opt("hidden_activation", activation));
+  if (activation != "gelu_pytorch_tanh")
+    return unsupported("{}: 'hidden_activation' '{}' (recur's gemma3 runs gelu_pytorch_tanh)", k.source(), activation);
+  c.sliding_window = 4096;
+  RECUR_RETURN_IF_ERROR(k.get_opt("sliding_window", c.sliding_window));
+  if (c.sliding_window < 0) return parse_error("{}: 'sliding_window' {} is negative", k.source(), c.sliding_window);
+  int pattern = kGemma3Pattern;
+  RECUR_RETURN_IF_ERROR(k.get_opt("sliding_window_pattern", pattern));
+  if (pattern == 1) c.sliding_window = 0;  // every layer global (the converter writes no window)
+  else if (pattern != kGemma3Pattern)
+    return unsupported("{}: 'sliding_window_pattern' is {} (llama.cpp's gemma3 slides five layers of each six: 6, or 1 "
+                       "for none)",
+                       k.source(), pattern);
+  if (const json* types = k.find("layer_types"); types != nullptr && types->is_array() &&
+                                                 std::all_of(types->begin(), types->end(), [](const json& t) { return t == "full_attention"; }))
+    c.sliding_window = 0;
+  c.sliding_window_pattern = kGemma3Pattern;
+  RECUR_RETURN_IF_ERROR(hf_layer_types(k, c.n_layers, "full_attention", "sliding_attention",
+                                       [&](int l) { return c.is_sliding_layer(l); },
+                                       "llama.cpp's gemma3: layer l slides when l % 6 < 5"));
+  float local = kGemma3LocalTheta;
+  RECUR_RETURN_IF_ERROR(k.get_opt("rope_local_base_freq", local));
+  if (local != kGemma3LocalTheta)
+    return unsupported("{}: 'rope_local_base_freq' is {} (llama.cpp's gemma3 rotates the sliding layers at base 10000)",
+                       k.source(), local);
+  c.rope_local_theta = c.sliding_window > 0 ? kGemma3LocalTheta : 0.0f;
+  // llama.cpp scales queries by 1/sqrt(key_length), but by 1/sqrt(dim / heads) at 62 layers (27B).
+  const int want = c.n_layers == 62 && c.n_heads > 0 ? c.dim / c.n_heads : c.head_dim;
+  float scalar = 256;
+  RECUR_RETURN_IF_ERROR(k.get_opt("query_pre_attn_scalar", scalar));
+  if (scalar != float(want))
+    return unsupported("{}: 'query_pre_attn_scalar' is {}, expected {} (llama.cpp's gemma3 scales queries by 1/sqrt({}))",
+                       k.source(), scalar, want, c.n_layers == 62 ? "hidden_size / num_attention_heads" : "head_dim");
+  return ok_status();
+}
+
+void hf_write_gemma3(const ModelConfig& c, json& j) {
+  if (c.final_softcap > 0) j["final_logit_softcapping"] = c.final_softcap;
+  else j["final_logit_softcapping"] = nullptr;
+  j["attn_logit_softcapping"] = nullptr;
+  j["sliding_window"] = c.sliding_window > 0 ? c.sliding_window : 4096;
+  j["sliding_window_pattern"] = c.sliding_window > 0 ? kGemma3Pattern : 1;
+  j["layer_types"] = hf_layer_types_list(c.n_layers, "full_attention", "sliding_attention",
+                                         [&](int l) { return c.is_sliding_layer(l); });
+  j["rope_local_base_freq"] = kGemma3LocalTheta;
+  j["query_pre_attn_scalar"] = c.n_layers == 62 && c.n_heads > 0 ? c.dim / c.n_heads : c.head_dim;
+  j["hidden_activation"] = "gelu_pytorch_tanh";
+}
+
+// Qwen3-Next: gated DeltaNet layers (linear_*) with a gated full-attention layer closing each
+// full_attention_interval (or the same pattern as layer_types), partial rotary
+// (partial_rotary_factor, truncated to whole dims as the converter does), Qwen2-MoE's keys with
+// the top-k renormalised. recur's DeltaNet needs the value head dim equal to the key head dim.
+Status hf_qwen3next_keys(const HfKeys& k, ModelConfig& c) {
+  RECUR_RETURN_IF_ERROR(hf_qwen_moe_keys(k, c));
+  RECUR_RETURN_IF_ERROR(k.refuse_unless("attention_bias", false, "Qwen3-Next's attention has no biases"));
+  c.conv_size = 4;
+  RECUR_RETURN_IF_ERROR(k.get_opt("linear_conv_kernel_dim", c.conv_size));
+  RECUR_RETURN_IF_ERROR(k.get("linear_key_head_dim", c.kda_head_dim));
+  RECUR_RETURN_IF_ERROR(k.get("linear_num_key_heads", c.kda_key_heads));
+  RECUR_RETURN_IF_ERROR(k.get("linear_num_value_heads", c.kda_heads));
+  int value_dim = c.kda_head_dim;
+  RECUR_RETURN_IF_ERROR(k.get_opt("linear_value_head_dim", value_dim));
+  if (value_dim != c.kda_head_dim)
+    return unsupported("{}: 'linear_value_head_dim' {} differs from 'linear_key_head_dim' {} (recur's gated DeltaNet needs "
+                       "them equal, as in every released model)",
+                       k.source(), value_dim, c.kda_head_dim);
+  if (c.kda_key_heads <= 0 || c.kda_heads <= 0 || c.kda_heads % c.kda_key_heads != 0)
+    return parse_error("{}: 'linear_num_value_heads' {} must be a positive multiple of 'linear_num_key_heads' {}", k.source(),
+                       c.kda_heads, c.kda_key_heads);
+  int interval = 4;
+  RECUR_RETURN_IF_ERROR(k.get_opt("full_attention_interval", interval));
+  if (interval < 1 || interval > 4096)
+    return parse_error("{}: 'full_attention_interval' {} must be in [1, 4096]", k.source(), interval);
+  c.layer_pattern = std::string(size_t(interval - 1), 'k') + 'a';
+  RECUR_RETURN_IF_ERROR(hf_layer_types(k, c.n_layers, "linear_attention", "full_attention",
+                                       [&](int l) { return (l + 1) % interval == 0; },
+                                       fmt::format("llama.cpp's qwen3next: layer l is full attention when (l + 1) % "
+                                                   "full_attention_interval {} == 0",
+                                                   interval)));
+  float partial = 0.25f;
+  RECUR_RETURN_IF_ERROR(k.get_opt("partial_rotary_factor", partial));
+  if (!(partial > 0 && partial <= 1))
+    return parse_error("{}: 'partial_rotary_factor' {} must be in (0, 1]", k.source(), partial);
+  c.rope_dims = int(double(c.head_dim) * double(partial) + 1e-4);  // the converter's int(), past float rounding
+  if (c.rope_dims < 2 || c.rope_dims % 2 != 0)
+    return unsupported("{}: 'partial_rotary_factor' {} rotates {} dims of head_dim {} (RoPE needs an even count, at least 2)",
+                       k.source(), partial, c.rope_dims, c.head_dim);
+  return ok_status();
+}
+
+void hf_write_qwen3next(const ModelConfig& c, json& j) {
+  hf_write_qwen_moe(c, j);
+  j["decoder_sparse_step"] = 1;
+  j["mlp_only_layers"] = json::array();
+  j["attention_bias"] = false;
+  j["linear_conv_kernel_dim"] = c.conv_size;
+  j["linear_key_head_dim"] = c.kda_head_dim;
+  j["linear_value_head_dim"] = c.kda_head_dim;
+  j["linear_num_key_heads"] = c.kda_key_heads;
+  j["linear_num_value_heads"] = c.kda_heads;
+  const int interval = int(c.layer_pattern.size());
+  j["full_attention_interval"] = interval;
+  j["layer_types"] = hf_layer_types_list(c.n_layers, "linear_attention", "full_attention",
+                                         [&](int l) { return !c.is_kda_layer(l); });
+  j["partial_rotary_factor"] = double(c.rotary_dims()) / double(c.head_dim);
+}
+
 // The MLA keys DeepSeek-V2/V3 and Kimi-Linear share.
 Status hf_mla_keys(const HfKeys& k, ModelConfig& c) {
   RECUR_RETURN_IF_ERROR(k.get_opt("q_lora_rank", c.q_lora_rank));
@@ -315,9 +468,11 @@ void hf_write_kimi_linear(const ModelConfig& c, json& j) {
 
 constexpr HfTensorRules kHfPlain{};
 constexpr HfTensorRules kHfLlamaTensors{.permute_qk = true};
-constexpr HfTensorRules kHfGemmaTensors{.norm_plus_one = true, .gemma_norm_names = true};
+constexpr HfTensorRules kHfGemmaTensors{.norm_plus_one = true, .post_attention_norm_names = true};
+// Qwen3-Next's norms are zero-centred (1 + w) but for the DeltaNet's gated norm (linear_attn.norm).
+constexpr HfTensorRules kHfQwen3NextTensors{.norm_plus_one = true, .post_attention_norm_names = true, .dropped_prefix = "mtp."};
 
-const std::array<HfArchitecture, 11> kHfArchitectures{{
+const std::array<HfArchitecture, 13> kHfArchitectures{{
     {"LlamaForCausalLM", Arch::kLlama, hf_llama_keys, hf_write_nothing, kHfLlamaTensors},
     {"MistralForCausalLM", Arch::kLlama, hf_llama_keys, hf_write_nothing, kHfLlamaTensors},
     {"Qwen2ForCausalLM", Arch::kQwen2, hf_dense_keys, hf_write_nothing, kHfPlain},
@@ -326,9 +481,11 @@ const std::array<HfArchitecture, 11> kHfArchitectures{{
     {"Qwen3MoeForCausalLM", Arch::kQwen3Moe, hf_qwen_moe_keys, hf_write_qwen_moe, kHfPlain},
     {"Phi3ForCausalLM", Arch::kPhi3, hf_phi3_keys, hf_write_nothing, kHfPlain},
     {"Gemma2ForCausalLM", Arch::kGemma2, hf_gemma2_keys, hf_write_gemma2, kHfGemmaTensors},
+    {"Gemma3ForCausalLM", Arch::kGemma3, hf_gemma3_keys, hf_write_gemma3, kHfGemmaTensors},
     {"DeepseekV2ForCausalLM", Arch::kDeepseek2, hf_deepseek2_keys, hf_write_deepseek2, kHfPlain},
     {"DeepseekV3ForCausalLM", Arch::kDeepseek2, hf_deepseek2_keys, hf_write_deepseek2, kHfPlain},
     {"KimiLinearForCausalLM", Arch::kKimiLinear, hf_kimi_linear_keys, hf_write_kimi_linear, kHfPlain},
+    {"Qwen3NextForCausalLM", Arch::kQwen3Next, hf_qwen3next_keys, hf_write_qwen3next, kHfQwen3NextTensors},
 }};
 
 // The ids in bos_token_id / eos_token_id: an integer, or a list whose first entry is taken.

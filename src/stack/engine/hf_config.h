@@ -49,9 +49,13 @@ struct HfTensorRules {
   bool permute_qk = false;
   // Gemma 2: RMSNorm weights are stored as w and used as 1 + w; llama.cpp's converter adds the 1.
   bool norm_plus_one = false;
-  // Gemma 2: post_attention_layernorm is the sandwich norm after attention, and
-  // pre_feedforward_layernorm the FFN's input norm.
-  bool gemma_norm_names = false;
+  // post_attention_layernorm becomes post_attention_norm: Gemma 2 / 3's sandwich norm after
+  // attention (pre_feedforward_layernorm is the FFN's input norm), Qwen3-Next's FFN input norm
+  // under the name llama.cpp gives it.
+  bool post_attention_norm_names = false;
+  // Tensors under this prefix are dropped as llama.cpp's converter drops them (Qwen3-Next's
+  // multi-token-prediction head "mtp.").
+  std::string_view dropped_prefix;
 };
 
 struct HfArchitecture {

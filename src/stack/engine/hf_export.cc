@@ -67,6 +67,7 @@ class HfExporter {
     if (t.name == "rope_freqs.weight") return ok_status();  // config.json's rope_scaling (export_hf_checkpoint)
     if (t.name.ends_with("attn_v_b.weight")) return ok_status();  // joined with attn_k_b
     if (t.name.ends_with("attn_k_b.weight")) return join_kv_b(t);
+    if (t.name.ends_with("attn_gate.weight") && splits_qkvz(t.name, "attn_gate.weight")) return ok_status();  // joined
     RECUR_ASSIGN_OR_RETURN(const DType dtype, hf_export_dtype(t));
     const size_t el = dtype_size(dtype);
     if (t.name.ends_with("_exps.weight")) {
@@ -91,9 +92,11 @@ class HfExporter {
       case HfConversion::kFlatten:
         out.push_back({hf, dtype, {t.elements()}, std::move(bytes)});
         return ok_status();
-      case HfConversion::kConv:  // {taps, 1, channels} -> [channels, 1, taps]
+      case HfConversion::kConv:  // {taps, 1, channels} or {taps, channels} -> [channels, 1, taps]
+      case HfConversion::kConvSqueezed:
         out.push_back({hf, dtype, {t.dims.back(), 1, t.dims[0]}, std::move(bytes)});
         return ok_status();
+      case HfConversion::kSplitQkvz: return join_qkvz(t, hf, dtype);
       case HfConversion::kPermuteQ:
       case HfConversion::kPermuteK: {
         const size_t row_bytes = size_t(t.dims[0]) * el;
@@ -109,10 +112,11 @@ class HfExporter {
         out.push_back({hf, DType::kF32, hf_reversed(t.dims), hf_f32_bytes(v)});
         return ok_status();
       }
-      case HfConversion::kNegExp: {  // ssm_a = -exp(A_log): A_log as Kimi stores it, [1, 1, heads, 1]
+      case HfConversion::kNegExp: {  // ssm_a = -exp(A_log): Kimi's {1, heads} as [1, 1, heads, 1], a vector as is
         std::vector<float> v = hf_floats(t);
         for (float& x : v) x = std::log(-x);
-        out.push_back({hf, DType::kF32, {1, 1, uint64_t(v.size()), 1}, hf_f32_bytes(v)});
+        std::vector<uint64_t> shape = t.dims.size() == 1 ? t.dims : std::vector<uint64_t>{1, 1, uint64_t(v.size()), 1};
+        out.push_back({hf, DType::kF32, std::move(shape), hf_f32_bytes(v)});
         return ok_status();
       }
     }
@@ -143,6 +147,37 @@ class HfExporter {
     const std::string hf = hf_tensor_name(row_, k_b.name.substr(0, k_b.name.size() - std::string_view("attn_k_b.weight").size()) +
                                                     "attn_kv_b.weight");
     out.push_back({hf, dtype, {H * (N + V), R}, std::move(kv)});
+    return ok_status();
+  }
+
+  // Whether GGUF tensor `name` (ending in `suffix`) has an attn_qkv sibling that comes from
+  // Qwen3-Next's in_proj_qkvz (so the exporter writes both as that one tensor).
+  bool splits_qkvz(const std::string& name, std::string_view suffix) const {
+    const std::string qkv = name.substr(0, name.size() - suffix.size()) + "attn_qkv.weight";
+    const std::string hf = hf_tensor_name(row_, qkv);
+    bool ignored = false;
+    const std::optional<HfTensorTarget> target = hf.empty() ? std::nullopt : hf_tensor_target(row_, hf, c_.n_layers, &ignored);
+    return target && target->conversion == HfConversion::kSplitQkvz && f_.tensor(qkv) != nullptr;
+  }
+
+  // in_proj_qkvz from attn_qkv and attn_gate (qwen3next_qkvz_row's inverse direction).
+  Status join_qkvz(const gguf::TensorInfo& qkv, const std::string& hf, DType dtype) {
+    const std::string gate_name = qkv.name.substr(0, qkv.name.size() - std::string_view("attn_qkv.weight").size()) + "attn_gate.weight";
+    const gguf::TensorInfo* gate = f_.tensor(gate_name);
+    if (gate == nullptr) return not_found("tensor '{}' has no '{}' to join", qkv.name, gate_name);
+    if (gate->type != qkv.type) return invalid_argument("tensors '{}' and '{}' differ in type", qkv.name, gate_name);
+    const QkvzShape s{c_.kda_key_heads, c_.kda_head_dim, c_.kda_heads / c_.kda_key_heads};
+    if (qkv.dims.size() != 2 || gate->dims.size() != 2 || qkv.dims[0] != uint64_t(c_.dim) || gate->dims[0] != uint64_t(c_.dim) ||
+        qkv.dims[1] != uint64_t(s.qkv_rows()) || gate->dims[1] != uint64_t(s.rows() - s.qkv_rows()))
+      return invalid_argument("tensors '{}' / '{}' are not [{}, {}] / [{}, {}]", qkv.name, gate_name, c_.dim, s.qkv_rows(), c_.dim,
+                              s.rows() - s.qkv_rows());
+    const size_t row_bytes = size_t(c_.dim) * dtype_size(dtype);
+    std::vector<std::byte> bytes(size_t(s.rows()) * row_bytes);
+    for (int64_t r = 0; r < s.rows(); ++r) {
+      const std::byte* from = r < s.qkv_rows() ? qkv.data + size_t(r) * row_bytes : gate->data + size_t(r - s.qkv_rows()) * row_bytes;
+      std::memcpy(bytes.data() + size_t(qwen3next_qkvz_row(r, s)) * row_bytes, from, row_bytes);
+    }
+    out.push_back({hf, dtype, {uint64_t(s.rows()), uint64_t(c_.dim)}, std::move(bytes)});
     return ok_status();
   }
 

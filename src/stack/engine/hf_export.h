@@ -1,6 +1,7 @@
 // A GGUF model in llama.cpp's layout written as a Hugging Face directory: llama.cpp's converter
-// run backwards (Llama q/k rows un-permuted, Gemma 2 norms minus 1, experts un-stacked, MLA's
-// attn_k_b / attn_v_b joined back into kv_b_proj, Kimi's ssm_a back to A_log), with config.json,
+// run backwards (Llama q/k rows un-permuted, Gemma 2 / 3 and Qwen3-Next norms minus 1, experts
+// un-stacked, MLA's attn_k_b / attn_v_b joined back into kv_b_proj, Kimi's and Qwen3-Next's ssm_a
+// back to A_log, Qwen3-Next's attn_qkv + attn_gate back into in_proj_qkvz), with config.json,
 // tokenizer.json and tokenizer_config.json. It exists so tests can load the same weights both
 // ways (hf_checkpoint_test.cc) and `recur model new --hf` can write a checkpoint to try.
 #pragma once

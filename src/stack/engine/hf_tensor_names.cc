@@ -22,7 +22,8 @@ constexpr HfNamePair kHfGlobal[] = {
     {"lm_head.weight", "output.weight"},
 };
 
-// Gemma 2's sandwich norms, ahead of kHfLayer (whose post_attention_layernorm is the FFN norm).
+// Gemma 2 / 3's sandwich norms, ahead of kHfLayer (whose post_attention_layernorm is the FFN
+// norm); Qwen3-Next has only the first, its FFN norm under llama.cpp's name.
 constexpr HfNamePair kHfGemmaLayer[] = {
     {"post_attention_layernorm.weight", "post_attention_norm.weight", HC::kNormPlusOne},
     {"pre_feedforward_layernorm.weight", "ffn_norm.weight", HC::kNormPlusOne},
@@ -40,9 +41,17 @@ constexpr HfNamePair kHfLayer[] = {
     {"self_attn.k_proj.bias", "attn_k.bias"},
     {"self_attn.v_proj.bias", "attn_v.bias"},
     {"self_attn.o_proj.weight", "attn_output.weight"},
+    // gated DeltaNet (Qwen3-Next), ahead of the Phi-3 and Kimi names of the same GGUF tensors
+    {"linear_attn.in_proj_qkvz.weight", "attn_qkv.weight", HC::kSplitQkvz},
+    {"linear_attn.in_proj_ba.weight", "ssm_ba.weight"},
+    {"linear_attn.conv1d.weight", "ssm_conv1d.weight", HC::kConvSqueezed},
+    {"linear_attn.A_log", "ssm_a", HC::kNegExp},
+    {"linear_attn.dt_bias", "ssm_dt.bias"},
+    {"linear_attn.norm.weight", "ssm_norm.weight"},  // the gated norm: not zero-centred
+    {"linear_attn.out_proj.weight", "ssm_out.weight"},
     {"self_attn.qkv_proj.weight", "attn_qkv.weight"},
-    {"self_attn.q_norm.weight", "attn_q_norm.weight"},
-    {"self_attn.k_norm.weight", "attn_k_norm.weight"},
+    {"self_attn.q_norm.weight", "attn_q_norm.weight", HC::kNormPlusOne},  // Gemma 3, Qwen3-Next: 1 + w
+    {"self_attn.k_norm.weight", "attn_k_norm.weight", HC::kNormPlusOne},
     // MLA (DeepSeek-V2/V3, Kimi-Linear): kv_b_proj stays whole as attn_kv_b, which the MLA
     // loader splits into W_UK / W_UV (deepseek2.cc) as llama.cpp's converter splits it.
     {"self_attn.q_a_proj.weight", "attn_q_a.weight"},
@@ -104,10 +113,11 @@ bool hf_block_sparse_moe(const HfArchitecture& row) { return row.arch == Arch::k
 // Which spelling a row uses where several Hugging Face names map to one GGUF tensor (the
 // exporter's direction; reading accepts any of them).
 bool hf_row_spells(const HfArchitecture& row, std::string_view hf) {
+  if (hf.starts_with("linear_attn.")) return row.arch == Arch::kQwen3Next;
   if (hf.starts_with("block_sparse_moe.")) return hf_block_sparse_moe(row);
   if (hf.starts_with("mlp.gate.") || hf.starts_with("mlp.experts.")) return !hf_block_sparse_moe(row);
   if (hf.starts_with("mlp.shared_experts.")) return row.arch == Arch::kDeepseek2;
-  if (hf.starts_with("mlp.shared_expert")) return row.arch == Arch::kQwen2Moe;
+  if (hf.starts_with("mlp.shared_expert")) return row.arch == Arch::kQwen2Moe || row.arch == Arch::kQwen3Next;
   if (hf == "mlp.gate_up_proj.weight") return row.arch == Arch::kPhi3;
   if (hf == "mlp.up_proj.weight") return row.arch != Arch::kPhi3;
   return true;
@@ -136,9 +146,23 @@ int64_t llama_permuted_row(int64_t r, int64_t d, bool inverse) {
   return head * d + 2 * (within % half) + within / half;
 }
 
+int64_t qwen3next_qkvz_row(int64_t r, const QkvzShape& s) {
+  const int64_t K = s.head_dim, GV = s.value_heads_per_key * s.head_dim, per = 2 * K + 2 * GV;
+  const int64_t qk = s.key_heads * K, v = s.key_heads * GV;
+  if (r < qk) return r / K * per + r % K;  // q
+  if ((r -= qk) < qk) return r / K * per + K + r % K;  // k
+  if ((r -= qk) < v) return r / GV * per + 2 * K + r % GV;  // v
+  r -= v;
+  return r / GV * per + 2 * K + GV + r % GV;  // z
+}
+
 std::optional<HfTensorTarget> hf_tensor_target(const HfArchitecture& row, std::string_view name, int n_layers,
                                                bool* ignored) {
   *ignored = false;
+  if (!row.tensors.dropped_prefix.empty() && name.starts_with(row.tensors.dropped_prefix)) {
+    *ignored = true;
+    return std::nullopt;
+  }
   for (const HfNamePair& p : kHfGlobal)
     if (p.hf == name) return HfTensorTarget{std::string(p.gguf), hf_conversion_for(row, p)};
   constexpr std::string_view kLayers = "model.layers.";
@@ -151,7 +175,7 @@ std::optional<HfTensorTarget> hf_tensor_target(const HfArchitecture& row, std::s
     return std::nullopt;
   }
   const std::string blk = fmt::format("blk.{}.", *layer);
-  if (row.tensors.gemma_norm_names)
+  if (row.tensors.post_attention_norm_names)
     for (const HfNamePair& p : kHfGemmaLayer)
       if (p.hf == rest) return HfTensorTarget{blk + std::string(p.gguf), hf_conversion_for(row, p)};
   for (const HfNamePair& p : kHfLayer)
@@ -177,7 +201,7 @@ std::string hf_tensor_name(const HfArchitecture& row, std::string_view gguf_name
   for (const HfExpertPart& e : kHfExperts)
     if (e.gguf == rest && hf_row_spells(row, e.prefix))
       return fmt::format("{}{}{}.{}", prefix, e.prefix, expert, e.part);
-  if (row.tensors.gemma_norm_names)
+  if (row.tensors.post_attention_norm_names)
     for (const HfNamePair& p : kHfGemmaLayer)
       if (p.gguf == rest) return prefix + std::string(p.hf);
   for (const HfNamePair& p : kHfLayer)

@@ -20,11 +20,13 @@ enum class HfConversion : uint8_t {
   kNone,         // the bytes as stored, dims reversed (PyTorch's outermost-first to ggml's ne[])
   kPermuteQ,     // Llama q_proj: rows permuted per head (llama.cpp's converter), a copy
   kPermuteK,     // Llama k_proj: the same over the KV heads
-  kNormPlusOne,  // Gemma 2 RMSNorm: 1 + w as F32, a copy
-  kNegExp,       // Kimi A_log: -exp(A_log) as F32 {1, heads}, a copy
+  kNormPlusOne,  // Gemma 2 / 3, Qwen3-Next RMSNorm: 1 + w as F32, a copy
+  kNegExp,       // A_log: -exp(A_log) as F32, a copy; Kimi's [1, 1, heads, 1] as {1, heads}, a vector as is
   kConv,         // Kimi q/k/v_conv1d [channels, 1, taps] or [channels, taps]: {taps, 1, channels}
   kFlatten,      // a vector stored with unit dims ([1, n]): {n}
   kExpert,       // one expert of ffn_*_exps: stacked with its siblings, a copy
+  kConvSqueezed, // Qwen3-Next conv1d [channels, 1, taps] or [channels, taps]: {taps, channels}
+  kSplitQkvz,    // Qwen3-Next in_proj_qkvz: rows regrouped into attn_qkv and attn_gate, copies
 };
 
 struct HfTensorTarget {
@@ -43,6 +45,17 @@ std::optional<HfTensorTarget> hf_tensor_target(const HfArchitecture& row, std::s
 // The inverse, for messages and the exporter: the Hugging Face name of GGUF tensor `gguf_name`
 // (for ffn_*_exps, expert `expert`'s); empty when none maps to it.
 std::string hf_tensor_name(const HfArchitecture& row, std::string_view gguf_name, int expert = 0);
+
+// Qwen3-Next's in_proj_qkvz holds, per key head j, [q_j (K rows) | k_j (K) | v_j (G V) | z_j (G V)]
+// (G = value heads per key head); llama.cpp's converter regroups it into attn_qkv [every q | every
+// k | every v] and attn_gate [every z]. Row r of attn_qkv and attn_gate stacked (attn_gate's rows
+// numbered after attn_qkv's) is row qwen3next_qkvz_row(r) of in_proj_qkvz.
+struct QkvzShape {
+  int64_t key_heads, head_dim, value_heads_per_key;  // HK, K (= V), G
+  int64_t qkv_rows() const { return key_heads * head_dim * (2 + value_heads_per_key); }
+  int64_t rows() const { return 2 * key_heads * head_dim * (1 + value_heads_per_key); }
+};
+int64_t qwen3next_qkvz_row(int64_t r, const QkvzShape& s);
 
 // The Llama Q/K row permutation: row r of the converted tensor is row permuted_row(r) of the
 // Hugging Face one (heads of head_dim rows; inverse = true for the exporter's direction).

@@ -24,27 +24,9 @@ namespace {
 // 32 plus a shared expert of 64 (test_models.h).
 ModelConfig shape_a() { return testing::tiny_qwen3next_config(); }
 
-// Shape B: interval 2 over 3 layers (DeltaNet, attention, DeltaNet), one KV head of 32 with 8
-// rotated, DeltaNet 2 value heads on 1 key head of 32, 3 conv taps, 6 experts (top 3).
-ModelConfig shape_b() {
-  ModelConfig c = shape_a();
-  c.dim = 96;
-  c.n_layers = 3;
-  c.n_heads = 2;
-  c.n_kv_heads = 1;
-  c.head_dim = 32;
-  c.rope_dims = 8;
-  c.layer_pattern = "ka";
-  c.kda_heads = 2;
-  c.kda_key_heads = 1;
-  c.kda_head_dim = 32;
-  c.conv_size = 3;
-  c.n_experts = 6;
-  c.n_experts_used = 3;
-  c.ffn_dim = 64;
-  c.shared_ffn_dim = 32;
-  return c;
-}
+// Shape B (test_models.h): interval 2 over 3 layers (DeltaNet, attention, DeltaNet), one KV head
+// of 32 with 8 rotated, DeltaNet 2 value heads on 1 key head of 32, 3 conv taps, 6 experts (top 3).
+ModelConfig shape_b() { return testing::tiny_qwen3next_interval2_config(); }
 
 struct Built {
   std::vector<std::byte> bytes;

@@ -58,4 +58,27 @@ inline ModelConfig tiny_qwen3next_config() {
   return c;
 }
 
+// qwen3next at interval 2 over 3 layers (DeltaNet, attention, DeltaNet), dim 96: one KV head of 32
+// with 8 dims rotated, DeltaNet 2 value heads on 1 key head of 32, 3 conv taps, 6 experts (top 3)
+// of 64 and a shared expert of 32.
+inline ModelConfig tiny_qwen3next_interval2_config() {
+  ModelConfig c = tiny_qwen3next_config();
+  c.dim = 96;
+  c.n_layers = 3;
+  c.n_heads = 2;
+  c.n_kv_heads = 1;
+  c.head_dim = 32;
+  c.rope_dims = 8;
+  c.layer_pattern = "ka";
+  c.kda_heads = 2;
+  c.kda_key_heads = 1;
+  c.kda_head_dim = 32;
+  c.conv_size = 3;
+  c.n_experts = 6;
+  c.n_experts_used = 3;
+  c.ffn_dim = 64;
+  c.shared_ffn_dim = 32;
+  return c;
+}
+
 }  // namespace recur::testing
