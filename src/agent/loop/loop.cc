@@ -247,11 +247,14 @@ class Loop {
       RECUR_ASSIGN_OR_RETURN(Validation v2, ladder_.validate(*second, tentative, alone, there, g, &pair));
       if (!v2.kept) continue;
       const std::string with = fmt::format("{}={}", v2.kept->knob, v2.kept->to);
+      // The pair's gate, without the second finding's own "as a pair with <first>".
+      std::string pair_gain = v2.kept->gain;
+      if (const size_t at = pair_gain.rfind("; as a pair with "); at != std::string::npos) pair_gain.resize(at);
       Finding f{.step = v2.kept->step, .hypothesis = first.hypothesis, .knob = first.change.knob,
                 .from = first.change.from, .to = first.change.value, .component = first.change.component,
                 .evidence = ev.findings,
                 .gain = fmt::format("alone the gate went {} (reverted) although {}; as a pair with {}: {}", la.alone,
-                                    la.licensed_by, with, v2.kept->gain)};
+                                    la.licensed_by, with, pair_gain)};
       out.push_back(std::move(f));
       out.push_back(std::move(*v2.kept));
       break;
