@@ -23,6 +23,26 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The lookahead's license, as its journal record says it.
+std::string lookahead_hypothesis(const Lookahead& la) {
+  return fmt::format("{}={} made its own component better ({}) but the gate got no closer ({}): another component "
+                     "may now dominate; one step further from it, a pair is kept only when the gate is strictly "
+                     "closer than {}",
+                     la.knob, la.value, la.licensed_by, la.alone, la.must_beat);
+}
+
+Feedback lookahead_feedback(const Lookahead& la, const LoggedExperiment& reverted) {
+  Feedback f;
+  f.probe = "analyze.lookahead";
+  f.tier = 0;
+  f.subject = fmt::format("{}={} (from {})", la.knob, la.value, la.from);
+  f.hypothesis = lookahead_hypothesis(la);
+  f.verdict = Verdict::kConfirmed;
+  f.notes.push_back(fmt::format("licensed by: {}", la.licensed_by));
+  f.notes.push_back(fmt::format("alone: gate step {} went {} and reverted it", reverted.step, la.alone));
+  return f;
+}
+
 // The honest ending when the attribution points where no knob acts.
 std::string code_change_finding(const Evidence& ev) {
   const std::vector<std::string> knobless = knobless_components(ev);
@@ -88,12 +108,7 @@ class Loop {
         continue;
       }
       if (!(stop = out_of_budget()).empty()) break;
-      // Instruction-count dumps and traces go beside the run's report.
-      RECUR_ASSIGN_OR_RETURN(Evidence ev, attribute_gap(ep_, config, state, log_,
-                                                        {.instruction_counts = o_.instruction_counts &&
-                                                                               instruction_counts_affordable(),
-                                                         .callgrind_dir = paths_.callgrind_dir(),
-                                                         .trace_dir = paths_.trace_dir()}));
+      RECUR_ASSIGN_OR_RETURN(Evidence ev, attribute(config, state));
       AgentState as{.episode = &ep_, .config = config, .gate = state, .evidence = ev, .tried = {},
                     .visited = visited, .iteration = ++iteration, .allow_patches = o_.allow_patches};
       bool kept = false;
@@ -114,16 +129,24 @@ class Loop {
         }
         as.rejected.clear();
         as.tried.insert(p->change.key());
-        RECUR_ASSIGN_OR_RETURN(std::optional<Finding> f, ladder_.validate(*p, config, state, ev, g));
-        if (!f) continue;
+        RECUR_ASSIGN_OR_RETURN(Validation v, ladder_.validate(*p, config, state, ev, g));
+        std::vector<Finding> keep;
+        if (v.kept) keep.push_back(std::move(*v.kept));
+        else if (!v.local_confirmation.empty()) {
+          // Confirmed on its own component, reverted by the gate: look one step further from it.
+          RECUR_ASSIGN_OR_RETURN(keep, look_ahead(*p, v, config, state, ev, visited, iteration, g));
+        }
+        if (keep.empty()) continue;
         kept = true;
-        config = apply_change(config, p->change);
+        for (const Finding& f : keep) config[f.knob] = f.to;
         visited.insert(config);
         state = gate_state_from_feedback(gate_with_candidate(ep_, config), g.feedback);
         note_state(state);
         inconclusive_reruns = 0;
-        findings_.push_back(*f);
-        out.findings.push_back(std::move(*f));
+        for (Finding& f : keep) {
+          findings_.push_back(f);
+          out.findings.push_back(std::move(f));
+        }
       }
       if (!kept) break;
     }
@@ -184,6 +207,62 @@ class Loop {
     if (distance.empty()) return "";
     return fmt::format(". {}: {}", changes_exhausted ? "Infeasible with these knobs" : "Not reached", distance);
   }
+
+  // The bounded lookahead from a change the gate reverted although a lower rung confirmed it on
+  // its own component (`v`): the change made what it targeted better, so the end metric got
+  // worse through another component (an error that now dominates, a route that flips). One step
+  // further: a journaled record of the license (analyze.lookahead), the attribution of the
+  // tentative configuration (its reverted gate's record), and up to kLookaheadTries changes
+  // proposed from there, each validated by the ladder as the second of a pair: kept, both, only
+  // when the gate is strictly closer than before both. Returns both findings, or none.
+  Result<std::vector<Finding>> look_ahead(const Proposal& first, const Validation& v, const KnobMap& config,
+                                          const GateState& state, const Evidence& ev, const std::set<KnobMap>& visited,
+                                          int iteration, LoggedExperiment& g) {
+    const KnobMap tentative = apply_change(config, first.change);
+    const GateState alone = gate_state_from_feedback(gate_with_candidate(ep_, tentative), v.reverted_gate->feedback);
+    const Lookahead la{.knob = first.change.knob, .from = first.change.from, .value = first.change.value,
+                       .licensed_by = v.local_confirmation,
+                       .alone = fmt::format("{} -> {}", gate_score(state.verdict).to_string(),
+                                            gate_score(alone.verdict).to_string()),
+                       .must_beat = gate_score(state.verdict).to_string()};
+    if (!out_of_budget().empty() || log_.at_step_limit()) return std::vector<Finding>{};
+    RECUR_RETURN_IF_ERROR(log_.run({.hypothesis = lookahead_hypothesis(la), .probe = "analyze.lookahead", .tier = 0,
+                                    .config_diff = {{la.knob, la.value}}},
+                                   [&]() -> Result<Feedback> { return lookahead_feedback(la, *v.reverted_gate); },
+                                   [](const Feedback&) { return Decision::kNone; }));
+    if (!out_of_budget().empty()) return std::vector<Finding>{};
+    RECUR_ASSIGN_OR_RETURN(Evidence there, attribute(tentative, alone));
+    AgentState as{.episode = &ep_, .config = tentative, .gate = alone, .evidence = there, .tried = {},
+                  .visited = visited, .iteration = iteration, .allow_patches = o_.allow_patches, .lookahead = la};
+    as.visited.insert(tentative);
+    const PairContext pair{.first = first.change, .before = &state, .licensed_by = la.licensed_by};
+    const std::string stopped_before = proposer_stopped_;
+    std::vector<Finding> out;
+    for (int i = 0; i < kLookaheadTries && out_of_budget().empty(); ++i) {
+      as.last_feedback = log_.last_feedback();
+      RECUR_ASSIGN_OR_RETURN(std::optional<Proposal> second, propose(as));
+      if (!second) break;
+      as.rejected.clear();
+      as.tried.insert(second->change.key());
+      RECUR_ASSIGN_OR_RETURN(Validation v2, ladder_.validate(*second, tentative, alone, there, g, &pair));
+      if (!v2.kept) continue;
+      const std::string with = fmt::format("{}={}", v2.kept->knob, v2.kept->to);
+      // The pair's gate, without the second finding's own "as a pair with <first>".
+      std::string pair_gain = v2.kept->gain;
+      if (const size_t at = pair_gain.rfind("; as a pair with "); at != std::string::npos) pair_gain.resize(at);
+      Finding f{.step = v2.kept->step, .hypothesis = first.hypothesis, .knob = first.change.knob,
+                .from = first.change.from, .to = first.change.value, .component = first.change.component,
+                .evidence = ev.findings,
+                .gain = fmt::format("alone the gate went {} (reverted) although {}; as a pair with {}: {}", la.alone,
+                                    la.licensed_by, with, pair_gain)};
+      out.push_back(std::move(f));
+      out.push_back(std::move(*v2.kept));
+      break;
+    }
+    proposer_stopped_ = stopped_before;  // a proposer's stop inside the lookahead ends only the lookahead
+    return out;
+  }
+  static constexpr int kLookaheadTries = 3;
 
   // What end_at_limit reports: kept up to date as the run goes.
   void note_state(const GateState& s) {
@@ -289,6 +368,15 @@ class Loop {
                  [](const Feedback&) { return Decision::kNone; }));
     (void)e;
     return ok_status();
+  }
+
+  // Attribution of the gate's gap under `config`; instruction-count dumps and traces go beside
+  // the run's report.
+  Result<Evidence> attribute(const KnobMap& config, const GateState& state) {
+    return attribute_gap(ep_, config, state, log_,
+                         {.instruction_counts = o_.instruction_counts && instruction_counts_affordable(),
+                          .callgrind_dir = paths_.callgrind_dir(),
+                          .trace_dir = paths_.trace_dir()});
   }
 
   // Instruction counts are the costliest attribution probe (valgrind at the gate's shape; 13 s

@@ -8,7 +8,11 @@
 //      against the current variant (tier 2) when the gate times that kernel, which must show a
 //      significant gain, else under a speed condition a paired A/B of the current configuration
 //      against the change on the gate's workload (bench.ab), then the gate; keep the change
-//      only when the gate is strictly closer to passing (gate_state.h), else revert it;
+//      only when the gate is strictly closer to passing (gate_state.h), else revert it; a change
+//      the gate reverts although a lower rung confirmed it on its own component (the kernel
+//      check: 2x more accurate; its kernel bench: faster) opens a bounded lookahead: up to 3
+//      changes proposed from it, each kept with it as a pair only when the gate is strictly
+//      closer than before both (docs/agent.md, "Lookahead from a locally confirmed change");
 //   A proposer may also ask for an experiment that changes no knob (a "patch" built as a
 //   candidate, a read-only "probe"); its record comes back as the next state's last_feedback.
 //   5. repeat until the gate passes, the proposer has nothing left, or the budget (probe

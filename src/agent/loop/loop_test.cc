@@ -21,6 +21,7 @@
 #include "loop/proposer_factory.h"
 #include "loop/search_space.h"
 #include "kernels/registry.h"
+#include "loop/triple_kernel_test_util.h"
 
 namespace recur::agent {
 namespace {
@@ -49,26 +50,12 @@ kernels::KernelFn scaled(int passes) {
 
 void register_toy_kernel() {
   static bool done = [] {
-    kernels::KernelSpec k;
-    k.name = "toy_scale";
-    k.help = "y = 3x (loop test)";
-    k.shape_params = {{.name = "N", .default_value = 1 << 10, .max = 1 << 24, .help = "elements"}};
-    auto n = [](const kernels::Shape& s) { return std::vector<int64_t>{s["N"]}; };
-    k.inputs = {{.name = "x", .dtype = DType::kF32, .dims = n, .coords = {"i"}, .tile = {1024}}};
-    k.outputs = {{.name = "y", .dtype = DType::kF32, .dims = n, .coords = {"i"}, .tile = {1024}}};
-    k.reference = [](const kernels::Shape& s, std::span<const std::vector<double>> in,
-                     std::span<std::vector<double>> out, std::span<std::vector<double>> mag) {
-      for (int64_t i = 0; i < s["N"]; ++i) {
-        out[0][size_t(i)] = 3.0 * in[0][size_t(i)];
-        mag[0][size_t(i)] = std::fabs(out[0][size_t(i)]);
-      }
-    };
-    k.cost.bytes = [](const kernels::Shape& s) { return 8.0 * double(s["N"]); };
-    k.cost.flops = [](const kernels::Shape& s) { return double(s["N"]); };
     // Declared order puts the decoy first among the start's neighbours.
-    k.variants = {{.name = "plain", .params = {{"passes", "4"}}, .help = "four partial passes", .run = scaled(4)},
-                  {.name = "decoy", .params = {{"passes", "16"}}, .help = "sixteen passes: correct, slower", .run = scaled(16)},
-                  {.name = "fast", .params = {{"passes", "1"}}, .help = "one pass", .run = scaled(1)}};
+    kernels::KernelSpec k = triple_kernel(
+        "toy_scale",
+        {{.name = "plain", .params = {{"passes", "4"}}, .help = "four partial passes", .run = scaled(4)},
+         {.name = "decoy", .params = {{"passes", "16"}}, .help = "sixteen passes: correct, slower", .run = scaled(16)},
+         {.name = "fast", .params = {{"passes", "1"}}, .help = "one pass", .run = scaled(1)}});
     Status s = kernels::KernelRegistry::global().add(std::move(k));
     EXPECT_TRUE(s) << s.error().to_string();
     return true;

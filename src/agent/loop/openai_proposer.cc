@@ -38,6 +38,7 @@ The user message is the state as JSON:
 - rejected: why your earlier answers were refused (do not repeat them)
 - fixed: knobs you must not change; knobs: the relevant knobs with type, choices, current value and components
 - knobless: measured components no knob acts on; patch_request (when present): the largest component is one of them, so a code change is what is needed
+- lookahead (when present): config includes a change the gate reverted alone although it improved its own component (licensed_by); you name its partner, and the pair is kept only when the gate gets strictly closer than must_beat
 
 Answer with exactly one JSON object and nothing else:
 {"action": "set", "knobs": {"KNOB": "VALUE"}, "hypothesis": "why this change should close the gap"}

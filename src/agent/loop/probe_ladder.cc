@@ -48,8 +48,8 @@ std::string joined(const std::string& a, const std::string& b) { return a.empty(
 
 }  // namespace
 
-Result<std::optional<Finding>> ProbeLadder::validate(const Proposal& p, const KnobMap& config, const GateState& state,
-                                                     const Evidence& ev, LoggedExperiment& g) {
+Result<Validation> ProbeLadder::validate(const Proposal& p, const KnobMap& config, const GateState& state,
+                                        const Evidence& ev, LoggedExperiment& g, const PairContext* pair) {
   const KnobDiff diff = {{p.change.knob, p.change.value}};
   const KnobMap next = apply_change(config, p.change);
   RECUR_ASSIGN_OR_RETURN(Config next_cfg, to_config(next));
@@ -57,13 +57,14 @@ Result<std::optional<Finding>> ProbeLadder::validate(const Proposal& p, const Kn
   const gate::GateSpec spec = gate_with_candidate(ep_, config);
   const gate::Condition* deciding = state.deciding(spec);
   std::string gain;
+  std::string local;  // a rung's confirmation of the change on its own component
 
   // Tier 1: the variant the change selects must pass check against float64, and when the gate
   // fails on numerics it must also be clearly more accurate than the variant it replaces.
-  if (at_limit()) return std::optional<Finding>();
+  if (at_limit()) return Validation{};
   if (auto kv = kernel_variant_of(p.change)) {
     RECUR_ASSIGN_OR_RETURN(LoggedExperiment c, check_variant(spec, kv->first, kv->second, diff));
-    if (c.decision == Decision::kRevert) return std::optional<Finding>();
+    if (c.decision == Decision::kRevert) return Validation{};
     if (deciding && condition_is_numeric(*deciding) && !p.change.from.empty()) {
       RECUR_ASSIGN_OR_RETURN(LoggedExperiment was, check_variant(spec, kv->first, p.change.from, {}));
       const Metric* now = c.feedback.find_metric("max_rel");
@@ -83,14 +84,15 @@ Result<std::optional<Finding>> ProbeLadder::validate(const Proposal& p, const Kn
               return f;
             },
             [](const Feedback&) { return Decision::kRevert; }));
-        return std::optional<Finding>();
+        return Validation{};
       }
       gain = fmt::format("check: max_rel {:.3g} -> {:.3g}", before ? before->value : 0.0, now ? now->value : 0.0);
+      if (now && before) local = gain;
     }
   }
 
   // Tier 2: when the gate times the candidate's kernel, the new variant must be faster.
-  if (at_limit()) return std::optional<Finding>();
+  if (at_limit()) return Validation{};
   bool paired = false;  // a paired timing of the change against the current configuration decided
   const gate::KernelWorkload w = kernel_workload_for(spec, ep_.candidate);
   if (deciding && condition_times_kernel(*deciding, ep_.candidate) && spec.kernel &&
@@ -108,47 +110,67 @@ Result<std::optional<Finding>> ProbeLadder::validate(const Proposal& p, const Kn
                  [](const Feedback& f) { return f.verdict == Verdict::kConfirmed ? Decision::kNone : Decision::kRevert; }));
     gain = joined(gain, fmt::format("bench: time ratio {} ({})", metric_text(b.feedback, "ratio"),
                                     verdict_name(b.feedback.verdict)));
-    if (b.decision == Decision::kRevert) return std::optional<Finding>();
+    if (b.decision == Decision::kRevert) return Validation{};
     paired = true;
+    local = joined(local, fmt::format("bench: time ratio {}", metric_text(b.feedback, "ratio")));
   }
 
   // A speed condition decides: keep only a significant gain in a paired, interleaved A/B of the
   // current configuration against the change on the gate's own workload.
-  if (at_limit()) return std::optional<Finding>();
+  if (at_limit()) return Validation{};
   if (!paired && deciding && condition_is_speed(*deciding, ep_.candidate)) {
     RECUR_ASSIGN_OR_RETURN(std::optional<LoggedExperiment> ab, paired_ab(spec, config, next, *deciding, p, diff));
     if (ab) {
       gain = joined(gain, fmt::format("paired A/B: {}", ab->feedback.notes.empty() ? "" : ab->feedback.notes.front()));
-      if (ab->decision == Decision::kRevert) return std::optional<Finding>();
+      if (ab->decision == Decision::kRevert) return Validation{};
     }
   }
 
-  // The gate decides: keep only what brings it strictly closer to passing.
-  if (at_limit()) return std::optional<Finding>();
-  const GateScore before = gate_score(state.verdict);
+  // The gate decides: keep only what brings it strictly closer to passing (a pair: than the
+  // state before both, with both changes in the gate's diff).
+  if (at_limit()) return Validation{};
+  const GateScore before = gate_score((pair ? *pair->before : state).verdict);
   const gate::GateSpec next_spec = gate_with_candidate(ep_, next);
+  KnobDiff gate_diff = diff;
+  std::string hypothesis = p.hypothesis;
+  if (pair) {
+    gate_diff[pair->first.knob] = pair->first.value;
+    hypothesis = fmt::format("pair: {}={} (reverted alone, confirmed locally: {}) with {}={}: {}", pair->first.knob,
+                             pair->first.value, pair->licensed_by, p.change.knob, p.change.value, p.hypothesis);
+  }
   // The hypothesis's prediction, checked against what this gate run measures.
   const ChangeOutlook outlook =
       outlook_of(p.change, {.spec = &spec, .gate = &state, .evidence = &ev, .candidate_arm = ep_.candidate});
   RECUR_ASSIGN_OR_RETURN(
       LoggedExperiment ng,
       gate_.run(
-          next, p.hypothesis, diff,
+          next, hypothesis, gate_diff,
           [&](const Feedback& f) {
             const GateScore after = gate_score(gate_state_from_feedback(next_spec, f).verdict);
             return closer_to_pass(after, before) ? Decision::kKeep : Decision::kRevert;
           },
           [&](Feedback& f) {
+            if (pair)
+              f.notes.push_back(fmt::format("a pair with {}={}: kept only if the gate is strictly closer than {}",
+                                            pair->first.knob, pair->first.value, before.to_string()));
             if (std::string n = prediction_note(outlook, gate_state_from_feedback(next_spec, f)); !n.empty())
               f.notes.push_back(std::move(n));
           }));
-  if (ng.decision != Decision::kKeep) return std::optional<Finding>();
+  if (ng.decision != Decision::kKeep) {
+    Validation v;
+    if (!local.empty()) {
+      v.local_confirmation = local;
+      v.reverted_gate = ng;
+    }
+    return v;
+  }
   const GateScore after = gate_score(gate_state_from_feedback(next_spec, ng.feedback).verdict);
   g = ng;
   Finding f{.step = ng.step, .hypothesis = p.hypothesis, .knob = p.change.knob, .from = p.change.from,
             .to = p.change.value, .component = p.change.component, .evidence = ev.findings, .gain = gain};
   f.gain = joined(f.gain, fmt::format("gate: {} -> {}", before.to_string(), after.to_string()));
-  return std::optional<Finding>(std::move(f));
+  if (pair) f.gain = joined(f.gain, fmt::format("as a pair with {}={}", pair->first.knob, pair->first.value));
+  return Validation{.kept = std::move(f)};
 }
 
 // The paired A/B of the current configuration (arm `cur`) against the change (arm `new`) on the

@@ -37,16 +37,37 @@ struct Finding {
   std::string gain;                   // "bench: 1.11x faster [1.08, 1.14]; gate: 2 -> 1 failing"
 };
 
+// What one validation ended in.
+struct Validation {
+  std::optional<Finding> kept;  // the change (the pair's second change, in a lookahead) was kept
+  // When the gate reverted a change that a lower rung had confirmed on its own component (the
+  // kernel's error fell at least 2x against float64, or its kernel bench was significantly
+  // faster): that rung's evidence, and the reverting gate experiment. The loop may look one
+  // step further from such a change (loop.cc); empty otherwise.
+  std::string local_confirmation;
+  std::optional<LoggedExperiment> reverted_gate;
+};
+
+// A lookahead's context for validate(): the configuration already includes `first` (reverted
+// alone), and the gate keeps the pair only when strictly closer than `before` (the state before
+// both); its gate experiment's diff is both changes, so the journal's kept diffs stay the truth.
+struct PairContext {
+  Candidate first;
+  const GateState* before = nullptr;
+  std::string licensed_by;
+};
+
 class ProbeLadder {
  public:
   ProbeLadder(const Episode& episode, ExperimentLog& log, GateStep& gate, Progress progress)
       : ep_(episode), log_(log), gate_(gate), progress_(std::move(progress)) {}
 
   // Validates a kSet proposal against the configuration, the gate's state and the evidence it
-  // was made from. Returns the finding when the change is kept, and leaves the keeping gate
-  // experiment in `g`; nullopt when a rung refuted it (or the experiment limit came first).
-  Result<std::optional<Finding>> validate(const Proposal& p, const KnobMap& config, const GateState& state,
-                                          const Evidence& ev, LoggedExperiment& g);
+  // was made from. `kept` holds the finding when the change is kept, and the keeping gate
+  // experiment is left in `g`; empty when a rung refuted it (or the experiment limit came first).
+  // With `pair`, the change is the second of a pair (see PairContext).
+  Result<Validation> validate(const Proposal& p, const KnobMap& config, const GateState& state, const Evidence& ev,
+                              LoggedExperiment& g, const PairContext* pair = nullptr);
 
   // check.kernel of one variant (on the gate's kernel workload when it is that kernel's); each
   // (kernel, variant) runs once per run and is reused, which a replay reproduces.

@@ -27,6 +27,16 @@
 
 namespace recur::agent {
 
+// A lookahead (docs/agent.md, "Lookahead from a locally confirmed change"): the configuration
+// includes a change the gate reverted although a lower rung confirmed it on its own component;
+// the next change is judged with it, as a pair, against the gate before both.
+struct Lookahead {
+  std::string knob, from, value;  // the tentative change
+  std::string licensed_by;        // the local evidence ("check: max_rel 0.0039 -> 2.3e-07")
+  std::string alone;              // what the gate said of it alone ("1 failing (4.6) -> 1 failing (6.8)")
+  std::string must_beat;          // the gate's score before both, which the pair must beat
+};
+
 struct AgentState {
   const Episode* episode = nullptr;
   std::map<std::string, std::string> config;  // the candidate arm's configuration now
@@ -40,6 +50,7 @@ struct AgentState {
   bool allow_patches = false;               // the run accepts "patch" actions (--allow-patches)
   const Feedback* last_feedback = nullptr;  // the latest experiment's record
   std::vector<std::string> rejected;        // why this iteration's earlier proposals were refused
+  std::optional<Lookahead> lookahead;       // set while the loop explores one step from a reverted change
 };
 
 // The changes still open from this state, most promising first: for each attributed component,

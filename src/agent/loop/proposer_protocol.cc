@@ -198,6 +198,14 @@ json state_json(const AgentState& s) {
   if (s.allow_patches)
     if (std::string request = patch_request(s.evidence); !request.empty()) j["patch_request"] = std::move(request);
   j["rejected"] = s.rejected;
+  // A lookahead: `config` includes a change the gate reverted alone; the answer is its partner.
+  if (s.lookahead)
+    j["lookahead"] = {{"tentative", {{"knob", s.lookahead->knob}, {"from", s.lookahead->from}, {"value", s.lookahead->value}}},
+                      {"licensed_by", s.lookahead->licensed_by},
+                      {"alone", s.lookahead->alone},
+                      {"must_beat", s.lookahead->must_beat},
+                      {"rule", "config includes the tentative change; the change you propose is kept with it, as a "
+                               "pair, only when the gate is strictly closer than must_beat (the score before both)"}};
   j["fixed"] = s.episode->fixed;
   Config current;
   for (const auto& [k, v] : s.config) (void)current.set(k, v);

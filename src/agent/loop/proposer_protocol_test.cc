@@ -175,6 +175,22 @@ TEST(CompactState, KeepsTheRelevantKnobsAndCutsLongText) {
   EXPECT_EQ(c["next"][0]["value"], "green");
 }
 
+// A lookahead's state names the tentative change, its license and the score the pair must beat;
+// outside a lookahead the member is absent. The compact state keeps it.
+TEST(StateJson, ALookaheadSaysWhatIsTentativeAndWhatThePairMustBeat) {
+  ProposerFixture f;
+  EXPECT_FALSE(state_json(f.state).contains("lookahead"));
+  f.state.lookahead = Lookahead{.knob = "test.proposer.color", .from = "red", .value = "green",
+                                .licensed_by = "check: max_rel 0.001 -> 6e-08",
+                                .alone = "1 failing -> 2 failing", .must_beat = "1 failing"};
+  const json j = state_json(f.state);
+  ASSERT_TRUE(j.contains("lookahead"));
+  EXPECT_EQ(j["lookahead"]["tentative"], json({{"knob", "test.proposer.color"}, {"from", "red"}, {"value", "green"}}));
+  EXPECT_EQ(j["lookahead"]["licensed_by"], "check: max_rel 0.001 -> 6e-08");
+  EXPECT_EQ(j["lookahead"]["must_beat"], "1 failing");
+  EXPECT_EQ(compact_state_json(f.state)["lookahead"]["alone"], "1 failing -> 2 failing");
+}
+
 TEST(ChatUrl, BaseOrFullUrl) {
   auto base = parse_chat_url("http://127.0.0.1:8000/v1/");
   ASSERT_TRUE(base);
