@@ -19,7 +19,11 @@
 # `recur generate --json` (greedy), both on one thread; where the tokens part, the gap between the
 # two picks' logits in llama.cpp (its top-5 log-probabilities) shows whether it was a near tie.
 # Prints one row per file and prompt; exits 1 if any tokenization differs or a file fails to load
-# in either engine (greedy tokens may part at near ties: Q8_0 activations are quantized differently).
+# in either engine (greedy tokens may part at near ties: see docs/engine.md on Q8_0 files).
+# RECUR_INTEROP_LLAMA_ARGS adds llama-server arguments, e.g. "-ctk f32 -ctv f32": llama.cpp's KV
+# cache in fp32 (its default F16 cache rounds K and V, and the q and softmax rows multiplied with
+# them, to fp16, where recur's default cache is fp32; on Q8_0 files that rounding moves the
+# activations' Q8_0 roundings downstream, docs/engine.md).
 # Then, with llama.cpp's source tree's models/ (LLAMA_CPP_VOCAB_DIR, default BIN_DIR/../../models),
 # recur's tokenizer on llama.cpp's vocabulary files against their reference tokenizations.
 set -euo pipefail
@@ -95,7 +99,7 @@ for entry in "${files[@]}"; do
   IFS=: read -r writer dtype path <<< "$entry"
   port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   "$bin/llama-server" -m "$path" --host 127.0.0.1 --port "$port" -t 1 -c 512 -np 1 --no-mmap \
-    > "$work/server-$writer-$dtype.log" 2>&1 &
+    ${RECUR_INTEROP_LLAMA_ARGS:-} > "$work/server-$writer-$dtype.log" 2>&1 &
   server=$!
   for prompt in "${prompts[@]}"; do
     recur_json=$("$recur" generate -m "$path" -p "$prompt" -n "$ntok" --threads 1 --json 2>/dev/null || echo '{}')

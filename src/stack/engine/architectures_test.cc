@@ -214,6 +214,21 @@ double without_feature(const Variant& v, void (*off)(ModelConfig&), const Varian
   return worst;
 }
 
+// A Q8_0 file's MoE router is F32, as llama-quantize and llama.cpp's converter leave
+// ffn_gate_inp.weight in quantized files: llama.cpp multiplies a Q8_0 router with Q8_0
+// activations, recur's router always takes fp32 ones, so only an F32 router is computed alike.
+TEST(ArchitectureFeatures, Q8_0FilesKeepTheRouterF32LikeLlamaQuantize) {
+  for (const Variant* v : {&kVariants[5], &kVariants[6]}) {  // qwen2moe, qwen3moe
+    const Built b = build(*v, 0, gguf::TensorType::kQ8_0);
+    ASSERT_TRUE(b.model != nullptr) << v->label;
+    const gguf::TensorInfo* router = b.file().tensor("blk.0.ffn_gate_inp.weight");
+    const gguf::TensorInfo* experts = b.file().tensor("blk.0.ffn_up_exps.weight");
+    ASSERT_TRUE(router != nullptr && experts != nullptr) << v->label;
+    EXPECT_EQ(router->type, gguf::TensorType::kF32) << v->label;
+    EXPECT_EQ(experts->type, gguf::TensorType::kQ8_0) << v->label;
+  }
+}
+
 TEST(ArchitectureFeatures, EachFeatureChangesTheLogits) {
   EXPECT_GT(without_feature(kVariants[3], [](ModelConfig& c) { c.attn_bias = false; }), 1e-2) << "qwen2 bias";
   EXPECT_GT(without_feature(kVariants[3], [](ModelConfig& c) { c.rope_neox = false; }), 1e-2) << "NeoX RoPE";

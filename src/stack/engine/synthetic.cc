@@ -46,10 +46,16 @@ class TensorMaker {
   TensorMaker(gguf::Writer& w, gguf::TensorType type, uint64_t seed) : w_(w), type_(type), rng_(seed) {}
 
   Status matrix(const std::string& name, int64_t rows, int64_t cols, double stddev) {
-    std::normal_distribution<float> dist(0.0f, float(stddev));
-    std::vector<float> x(size_t(rows * cols));
-    for (float& v : x) v = dist(rng_);
-    return stored(name, {uint64_t(cols), uint64_t(rows)}, x);
+    return stored(name, {uint64_t(cols), uint64_t(rows)}, normal(rows * cols, stddev));
+  }
+  // The MoE router [n_experts, dim]: F32 in a Q8_0 file, as llama-quantize and llama.cpp's
+  // converter leave ffn_gate_inp.weight in every quantized file (c392e50 llama-quant.cpp), so
+  // llama.cpp multiplies it with fp32 activations as recur does (a Q8_0 router would have it
+  // quantize them); the file's type otherwise.
+  Status router(const std::string& name, int64_t rows, int64_t cols, double stddev) {
+    if (type_ != gguf::TensorType::kQ8_0) return matrix(name, rows, cols, stddev);
+    return w_.add_tensor(name, gguf::TensorType::kF32, {uint64_t(cols), uint64_t(rows)},
+                         encode_as(gguf::TensorType::kF32, normal(rows * cols, stddev)));
   }
   Status ones(const std::string& name, int64_t n) { return vector(name, std::vector<float>(size_t(n), 1.0f)); }
   // An F32 vector of `n` values mean + N(0, stddev) (biases, QK-norm weights, gate rows).
@@ -64,10 +70,7 @@ class TensorMaker {
   }
   // n experts of [rows, cols] as one 3-d tensor {cols, rows, n}, llama.cpp's MoE layout.
   Status experts(const std::string& name, int n, int64_t rows, int64_t cols, double stddev) {
-    std::normal_distribution<float> dist(0.0f, float(stddev));
-    std::vector<float> x(size_t(n) * size_t(rows * cols));
-    for (float& v : x) v = dist(rng_);
-    return stored(name, {uint64_t(cols), uint64_t(rows), uint64_t(n)}, x);
+    return stored(name, {uint64_t(cols), uint64_t(rows), uint64_t(n)}, normal(int64_t(n) * rows * cols, stddev));
   }
   // Short-convolution taps: the current input passes through (last tap near 1), the window
   // adds a little of the previous inputs.
@@ -107,6 +110,12 @@ class TensorMaker {
  private:
   // A 2-d (or stacked 3-d) weight in the model's storage type; W8A8 (I8) adds <name>.scale,
   // one F32 per row of every stacked matrix (dims without the innermost).
+  std::vector<float> normal(int64_t n, double stddev) {
+    std::normal_distribution<float> dist(0.0f, float(stddev));
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float& v : x) v = dist(rng_);
+    return x;
+  }
   Status stored(const std::string& name, std::vector<uint64_t> dims, const std::vector<float>& x) {
     if (type_ != gguf::TensorType::kI8) return w_.add_tensor(name, type_, std::move(dims), encode_as(type_, x));
     const int64_t cols = int64_t(dims[0]), rows = int64_t(x.size()) / cols;
@@ -219,7 +228,7 @@ Status ffn_tensors(TensorMaker& make, const ModelConfig& c, const std::string& p
     return make.matrix(p + "ffn_down.weight", c.dim, width, residual / std::sqrt(double(width)));
   }
   const double down = residual / std::sqrt(double(c.ffn_dim));
-  RECUR_RETURN_IF_ERROR(make.matrix(p + "ffn_gate_inp.weight", c.n_experts, c.dim, in_dim));
+  RECUR_RETURN_IF_ERROR(make.router(p + "ffn_gate_inp.weight", c.n_experts, c.dim, in_dim));
   if (c.expert_gating == ExpertGating::kSigmoid || c.arch == Arch::kKimiLinear)
     RECUR_RETURN_IF_ERROR(make.random_vector(p + "exp_probs_b.bias", c.n_experts, 0, 0.1));
   RECUR_RETURN_IF_ERROR(make.experts(p + "ffn_gate_exps.weight", c.n_experts, c.ffn_dim, c.dim, in_dim));

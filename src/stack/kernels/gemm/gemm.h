@@ -181,9 +181,10 @@ void f16_r16_row(const void* r16, int64_t k, int64_t r, void* f16_row);
 // How gemm_stored treats activations against Q8_0 weights (knob kernel.gemm.q8_0_activations).
 enum class Q8Activations : uint8_t {
   kF32,   // fp32 x against d·q widened in registers: fp32 products and accumulation
-  kQ8_0,  // x quantized to Q8_0 too (fp32 block scales), exact int8 block dots (vpdpbusd /
-          // vpmaddubsw), fp32 accumulation of d_w d_x dot — llama.cpp's arithmetic, ~2x fewer
-          // instructions per weight
+  kQ8_0,  // x quantized to Q8_0 too, byte for byte as ggml's quantize_row_q8_0 (fp16 block
+          // scales; quantize_q8_0_rows), exact int8 block dots (vpdpbusd / vpmaddubsw), fp32
+          // accumulation of dot (d_w d_x) — llama.cpp's arithmetic but for the fp32 summation
+          // order, ~2x fewer instructions per weight
 };
 std::string_view q8_activations_name(Q8Activations a);  // "f32", "q8_0"
 Result<Q8Activations> q8_activations_from_config(const Config& config);

@@ -10,7 +10,7 @@
 // Q8_0 x Q8_0: two blocks per vpdpbusd on 512-bit registers (the 32 weights of block b in
 // lanes 0-7, of block b + 1 in lanes 8-15; AVX-512 has no 512-bit vpsignb, so the signs of x
 // move onto w by a masked negation and |x| is the unsigned operand), then each lane's exact
-// int32 sum times d_w d_x of its block into two accumulators (alternating pairs). The integer
+// int32 sum times (d_w d_x) of its block into two accumulators (alternating pairs). The integer
 // dots are the same as the dot kernels'; only the order of the fp32 sum differs.
 #include <type_traits>
 
@@ -136,9 +136,10 @@ void gemv_f16_f16x_rows(const GemvArgs& a, int64_t r0, int64_t r1) {
   for (; r < r1; ++r) gemv_f16x_rows_at_once<1>(w + r * a.k, a.x_f16, a.k, a.y + r);
 }
 
-// Blocks b and b + 1 of a Q8_0 row (or b alone when `pair` is false) against x: the exact int32
-// lane sums times d_w of each block's lanes.
-inline __m512 q8_pair_dot(const uint8_t* blk, const GemvArgs& a, int64_t b, bool pair) {
+// acc += blocks b and b + 1 of a Q8_0 row (or b alone when `pair` is false) against x: the exact
+// int32 lane sums times (d_w d_x) of each block's lanes, ggml's order (fp32 product of the two
+// scales, then one FMA).
+inline __m512 q8_pair_dot(const uint8_t* blk, const GemvArgs& a, int64_t b, bool pair, __m512 acc) {
   const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
   __m512i w = pair ? _mm512_inserti64x4(_mm512_castsi256_si512(lo),
                                         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2 + kQ8BlockBytes)), 1)
@@ -150,7 +151,7 @@ inline __m512 q8_pair_dot(const uint8_t* blk, const GemvArgs& a, int64_t b, bool
   if (pair) __builtin_memcpy(&d1, blk + kQ8BlockBytes, 2);
   const __m512 dw = _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(d0)),
                                                             _mm_set1_epi16(d1), 1));
-  return _mm512_mul_ps(_mm512_cvtepi32_ps(dot), dw);
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, _mm512_loadu_ps(a.x_scale16 + b * 8)), acc);
 }
 
 void gemv_q8q8_rows(const GemvArgs& a, int64_t r0, int64_t r1) {
@@ -160,14 +161,10 @@ void gemv_q8q8_rows(const GemvArgs& a, int64_t r0, int64_t r1) {
     __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0;
     int64_t b = 0;
     for (; b + 4 <= blocks; b += 4) {
-      acc0 = _mm512_fmadd_ps(q8_pair_dot(row + b * kQ8BlockBytes, a, b, true), _mm512_loadu_ps(a.x_scale16 + b * 8),
-                             acc0);
-      acc1 = _mm512_fmadd_ps(q8_pair_dot(row + (b + 2) * kQ8BlockBytes, a, b + 2, true),
-                             _mm512_loadu_ps(a.x_scale16 + (b + 2) * 8), acc1);
+      acc0 = q8_pair_dot(row + b * kQ8BlockBytes, a, b, true, acc0);
+      acc1 = q8_pair_dot(row + (b + 2) * kQ8BlockBytes, a, b + 2, true, acc1);
     }
-    for (; b < blocks; b += 2)
-      acc0 = _mm512_fmadd_ps(q8_pair_dot(row + b * kQ8BlockBytes, a, b, b + 1 < blocks),
-                             _mm512_loadu_ps(a.x_scale16 + b * 8), acc0);
+    for (; b < blocks; b += 2) acc0 = q8_pair_dot(row + b * kQ8BlockBytes, a, b, b + 1 < blocks, acc0);
     a.y[r] = hsum(_mm512_add_ps(acc0, acc1));
   }
 }

@@ -221,9 +221,15 @@ class ThreadPool;
 
 namespace recur::gemm {
 
-// x [m, k] (k % 32 == 0) as Q8_0 activations: per block of 32, d = max |x| / 127 (fp32) and
-// q = round_half_even(x / d) (|q| <= 127; a zero block gets d = 0, q = 0).
+// x [m, k] (k % 32 == 0) as Q8_0 activations, ggml's quantize_row_q8_0 (llama.cpp c392e50, the
+// x86 AVX path its CPU backend runs for every Q8_0 matmul's activations): per block of 32,
+// amax = max |x|, d = fp16(amax / 127) (nearest even; returned widened to fp32, exact) and
+// q = round_half_even(x * (127 / amax)) in fp32 (|q| <= 127; a zero block gets d = 0, q = 0;
+// when 127 / amax overflows, amax < 3.7e-37, q = -128 as ggml's conversion gives, with d = 0).
 void quantize_q8_0_rows(const float* x, int64_t m, int64_t k, int8_t* q, float* d);
+// One element and one scale of it: q8_0_round(x * id) and q8_0_scale(amax).
+int8_t q8_0_round(float v);
+float q8_0_scale(float amax);
 
 // Runs fn over every output of `base` (m rows, n columns, K = base.k), W rows split statically
 // over the pool in blocks of 4; K in blocks of kc (a multiple of the kernel's chunk, or >= K),

@@ -67,9 +67,9 @@ inline __m256i q8_block_dot(__m256i ax, __m256i xq, __m256i wq) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(wq, xq)), _mm256_set1_epi16(1));
 }
 
-// One block of 32: d = max |x| / 127 and q = round_half_even(x / d) computed in double like
-// quantize_q8_0_rows (so the bits are the same; its scalar nearbyint is a library call on
-// baseline x86-64, ~10 ns an element), as 32 int8 (the AVX2 GEMV and prefill GEMM).
+// One block of 32 as quantize_q8_0_rows gives it (ggml's quantize_row_q8_0, whose AVX code this
+// is: d = fp16(amax / 127), q = round_half_even(x * (127 / amax)) in fp32, cvtps_epi32 and two
+// saturating packs), as 32 int8 (the AVX2 GEMV and prefill GEMM).
 inline __m256i q8_quantize_block8(const float* x, float* d) {
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   __m256 v[4];
@@ -79,18 +79,15 @@ inline __m256i q8_quantize_block8(const float* x, float* d) {
   __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
   m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
   m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
-  const float s = _mm_cvtss_f32(m4) / 127;
-  *d = s;
-  if (!(s > 0)) return _mm256_setzero_si256();
-  const __m256d div = _mm256_set1_pd(double(s));
-  auto four = [&](__m128 f) {
-    const __m256d q = _mm256_round_pd(_mm256_div_pd(_mm256_cvtps_pd(f), div), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    return _mm256_cvtpd_epi32(_mm256_max_pd(_mm256_min_pd(q, _mm256_set1_pd(127.0)), _mm256_set1_pd(-127.0)));
-  };
-  __m128i i16[4];  // int16 elements 8j .. 8j + 7
+  const float amax = _mm_cvtss_f32(m4);
+  *d = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(amax / 127.0f), _MM_FROUND_TO_NEAREST_INT)));
+  const __m256 id = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
+  __m256i i32[4];
   for (int j = 0; j < 4; ++j)
-    i16[j] = _mm_packs_epi32(four(_mm256_castps256_ps128(v[j])), four(_mm256_extractf128_ps(v[j], 1)));
-  return _mm256_set_m128i(_mm_packs_epi16(i16[2], i16[3]), _mm_packs_epi16(i16[0], i16[1]));
+    i32[j] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[j], id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  const __m256i i16a = _mm256_packs_epi32(i32[0], i32[1]), i16b = _mm256_packs_epi32(i32[2], i32[3]);
+  // packs work per 128-bit lane: dwords 0, 4, 1, 5, 2, 6, 3, 7 hold elements in order.
+  return _mm256_permutevar8x32_epi32(_mm256_packs_epi16(i16a, i16b), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
 // x [k] (k % 32 == 0) as q8_quantize_block8 blocks: q [k] and d [k / 32], quantize_q8_0_rows' bits.

@@ -87,8 +87,8 @@ inline float hsum(__m512 a) {
   return _mm_cvtss_f32(s4);
 }
 
-// One block of 32: d = max |x| / 127 and q = round_half_even(x / d) computed in double like
-// quantize_q8_0_rows (so the bits are the same), as 32 int8 (the GEMV and the prefill GEMM).
+// One block of 32 as quantize_q8_0_rows gives it (ggml's quantize_row_q8_0: d = fp16(amax / 127),
+// q = round_half_even(x * (127 / amax)) in fp32, saturated), as 32 int8 (the GEMV and the prefill GEMM).
 inline __m256i q8_quantize_block(const float* x, float* d) {
   const __m512 a = _mm512_loadu_ps(x), b = _mm512_loadu_ps(x + 16);
   const __m512 m = _mm512_max_ps(_mm512_abs_ps(a), _mm512_abs_ps(b));
@@ -96,19 +96,14 @@ inline __m256i q8_quantize_block(const float* x, float* d) {
   __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m8), _mm256_extractf128_ps(m8, 1));
   m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
   m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
-  const float s = _mm_cvtss_f32(m4) / 127;
-  *d = s;
-  if (!(s > 0)) return _mm256_setzero_si256();
-  const __m512d inv = _mm512_set1_pd(double(s));
-  auto eight = [&](__m256 v) {
-    const __m512d q = _mm512_roundscale_pd(_mm512_div_pd(_mm512_cvtps_pd(v), inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    return _mm512_cvtpd_epi32(_mm512_max_pd(_mm512_min_pd(q, _mm512_set1_pd(127.0)), _mm512_set1_pd(-127.0)));
-  };
-  const __m512i lo = _mm512_inserti64x4(_mm512_castsi256_si512(eight(_mm512_castps512_ps256(a))),
-                                        eight(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))), 1);
-  const __m512i hi = _mm512_inserti64x4(_mm512_castsi256_si512(eight(_mm512_castps512_ps256(b))),
-                                        eight(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(b), 1))), 1);
-  return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_cvtepi32_epi8(lo)), _mm512_cvtepi32_epi8(hi), 1);
+  const float amax = _mm_cvtss_f32(m4);
+  *d = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(amax / 127.0f), _MM_FROUND_TO_NEAREST_INT)));
+  const __m512 id = _mm512_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
+  // Nearest-even conversion; NaN and out-of-range give INT32_MIN, which saturates to -128 as
+  // ggml's packs do.
+  const __m512i qa = _mm512_cvt_roundps_epi32(_mm512_mul_ps(a, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512i qb = _mm512_cvt_roundps_epi32(_mm512_mul_ps(b, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_cvtsepi32_epi8(qa)), _mm512_cvtsepi32_epi8(qb), 1);
 }
 
 inline int32_t hsum_epi32(__m512i a) {

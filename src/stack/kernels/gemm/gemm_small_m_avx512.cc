@@ -7,8 +7,8 @@
 // accumulator 1), summed (a0 + a1) + (a2 + a3): one 64-byte weight load, widened once, feeds
 // 4 FMAs per x row. Long F16 rows prefetch 8 KiB ahead like the GEMV.
 // Q8_0 x Q8_0: per pair of blocks one 64-byte weight load and one scale conversion; per x row
-// the sign of x moved onto w (masked negation), one vpdpbusd against |x|, times d_w, then
-// times d_x into two accumulators (alternating pairs), as the GEMV does.
+// the sign of x moved onto w (masked negation), one vpdpbusd against |x|, times (d_w d_x) into
+// two accumulators (alternating pairs), as the GEMV does.
 #include <algorithm>
 #include <type_traits>
 
@@ -119,7 +119,7 @@ void smallm_widen_rows(const SmallMArgs& a, int64_t r0, int64_t r1) {
 }
 
 // Blocks b and b + 1 (or b alone when `pair` is false) of one W row against M x rows: acc[i] +=
-// (exact int32 lane sums times d_w) times d_x, the GEMV's q8_pair_dot and FMA.
+// exact int32 lane sums times (d_w d_x), the GEMV's q8_pair_dot.
 template <int M>
 inline void smallm_q8_pair(const uint8_t* blk, const GemvArgs* xr, int64_t b, bool pair, __m512* acc) {
   const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
@@ -135,7 +135,7 @@ inline void smallm_q8_pair(const uint8_t* blk, const GemvArgs* xr, int64_t b, bo
   for (int i = 0; i < M; ++i) {
     const __m512i wi = _mm512_mask_sub_epi8(w, __mmask64(xr[i].x_neg[b / 2]), _mm512_setzero_si512(), w);
     const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_loadu_si512(xr[i].x_abs + b * kQ8Block), wi);
-    acc[i] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(dot), dw), _mm512_loadu_ps(xr[i].x_scale16 + b * 8),
+    acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, _mm512_loadu_ps(xr[i].x_scale16 + b * 8)),
                              acc[i]);
   }
 }

@@ -89,15 +89,23 @@ Result<Activations> activations_from_config(const Config& config) {
   return Activations(q8, f16, s);
 }
 
+int8_t q8_0_round(float v) {
+  // cvtps_epi32 then two saturating packs: NaN and |v| >= 2^31 give the integer indefinite
+  // INT32_MIN, so -128; otherwise nearest even, saturated to int8.
+  if (!(std::fabs(v) < 2147483648.0f)) return -128;
+  return int8_t(std::clamp(std::nearbyint(v), -128.0f, 127.0f));
+}
+
+float q8_0_scale(float amax) { return fp16_to_fp32(fp32_to_fp16(amax / 127.0f)); }
+
 void quantize_q8_0_rows(const float* x, int64_t m, int64_t k, int8_t* q, float* d) {
   for (int64_t b = 0; b < m * k / kQ8Block; ++b) {
     const float* xb = x + b * kQ8Block;
     float amax = 0;
     for (int i = 0; i < kQ8Block; ++i) amax = std::max(amax, std::fabs(xb[i]));
-    const float s = amax / 127;
-    d[b] = s;
-    for (int i = 0; i < kQ8Block; ++i)
-      q[b * kQ8Block + i] = s > 0 ? int8_t(std::clamp(std::nearbyint(double(xb[i]) / s), -127.0, 127.0)) : int8_t(0);
+    d[b] = q8_0_scale(amax);
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    for (int i = 0; i < kQ8Block; ++i) q[b * kQ8Block + i] = q8_0_round(xb[i] * id);
   }
 }
 
