@@ -14,8 +14,6 @@ namespace {
 // operation picks its literal form at compile time.
 class HwTiles {
  public:
-  static constexpr bool kHardware = true;
-
   void configure(const TileConfig& c) {
     alignas(64) uint8_t image[64];
     c.image(image);

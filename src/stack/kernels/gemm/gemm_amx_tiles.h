@@ -62,8 +62,6 @@ struct TileConfig {
 
 class EmuTiles {
  public:
-  static constexpr bool kHardware = false;
-
   void configure(const TileConfig& c) {
     for (int t = 0; t < kTiles; ++t) {
       if (c.rows[t] > kMaxRows) tile_fault("tile rows above 16", t, c.rows[t]);
