@@ -7,7 +7,6 @@
 #include "core/cpu_features.h"
 #include "core/log.h"
 #include "core/spawn.h"
-#include "kernels/gemm/gemm_amx.h"
 
 // core.isa (core/cpu_features.cc) is applied here, once, after --set: a process-wide setting.
 int main(int argc, char** argv) {
@@ -57,8 +56,6 @@ int main(int argc, char** argv) {
   if (isa != "auto") {
     if (auto s = set_isa_cap(*parse_isa(isa)); !s) return cli::report_failure(s.error());
   }
-  // kernel.gemm.amx, like core.isa, is one setting for the whole process (kernels/gemm/gemm_amx.h).
-  if (auto amx = gemm::amx_mode_from_config(cli::global_config()); amx) gemm::set_amx_mode(*amx);
   if (!inv.run) return cli::kExitUsage;
   // A killed recur takes the programs its probes started with it (core/spawn.h).
   kill_children_on_termination_signals();

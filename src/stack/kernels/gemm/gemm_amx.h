@@ -18,7 +18,6 @@
 #include "kernels/gemm/gemm.h"
 
 namespace recur {
-class Config;
 class ThreadPool;
 }  // namespace recur
 
@@ -30,10 +29,10 @@ enum class TileBackend : uint8_t {
 };
 std::string_view tile_backend_name(TileBackend b);  // "emulator", "hardware"
 
-// Knob kernel.gemm.amx (off by default: not yet validated on AMX hardware). Process-wide: recur's
-// main applies it once, as it does core.isa.
+// The opt-in to the hardware path, off by default (not yet validated on AMX hardware): the
+// environment's RECUR_AMX=on|off, read once per process, or set_amx_mode (tests). Not a knob yet:
+// a process-wide knob needs a reader in the knob-efficacy check (docs/gemm.md, "AMX").
 enum class AmxMode : uint8_t { kOff, kOn };
-Result<AmxMode> amx_mode_from_config(const Config& config);
 void set_amx_mode(AmxMode mode);
 AmxMode amx_mode();
 
@@ -49,7 +48,7 @@ struct AmxSupport {
 };
 const AmxSupport& amx_support();
 
-// The backend the AMX kernels run on here: kHardware only when kernel.gemm.amx is on, the CPU
+// The backend the AMX kernels run on here: kHardware only when RECUR_AMX=on, the CPU
 // and OS support AMX, the permission was granted and the first call's self-check (one small GEMM
 // per kernel on both backends: int8 bit for bit, bf16 within the fp32 accumulation bound)
 // passed; otherwise the emulator, and amx_backend_reason() says why (a failed self-check also

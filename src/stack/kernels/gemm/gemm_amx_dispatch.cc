@@ -1,5 +1,5 @@
 // Whether the AMX kernels may run on the hardware (gemm_amx.h): CPUID and XCR0, Linux's
-// permission for tile data, the user's opt-in (kernel.gemm.amx) and a first-use self-check of
+// permission for tile data, the user's opt-in (RECUR_AMX=on) and a first-use self-check of
 // every kernel against the emulator. Anything missing keeps them on the emulator.
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -7,31 +7,37 @@
 #include <atomic>
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <mutex>
 #include <vector>
 
 #include "core/convert.h"
 #include "core/cpu_features.h"
-#include "core/knobs.h"
 #include "core/log.h"
 #include "kernels/gemm/gemm_amx.h"
 
 namespace recur::gemm {
-
-RECUR_KNOB(gemm_amx, {.name = "kernel.gemm.amx", .type = KnobType::kEnum, .choices = {"off", "on"},
-                      .default_value = "off", .components = {"kernel:gemm"}, .acts = KnobActs::kProcess,
-                      .help = "AMX tile kernels on the hardware: not yet validated on AMX hardware. on: used where "
-                              "the CPU and Linux allow AMX and a first-use self-check against the tile emulator "
-                              "passes; off: the AMX kernels run on the emulator (docs/gemm.md, AMX); applied once "
-                              "at start-up (recur main)"});
 
 namespace {
 
 constexpr int kArchReqXcompPerm = 0x1023;  // arch_prctl: request permission for an XSTATE feature
 constexpr int kXfeatureXtiledata = 18;
 
-std::atomic<AmxMode> g_mode{AmxMode::kOff};
+// RECUR_AMX=on|off, read once; anything else keeps the hardware path off, with a warning.
+AmxMode initial_mode() {
+  const char* env = std::getenv("RECUR_AMX");
+  if (env == nullptr || *env == '\0' || std::string_view(env) == "off") return AmxMode::kOff;
+  if (std::string_view(env) == "on") return AmxMode::kOn;
+  log(LogLevel::kWarn, "RECUR_AMX='{}' is not on or off; the AMX hardware path stays off", env);
+  return AmxMode::kOff;
+}
+
+std::atomic<AmxMode>& mode_cell() {
+  static std::atomic<AmxMode> mode{initial_mode()};
+  return mode;
+}
 
 AmxSupport detect() {
   const CpuFeatures& f = cpu_features();
@@ -81,12 +87,8 @@ struct Decision {
 
 std::string_view tile_backend_name(TileBackend b) { return b == TileBackend::kHardware ? "hardware" : "emulator"; }
 
-Result<AmxMode> amx_mode_from_config(const Config& config) {
-  RECUR_ASSIGN_OR_RETURN(std::string v, config.get("kernel.gemm.amx"));
-  return v == "off" ? AmxMode::kOff : AmxMode::kOn;
-}
-void set_amx_mode(AmxMode mode) { g_mode.store(mode); }
-AmxMode amx_mode() { return g_mode.load(); }
+void set_amx_mode(AmxMode mode) { mode_cell().store(mode); }
+AmxMode amx_mode() { return mode_cell().load(); }
 
 const AmxSupport& amx_support() {
   static const AmxSupport s = detect();
@@ -162,7 +164,7 @@ TileBackend amx_backend() {
 
 std::string amx_backend_reason() {
   if (amx_mode() != AmxMode::kOn)
-    return "kernel.gemm.amx=off (the hardware path is opt-in until validated on an AMX machine)";
+    return "RECUR_AMX is not on (the hardware path is opt-in until validated on an AMX machine)";
   if (!amx_support().usable()) return amx_support().reason;
   if (amx_backend() == TileBackend::kEmulator) return "the first-use self-check against the emulator failed";
   return "AMX on: CPU, OS and permission present, self-check passed";

@@ -55,8 +55,8 @@ TEST(GemmRegister, EveryVariantPassesOnEveryIsa) {
   }
 }
 
-// The AMX variants (on the tile emulator here, or the hardware where kernel.gemm.amx=on has been
-// applied) pass the same check, N split over shards included.
+// The AMX variants (on the tile emulator here, or the hardware where RECUR_AMX=on is set)
+// pass the same check, N split over shards included.
 TEST(GemmRegister, AmxVariantsPassCheck) {
   for (const char* shape : {"M1,N67,K300", "M17,N33,K515"}) {
     for (const char* v : {"bf16", "bf16x3", "bf16x6"}) check_passes("gemm_amx", v, shape);
