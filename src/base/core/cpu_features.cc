@@ -56,6 +56,7 @@ CpuFeatures detect() {
     uint64_t xcr0 = xgetbv0();
     f.os_saves_ymm = (xcr0 & 0x6) == 0x6;
     f.os_saves_zmm = (xcr0 & 0xE6) == 0xE6;
+    f.os_saves_tiles = ((xcr0 >> 17) & 3) == 3;
   }
   if (max_leaf >= 7) {
     Regs r7 = cpuid(7, 0);
@@ -65,6 +66,9 @@ CpuFeatures detect() {
     f.avx512bw = bit(r7.ebx, 30);
     f.avx512vl = bit(r7.ebx, 31);
     f.avx512vnni = bit(r7.ecx, 11);
+    f.amx_bf16 = bit(r7.edx, 22);
+    f.amx_tile = bit(r7.edx, 24);
+    f.amx_int8 = bit(r7.edx, 25);
     Regs r71 = cpuid(7, 1);
     f.avx512bf16 = bit(r71.eax, 5);
     f.avx_vnni = bit(r71.eax, 4);
@@ -181,6 +185,9 @@ std::string cpu_feature_string(const CpuFeatures& f) {
   add(f.avx512vl, "avx512vl");
   add(f.avx512dq, "avx512dq");
   add(f.avx512vnni, "avx512vnni");
+  add(f.amx_tile, "amx-tile");
+  add(f.amx_int8, "amx-int8");
+  add(f.amx_bf16, "amx-bf16");
   add(f.avx512bf16, "avx512bf16");
   add(f.avx_vnni, "avxvnni");
   add(f.invariant_tsc, "invariant_tsc");

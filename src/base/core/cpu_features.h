@@ -30,9 +30,13 @@ struct CpuFeatures {
   bool avx512vnni = false;
   bool avx512bf16 = false;
   bool avx_vnni = false;
+  bool amx_tile = false;  // AMX tiles (gemm_amx.h); usable only with os_saves_tiles and Linux's permission
+  bool amx_int8 = false;
+  bool amx_bf16 = false;
   bool invariant_tsc = false;
   bool os_saves_ymm = false;  // XCR0 enables AVX state
   bool os_saves_zmm = false;  // XCR0 enables AVX-512 state
+  bool os_saves_tiles = false;  // XCR0 enables AMX tile config and data (bits 17, 18)
 };
 
 const CpuFeatures& cpu_features();

@@ -13,6 +13,9 @@ std::vector<KernelSpec> builtin_kernel_specs() {
   specs.push_back(gemv_spec());
   specs.push_back(gemm_spec());
   specs.push_back(gemm_w8a8_spec());
+  specs.push_back(gemm_amx_spec());
+  specs.push_back(gemm_w8a8_amx_spec());
+  specs.push_back(gemm_q8_0_spec());
   specs.push_back(kda_decode_spec());
   specs.push_back(kda_replay_decode_spec());
   specs.push_back(kda_prefill_spec());

@@ -55,6 +55,20 @@ TEST(GemmRegister, EveryVariantPassesOnEveryIsa) {
   }
 }
 
+// The AMX variants (on the tile emulator here, or the hardware where RECUR_AMX=on is set)
+// pass the same check, N split over shards included.
+TEST(GemmRegister, AmxVariantsPassCheck) {
+  for (const char* shape : {"M1,N67,K300", "M17,N33,K515"}) {
+    for (const char* v : {"bf16", "bf16x3", "bf16x6"}) check_passes("gemm_amx", v, shape);
+    check_passes("gemm_w8a8_amx", "w8a8", shape);
+  }
+  for (const char* shape : {"M1,N67,B3", "M17,N33,B33"}) check_passes("gemm_q8_0", "amx", shape);
+  for (Isa isa : runnable_isas()) {
+    ScopedIsaCap cap(isa);
+    check_passes("gemm_q8_0", "stored", "M17,N33,B33");
+  }
+}
+
 TEST(GemmRegister, SplitPrecisionsRecoverAccuracy) {
   const char* shape = "M4,N96,K2048";
   const double bf16 = check_passes("gemm", "bf16", shape);
