@@ -13,7 +13,9 @@
 // --sample-ms; the median time per call with [min .. max] over the runs, GFLOP/s from the
 // absorbed form's work (per (row, head): W_UK^T q 2RN, scores 2(R+E) and the latent sum 2R per
 // visible position, W_UV 2VR) and its fraction of recur::machine_roofline()'s fp32 FMA peak for
-// the thread count, and the speedup against scalar absorbed in the same run.
+// the thread count, GB/s of the f32 latents read from the cache (once per call; decode's bound)
+// and their fraction of the read bandwidth, and the speedup against scalar absorbed in the
+// same run.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -90,6 +92,7 @@ struct Case {
   int seq = 0;
   std::vector<float> q, wk, wv, out;
   double flops = 0;
+  double bytes = 0;  // the f32 latents one call reads from the cache (each once)
 };
 
 Case make_case(const std::string& shape, const mla::Dims& d, int64_t len, int64_t rows) {
@@ -117,6 +120,7 @@ Case make_case(const std::string& shape, const mla::Dims& d, int64_t len, int64_
   fill(c.wv, int64_t(d.heads) * d.v_dim * d.rank);
   c.out.resize(size_t(rows * d.heads * d.v_dim));
   const double R = d.rank, visible = double(rows) * double(len - rows) + double(rows) * double(rows + 1) / 2;
+  c.bytes = double(len) * double(LW) * 4;
   c.flops = double(rows) * d.heads * 2 * R * (d.nope + d.v_dim) + visible * d.heads * 2 * (2 * R + d.rope);
   return c;
 }
@@ -136,10 +140,11 @@ int main(int argc, char** argv) {
   const Roofline* roof = &setup->roof;
   std::unique_ptr<ThreadPool> pool = std::move(setup->pool);
   const double peak = pool->size() == 1 ? roof->fp32_fma_1t.median : roof->fp32_fma_all.median;
+  const double bw = pool->size() == 1 ? roof->read_bw_1t.median : roof->read_bw_all.median;
   fmt::print("# {}: {} threads, {} runs, sample {} ms, prefill {} tokens, decode ctx {}\n", kProgram, pool->size(),
              opt.runs, opt.sample_ms, opt.tokens, fmt::join(opt.ctx, ","));
-  fmt::print("# roofline: fp32 FMA peak {:.1f} GFLOP/s ({} threads; 1 thread {:.1f}, all {:.1f}); detected isa {}\n\n", peak,
-             pool->size(), roof->fp32_fma_1t.median, roof->fp32_fma_all.median, isa_name(detected_isa()));
+  fmt::print("# roofline ({} threads): fp32 FMA peak {:.1f} GFLOP/s, read bandwidth {:.1f} GB/s; detected isa {}\n\n",
+             pool->size(), peak, bw, isa_name(detected_isa()));
   std::vector<Arm> arms = {{"absorbed (scalar)", mla::Variant::kAbsorbed, Isa::kScalar}};
   for (Isa isa : runnable_isas())
     arms.push_back({isa == Isa::kAvx512 ? "blocked_avx512" : isa == Isa::kAvx2 ? "blocked_avx2" : "blocked_scalar",
@@ -169,16 +174,16 @@ int main(int argc, char** argv) {
       };
       seconds[ci][ai].push_back(bench::seconds_per_call(call, opt.sample_ms));
     }
-  fmt::print("| case | variant | ms/call [min..max] | GFLOP/s | FMA frac | x scalar absorbed |\n");
-  fmt::print("| --- | --- | --- | --- | --- | --- |\n");
+  fmt::print("| case | variant | ms/call [min..max] | GFLOP/s | FMA frac | latent GB/s | BW frac | x scalar absorbed |\n");
+  fmt::print("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
   for (size_t ci = 0; ci < cases.size(); ++ci) {
     const double base = bench::median(seconds[ci][0]);
     for (size_t ai = 0; ai < arms.size(); ++ai) {
       const std::vector<double>& s = seconds[ci][ai];
-      const double med = bench::median(s), gflops = cases[ci].flops / med * 1e-9;
-      fmt::print("| {} | {} | {:.3f} [{:.3f}..{:.3f}] | {:.1f} | {:.2f} | {:.2f} |\n", cases[ci].label, arms[ai].name,
-                 med * 1e3, *std::min_element(s.begin(), s.end()) * 1e3, *std::max_element(s.begin(), s.end()) * 1e3,
-                 gflops, gflops / peak, base / med);
+      const double med = bench::median(s), gflops = cases[ci].flops / med * 1e-9, gbps = cases[ci].bytes / med * 1e-9;
+      fmt::print("| {} | {} | {:.3f} [{:.3f}..{:.3f}] | {:.1f} | {:.2f} | {:.1f} | {:.2f} | {:.2f} |\n", cases[ci].label,
+                 arms[ai].name, med * 1e3, *std::min_element(s.begin(), s.end()) * 1e3,
+                 *std::max_element(s.begin(), s.end()) * 1e3, gflops, gflops / peak, gbps, gbps / bw, base / med);
     }
   }
   return 0;

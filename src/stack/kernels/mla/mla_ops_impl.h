@@ -25,7 +25,8 @@ constexpr int kNc = V::W >= 16 ? 4 : 3;
 // C[i][j] = alpha * sum_k A[i][k] B[j][k] for an MR x NR tile: one accumulator per element,
 // k in vector steps then a zero-filled tail, so an element's sum never depends on its tile.
 template <class V, int MR, int NR>
-void dot_tile(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t K, float alpha, float* c, int64_t ldc) {
+void dot_tile(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t K, float alpha, float* c,
+              int64_t ldc) {
   constexpr int W = V::W;
   using R = typename V::R;
   R acc[MR][NR];

@@ -1,5 +1,6 @@
-// The scalar path of the blocked MLA kernel (mla_ops.h): mla_ops_impl.h over the one-lane traits (simd/vec_scalar.h), libm expf.
-// Reached through kAttendBlock. Also the scratch size every path shares.
+// The scalar path of the blocked MLA kernel (mla_ops.h): mla_ops_impl.h over the one-lane
+// traits (simd/vec_scalar.h), libm expf. Reached through kAttendBlock. Also the scratch size
+// every path shares.
 #include "kernels/mla/mla_ops_impl.h"
 #include "kernels/simd/vec_scalar.h"
 
