@@ -21,7 +21,7 @@
 
 #include <fmt/format.h>
 
-#include "core/clock.h"
+#include "bench_timing.h"
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
 #include "kernels/attention/attention.h"
@@ -81,12 +81,6 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-double median(std::vector<double> x) {
-  std::sort(x.begin(), x.end());
-  const size_t n = x.size();
-  return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
-
 [[noreturn]] void die(const Error& e) {
   std::fprintf(stderr, "bench_attention_decode: %s\n", e.to_string().c_str());
   std::exit(1);
@@ -139,11 +133,10 @@ struct Candidate {
 
 int main(int argc, char** argv) {
   const Options opt = parse(argc, argv);
-  auto roof = machine_roofline();
-  if (!roof) die(roof.error());
-  auto pool_r = ThreadPool::create({.threads = opt.threads, .pin = true});
-  if (!pool_r) die(pool_r.error());
-  std::unique_ptr<ThreadPool> pool = std::move(*pool_r);
+  auto setup = bench::bench_setup(opt.threads);
+  if (!setup) die(setup.error());
+  const Roofline* roof = &setup->roof;
+  std::unique_ptr<ThreadPool> pool = std::move(setup->pool);
   const double roof_bw = pool->size() == 1 ? roof->read_bw_1t.median : roof->read_bw_all.median;
   fmt::print("# bench_attention_decode: {} threads, B {}, HQ {}, HKV {}, D {}, page {}, split_k {}, {} runs, sample {} ms\n",
              pool->size(), opt.batch, opt.hq, opt.hkv, opt.dim, opt.page, opt.split_k, opt.runs, opt.sample_ms);
@@ -174,20 +167,11 @@ int main(int argc, char** argv) {
         auto call = [&] {
           if (auto st = decode(*c.layer->cache, 0, c.layer->ids, q.data(), opt.hq, out.data(), ao, pool.get()); !st) die(st.error());
         };
-        call();  // warm
-        int64_t calls = 0;
-        const int64_t t0 = now_ns();
-        int64_t t1 = t0;
-        do {
-          call();
-          ++calls;
-          t1 = now_ns();
-        } while (double(t1 - t0) < opt.sample_ms * 1e6);
-        c.seconds.push_back(double(t1 - t0) * 1e-9 / double(calls));
+        c.seconds.push_back(bench::seconds_per_call(call, opt.sample_ms));
       }
-    const double base = median(cands[0].seconds);
+    const double base = bench::median(cands[0].seconds);
     for (const Candidate& c : cands) {
-      const double med = median(c.seconds);
+      const double med = bench::median(c.seconds);
       const double gbps = c.layer->bytes / med * 1e-9;
       fmt::print("| {} | {} | {} | {:.1f} | {:.1f} [{:.1f}..{:.1f}] | {:.1f} | {:.2f} | {:.2f} |\n", ctx, kv_dtype_name(c.layer->dtype),
                  isa_name(c.isa), c.layer->bytes / (1 << 20), med * 1e6,

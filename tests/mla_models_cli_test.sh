@@ -1,7 +1,7 @@
 #!/bin/sh
 # deepseek2 and kimi-linear from the command line (docs/engine.md "MLA"): model new writes
-# llama.cpp's layout, generate runs it (absorbed by default, expand by knob, both named in the
-# trace), the float64 reference session agrees on the greedy tokens, kimi-linear gives one
+# llama.cpp's layout, generate runs it (the blocked absorbed form at the machine's best ISA by
+# default, expand by knob, both named in the trace), the float64 reference session agrees on the greedy tokens, kimi-linear gives one
 # rank's tokens under engine.ep, layer split and tp + ep, and an unknown architecture is refused
 # with the supported list.
 # Usage: mla_models_cli_test.sh /path/to/recur SOURCE_DIR
@@ -22,7 +22,7 @@ expect 0 "$RECUR" generate -m ds.gguf -p "hello" -n 6 --threads 1 --json --trace
 /usr/bin/python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert len(j["tokens"])>0, j' "$T/out" ||
   fail "deepseek2 generate --json: $(cat "$T/out")"
 grep -q '"name":"mla_decode"' ds.json || fail "no mla_decode zone in the trace"
-grep -q '"variant":"absorbed"' ds.json || fail "the default MLA variant is not named absorbed in the trace"
+grep -q '"variant":"blocked_' ds.json || fail "the default MLA variant is not named blocked_<isa> in the trace"
 fast=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tokens"])' "$T/out")
 expect 0 "$RECUR" generate -m ds.gguf -p "hello" -n 6 --threads 1 --json --set kernel.mla_decode.variant=expand \
   --set kernel.mla_prefill.variant=expand --trace ex.json

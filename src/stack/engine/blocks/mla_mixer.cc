@@ -98,11 +98,11 @@ void mla_mixer(const Step& s, int l) {
       st = r.kv->append(seqs.back(), layer, std::span<const float>(r.k.data() + row * LW, size_t(LW)), {});
   }
   auto attend = [&](const KernelChoice& kc) -> Status {
-    RECUR_ASSIGN_OR_RETURN(kernels::mla::Variant variant, kernels::mla::parse_variant(kc.variant));
+    RECUR_ASSIGN_OR_RETURN(kernels::mla::Variant variant, kernels::mla::variant_of_kernel(kc.variant));
     const double scale = kernels::mla::softmax_scale(d.nope, d.rope, c.rope_yarn_factor, c.rope_yarn_log_mul);
     const kernels::mla::Weights w{.wk = reinterpret_cast<const float*>(L.wk_b.data) + h0 * R * d.nope,
                                   .wv = reinterpret_cast<const float*>(L.wv_b.data) + h0 * d.v_dim * R};
-    return kernels::mla::attend(*r.kv, layer, seqs, counts, r.q.data(), d, w, float(scale), variant, r.o.data(),
+    return kernels::mla::attend(*r.kv, layer, seqs, counts, r.q.data(), d, w, float(scale), variant, kc.isa, r.o.data(),
                                 s.intra);
   };
   if (st && s.p.all_single) {

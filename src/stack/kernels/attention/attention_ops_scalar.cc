@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kernels/attention/attention_ops_impl.h"
+#include "kernels/simd/vec_scalar.h"
 
 namespace recur::kernels::attention {
 namespace {
@@ -25,24 +26,8 @@ float bf16_value(uint16_t h) {
   return f;
 }
 
-struct ScalarVec {
-  using R = float;
-  static constexpr int W = 1;
-  static R zero() { return 0.0f; }
-  static R set1(float x) { return x; }
-  static R load(const float* p) { return *p; }
-  static R load_n(const float* p, int) { return *p; }
-  static void store(float* p, R x) { *p = x; }
-  static void store_n(float* p, R x, int) { *p = x; }
-  static R add(R a, R b) { return a + b; }
-  static R sub(R a, R b) { return a - b; }
-  static R mul(R a, R b) { return a * b; }
-  static R fma(R a, R b, R c) { return a * b + c; }
-  static R max(R a, R b) { return a < b ? b : a; }
-  static R keep_n(R a, int) { return a; }
-  static float hsum(R a) { return a; }
-  static float hmax(R a) { return a; }
-  static R exp(R a) { return expf(a); }
+// The shared one-lane traits plus the KV cache's dequantizers.
+struct ScalarVec : simd::ScalarVec {
   static R deq_bf16(const uint16_t* p) { return bf16_value(*p); }
   static R deq_bf16_n(const uint16_t* p, int) { return bf16_value(*p); }
   static R deq_fp8(const uint8_t* p) { return fp8_value(*p); }

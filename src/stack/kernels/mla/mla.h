@@ -14,8 +14,13 @@
 //   expand:   decompress W_UK[h] c_t and W_UV[h] c_t for every cached token and head, then plain
 //             attention: O(rank * (nope + v_dim)) per (row, head, token), what MLA without the
 //             absorption costs; kept as the check and the baseline.
-// Both read the cache once per sequence into fp32 (dequantized), then run one item per
-// (sequence, head) on the pool; results do not depend on the pool size.
+//   blocked:  the absorbed form on blocks of query rows and heads as GEMM-shaped steps
+//             (mla_ops.h), vectorised for the ISA given (AVX-512, AVX2, scalar): each latent is
+//             read once per micro-block of rows rather than once per (row, head). Decode
+//             (one row per run) blocks the heads of a sequence together.
+// All read the cache once per sequence into fp32 (dequantized). absorbed and expand run one
+// item per (sequence, head) on the pool, blocked one per block; results do not depend on the
+// pool size.
 //
 // Runs: seqs[i] holds counts[i] new rows whose latents are already appended; row j of the run
 // attends to the positions <= its own (length - counts[i] + j). Decode is counts all 1.
@@ -26,15 +31,19 @@
 #include <span>
 #include <string_view>
 
+#include "core/cpu_features.h"
 #include "core/status.h"
 #include "core/thread_pool.h"
 #include "kernels/attention/kv_cache.h"
 
 namespace recur::kernels::mla {
 
-enum class Variant : uint8_t { kAbsorbed, kExpand };
-std::string_view variant_name(Variant v);  // "absorbed", "expand"
+enum class Variant : uint8_t { kAbsorbed, kExpand, kBlocked };
+std::string_view variant_name(Variant v);  // "absorbed", "expand", "blocked"
 Result<Variant> parse_variant(std::string_view name);
+// The form of a registered kernel variant name (mla_register.h): "absorbed", "expand", or
+// "blocked_<isa>" (the ISA is the variant's own, KernelChoice::isa).
+Result<Variant> variant_of_kernel(std::string_view registered);
 
 struct Dims {
   int heads = 0, nope = 0, rope = 0, rank = 0, v_dim = 0;
@@ -48,11 +57,12 @@ struct Weights {
 };
 
 // q [rows, heads, nope + rope] (q_rope rotated), out [rows, heads, v_dim]; rows are the runs'
-// rows one after another. Errors: a cache layer whose head_dim is not rank + rope or that has
-// more than one kv head, a run longer than its sequence, or a non-positive dimension.
+// rows one after another. `isa` picks blocked's path (the best one at or below it; the other
+// forms are scalar). Errors: a cache layer whose head_dim is not rank + rope or that has more
+// than one kv head, a run longer than its sequence, or a non-positive dimension.
 Status attend(const attention::PagedKvCache& cache, int layer, std::span<const int> seqs,
               std::span<const int64_t> counts, const float* q, const Dims& d, const Weights& w, float scale,
-              Variant variant, float* out, ThreadPool* pool = nullptr);
+              Variant variant, Isa isa, float* out, ThreadPool* pool = nullptr);
 
 // MLA softmax scale of DeepSeek-V2's YaRN: mscale^2 / sqrt(nope + rope) with
 // mscale = 1 + yarn_log_mul * ln(factor) (1 without scaling).

@@ -6,6 +6,7 @@
 
 #include "core/convert.h"
 #include "kernels/mla/mla.h"
+#include "kernels/mla/mla_ops.h"
 
 namespace recur::kernels::mla {
 
@@ -117,19 +118,83 @@ void attend_expanded(const Item& it, const Dims& d, const Weights& w, float scal
   }
 }
 
+// Blocked: blocks of about kBlockRows query rows (row block x head group) per sequence, fewer
+// heads per block while that leaves pool threads without a block (the blocking does not change
+// the results: mla_ops.h).
+constexpr int64_t kBlockRows = 64, kRowBlock = 16;
+
+struct Block {
+  size_t seq;
+  int64_t row;  // the run's first row among all runs
+  int64_t j0, j1;
+  int h0, h1;
+};
+
+void run_blocked(const Dims& d, const Weights& w, float scale, const std::vector<std::vector<float>>& latents,
+                 const std::vector<int64_t>& lens, std::span<const int64_t> counts, const float* q, float* out,
+                 BlockFn fn, ThreadPool* pool) {
+  const int threads = pool == nullptr ? 1 : pool->size();
+  int64_t max_count = 1;
+  for (int64_t c : counts) max_count = std::max(max_count, c);
+  const int64_t nj = std::min(max_count, kRowBlock);
+  auto blocks_of = [&](int64_t nh) {
+    int64_t n = 0;
+    for (int64_t c : counts) n += (c + nj - 1) / nj * ((d.heads + nh - 1) / nh);
+    return n;
+  };
+  int64_t nh = std::clamp<int64_t>(kBlockRows / nj, 1, d.heads);
+  while (nh > 1 && blocks_of(nh) < 2 * int64_t(threads)) nh = (nh + 1) / 2;
+  std::vector<Block> blocks;
+  int64_t row = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    for (int64_t j0 = 0; j0 < counts[i]; j0 += nj)
+      for (int64_t h0 = 0; h0 < d.heads; h0 += nh)
+        blocks.push_back({i, row, j0, std::min(counts[i], j0 + nj), int(h0), int(std::min<int64_t>(d.heads, h0 + nh))});
+    row += counts[i];
+  }
+  auto run = [&](int64_t b) {
+    const Block& k = blocks[size_t(b)];
+    thread_local std::vector<float> scratch;
+    const int64_t len = lens[k.seq];
+    scratch.resize(size_t(block_scratch_floats(d, (k.j1 - k.j0) * (k.h1 - k.h0), len)));
+    fn({.dims = &d, .weights = &w, .scale = scale, .lat = latents[k.seq].data(), .len = len, .count = counts[k.seq],
+        .q = q + k.row * d.heads * d.q_width(), .out = out + k.row * d.heads * d.v_dim, .j0 = k.j0, .j1 = k.j1,
+        .h0 = k.h0, .h1 = k.h1, .scratch = scratch.data()});
+  };
+  const int64_t n = int64_t(blocks.size());
+  if (pool == nullptr || pool->size() == 1 || n < 2) {
+    for (int64_t b = 0; b < n; ++b) run(b);
+  } else {
+    pool->parallel_claim(n, [&](int64_t c, int) { run(c); });
+  }
+}
+
 }  // namespace
 
-std::string_view variant_name(Variant v) { return v == Variant::kAbsorbed ? "absorbed" : "expand"; }
+std::string_view variant_name(Variant v) {
+  switch (v) {
+    case Variant::kAbsorbed: return "absorbed";
+    case Variant::kExpand: return "expand";
+    case Variant::kBlocked: return "blocked";
+  }
+  return "absorbed";
+}
 
 Result<Variant> parse_variant(std::string_view name) {
-  for (Variant v : {Variant::kAbsorbed, Variant::kExpand})
+  for (Variant v : {Variant::kAbsorbed, Variant::kExpand, Variant::kBlocked})
     if (variant_name(v) == name) return v;
-  return invalid_argument("mla variant '{}': expected absorbed or expand", name);
+  return invalid_argument("mla variant '{}': expected absorbed, expand or blocked", name);
+}
+
+Result<Variant> variant_of_kernel(std::string_view registered) {
+  if (registered.starts_with("blocked_") && parse_isa(registered.substr(8))) return Variant::kBlocked;
+  if (registered == "absorbed" || registered == "expand") return parse_variant(registered);
+  return invalid_argument("mla kernel variant '{}': expected absorbed, expand or blocked_<isa>", registered);
 }
 
 Status attend(const attention::PagedKvCache& cache, int layer, std::span<const int> seqs,
               std::span<const int64_t> counts, const float* q, const Dims& d, const Weights& w, float scale,
-              Variant variant, float* out, ThreadPool* pool) {
+              Variant variant, Isa isa, float* out, ThreadPool* pool) {
   if (d.heads < 1 || d.nope < 1 || d.rope < 0 || d.rank < 1 || d.v_dim < 1)
     return invalid_argument("mla: heads {}, nope {}, rope {}, rank {}, v_dim {}: each must be positive (rope >= 0)",
                             d.heads, d.nope, d.rope, d.rank, d.v_dim);
@@ -144,6 +209,7 @@ Status attend(const attention::PagedKvCache& cache, int layer, std::span<const i
   // Each sequence's latents in fp32, once for all its heads.
   std::vector<std::vector<float>> latents(seqs.size());
   std::vector<Item> items;
+  std::vector<int64_t> lens;
   int64_t row = 0;
   for (size_t i = 0; i < seqs.size(); ++i) {
     RECUR_ASSIGN_OR_RETURN(int64_t len, cache.length(seqs[i], layer));
@@ -153,10 +219,15 @@ Status attend(const attention::PagedKvCache& cache, int layer, std::span<const i
                               len, layer);
     latents[i].resize(size_t(len * d.latent_width()));
     load_latents(lv, pages, len, latents[i].data());
+    lens.push_back(len);
     for (int h = 0; h < d.heads; ++h)
       items.push_back({latents[i].data(), len, counts[i], q + row * d.heads * d.q_width(),
                        out + row * d.heads * d.v_dim, h});
     row += counts[i];
+  }
+  if (variant == Variant::kBlocked) {
+    run_blocked(d, w, scale, latents, lens, counts, q, out, kAttendBlock.for_isa(isa), pool);
+    return ok_status();
   }
   auto run = [&](int64_t i0, int64_t i1) {
     thread_local std::vector<float> buf;

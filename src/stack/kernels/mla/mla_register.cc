@@ -5,6 +5,8 @@
 #include <cstring>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "kernels/mla/mla.h"
 #include "kernels/mla/mla_reference.h"
 
@@ -74,8 +76,8 @@ double scale_of(const Shape& s) { return 1.0 / std::sqrt(double(s["N"] + s["E"])
 
 // Inputs: q, lat, wk, wv, lens. Decode: q [B, H, N+E], lat [B, L, R+E], out [B, H, V];
 // prefill: q [B, T, H, N+E], lat [B, T, R+E], out [B, T, H, V] (rows past a length are 0).
-KernelFn call(mla::Variant variant, bool prefill) {
-  return [variant, prefill](const KernelCall& c) {
+KernelFn call(mla::Variant variant, Isa isa, bool prefill) {
+  return [variant, isa, prefill](const KernelCall& c) {
     const Shape& s = c.shape;
     const mla::Dims d = dims_of(s);
     const int64_t B = s["B"], T = prefill ? s["T"] : s["L"], QW = d.heads * d.q_width(), OW = d.heads * d.v_dim;
@@ -86,7 +88,7 @@ KernelFn call(mla::Variant variant, bool prefill) {
     float* out = c.outputs[0].ptr<float>();
     if (!prefill) {
       must(mla::attend(built.cache, 0, built.ids, std::vector<int64_t>(size_t(B), 1), c.inputs[0].ptr<float>(), d, w,
-                       scale, variant, out),
+                       scale, variant, isa, out),
            "mla_decode");
       return;
     }
@@ -99,7 +101,7 @@ KernelFn call(mla::Variant variant, bool prefill) {
       std::memcpy(q.data() + row * QW, c.inputs[0].ptr<float>() + b * T * QW, size_t(lens[size_t(b)] * QW) * sizeof(float));
       row += lens[size_t(b)];
     }
-    must(mla::attend(built.cache, 0, built.ids, lens, q.data(), d, w, scale, variant, o.data()), "mla_prefill");
+    must(mla::attend(built.cache, 0, built.ids, lens, q.data(), d, w, scale, variant, isa, o.data()), "mla_prefill");
     std::memset(out, 0, size_t(B * T * OW) * sizeof(float));
     row = 0;
     for (int64_t b = 0; b < B; ++b) {
@@ -199,13 +201,22 @@ KernelSpec spec(bool prefill) {
   k.tolerances = {{DType::kF32, Tolerance{.atol = 1e-30, .rtol = 2e-5}}};
   k.partitioning = Partitioning{.param = "B"};
   k.engine_calls = true;  // engine/blocks/mla_mixer.cc (deepseek2, kimi-linear; the knob-efficacy check runs both)
+  // The blocked paths first, best ISA first: kernel.mla_*.variant=auto takes the best the machine runs.
+  for (Isa isa : {Isa::kAvx512, Isa::kAvx2, Isa::kScalar})
+    k.variants.push_back({.name = fmt::format("blocked_{}", isa_name(isa)), .isa = isa,
+                          .params = {{"form", "blocked"}, {"isa", std::string(isa_name(isa))}},
+                          .help = fmt::format("absorbed, on blocks of query rows and heads as GEMM-shaped {} loops "
+                                              "(each latent read once per micro-block of rows; mla_ops.h)",
+                                              isa_name(isa)),
+                          .run = call(mla::Variant::kBlocked, isa, prefill)});
   for (mla::Variant v : {mla::Variant::kAbsorbed, mla::Variant::kExpand})
     k.variants.push_back({.name = std::string(mla::variant_name(v)), .isa = Isa::kScalar,
                           .params = {{"form", std::string(mla::variant_name(v))}},
                           .help = v == mla::Variant::kAbsorbed
-                                      ? "q_nope absorbed into latent space by W_UK, attention over latents, then W_UV"
+                                      ? "q_nope absorbed into latent space by W_UK, attention over latents, then W_UV, "
+                                        "one (row, head) at a time, scalar"
                                       : "every cached latent decompressed by W_UK and W_UV per head, then plain attention",
-                          .run = call(v, prefill)});
+                          .run = call(v, Isa::kScalar, prefill)});
   return k;
 }
 

@@ -1,16 +1,21 @@
-// MLA attention (mla.h): both registered variants pass the check probe against the unabsorbed
-// float64 reference for every latent-cache dtype, decode and prefill; a variant that forgets
-// the absorption's transpose is refuted; the YaRN tables and the softmax scale follow
+// MLA attention (mla.h): every registered variant the machine runs (blocked at each ISA,
+// absorbed, expand) passes the check probe against the unabsorbed float64 reference for every
+// latent-cache dtype, decode and prefill; the blocked prefill equals its decode and does not
+// depend on the pool; auto picks the blocked path of the best ISA; a variant that forgets the
+// absorption's transpose is refuted; the YaRN tables and the softmax scale follow
 // DeepSeek-V2's definitions; a cache of the wrong shape is refused.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "kernels/attention/attention_test_util.h"
 #include "kernels/layer/layer.h"
 #include "kernels/mla/mla.h"
+#include "core/thread_pool.h"
 #include "kernels/registry.h"
 #include "probe/check.h"
 #include "probe/check_testing.h"
@@ -26,16 +31,23 @@ probe::CheckOptions options() {
   return o;
 }
 
+// Every variant this machine runs (the blocked ones at each ISA up to the machine's; the rest
+// are skipped, and say so), every cache dtype.
 void expect_variants_pass(const char* kernel, const std::string& shape_base) {
   const KernelSpec* spec = KernelRegistry::global().find(kernel);
   ASSERT_NE(spec, nullptr) << kernel;
-  for (int c = 0; c < attention::kNumKvDTypes; ++c) {
-    const std::string text = shape_base + ",C" + std::to_string(c);
-    auto shape = spec->parse_shape(text);
-    ASSERT_TRUE(shape) << shape.error().to_string();
-    for (const VariantSpec& v : spec->variants) {
+  for (const VariantSpec& v : spec->variants) {
+    if (!check_runnable(v)) {
+      std::printf("[  SKIP    ] %s %s: this machine runs up to %s\n", kernel, v.name.c_str(),
+                  std::string(isa_name(active_isa())).c_str());
+      continue;
+    }
+    for (int c = 0; c < attention::kNumKvDTypes; ++c) {
+      const std::string text = shape_base + ",C" + std::to_string(c);
+      auto shape = spec->parse_shape(text);
+      ASSERT_TRUE(shape) << shape.error().to_string();
       probe::CheckOptions o = options();
-      o.vs = &spec->variants.front();
+      o.vs = spec->find_variant("absorbed");
       auto r = probe::check_variant(*spec, v, *shape, o);
       ASSERT_TRUE(r) << r.error().to_string();
       Feedback f = probe::check_feedback(*r, o);
@@ -86,6 +98,85 @@ TEST(Mla, AbsorbedDecodeCostsFarLessThanExpandingTheCache) {
   EXPECT_LT(absorbed * 10, expanded);
 }
 
+// One sequence of `len` random latents in a cache of dtype `dt`, random q for all of them and
+// random weights: the blocked form's prefill of the whole run, its token-by-token decode and
+// the same prefill on a pool of 3 give the same bits (mla_ops.h: an element's sum does not
+// depend on its block), at each ISA this machine runs.
+struct Latents {
+  mla::Dims d{.heads = 5, .nope = 24, .rope = 8, .rank = 72, .v_dim = 20};
+  int64_t len = 45;
+  std::vector<float> lat, q, wk, wv;
+  explicit Latents(uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> g(0.0f, 1.0f);
+    auto fill = [&](std::vector<float>& v, int64_t n) {
+      v.resize(size_t(n));
+      for (float& x : v) x = g(rng);
+    };
+    fill(lat, len * d.latent_width());
+    fill(q, len * d.heads * d.q_width());
+    fill(wk, d.heads * int64_t(d.rank) * d.nope);
+    fill(wv, d.heads * int64_t(d.v_dim) * d.rank);
+  }
+};
+
+TEST(Mla, BlockedPrefillEqualsItsDecodeAndIgnoresThePoolAtEachIsa) {
+  const Latents x(7);
+  const mla::Dims& d = x.d;
+  const mla::Weights w{x.wk.data(), x.wv.data()};
+  const float scale = 0.17f;
+  const int64_t OW = d.heads * d.v_dim;
+  auto pool = ThreadPool::create({.threads = 3, .pin = false});
+  ASSERT_TRUE(pool);
+  for (Isa isa : runnable_isas()) {
+    for (int c = 0; c < attention::kNumKvDTypes; ++c) {
+      auto cache = attention::PagedKvCache::create({.kv_heads = 1, .head_dim = int(d.latent_width()), .page_size = 8,
+                                                    .num_pages = 2 * 6, .layer_dtypes = {attention::KvDType(c)},
+                                                    .keys_only = true});
+      ASSERT_TRUE(cache);
+      const float fp8_scale = 1.0f / 64;
+      if (attention::KvDType(c) == attention::KvDType::kFP8E4M3) {
+        ASSERT_TRUE(cache->set_fp8_scales(0, {&fp8_scale, 1}, {&fp8_scale, 1}));
+      }
+      const int pre = *cache->add_sequence(), dec = *cache->add_sequence();
+      std::vector<float> prefill(size_t(x.len * OW)), pooled(prefill.size()), decode(prefill.size());
+      for (int64_t t = 0; t < x.len; ++t) {
+        const std::span<const float> row(x.lat.data() + t * d.latent_width(), size_t(d.latent_width()));
+        ASSERT_TRUE(cache->append(pre, 0, row, {}));
+        ASSERT_TRUE(cache->append(dec, 0, row, {}));
+        const std::vector<int> seq{dec};
+        const std::vector<int64_t> one{1};
+        ASSERT_TRUE(mla::attend(*cache, 0, seq, one, x.q.data() + t * d.heads * d.q_width(), d, w, scale,
+                                mla::Variant::kBlocked, isa, decode.data() + t * OW));
+      }
+      const std::vector<int> seq{pre};
+      const std::vector<int64_t> all{x.len};
+      ASSERT_TRUE(mla::attend(*cache, 0, seq, all, x.q.data(), d, w, scale, mla::Variant::kBlocked, isa, prefill.data()));
+      ASSERT_TRUE(mla::attend(*cache, 0, seq, all, x.q.data(), d, w, scale, mla::Variant::kBlocked, isa, pooled.data(),
+                              pool->get()));
+      for (size_t i = 0; i < prefill.size(); ++i) {
+        ASSERT_EQ(prefill[i], decode[i]) << isa_name(isa) << " C" << c << " element " << i;
+        ASSERT_EQ(prefill[i], pooled[i]) << isa_name(isa) << " C" << c << " element " << i;
+      }
+    }
+  }
+}
+
+// kernel.mla_*.variant=auto takes the blocked path of the machine's best ISA; the engine reads
+// every registered name back as its form.
+TEST(Mla, AutoPicksTheBlockedPathOfTheBestIsa) {
+  for (const char* kernel : {"mla_decode", "mla_prefill"}) {
+    const KernelSpec* spec = KernelRegistry::global().find(kernel);
+    ASSERT_NE(spec, nullptr);
+    const VariantSpec* best = spec->best_variant();
+    ASSERT_NE(best, nullptr);
+    EXPECT_EQ(best->name, "blocked_" + std::string(isa_name(active_isa())));
+    for (const VariantSpec& v : spec->variants) EXPECT_TRUE(mla::variant_of_kernel(v.name)) << v.name;
+  }
+  EXPECT_FALSE(mla::variant_of_kernel("blocked_avx9"));
+  EXPECT_EQ(*mla::variant_of_kernel("blocked_avx2"), mla::Variant::kBlocked);
+}
+
 TEST(Mla, YarnTablesArePlainRopeWithoutScalingAndInterpolateLowFrequencies) {
   const int d = 16;
   std::vector<float> c(d), s(d), c0(d), s0(d);
@@ -127,7 +218,7 @@ TEST(Mla, RefusesACacheOfAnotherShape) {
   const std::vector<int> seqs{seq};
   const std::vector<int64_t> counts{1};
   Status st = mla::attend(*cache, 0, seqs, counts, q.data(), d, {wk.data(), wv.data()}, 1.0f, mla::Variant::kAbsorbed,
-                          out.data());
+                          Isa::kScalar, out.data());
   ASSERT_FALSE(st);
   EXPECT_NE(st.error().message().find("MLA needs 1 of rank 16 + rope 4"), std::string::npos) << st.error().message();
 }
