@@ -104,16 +104,24 @@ for entry in "${files[@]}"; do
   for prompt in "${prompts[@]}"; do
     recur_json=$("$recur" generate -m "$path" -p "$prompt" -n "$ntok" --threads 1 --json 2>/dev/null || echo '{}')
     /usr/bin/python3 - "$port" "$writer" "$dtype" "$prompt" "$ntok" "$recur_json" "$work/server-$writer-$dtype.log" \
-      >> "$results" <<'PY'
-import json, sys, time, urllib.request
-port, writer, dtype, prompt, ntok, recur_json, server_log = sys.argv[1:]
+      "$server" >> "$results" <<'PY'
+import json, os, sys, time, urllib.request
+port, writer, dtype, prompt, ntok, recur_json, server_log, server_pid = sys.argv[1:]
 url = f"http://127.0.0.1:{port}"
 def post(path, body):
     req = urllib.request.Request(url + path, json.dumps(body).encode(), {"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=120) as r:
         return json.load(r)
 row = {"writer": writer, "dtype": dtype, "prompt": prompt}
+def server_alive():  # a server that refused the file (an architecture it lacks) has exited
+    try:
+        os.kill(int(server_pid), 0)
+        return not open(f"/proc/{server_pid}/stat").read().split(") ")[-1].startswith("Z")
+    except (OSError, ValueError):
+        return False
 for _ in range(600):  # the server loads the model: up to 60 s
+    if not server_alive():
+        break
     try:
         with urllib.request.urlopen(url + "/health", timeout=5) as r:
             if r.status == 200: break
