@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <functional>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -85,16 +86,30 @@ std::vector<float> llama3_rope_divisors(int d, double theta, const Llama3Rope& r
 
 namespace {
 
+// config.json's rope_scaling: its keys and its type ("type" or "rope_type"; "default" when it
+// names none), or nullopt when absent. Not an object: a parse error naming the file.
+struct HfRopeScaling {
+  HfKeys keys;
+  std::string type = "default";
+};
+Result<std::optional<HfRopeScaling>> read_rope_scaling(const HfKeys& k) {
+  const json* s = k.find("rope_scaling");
+  if (s == nullptr) return std::nullopt;
+  if (!s->is_object()) return parse_error("{}: 'rope_scaling' must be an object", k.source());
+  HfRopeScaling r{HfKeys(*s, k.source())};
+  RECUR_RETURN_IF_ERROR(r.keys.get_opt("type", r.type));
+  RECUR_RETURN_IF_ERROR(r.keys.get_opt("rope_type", r.type));
+  return r;
+}
+
 // rope_scaling of the dense rows: none, linear (factor), or Llama 3's (rope_freqs divisors,
 // read in read_hf_config). Others are refused by name.
 Status hf_rope_scaling(const HfKeys& k, ModelConfig& c, bool llama3_allowed) {
-  const json* s = k.find("rope_scaling");
-  if (s == nullptr) return ok_status();
-  if (!s->is_object()) return parse_error("{}: 'rope_scaling' must be an object", k.source());
-  const HfKeys r(*s, k.source());
-  std::string type = "default";
-  RECUR_RETURN_IF_ERROR(r.get_opt("type", type));
-  RECUR_RETURN_IF_ERROR(r.get_opt("rope_type", type));
+  auto scaling = read_rope_scaling(k);
+  if (!scaling) return unexpected(scaling.error());
+  if (!*scaling) return ok_status();
+  const HfKeys& r = (*scaling)->keys;
+  const std::string& type = (*scaling)->type;
   if (type == "default") return ok_status();
   if (type == "linear") {
     float factor = 1;
@@ -369,13 +384,11 @@ Status hf_deepseek2_keys(const HfKeys& k, ModelConfig& c) {
   if (scoring == "softmax") c.expert_gating = ExpertGating::kSoftmax;
   else if (scoring == "sigmoid") c.expert_gating = ExpertGating::kSigmoid;
   else return unsupported("{}: 'scoring_func' '{}' (recur reads softmax and sigmoid)", k.source(), scoring);
-  const json* s = k.find("rope_scaling");
-  if (s == nullptr) return ok_status();
-  if (!s->is_object()) return parse_error("{}: 'rope_scaling' must be an object", k.source());
-  const HfKeys r(*s, k.source());
-  std::string type = "default";
-  RECUR_RETURN_IF_ERROR(r.get_opt("type", type));
-  RECUR_RETURN_IF_ERROR(r.get_opt("rope_type", type));
+  auto scaling = read_rope_scaling(k);
+  if (!scaling) return unexpected(scaling.error());
+  if (!*scaling) return ok_status();
+  const HfKeys& r = (*scaling)->keys;
+  const std::string& type = (*scaling)->type;
   if (type == "default") return ok_status();
   if (type != "yarn") return unsupported("{}: rope_scaling type '{}' (recur reads yarn for deepseek2)", k.source(), type);
   RECUR_RETURN_IF_ERROR(r.get_opt("factor", c.rope_yarn_factor));
@@ -560,25 +573,23 @@ Result<HfModelConfig> read_hf_config(std::string_view text, std::string_view sou
   RECUR_RETURN_IF_ERROR(hf_token_id(k, "eos_token_id", out.eos));
   RECUR_RETURN_IF_ERROR(out.row->read(k, c));
   if (auto s = c.validate(); !s) return unexpected(s.error().with_context(source));
-  if (const json* s = k.find("rope_scaling"); s != nullptr && out.row->arch == Arch::kLlama) {
-    const HfKeys r(*s, source);
-    std::string type;
-    RECUR_RETURN_IF_ERROR(r.get_opt("type", type));
-    RECUR_RETURN_IF_ERROR(r.get_opt("rope_type", type));
-    if (type == "llama3") {
-      Llama3Rope rope;
-      float f = float(rope.factor), lo = float(rope.low_freq_factor), hi = float(rope.high_freq_factor);
-      int original = int(rope.original_context);
-      RECUR_RETURN_IF_ERROR(r.get_opt("factor", f));
-      RECUR_RETURN_IF_ERROR(r.get_opt("low_freq_factor", lo));
-      RECUR_RETURN_IF_ERROR(r.get_opt("high_freq_factor", hi));
-      RECUR_RETURN_IF_ERROR(r.get_opt("original_max_position_embeddings", original));
-      if (!(f > 0) || !(lo > 0) || !(hi > lo) || original <= 0)
-        return parse_error("{}: rope_scaling llama3 factor {}, low {} / high {} frequency factors, original context {}: "
-                           "need positive values and high > low",
-                           source, f, lo, hi, original);
-      out.rope_freqs = llama3_rope_divisors(c.head_dim, c.rope_theta, {f, lo, hi, double(original)});
-    }
+  if (out.row->arch != Arch::kLlama) return out;
+  auto scaling = read_rope_scaling(k);
+  if (!scaling) return unexpected(scaling.error());
+  if (*scaling && (*scaling)->type == "llama3") {
+    const HfKeys& r = (*scaling)->keys;
+    Llama3Rope rope;
+    float f = float(rope.factor), lo = float(rope.low_freq_factor), hi = float(rope.high_freq_factor);
+    int original = int(rope.original_context);
+    RECUR_RETURN_IF_ERROR(r.get_opt("factor", f));
+    RECUR_RETURN_IF_ERROR(r.get_opt("low_freq_factor", lo));
+    RECUR_RETURN_IF_ERROR(r.get_opt("high_freq_factor", hi));
+    RECUR_RETURN_IF_ERROR(r.get_opt("original_max_position_embeddings", original));
+    if (!(f > 0) || !(lo > 0) || !(hi > lo) || original <= 0)
+      return parse_error("{}: rope_scaling llama3 factor {}, low {} / high {} frequency factors, original context {}: "
+                         "need positive values and high > low",
+                         source, f, lo, hi, original);
+    out.rope_freqs = llama3_rope_divisors(c.head_dim, c.rope_theta, {f, lo, hi, double(original)});
   }
   return out;
 }
