@@ -247,9 +247,9 @@ class Loop {
       RECUR_ASSIGN_OR_RETURN(Validation v2, ladder_.validate(*second, tentative, alone, there, g, &pair));
       if (!v2.kept) continue;
       const std::string with = fmt::format("{}={}", v2.kept->knob, v2.kept->to);
-      // The pair's gate, without the second finding's own "as a pair with <first>".
-      std::string pair_gain = v2.kept->gain;
-      if (const size_t at = pair_gain.rfind("; as a pair with "); at != std::string::npos) pair_gain.resize(at);
+      // The pair's gate, as the ladder measured it; each finding then names its partner.
+      const std::string pair_gain = v2.kept->gain;
+      v2.kept->gain = fmt::format("{}; as a pair with {}={}", pair_gain, first.change.knob, first.change.value);
       Finding f{.step = v2.kept->step, .hypothesis = first.hypothesis, .knob = first.change.knob,
                 .from = first.change.from, .to = first.change.value, .component = first.change.component,
                 .evidence = ev.findings,

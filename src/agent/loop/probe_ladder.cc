@@ -169,7 +169,6 @@ Result<Validation> ProbeLadder::validate(const Proposal& p, const KnobMap& confi
   Finding f{.step = ng.step, .hypothesis = p.hypothesis, .knob = p.change.knob, .from = p.change.from,
             .to = p.change.value, .component = p.change.component, .evidence = ev.findings, .gain = gain};
   f.gain = joined(f.gain, fmt::format("gate: {} -> {}", before.to_string(), after.to_string()));
-  if (pair) f.gain = joined(f.gain, fmt::format("as a pair with {}={}", pair->first.knob, pair->first.value));
   return Validation{.kept = std::move(f)};
 }
 
