@@ -24,6 +24,9 @@
 # cache in fp32 (its default F16 cache rounds K and V, and the q and softmax rows multiplied with
 # them, to fp16, where recur's default cache is fp32; on Q8_0 files that rounding moves the
 # activations' Q8_0 roundings downstream, docs/engine.md).
+# RECUR_INTEROP_RECUR_SET="engine.attention.operands=cache_type engine.gelu=fp16_table" sets knobs of
+# recur's runs, and RECUR_INTEROP_RECUR_KV=f16 every layer's KV cache type: with both, recur runs
+# ggml's 16-bit arithmetic of llama.cpp's default configuration (docs/engine.md).
 # Then, with llama.cpp's source tree's models/ (LLAMA_CPP_VOCAB_DIR, default BIN_DIR/../../models),
 # recur's tokenizer on llama.cpp's vocabulary files against their reference tokenizations.
 set -euo pipefail
@@ -40,6 +43,11 @@ mkdir -p "$work"
 recur=$work/recur.$$
 cp "$root/build/recur" "$recur"
 trap 'rm -f "$recur"' EXIT
+recur_sets=()
+for a in ${RECUR_INTEROP_RECUR_SET:-}; do recur_sets+=(--set "$a"); done
+if [ -n "${RECUR_INTEROP_RECUR_KV:-}" ]; then  # every layer a file of this script can have
+  for i in $(seq 0 63); do recur_sets+=(--set "engine.kv_dtype.layer[$i]=$RECUR_INTEROP_RECUR_KV"); done
+fi
 
 shape=(--dim 256 --layers 2 --heads 4 --kv-heads 2 --vocab 4096 --seed 7)
 files=()
@@ -102,7 +110,7 @@ for entry in "${files[@]}"; do
     ${RECUR_INTEROP_LLAMA_ARGS:-} > "$work/server-$writer-$dtype.log" 2>&1 &
   server=$!
   for prompt in "${prompts[@]}"; do
-    recur_json=$("$recur" generate -m "$path" -p "$prompt" -n "$ntok" --threads 1 --json 2>/dev/null || echo '{}')
+    recur_json=$("$recur" "${recur_sets[@]}" generate -m "$path" -p "$prompt" -n "$ntok" --threads 1 --json 2>/dev/null || echo '{}')
     /usr/bin/python3 - "$port" "$writer" "$dtype" "$prompt" "$ntok" "$recur_json" "$work/server-$writer-$dtype.log" \
       "$server" >> "$results" <<'PY'
 import json, os, sys, time, urllib.request

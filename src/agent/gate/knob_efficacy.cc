@@ -124,11 +124,21 @@ class Checker {
     RECUR_RETURN_IF_ERROR(add_model("kimi-linear", {.arch = "kimi-linear", .dim = 64, .layers = 3, .heads = 4,
                                                     .ffn = 32, .vocab = 400, .context = 64, .dtype = "f32",
                                                     .pattern = "kak", .kda_head_dim = 16, .experts = 4}));
-    // Contexts: the defaults, then the defaults plus one engine knob's value.
+    // gemma2: the GELU FFN (engine.gelu), soft-capping and the sliding window.
+    RECUR_RETURN_IF_ERROR(add_model("gemma2", {.arch = "gemma2", .dim = 64, .layers = 2, .heads = 4, .kv_heads = 2,
+                                               .ffn = 128, .vocab = 400, .context = 64, .dtype = "f32"}));
+    // Contexts: the defaults, then the defaults plus one engine knob's value; a family's value
+    // goes to every member at once (an f16 cache in every layer is where
+    // engine.attention.operands acts).
     contexts_.push_back({});
+    int most_layers = 0;
+    for (const EngineModel& m : models_) most_layers = std::max(most_layers, m.layers);
     for (const KnobSpec* j : reg_.acting_in(kAnyEngine))
-      if (!j->name.ends_with("[]"))
-        for (const std::string& u : tried_values(*j)) contexts_.push_back({{j->name, u}});
+      for (const std::string& u : tried_values(*j)) {
+        std::map<std::string, std::string> ctx;
+        for (const std::string& member : members(*j, most_layers)) ctx[member] = u;
+        contexts_.push_back(std::move(ctx));
+      }
     for (const KnobSpec* k : reg_.all()) {
       if (!options_.only.empty() && !options_.only.contains(k->name)) continue;
       check(*k);

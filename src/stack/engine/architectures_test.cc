@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/convert.h"
 #include "core/thread_pool.h"
+#include "engine/blocks/block.h"
 #include "engine/reference/hybrid_reference.h"
 #include "engine/synthetic.h"
 #include "engine/transformer.h"
@@ -256,6 +258,67 @@ TEST(ArchitectureFeatures, EachFeatureChangesTheLogits) {
   EXPECT_GT(without_feature(kGemma3, [](ModelConfig& c) { c.qk_norm = false; }), 1e-2) << "gemma3 QK norm";
   // Llama 3's divisors slow only the low frequencies: 2.9e-3 here, still 15x the tolerance.
   EXPECT_GT(without_feature(kVariants[1], [](ModelConfig&) {}, &kVariants[0]), 1e-3) << "Llama 3 rope_freqs";
+}
+
+// ggml's 16-bit arithmetic (llama.cpp's default F16 cache, its GELU table): an f16 cache,
+// operands rounded to it and the fp16 GELU table each move gemma2's logits, and together they stay
+// within 16-bit rounding of the float64 reference (the fp32 engine is 2e-4 from it).
+TEST(ArchitectureFeatures, GgmlsSixteenBitArithmeticMovesTheLogitsOnlyByItsRounding) {
+  Built b = build(kVariants[8], 0, gguf::TensorType::kF32);
+  auto pool = ThreadPool::create({.threads = 1, .pin = false});
+  using Knobs = std::vector<std::pair<std::string, std::string>>;
+  Knobs f16_cache;
+  for (int l = 0; l < b.model->config().n_layers; ++l) f16_cache.push_back({fmt::format("engine.kv_dtype.layer[{}]", l), "f16"});
+  Knobs operands = f16_cache, gelu = {{"engine.gelu", "fp16_table"}}, all = operands;
+  operands.push_back({"engine.attention.operands", "cache_type"});
+  all.push_back({"engine.attention.operands", "cache_type"});
+  all.push_back({"engine.gelu", "fp16_table"});
+  auto run = [&](const Knobs& kv) {
+    Config knobs;
+    for (const auto& [k, v] : kv) EXPECT_TRUE(knobs.set(k, v).has_value()) << k;
+    auto session = b.model->new_session(**pool, 64, knobs);
+    EXPECT_TRUE(session.has_value());
+    std::vector<float> out;
+    for (int i = 0; i < 30; ++i) {
+      auto l = (*session)->step(kTokens[size_t(i) % kTokens.size()]);
+      out.insert(out.end(), l->begin(), l->end());
+    }
+    return out;
+  };
+  auto differ = [](const std::vector<float>& a, const std::vector<float>& b) {
+    double d = 0;
+    for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::fabs(double(a[i]) - double(b[i])));
+    return d;
+  };
+  const std::vector<float> base = run({}), cache = run(f16_cache), rounded = run(operands), table = run(gelu), ggml = run(all);
+  EXPECT_GT(differ(base, cache), 0.0) << "the f16 cache";
+  EXPECT_GT(differ(cache, rounded), 0.0) << "q and the weights rounded to f16";
+  EXPECT_GT(differ(base, table), 0.0) << "the GELU table";
+  HybridReference ref(b.file(), b.model->config());
+  std::vector<double> want;
+  for (int i = 0; i < 30; ++i) {
+    const std::vector<double> l = ref.step(kTokens[size_t(i) % kTokens.size()]);
+    want.insert(want.end(), l.begin(), l.end());
+  }
+  EXPECT_LT(worst_rel(ggml, want), 1e-2);
+  EXPECT_GT(worst_rel(ggml, want), worst_rel(base, want));
+}
+
+// ggml's GELU table: fp16 in, fp16 out, gelu_tanh between; the tails as ggml_vec_gelu_f32 has them.
+TEST(ArchitectureFeatures, TheGeluTableIsGeluOfFp16RoundedToFp16) {
+  EXPECT_EQ(gelu_fp16_table(-10.0f), 0.0f);
+  EXPECT_EQ(gelu_fp16_table(-123.0f), 0.0f);
+  EXPECT_EQ(gelu_fp16_table(10.0f), 10.0f);
+  EXPECT_EQ(gelu_fp16_table(1234.5f), 1234.5f);
+  int rounded_away = 0;
+  for (float x = -9.99f; x < 10.0f; x += 0.0137f) {
+    const float y = gelu_fp16_table(x);
+    EXPECT_EQ(y, fp16_to_fp32(fp32_to_fp16(y))) << x << ": not an fp16 value";
+    EXPECT_EQ(y, fp16_to_fp32(fp32_to_fp16(gelu_tanh(fp16_to_fp32(fp32_to_fp16(x)))))) << x;
+    EXPECT_LE(std::fabs(y - gelu_tanh(x)), 2e-3f * std::max(1.0f, std::fabs(x))) << x;
+    rounded_away += y != gelu_tanh(x);
+  }
+  EXPECT_GT(rounded_away, 1000) << "the table rounds, unlike gelu_tanh";
 }
 
 // TP splits biases by head and the shared expert (its own width) by column; layer split holds

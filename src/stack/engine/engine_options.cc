@@ -1,5 +1,6 @@
 #include "engine/engine_options.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -103,6 +104,21 @@ RECUR_KNOB(engine_kv_dtype_layer,
             .acts = KnobActs::kEngine,
             .help = "element type of layer N's paged KV cache (kernels/attention kv_cache.h); fp8_e4m3 with scale 1 "
                     "per KV head; layers without attention hold no KV and ignore it"});
+RECUR_KNOB(engine_attention_operands,
+           {.name = "engine.attention.operands", .type = KnobType::kEnum,
+            .choices = enum_choices(kAttentionOperandsNames), .default_value = "f32",
+            .components = {"engine:attention"},
+            .acts = KnobActs::kEngine,
+            .help = "cache_type: on layers whose KV cache is f16 or bf16, q and the softmax weights are rounded to "
+                    "that type before their products and each row's softmax is taken whole, as ggml's non-flash "
+                    "attention over an F16 cache (llama.cpp's default); f32: fp32 q and weights, online softmax. "
+                    "GQA layers only (not MLA)"});
+RECUR_KNOB(engine_gelu,
+           {.name = "engine.gelu", .type = KnobType::kEnum, .choices = enum_choices(kGeluFormNames),
+            .default_value = "tanh", .components = {"engine:activation"},
+            .acts = KnobActs::kEngine,
+            .help = "GELU of a gated GELU FFN (gemma2, gemma3): tanh (fp32 tanh approximation) or fp16_table "
+                    "(gelu(fp16(x)) rounded to fp16, as the table llama.cpp's CPU build reads)"});
 RECUR_KNOB(engine_hybrid_kv_pages,
            {.name = "engine.hybrid.kv_pages", .type = KnobType::kInt, .min = 0, .max = 1 << 30, .default_value = "0",
             .components = {"engine:kv_cache"},
@@ -177,6 +193,16 @@ Result<EngineOptions> engine_options_from(const Config& knobs, const ModelConfig
     RECUR_ASSIGN_OR_RETURN(std::string name, knobs.get(fmt::format("engine.kv_dtype.layer[{}]", l)));
     RECUR_ASSIGN_OR_RETURN(kernels::attention::KvDType t, kernels::attention::parse_kv_dtype(name));
     o.kv_dtypes.push_back(t);
+  }
+  // Read only where it acts: a GQA model with an f16 or bf16 cache layer.
+  const bool sixteen_bit_cache = std::ranges::any_of(o.kv_dtypes, [](kernels::attention::KvDType t) {
+    return t == kernels::attention::KvDType::kF16 || t == kernels::attention::KvDType::kBF16;
+  });
+  if (sixteen_bit_cache && !c.is_mla()) {
+    RECUR_ASSIGN_OR_RETURN(o.attention_operands, read_enum(knobs, "engine.attention.operands", kAttentionOperandsNames));
+  }
+  if (c.ffn_gelu) {
+    RECUR_ASSIGN_OR_RETURN(o.gelu, read_enum(knobs, "engine.gelu", kGeluFormNames));
   }
   RECUR_ASSIGN_OR_RETURN(o.kernels, engine_kernels_from(knobs, !o.kv_dtypes.empty(), c.n_experts > 0, c.is_mla()));
   if (!any_kda) return o;

@@ -23,7 +23,7 @@
 #include "engine/model_config.h"
 #include "engine/moe_ep.h"
 #include "engine/weights.h"
-#include "kernels/attention/kv_cache.h"
+#include "kernels/attention/attention.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/kda/kda.h"
 
@@ -45,6 +45,14 @@ inline constexpr std::array kReduceDtypeNames{EnumName<ReduceDtype>{ReduceDtype:
 inline constexpr std::array kDispatchModeNames{
     EnumName<moe::DispatchMode>{moe::DispatchMode::kNormal, "normal"},
     EnumName<moe::DispatchMode>{moe::DispatchMode::kLowLatency, "low_latency"}};
+inline constexpr std::array kAttentionOperandsNames{
+    EnumName<kernels::attention::AttentionOperands>{kernels::attention::AttentionOperands::kF32, "f32"},
+    EnumName<kernels::attention::AttentionOperands>{kernels::attention::AttentionOperands::kCacheType, "cache_type"}};
+// Gemma's GELU (tanh approximation): computed in fp32, or ggml's table of fp16 values
+// (gelu(fp16(x)) rounded to fp16, x outside (-10, 10) as 0 or x), what llama.cpp's CPU build reads.
+enum class GeluForm : uint8_t { kTanh, kFp16Table };
+inline constexpr std::array kGeluFormNames{EnumName<GeluForm>{GeluForm::kTanh, "tanh"},
+                                           EnumName<GeluForm>{GeluForm::kFp16Table, "fp16_table"}};
 inline constexpr std::array kOnOffNames{EnumName<bool>{false, "off"}, EnumName<bool>{true, "on"}};
 // engine.tp and engine.ep: rank counts.
 inline constexpr std::array kRankCountNames{EnumName<int>{1, "1"}, EnumName<int>{2, "2"}, EnumName<int>{4, "4"},
@@ -75,6 +83,9 @@ struct EngineOptions {
   int64_t kv_pages = 0;  // engine.hybrid.kv_pages; 0: max_sequences * ceil(max_tokens / page size)
   // engine.kv_dtype.layer[N], one per attention layer of the model, in layer order.
   std::vector<kernels::attention::KvDType> kv_dtypes;
+  // engine.attention.operands: how q and the softmax weights meet an f16 / bf16 cache.
+  kernels::attention::AttentionOperands attention_operands = kernels::attention::AttentionOperands::kF32;
+  GeluForm gelu = GeluForm::kTanh;  // engine.gelu (models with a GELU FFN)
   EngineKernels kernels;  // kernel.<name>.variant of the registered kernels the forward calls
 };
 

@@ -29,7 +29,9 @@ TEST(EngineOptions, EnumKnobChoicesComeFromTheirNameTables) {
   EXPECT_EQ(choices_of("engine.layer_split"), enum_choices(kOnOffNames));
   EXPECT_EQ(choices_of("engine.kda.decode_variant"),
             (std::vector<std::string>{"vtile", "vtile_recip", "hoisted", "hoisted_recip"}));
-  EXPECT_EQ(choices_of("engine.kv_dtype.layer[]"), (std::vector<std::string>{"f32", "bf16", "fp8_e4m3", "int8"}));
+  EXPECT_EQ(choices_of("engine.kv_dtype.layer[]"), (std::vector<std::string>{"f32", "bf16", "fp8_e4m3", "int8", "f16"}));
+  EXPECT_EQ(choices_of("engine.attention.operands"), enum_choices(kAttentionOperandsNames));
+  EXPECT_EQ(choices_of("engine.gelu"), enum_choices(kGeluFormNames));
 }
 
 TEST(EngineOptions, TypedValuesFollowTheKnobs) {
@@ -108,6 +110,30 @@ TEST(EngineOptions, ReadsOnlyTheKnobsThatActOnTheModel) {
   EXPECT_TRUE(has(h, "engine.kda.decode_variant"));
   for (int layer = 0; layer < hybrid.n_layers; ++layer)
     EXPECT_EQ(has(h, fmt::format("engine.kv_dtype.layer[{}]", layer)), !hybrid.is_kda_layer(layer)) << layer;
+  EXPECT_FALSE(has(l, "engine.attention.operands")) << "an fp32 cache: the operands are fp32 whatever it says";
+  EXPECT_FALSE(has(l, "engine.gelu")) << "llama's FFN is SwiGLU";
+}
+
+// engine.attention.operands is read, and lands typed, where a layer's cache is f16 or bf16;
+// engine.gelu where the FFN is a GELU one.
+TEST(EngineOptions, OperandRoundingAndGeluFormActWhereTheyApply) {
+  ModelConfig llama = testing::tiny_llama_config();
+  Config knobs;
+  ASSERT_TRUE(knobs.set("engine.attention.operands", "cache_type").has_value());
+  ASSERT_TRUE(knobs.set("engine.gelu", "fp16_table").has_value());
+  auto plain = engine_options_from(knobs, llama);
+  ASSERT_TRUE(plain.has_value());
+  EXPECT_EQ(plain->attention_operands, kernels::attention::AttentionOperands::kF32) << "no 16-bit cache layer";
+  ASSERT_TRUE(knobs.set(fmt::format("engine.kv_dtype.layer[{}]", llama.n_layers - 1), "f16").has_value());
+  auto f16 = engine_options_from(knobs, llama);
+  ASSERT_TRUE(f16.has_value());
+  EXPECT_EQ(f16->kv_dtypes.back(), kernels::attention::KvDType::kF16);
+  EXPECT_EQ(f16->attention_operands, kernels::attention::AttentionOperands::kCacheType);
+  EXPECT_EQ(f16->gelu, GeluForm::kTanh) << "llama has no GELU";
+  llama.ffn_gelu = true;
+  auto gelu = engine_options_from(knobs, llama);
+  ASSERT_TRUE(gelu.has_value());
+  EXPECT_EQ(gelu->gelu, GeluForm::kFp16Table);
 }
 
 }  // namespace

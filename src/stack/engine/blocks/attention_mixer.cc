@@ -135,14 +135,17 @@ void attention_mixer(const Step& s, int l) {
       st = r.kv->append(seqs[i], layer, std::span<const float>(r.k.data() + int64_t(i) * kv_local, size_t(kv_local)),
                         std::span<const float>(r.v.data() + int64_t(i) * kv_local, size_t(kv_local)));
     const paged::AttentionOptions o{.isa = ek.attention_decode.isa, .split_k = ek.attention_decode_split_k,
-                                    .scale = c.attn_scale, .softcap = c.attn_softcap, .window = window};
+                                    .scale = c.attn_scale, .softcap = c.attn_softcap, .window = window,
+                                    .operands = s.o.attention_operands};
+    if (o.operands != paged::AttentionOperands::kF32) zone.arg("operands", "cache_type");
     if (st) st = paged::decode(*r.kv, layer, seqs, r.q.data(), heads, r.o.data(), o, s.intra);
   } else {
     RECUR_ZONE("attention_prefill");
     zone.arg("variant", ek.attention_prefill.variant.data());
     zone.arg("rows", M);
     const paged::AttentionOptions o{.isa = ek.attention_prefill.isa, .scale = c.attn_scale, .softcap = c.attn_softcap,
-                                    .window = window};
+                                    .window = window, .operands = s.o.attention_operands};
+    if (o.operands != paged::AttentionOperands::kF32) zone.arg("operands", "cache_type");
     st = paged::prefill(*r.kv, layer, seqs, counts, r.q.data(), r.k.data(), r.v.data(), heads, r.o.data(), o,
                         s.intra);
   }

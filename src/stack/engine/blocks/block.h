@@ -93,6 +93,8 @@ const float* norm_weight(const Step& s, const Weight& w);
 void ffn_rows(const Step& s, const FfnShard& f, const float* x, int64_t m, float* out, int tap_layer = -1);
 // GELU, tanh approximation (ffn_gelu: gemma's gated FFN).
 float gelu_tanh(float x);
+// ggml's GELU table (engine.gelu=fp16_table): gelu_tanh(fp16(x)) rounded to fp16; 0 at x <= -10, x at x >= 10.
+float gelu_fp16_table(float x);
 
 // projections.cc: y = W x for several projections of the same m rows x (each out's rows
 // written to its y), in one parallel region for a decode step of fp32 weights.

@@ -1,5 +1,9 @@
 // The dense FFN block (SwiGLU) and the FFN arithmetic the MoE experts share.
 #include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "core/convert.h"
 
 #include "engine/blocks/block.h"
 #include "kernels/layer/layer.h"
@@ -10,6 +14,18 @@ namespace recur {
 float gelu_tanh(float x) {
   constexpr float kSqrt2OverPi = 0.7978845608028654f;
   return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + 0.044715f * x * x)));
+}
+
+float gelu_fp16_table(float x) {
+  // ggml's table: one fp16 result per fp16 input, built once (the 64 Ki entries take ~2 ms).
+  static const std::vector<uint16_t> table = [] {
+    std::vector<uint16_t> t(65536);
+    for (size_t i = 0; i < t.size(); ++i) t[i] = fp32_to_fp16(gelu_tanh(fp16_to_fp32(uint16_t(i))));
+    return t;
+  }();
+  if (x <= -10.0f) return 0.0f;
+  if (x >= 10.0f) return x;
+  return fp16_to_fp32(table[fp32_to_fp16(x)]);
 }
 
 // SwiGLU through the registered layer kernel at the variant of kernel.swiglu.variant (registered and checked against float64; element-wise,
@@ -34,8 +50,10 @@ void ffn_rows(const Step& s, const FfnShard& f, const float* x, int64_t m, float
     // Gemma's GELU (tanh approximation, as ggml_gelu) of the gate times up, element-wise.
     RECUR_ZONE("geglu");
     zone.arg("rows", m);
+    const bool table = s.o.gelu == GeluForm::kFp16Table;
+    zone.arg("gelu", table ? "fp16_table" : "tanh");
     for_rows(s.intra, m, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0 * n; i < i1 * n; ++i) a[i] = gelu_tanh(a[i]) * b[i];
+      for (int64_t i = i0 * n; i < i1 * n; ++i) a[i] = (table ? gelu_fp16_table(a[i]) : gelu_tanh(a[i])) * b[i];
     });
   } else {
     const KernelChoice& k = s.o.kernels.swiglu;

@@ -30,6 +30,12 @@
 
 namespace recur::kernels::attention {
 
+// How q and the softmax weights meet the cached K and V.
+enum class AttentionOperands : uint8_t {
+  kF32,        // fp32 q and weights, online softmax over the dequantized cache
+  kCacheType,  // on an f16 / bf16 layer: q and the normalized weights rounded to the layer's type
+};
+
 struct AttentionOptions {
   std::optional<Isa> isa;  // default: active_isa(); asking above active_isa() is an error
   int split_k = 1;         // context splits per (sequence, kv head); 0 = auto (>= 2 items per thread)
@@ -39,6 +45,12 @@ struct AttentionOptions {
   // (p - window, p]; 0 = every earlier key. Pages wholly before the window are not read (they stay
   // in the cache: nothing is evicted).
   int64_t window = 0;
+  // kCacheType runs, on f16 and bf16 layers, the arithmetic of ggml's non-flash attention over an
+  // F16 / BF16 cache (llama.cpp's default): q rounded to the cache type, scores q . k in fp32,
+  // the softmax of each row whole (two passes, its sum in double), the normalized weights rounded
+  // to the cache type, then their sum with V in fp32. Decode then runs one split (split_k is
+  // ignored). Other layer types are unaffected.
+  AttentionOperands operands = AttentionOperands::kF32;
 };
 
 // One decode step: q is [seqs.size(), q_heads, head_dim] (fp32), out the same shape. Every

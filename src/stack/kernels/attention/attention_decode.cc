@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/convert.h"
 #include "kernels/attention/attention.h"
 #include "kernels/attention/attention_internal.h"
 
@@ -17,13 +18,23 @@ Result<AttendFn> attend_for(const AttentionOptions& options) {
   return kAttend.for_isa(isa);
 }
 
-float* scratch(int64_t floats) {
-  thread_local std::vector<float> buf;
-  if (buf.size() < size_t(floats)) buf.resize(size_t(floats));
-  return buf.data();
+float* scratch(int64_t floats, int slot) {
+  thread_local std::vector<float> buf[2];
+  std::vector<float>& b = buf[slot];
+  if (b.size() < size_t(floats)) b.resize(size_t(floats));
+  return b.data();
 }
 
+
 }  // namespace internal
+
+float round_to(KvDType t, float x) {
+  switch (t) {
+    case KvDType::kF16: return fp16_to_fp32(fp32_to_fp16(x));
+    case KvDType::kBF16: return bf16_to_fp32(fp32_to_bf16(x));
+    default: return x;
+  }
+}
 
 int resolve_split_k(const AttentionOptions& options, int64_t items, int64_t max_pages, int threads) {
   if (options.split_k > 0) return options.split_k;
@@ -52,8 +63,10 @@ Status decode(const PagedKvCache& cache, int layer, std::span<const int> seqs, c
     first[size_t(b)] = options.window > 0 ? std::max<int64_t>(0, lens[size_t(b)] - options.window) : 0;
     max_pages = std::max<int64_t>(max_pages, (lens[size_t(b)] + P - 1) / P - first[size_t(b)] / P);
   }
-  const int S = resolve_split_k(options, int64_t(B) * H, max_pages, pool ? pool->size() : 1);
   const LayerView view = cache.layer_view(layer);
+  const bool rounded = internal::rounds_operands(options, view.dtype);
+  // The rounded path normalizes each row over its whole context: one split.
+  const int S = rounded ? 1 : resolve_split_k(options, int64_t(B) * H, max_pages, pool ? pool->size() : 1);
   const float scale = internal::softmax_scale(options, D);
   const int64_t items = int64_t(B) * H * S;
   const size_t row_floats = size_t(G) * size_t(D + 2);
@@ -75,11 +88,12 @@ Status decode(const PagedKvCache& cache, int layer, std::span<const int> seqs, c
       std::fill(l, l + G, 0.0f);
       std::fill(acc, acc + size_t(G) * size_t(D), 0.0f);
       const float* qb = q + (size_t(b) * size_t(q_heads) + size_t(h) * size_t(G)) * size_t(D);
-      for (size_t i = 0; i < qs.size(); ++i) qs[i] = qb[i] * scale;
+      for (size_t i = 0; i < qs.size(); ++i) qs[i] = (rounded ? round_to(view.dtype, qb[i]) : qb[i]) * scale;
       AttendArgs a{.layer = &view, .pages = tables[size_t(b)].data(), .kv_head = h,
                    .begin = std::max((first_page + pr.begin) * P, first[size_t(b)]),
                    .end = std::min((first_page + pr.end) * P, lens[size_t(b)]), .rows = G, .q = qs.data(), .limit = nullptr,
                    .m = m, .l = l, .acc = acc, .scratch = work, .softcap = options.softcap};
+      if (rounded) a.probs = internal::scratch(int64_t(G) * (a.end - a.begin), 1);
       if (a.begin < a.end) attend(a);
     }
   };

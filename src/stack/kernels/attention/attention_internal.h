@@ -27,7 +27,12 @@ struct RowState {
   }
 };
 
-// A thread's scratch for attend(), grown on demand.
-float* scratch(int64_t floats);
+// A thread's scratch for attend() (slot 0) and its rounded path's weights (slot 1), grown on demand.
+float* scratch(int64_t floats, int slot = 0);
+
+// Whether the options round q and the softmax weights on a layer of type t (AttentionOperands).
+inline bool rounds_operands(const AttentionOptions& o, KvDType t) {
+  return o.operands == AttentionOperands::kCacheType && (t == KvDType::kF16 || t == KvDType::kBF16);
+}
 
 }  // namespace recur::kernels::attention::internal

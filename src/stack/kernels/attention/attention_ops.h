@@ -36,7 +36,16 @@ struct AttendArgs {
   // > 0: row r sees positions >= limit[r] - window only (prefill's sliding window; decode narrows
   // begin instead). Needs limit.
   int64_t window = 0;
+  // Set: the rounded path (AttentionOperands::kCacheType on an f16 / bf16 layer), which needs
+  // [rows, end - begin] floats here and one call over the row's whole context: q arrives rounded
+  // (and scaled), the softmax is taken whole, its normalized weights rounded to the layer's type;
+  // on return m is the row's max, l is 1 and acc the weighted sum of V.
+  float* probs = nullptr;
 };
+
+// x rounded to the 16-bit float type t (f16 or bf16), nearest even; other types return x.
+// Out of line (attention_decode.cc), so the ISA translation units call the baseline conversion.
+float round_to(KvDType t, float x);
 
 // Floats of scratch attend() needs.
 int64_t attend_scratch_floats(int page_size, int head_dim, int rows);

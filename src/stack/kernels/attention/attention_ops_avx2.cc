@@ -29,6 +29,8 @@ struct Avx2Vec : simd::Avx2Vec {
   static R i8_from(__m128i b) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b)); }
   static R deq_bf16(const uint16_t* p) { return bf16_from(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
   static R deq_bf16_n(const uint16_t* p, int n) { return bf16_from(load8_n(p, 2 * n)); }
+  static R deq_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static R deq_f16_n(const uint16_t* p, int n) { return _mm256_cvtph_ps(load8_n(p, 2 * n)); }
   static R deq_fp8(const uint8_t* p) { return fp8_from(load8(p)); }
   static R deq_fp8_n(const uint8_t* p, int n) { return fp8_from(load8_n(p, n)); }
   static R deq_i8(const int8_t* p) { return i8_from(load8(p)); }

@@ -21,6 +21,8 @@ struct Avx512Vec : simd::Avx512Vec {
   static R i8_from(__m128i b) { return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b)); }
   static R deq_bf16(const uint16_t* p) { return bf16_from(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
   static R deq_bf16_n(const uint16_t* p, int n) { return bf16_from(_mm256_maskz_loadu_epi16(mask(n), p)); }
+  static R deq_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static R deq_f16_n(const uint16_t* p, int n) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask(n), p)); }
   static R deq_fp8(const uint8_t* p) { return fp8_from(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
   static R deq_fp8_n(const uint8_t* p, int n) { return fp8_from(_mm_maskz_loadu_epi8(mask(n), p)); }
   static R deq_i8(const int8_t* p) { return i8_from(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }

@@ -3,7 +3,7 @@
 //
 // V provides: W (lanes), R (register), zero, set1, load, load_n (zero-filled tail), store,
 // store_n, add, sub, mul, fma, max, keep_n (zero lanes >= n), hsum, hmax, exp (exp(x) for
-// x <= 0, 0 below -87), and the dequantizing loads deq_bf16/deq_fp8/deq_i8 (+ _n tails) that
+// x <= 0, 0 below -87), and the dequantizing loads deq_bf16/deq_f16/deq_fp8/deq_i8 (+ _n tails) that
 // turn W stored elements into W floats (fp8: the exact E4M3 value, without the head scale).
 #pragma once
 
@@ -24,7 +24,9 @@ T lmin(T a, T b) { return b < a ? b : a; }
 template <class T>
 T lmax(T a, T b) { return a < b ? b : a; }
 
-inline size_t kv_dtype_bytes(KvDType t) { return t == KvDType::kF32 ? 4 : t == KvDType::kBF16 ? 2 : 1; }
+inline size_t kv_dtype_bytes(KvDType t) {
+  return t == KvDType::kF32 ? 4 : (t == KvDType::kBF16 || t == KvDType::kF16) ? 2 : 1;
+}
 
 template <class V>
 void dequant_run(KvDType t, const std::byte* base, int64_t elem, int64_t n, float* dst) {
@@ -36,6 +38,12 @@ void dequant_run(KvDType t, const std::byte* base, int64_t elem, int64_t n, floa
       const uint16_t* s = reinterpret_cast<const uint16_t*>(base) + elem;
       for (; i + W <= n; i += W) V::store(dst + i, V::deq_bf16(s + i));
       if (i < n) V::store_n(dst + i, V::deq_bf16_n(s + i, int(n - i)), int(n - i));
+      break;
+    }
+    case KvDType::kF16: {
+      const uint16_t* s = reinterpret_cast<const uint16_t*>(base) + elem;
+      for (; i + W <= n; i += W) V::store(dst + i, V::deq_f16(s + i));
+      if (i < n) V::store_n(dst + i, V::deq_f16_n(s + i, int(n - i)), int(n - i));
       break;
     }
     case KvDType::kFP8E4M3: {
@@ -169,8 +177,94 @@ void dots(const float* q, const float* k, int n, int d, float* s) {
   for (; t < n; ++t) s[t] = dot<V>(q, k + size_t(t) * size_t(d), d);
 }
 
+// The page's K (which = 0) or V run of n tokens from position t0, read in place (f32) or
+// dequantized into tile.
+template <class V>
+const float* page_run(const AttendArgs& a, int which, int64_t pi, int64_t t0, int n, float* tile) {
+  const LayerView& L = *a.layer;
+  const int P = L.page_size, D = L.head_dim;
+  const int64_t elem = ((int64_t(a.pages[pi]) * L.kv_heads + a.kv_head) * P + (t0 - pi * P)) * D;
+  const std::byte* base = which == 0 ? L.k : L.v;
+  if (L.dtype == KvDType::kF32) return reinterpret_cast<const float*>(base) + elem;
+  dequant_run<V>(L.dtype, base, elem, int64_t(n) * D, tile);
+  return tile;
+}
+
+// The rows' visible positions [lo, hi) (causal limit, sliding window) within [begin, end).
+inline void visible(const AttendArgs& a, int r, int64_t* lo, int64_t* hi) {
+  *hi = lmin(a.end, a.limit ? a.limit[r] : a.end);
+  *lo = a.window > 0 ? lmax(a.begin, a.limit[r] - a.window) : a.begin;
+}
+
+// AttendArgs::probs set (AttentionOperands::kCacheType on an f16 / bf16 layer): the arithmetic of
+// ggml's non-flash attention over such a cache. Scores of every visible position, then each
+// row's softmax whole (sum in double, weights e * (1 / sum)) rounded to the layer's type, then
+// the weighted sum of V. Only f16 / bf16 layers come here (no token or head scales).
+template <class V>
+void attend_rounded_impl(const AttendArgs& a) {
+  const LayerView& L = *a.layer;
+  const int P = L.page_size, D = L.head_dim;
+  const int64_t span = a.end - a.begin;
+  float* tile = a.scratch;
+  for (int r = 0; r < a.rows; ++r) {
+    float* p = a.probs + size_t(r) * size_t(span);
+    for (int64_t t = 0; t < span; ++t) p[t] = 0.0f;
+  }
+  for (int which = 0; which < 2; ++which) {
+    for (int64_t pi = a.begin / P; pi * P < a.end; ++pi) {
+      const int64_t t0 = lmax(a.begin, pi * P), t1 = lmin(a.end, (pi + 1) * P);
+      int64_t first = t1, last = t0;  // the positions some row sees in this page
+      for (int r = 0; r < a.rows; ++r) {
+        int64_t lo, hi;
+        visible(a, r, &lo, &hi);
+        first = lmin(first, lmax(lo, t0));
+        last = lmax(last, lmin(hi, t1));
+      }
+      if (last <= first) continue;
+      const float* run = page_run<V>(a, which, pi, first, int(last - first), tile);
+      for (int r = 0; r < a.rows; ++r) {
+        int64_t lo, hi;
+        visible(a, r, &lo, &hi);
+        lo = lmax(lo, first);
+        hi = lmin(hi, last);
+        if (hi <= lo) continue;
+        float* p = a.probs + size_t(r) * size_t(span) + size_t(lo - a.begin);
+        const float* rows_run = run + (lo - first) * D;
+        if (which == 0) {
+          dots<V>(a.q + size_t(r) * size_t(D), rows_run, int(hi - lo), D, p);
+          if (a.softcap > 0)
+            for (int64_t t = 0; t < hi - lo; ++t) p[t] = a.softcap * tanhf(p[t] / a.softcap);
+        } else {
+          accumulate<V>(a.acc + size_t(r) * size_t(D), 1.0f, p, rows_run, int(hi - lo), D);
+        }
+      }
+    }
+    if (which == 1) break;
+    // Between the passes: each row's scores become its rounded, normalized weights.
+    for (int r = 0; r < a.rows; ++r) {
+      int64_t lo, hi;
+      visible(a, r, &lo, &hi);
+      if (hi <= lo) continue;
+      float* p = a.probs + size_t(r) * size_t(span) + size_t(lo - a.begin);
+      const int n = int(hi - lo);
+      const float m = max_of<V>(p, n);
+      exp_shift<V>(p, n, m);
+      double sum = 0;
+      for (int t = 0; t < n; ++t) sum += double(p[t]);
+      const float inv = float(1.0 / sum);
+      for (int t = 0; t < n; ++t) p[t] = round_to(L.dtype, p[t] * inv);
+      a.m[r] = m;
+      a.l[r] = 1.0f;
+    }
+  }
+}
+
 template <class V>
 void attend_impl(const AttendArgs& a) {
+  if (a.probs != nullptr) {
+    attend_rounded_impl<V>(a);
+    return;
+  }
   const LayerView& L = *a.layer;
   const int P = L.page_size, D = L.head_dim;
   float* ktile = a.scratch;

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "core/convert.h"
 #include "kernels/attention/attention_ops_impl.h"
 #include "kernels/simd/vec_scalar.h"
 
@@ -30,6 +31,8 @@ float bf16_value(uint16_t h) {
 struct ScalarVec : simd::ScalarVec {
   static R deq_bf16(const uint16_t* p) { return bf16_value(*p); }
   static R deq_bf16_n(const uint16_t* p, int) { return bf16_value(*p); }
+  static R deq_f16(const uint16_t* p) { return fp16_to_fp32(*p); }
+  static R deq_f16_n(const uint16_t* p, int) { return fp16_to_fp32(*p); }
   static R deq_fp8(const uint8_t* p) { return fp8_value(*p); }
   static R deq_fp8_n(const uint8_t* p, int) { return fp8_value(*p); }
   static R deq_i8(const int8_t* p) { return float(*p); }

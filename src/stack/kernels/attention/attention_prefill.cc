@@ -57,6 +57,7 @@ Status prefill(PagedKvCache& cache, int layer, std::span<const int> seqs, std::s
   }
   const LayerView view = cache.layer_view(layer);
   const float scale = internal::softmax_scale(options, D);
+  const bool rounded = internal::rounds_operands(options, view.dtype);
   auto run = [&](int64_t i0, int64_t i1, int) {
     const int max_rows = int(kQueryBlock) * G;
     float* work = internal::scratch(attend_scratch_floats(c.page_size, D, max_rows));
@@ -71,7 +72,8 @@ Status prefill(PagedKvCache& cache, int layer, std::span<const int> seqs, std::s
         for (int g = 0; g < G; ++g) {
           const size_t r = size_t(j * G + g);
           const size_t src = (size_t(offset[size_t(item.seq_index)] + item.first + j) * size_t(q_heads) + size_t(item.kv_head * G + g)) * size_t(D);
-          for (int d = 0; d < D; ++d) qs[r * size_t(D) + size_t(d)] = q[src + size_t(d)] * scale;
+          for (int d = 0; d < D; ++d)
+            qs[r * size_t(D) + size_t(d)] = (rounded ? round_to(view.dtype, q[src + size_t(d)]) : q[src + size_t(d)]) * scale;
           limit[r] = start[size_t(item.seq_index)] + item.first + j + 1;
         }
       // With a window the block's first row sees the earliest position: pages before it are not read.
@@ -80,6 +82,7 @@ Status prefill(PagedKvCache& cache, int layer, std::span<const int> seqs, std::s
                    .begin = begin, .end = limit[size_t(rows - 1)], .rows = rows, .q = qs.data(), .limit = limit.data(),
                    .m = st.m.data(), .l = st.l.data(), .acc = st.acc.data(), .scratch = work,
                    .softcap = options.softcap, .window = options.window};
+      if (rounded) a.probs = internal::scratch(int64_t(rows) * (a.end - a.begin), 1);
       attend(a);
       const float vscale = view.v_head_scale[item.kv_head];
       for (int64_t j = 0; j < item.count; ++j)

@@ -93,7 +93,7 @@ std::vector<ShapeParam> shape_params(const char* len_name, int64_t len_default, 
           {.name = "D", .default_value = 128, .max = 1024, .help = "head dim"},
           {.name = len_name, .default_value = len_default, .max = int64_t(1) << 20, .help = len_help},
           {.name = "P", .default_value = 16, .max = 1024, .help = "page size (tokens)"},
-          {.name = "C", .default_value = 1, .min = 0, .max = 3, .help = "cache dtype: 0 f32, 1 bf16, 2 fp8_e4m3, 3 int8"},
+          {.name = "C", .default_value = 1, .min = 0, .max = 4, .help = "cache dtype: 0 f32, 1 bf16, 2 fp8_e4m3, 3 int8, 4 f16"},
           {.name = "W", .default_value = 0, .min = 0, .max = int64_t(1) << 20,
            .help = "sliding window: a query at p sees keys in (p - W, p]; 0 = all"}};
 }

@@ -3,7 +3,7 @@
 // (docs/attention.md) and variants per ISA path and context split. builtin_kernels.cc lists them.
 //
 // The registry's tensors are dense fp32, so the registered form builds the paged cache inside
-// the call: shape parameter C picks its dtype (0 f32, 1 bf16, 2 fp8_e4m3, 3 int8), P its page
+// the call: shape parameter C picks its dtype (0 f32, 1 bf16, 2 fp8_e4m3, 3 int8, 4 f16), P its page
 // size, W a sliding window (0: none; the reference attends to the same window); input `lens` (int32, one per sequence) gives each sequence's length as
 // 1 + |lens| mod L (decode) or 1 + |lens| mod T (prefill), so every trial sees new lengths and
 // page boundaries. Tokens are appended round-robin over the sequences, so page tables

@@ -91,7 +91,7 @@ TEST(AttentionRegister, VariantsAreKnobsWithParameters) {
   // fp8: per token and kv head, k and v read in f32 (build), written and read in fp8.
   EXPECT_GT(spec->cost.bytes(s), 2.0 * 500.5 * 2 * 128 * 2 * 6);
   EXPECT_FALSE(spec->parse_shape("B2,HQ7,HKV2"));
-  EXPECT_FALSE(spec->parse_shape("C4"));
+  EXPECT_FALSE(spec->parse_shape("C5"));
 }
 
 }  // namespace

@@ -106,7 +106,7 @@ inline double max_rel_error(const std::vector<float>& got, const std::vector<dou
   return err / scale;
 }
 
-inline const KvDType kAllDTypes[] = {KvDType::kF32, KvDType::kBF16, KvDType::kFP8E4M3, KvDType::kI8};
+inline const KvDType kAllDTypes[] = {KvDType::kF32, KvDType::kBF16, KvDType::kFP8E4M3, KvDType::kI8, KvDType::kF16};
 
 // docs/attention.md: the kernel against the reference over the stored cache.
 inline constexpr double kKernelRtol = 1e-5;
@@ -117,6 +117,7 @@ inline double end_to_end_tolerance(KvDType t) {
     case KvDType::kBF16: return 1e-2;
     case KvDType::kFP8E4M3: return 1.2e-1;
     case KvDType::kI8: return 3e-2;
+    case KvDType::kF16: return 2e-3;
   }
   return 0;
 }

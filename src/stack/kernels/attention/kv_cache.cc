@@ -9,12 +9,18 @@
 
 namespace recur::kernels::attention {
 
+namespace {
+// The largest finite fp16: f16 layers saturate there (values at or above 65520 would round to inf).
+constexpr float kF16Max = 65504.0f;
+}  // namespace
+
 std::string_view kv_dtype_name(KvDType t) {
   switch (t) {
     case KvDType::kF32: return "f32";
     case KvDType::kBF16: return "bf16";
     case KvDType::kFP8E4M3: return "fp8_e4m3";
     case KvDType::kI8: return "int8";
+    case KvDType::kF16: return "f16";
   }
   return "?";
 }
@@ -22,13 +28,13 @@ std::string_view kv_dtype_name(KvDType t) {
 Result<KvDType> parse_kv_dtype(std::string_view name) {
   for (int i = 0; i < kNumKvDTypes; ++i)
     if (kv_dtype_name(KvDType(i)) == name) return KvDType(i);
-  return invalid_argument("kv cache dtype '{}': expected f32, bf16, fp8_e4m3 or int8", name);
+  return invalid_argument("kv cache dtype '{}': expected f32, bf16, f16, fp8_e4m3 or int8", name);
 }
 
 size_t kv_dtype_size(KvDType t) {
   switch (t) {
     case KvDType::kF32: return 4;
-    case KvDType::kBF16: return 2;
+    case KvDType::kBF16: case KvDType::kF16: return 2;
     case KvDType::kFP8E4M3: case KvDType::kI8: return 1;
   }
   return 0;
@@ -186,6 +192,11 @@ void PagedKvCache::write_token(int layer, int32_t page, int slot, std::span<cons
       switch (t) {
         case KvDType::kF32: std::memcpy(dst.as<float>().data() + elem, src.data(), d * sizeof(float)); break;
         case KvDType::kBF16: (void)fp32_to_bf16(src, dst.as<uint16_t>().subspan(elem, d)); break;
+        case KvDType::kF16: {
+          for (size_t i = 0; i < d; ++i) scaled[i] = std::clamp(src[i], -kF16Max, kF16Max);
+          (void)fp32_to_fp16(scaled, dst.as<uint16_t>().subspan(elem, d));
+          break;
+        }
         case KvDType::kFP8E4M3: {
           const float s = (which == 0 ? l.k_head_scale : l.v_head_scale)[size_t(h)];
           for (size_t i = 0; i < d; ++i) scaled[i] = src[i] / s;
@@ -251,6 +262,7 @@ Status PagedKvCache::read(int seq, int layer, int64_t pos, std::span<float> k, s
         switch (lv.dtype) {
           case KvDType::kF32: dst[i] = reinterpret_cast<const float*>(src)[e]; break;
           case KvDType::kBF16: dst[i] = bf16_to_fp32(reinterpret_cast<const uint16_t*>(src)[e]); break;
+          case KvDType::kF16: dst[i] = fp16_to_fp32(reinterpret_cast<const uint16_t*>(src)[e]); break;
           case KvDType::kFP8E4M3:
             dst[i] = fp8e4m3_to_fp32(reinterpret_cast<const uint8_t*>(src)[e]) * (which == 0 ? lv.k_head_scale : lv.v_head_scale)[h];
             break;

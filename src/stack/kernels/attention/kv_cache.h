@@ -8,6 +8,8 @@
 // Per-layer dtypes (a mixed-precision cache mixes them across layers):
 //   f32       exact.
 //   bf16      round to nearest even (core/convert.h).
+//   f16       IEEE half, round to nearest even (llama.cpp's default cache type), saturating at
+//             ±65504 as fp8 saturates (IEEE rounding, and ggml, would store ±inf).
 //   fp8_e4m3  x / s rounded to E4M3FN (saturating at ±448), with one scale s per (layer, kv head)
 //             for K and one for V. Scales are fixed, calibrated values: set_fp8_scales() before
 //             the layer's first write (default 1.0, i.e. |x| > 448 saturates); calibrate_fp8()
@@ -41,10 +43,11 @@
 
 namespace recur::kernels::attention {
 
-enum class KvDType : uint8_t { kF32 = 0, kBF16 = 1, kFP8E4M3 = 2, kI8 = 3 };
-inline constexpr int kNumKvDTypes = 4;
+// Values are stable (kernel shape parameters and exported states name a dtype by number).
+enum class KvDType : uint8_t { kF32 = 0, kBF16 = 1, kFP8E4M3 = 2, kI8 = 3, kF16 = 4 };
+inline constexpr int kNumKvDTypes = 5;
 
-std::string_view kv_dtype_name(KvDType t);  // "f32", "bf16", "fp8_e4m3", "int8"
+std::string_view kv_dtype_name(KvDType t);  // "f32", "bf16", "fp8_e4m3", "int8", "f16"
 Result<KvDType> parse_kv_dtype(std::string_view name);
 size_t kv_dtype_size(KvDType t);
 

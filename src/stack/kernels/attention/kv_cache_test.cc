@@ -29,6 +29,7 @@ std::vector<float> expected_storage(KvDType t, const std::vector<float>& x, int 
     switch (t) {
       case KvDType::kF32: for (int i = 0; i < dim; ++i) out[o + size_t(i)] = x[o + size_t(i)]; break;
       case KvDType::kBF16: for (int i = 0; i < dim; ++i) out[o + size_t(i)] = bf16_to_fp32(fp32_to_bf16(x[o + size_t(i)])); break;
+      case KvDType::kF16: for (int i = 0; i < dim; ++i) out[o + size_t(i)] = fp16_to_fp32(fp32_to_fp16(x[o + size_t(i)])); break;
       case KvDType::kFP8E4M3:
         for (int i = 0; i < dim; ++i) out[o + size_t(i)] = fp8e4m3_to_fp32(fp32_to_fp8e4m3(x[o + size_t(i)] / fp8_scale)) * fp8_scale;
         break;
@@ -42,6 +43,23 @@ std::vector<float> expected_storage(KvDType t, const std::vector<float>& x, int 
     }
   }
   return out;
+}
+
+TEST(KvCache, AnF16LayerSaturatesBeyondItsRangeAndKeepsItsEdges) {
+  PagedKvCache cache = make({KvDType::kF16}, 1, 4, 4, 4);
+  const int seq = *cache.add_sequence();
+  const std::vector<float> k = {65504.0f, -65504.0f, 6.0e-8f, 1.0f}, v = {70000.0f, -1.0e30f, 65519.0f, 4.0f};
+  ASSERT_TRUE(cache.append(seq, 0, k, v));
+  std::vector<float> rk(4), rv(4);
+  ASSERT_TRUE(cache.read(seq, 0, 0, rk, rv));
+  EXPECT_EQ(rk[0], 65504.0f);  // the largest finite fp16 and a subnormal are kept
+  EXPECT_EQ(rk[1], -65504.0f);
+  EXPECT_EQ(rk[2], fp16_to_fp32(fp32_to_fp16(6.0e-8f)));
+  EXPECT_GT(rk[2], 0.0f);
+  EXPECT_EQ(rv[0], 65504.0f);  // beyond the range: saturated, never inf
+  EXPECT_EQ(rv[1], -65504.0f);
+  EXPECT_EQ(rv[2], 65504.0f);
+  EXPECT_EQ(rv[3], 4.0f);
 }
 
 TEST(KvCache, EachDTypeStoresWhatConvertDefines) {

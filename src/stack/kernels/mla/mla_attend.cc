@@ -27,6 +27,9 @@ void load_latents(const LayerView& lv, std::span<const int32_t> pages, int64_t l
       case KvDType::kBF16:
         for (int64_t i = 0; i < d; ++i) y[i] = bf16_to_fp32(reinterpret_cast<const uint16_t*>(lv.k)[e + size_t(i)]);
         break;
+      case KvDType::kF16:
+        for (int64_t i = 0; i < d; ++i) y[i] = fp16_to_fp32(reinterpret_cast<const uint16_t*>(lv.k)[e + size_t(i)]);
+        break;
       case KvDType::kFP8E4M3:
         for (int64_t i = 0; i < d; ++i)
           y[i] = fp8e4m3_to_fp32(reinterpret_cast<const uint8_t*>(lv.k)[e + size_t(i)]) * lv.k_head_scale[0];

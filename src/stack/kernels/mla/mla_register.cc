@@ -161,7 +161,7 @@ KernelSpec spec(bool prefill) {
                     {.name = len, .default_value = prefill ? 24 : 100, .max = int64_t(1) << 20,
                      .help = prefill ? "max new tokens per sequence" : "max cached tokens per sequence"},
                     {.name = "P", .default_value = 16, .max = 1024, .help = "page size (tokens)"},
-                    {.name = "C", .default_value = 0, .min = 0, .max = 3, .help = "cache dtype: 0 f32, 1 bf16, 2 fp8_e4m3, 3 int8"}};
+                    {.name = "C", .default_value = 0, .min = 0, .max = 4, .help = "cache dtype: 0 f32, 1 bf16, 2 fp8_e4m3, 3 int8, 4 f16"}};
   const std::string ln = len;
   auto q = [prefill](const Shape& s) {
     return prefill ? std::vector<int64_t>{s["B"], s["T"], s["H"], s["N"] + s["E"]}
