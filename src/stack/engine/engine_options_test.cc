@@ -50,6 +50,16 @@ TEST(EngineOptions, TypedValuesFollowTheKnobs) {
   EXPECT_EQ(o->numerics, Numerics::kF64Reference);
   ASSERT_FALSE(o->kv_dtypes.empty());
   EXPECT_EQ(o->kv_dtypes.back(), kernels::attention::KvDType::kI8) << "layer 3 is the pattern's attention layer";
+  // ggml's summation order has no 16-row form: a load under it keeps Q8_0 in rows.
+  Config ggml_order;
+  ASSERT_TRUE(ggml_order.set("kernel.gemm.q8_0_activations", "q8_0_ggml").has_value());
+  auto ggml_load = load_options_from(ggml_order);
+  ASSERT_TRUE(ggml_load.has_value());
+  EXPECT_FALSE(ggml_load->model.regroup_q8_0);
+  EXPECT_TRUE(ggml_load->model.regroup_f16);
+  auto ggml_run = engine_options_from(ggml_order, testing::tiny_hybrid_config(0));
+  ASSERT_TRUE(ggml_run.has_value());
+  EXPECT_EQ(ggml_run->act.q8, gemm::Q8Activations::kQ8_0Ggml);
   ASSERT_TRUE(knobs.set("engine.weight_layout", "rows").has_value());
   auto load = load_options_from(knobs);
   ASSERT_TRUE(load.has_value());

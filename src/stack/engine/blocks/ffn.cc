@@ -18,9 +18,16 @@ float gelu_tanh(float x) {
 
 float gelu_fp16_table(float x) {
   // ggml's table: one fp16 result per fp16 input, built once (the 64 Ki entries take ~2 ms).
+  // ggml-cpu.c is C built with FMA, so GCC contracts 1 + a x x into fma(a x, x, 1): with that
+  // contraction every entry equals libggml-cpu.so's (c392e50, read from the loaded library);
+  // without it one (x = -1.999) differs.
   static const std::vector<uint16_t> table = [] {
+    constexpr float kSqrt2OverPi = 0.7978845608028654f;
     std::vector<uint16_t> t(65536);
-    for (size_t i = 0; i < t.size(); ++i) t[i] = fp32_to_fp16(gelu_tanh(fp16_to_fp32(uint16_t(i))));
+    for (size_t i = 0; i < t.size(); ++i) {
+      const float v = fp16_to_fp32(uint16_t(i));
+      t[i] = fp32_to_fp16(0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * v * std::fma(0.044715f * v, v, 1.0f))));
+    }
     return t;
   }();
   if (x <= -10.0f) return 0.0f;

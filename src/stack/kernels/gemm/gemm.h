@@ -185,8 +185,10 @@ enum class Q8Activations : uint8_t {
           // scales; quantize_q8_0_rows), exact int8 block dots (vpdpbusd / vpmaddubsw), fp32
           // accumulation of dot (d_w d_x) — llama.cpp's arithmetic but for the fp32 summation
           // order, ~2x fewer instructions per weight
+  kQ8_0Ggml,  // as kQ8_0, each output summed in ggml's order (gemm_q8_ggml.h): llama.cpp's bits;
+              // Q8_0 rows only (a load under it keeps Q8_0 in rows), slower than kQ8_0
 };
-std::string_view q8_activations_name(Q8Activations a);  // "f32", "q8_0"
+std::string_view q8_activations_name(Q8Activations a);  // "f32", "q8_0", "q8_0_ggml"
 Result<Q8Activations> q8_activations_from_config(const Config& config);
 
 // How gemm_stored treats activations against F16 weights (knob kernel.gemm.f16_activations).

@@ -202,3 +202,78 @@ TEST(Q8Activations, GemmsOnEveryPathSumGgmlsQuantizedX) {
 
 }  // namespace
 }  // namespace recur::gemm
+
+namespace recur::gemm {
+namespace {
+
+// ggml's x86 Q8_0 dot (ggml_vec_dot_q8_0_q8_0's __AVX2__ branch, and llamafile's tinyBLAS_Q0_AVX
+// for many tokens) written out per lane: lane j of a block is vpmaddubsw's pairs (|w|, x with w's
+// sign) summed by vpmaddwd, the block's d = fp16(d_w) * d_x; lanes accumulate by fma; then
+// hsum_float_8: extract the high half, add the low, movehl, movehdup.
+float ggml_dot(const std::byte* w_row, const int8_t* xq, const float* xd, int64_t k) {
+  float acc[8] = {};
+  for (int64_t b = 0; b < k / kQ8Block; ++b) {
+    const std::byte* blk = w_row + b * kQ8BlockBytes;
+    uint16_t dw;
+    std::memcpy(&dw, blk, 2);
+    const auto* wq = reinterpret_cast<const int8_t*>(blk + 2);
+    const int8_t* x = xq + b * kQ8Block;
+    int16_t pairs[16];
+    for (int p = 0; p < 16; ++p) {
+      int32_t s = 0;
+      for (int t = 2 * p; t < 2 * p + 2; ++t) s += std::abs(int32_t(wq[t])) * (wq[t] < 0 ? -int32_t(x[t]) : wq[t] == 0 ? 0 : x[t]);
+      pairs[p] = int16_t(std::clamp<int32_t>(s, -32768, 32767));
+    }
+    const float d = fp16_to_fp32(dw) * xd[b];
+    for (int j = 0; j < 8; ++j) acc[j] = std::fma(d, float(int32_t(pairs[2 * j]) + int32_t(pairs[2 * j + 1])), acc[j]);
+  }
+  float res[4];
+  for (int j = 0; j < 4; ++j) res[j] = acc[j + 4] + acc[j];        // _mm_add_ps(high, low)
+  const float t0 = res[0] + res[2], t1 = res[1] + res[3];          // + movehl
+  return t0 + t1;                                                  // add_ss with movehdup
+}
+
+TEST(Q8Activations, TheGgmlOrderGivesGgmlsBitsOnEveryPathAndPool) {
+  auto pool = ThreadPool::create({.threads = 2, .pin = false});
+  ASSERT_TRUE(pool.has_value());
+  const int64_t k = 32 * 37, n = 45;
+  const auto bytes = encode(WeightFormat::kQ8_0, random_values(size_t(n * k), 21, 1), n, k);
+  const WeightView view{.format = WeightFormat::kQ8_0, .n = n, .k = k, .data = bytes.data()};
+  const size_t row_bytes = size_t(k / kQ8Block) * kQ8BlockBytes;
+  for (int64_t m : {1, 2, 9, 20}) {
+    const auto x = random_values(size_t(m * k), uint64_t(30 + m), 2);
+    std::vector<int8_t> q(x.size());
+    std::vector<float> d(x.size() / kQ8Block);
+    quantize_q8_0_rows(x.data(), m, k, q.data(), d.data());
+    std::vector<float> want(size_t(m * n));
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t r = 0; r < n; ++r)
+        want[size_t(i * n + r)] = ggml_dot(bytes.data() + r * row_bytes, q.data() + i * k, d.data() + i * (k / kQ8Block), k);
+    std::vector<float> plain(want.size());
+    ASSERT_TRUE(gemm_stored(view, x.data(), m, plain.data(), nullptr, nullptr, Q8Activations::kQ8_0).has_value());
+    for (Isa isa : runnable_isas())
+      for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), pool->get()}) {
+        std::vector<float> y(want.size());
+        {
+          ScopedIsaCap cap(isa);
+          ASSERT_TRUE(gemm_stored(view, x.data(), m, y.data(), p, nullptr, Q8Activations::kQ8_0Ggml).has_value());
+        }
+        ASSERT_EQ(std::memcmp(y.data(), want.data(), y.size() * sizeof(float)), 0) << isa_name(isa) << " M" << m;
+      }
+    int differ = 0;  // the default order sums differently: the option is not a no-op
+    for (size_t i = 0; i < want.size(); ++i) differ += plain[i] != want[i];
+    EXPECT_GT(differ, 0) << "M" << m;
+  }
+  // 16-row groups have no ggml order: refused, naming what to do.
+  std::vector<std::byte> r16(bytes.size());
+  const int64_t n16 = 32;
+  ASSERT_TRUE(repack_q8_0_r16(bytes.data(), n16, k, r16.data()).has_value());
+  std::vector<float> x(static_cast<size_t>(k), 1.0f), y(static_cast<size_t>(n16));
+  const auto st = gemm_stored({.format = WeightFormat::kQ8_0R16, .n = n16, .k = k, .data = r16.data()}, x.data(), 1,
+                              y.data(), nullptr, nullptr, Q8Activations::kQ8_0Ggml);
+  ASSERT_FALSE(st.has_value());
+  EXPECT_NE(st.error().message().find("need Q8_0 rows"), std::string::npos) << st.error().message();
+}
+
+}  // namespace
+}  // namespace recur::gemm

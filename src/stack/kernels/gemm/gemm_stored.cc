@@ -11,6 +11,7 @@
 #include "core/thread_pool.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/gemm/gemm_internal.h"
+#include "kernels/gemm/gemm_q8_ggml.h"
 #include "kernels/gemm/gemm_round.h"
 #include "kernels/gemm/gemm_small_m.h"
 
@@ -28,16 +29,27 @@ size_t row_bytes(WeightFormat f, int64_t k) {
   return 0;
 }
 
-RECUR_KNOB(gemm_q8_act, {.name = "kernel.gemm.q8_0_activations", .type = KnobType::kEnum, .choices = {"f32", "q8_0"},
+RECUR_KNOB(gemm_q8_act, {.name = "kernel.gemm.q8_0_activations", .type = KnobType::kEnum,
+                         .choices = {"f32", "q8_0", "q8_0_ggml"},
                          .default_value = "q8_0", .components = {"kernel:gemm"},
                          .acts = KnobActs::kEngineLoad | KnobActs::kEngine,
-                         .help = "Q8_0 weights: fp32 activations, or activations quantized to Q8_0 (int8 block dots)"});
+                         .help = "Q8_0 weights: fp32 activations, or activations quantized to Q8_0 (int8 block dots); "
+                                 "q8_0_ggml sums each output in ggml's order too (llama.cpp's bits; Q8_0 kept in rows)"});
 
-std::string_view q8_activations_name(Q8Activations a) { return a == Q8Activations::kF32 ? "f32" : "q8_0"; }
+std::string_view q8_activations_name(Q8Activations a) {
+  switch (a) {
+    case Q8Activations::kF32: return "f32";
+    case Q8Activations::kQ8_0: return "q8_0";
+    case Q8Activations::kQ8_0Ggml: return "q8_0_ggml";
+  }
+  return "?";
+}
 
 Result<Q8Activations> q8_activations_from_config(const Config& config) {
   RECUR_ASSIGN_OR_RETURN(std::string v, config.get("kernel.gemm.q8_0_activations"));
-  return v == "f32" ? Q8Activations::kF32 : Q8Activations::kQ8_0;
+  for (Q8Activations a : {Q8Activations::kF32, Q8Activations::kQ8_0, Q8Activations::kQ8_0Ggml})
+    if (q8_activations_name(a) == v) return a;
+  return invalid_argument("kernel.gemm.q8_0_activations={}: expected f32, q8_0 or q8_0_ggml", v);
 }
 
 RECUR_KNOB(gemm_f16_act, {.name = "kernel.gemm.f16_activations", .type = KnobType::kEnum, .choices = {"f32", "f16"},
@@ -290,6 +302,21 @@ Status run_f16r16(const WeightView& w, const float* x, int64_t m, float* y, Acti
   return ok_status();
 }
 
+// y = x W^T in ggml's order (Q8Activations::kQ8_0Ggml): x quantized per row, W rows split over
+// the pool in blocks of 16 (each output is computed whole by one thread: the same bits on any pool).
+void run_q8_ggml(const WeightView& w, const float* x, int64_t m, float* y, Workspace& s, ThreadPool* pool) {
+  auto* q = reinterpret_cast<int8_t*>(s.bytes(0, size_t(m * w.k)));
+  auto* d = reinterpret_cast<float*>(s.bytes(1, size_t(m * w.k / kQ8Block) * sizeof(float)));
+  quantize_q8_0_rows(x, m, w.k, q, d);
+  const Q8GgmlArgs a{.m = m, .k = w.k, .xq = q, .xd = d, .w = static_cast<const std::byte*>(w.data),
+                     .w_row_bytes = row_bytes(w.format, w.k), .y = y, .ldy = w.n};
+  const Q8GgmlFn fn = kQ8Ggml.get();
+  const int64_t blocks = (w.n + 15) / 16;
+  auto body = [&](int64_t b0, int64_t b1, int) { fn(a, b0 * 16, std::min(w.n, b1 * 16)); };
+  if (pool != nullptr) pool->parallel_for(blocks, body);
+  else body(0, blocks, 0);
+}
+
 }  // namespace
 
 Status gemm_stored(const WeightView& w, const float* x, int64_t m, float* y, ThreadPool* pool, Workspace* ws,
@@ -304,6 +331,13 @@ Status gemm_stored(const WeightView& w, const float* x, int64_t m, float* y, Thr
     return invalid_argument("gemm_stored: m={}: expected m >= 1 and x, y set", m);
   thread_local Workspace local;
   Workspace& s = ws != nullptr ? *ws : local;
+  if (q8 == Q8Activations::kQ8_0Ggml && w.format == WeightFormat::kQ8_0R16)
+    return invalid_argument("gemm_stored: q8_0_ggml activations need Q8_0 rows, not 16-row groups (a load under "
+                            "kernel.gemm.q8_0_activations=q8_0_ggml keeps them)");
+  if (q8 == Q8Activations::kQ8_0Ggml && w.format == WeightFormat::kQ8_0) {
+    run_q8_ggml(w, x, m, y, s, pool);
+    return ok_status();
+  }
   if (w.format == WeightFormat::kQ8_0R16) return run_q8r16(w, x, m, y, act.streams, s, pool);
   if (w.format == WeightFormat::kF16R16) return run_f16r16(w, x, m, y, act, s, pool);
   const GemvKernels* gk = m <= kSmallMMax ? stored_gemv_kernels(w.format, q8) : nullptr;
