@@ -905,10 +905,13 @@ TEST(HfConfig, ConflictingOrMalformedRopeFieldsAreNamed) {
   EXPECT_NE(e.find("'rope_parameters' must be an object"), std::string::npos) << e;
   c["rope_parameters"] = {{"rope_type", "linear"}, {"factor", "eight"}};
   e = hf_config_error(c);
-  EXPECT_NE(e.find("'factor' must be a number, got \"eight\""), std::string::npos) << e;
+  EXPECT_NE(e.find("'rope_parameters.factor' must be a number, got \"eight\""), std::string::npos) << e;
   c["rope_parameters"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
   e = hf_config_error(c);
   EXPECT_NE(e.find("rope_parameters type 'yarn' (recur reads linear for qwen2)"), std::string::npos) << e;
+  c["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}, {"rope_theta", "big"}}}};
+  e = hf_config_error(c);
+  EXPECT_NE(e.find("'rope_parameters.full_attention.rope_theta' must be a number, got \"big\""), std::string::npos) << e;
   // A row that rotates every layer alike refuses per-layer-type entries that differ.
   c["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 10000.0}}},
                           {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 5.0}}}};

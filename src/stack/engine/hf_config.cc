@@ -23,7 +23,7 @@ const json* HfKeys::find(std::string_view key) const {
 }
 
 Status HfKeys::get(std::string_view key, int& out) const {
-  if (!has(key)) return parse_error("{}: missing '{}'", source_, key);
+  if (!has(key)) return parse_error("{}: missing '{}'", source_, name(key));
   return get_opt(key, out);
 }
 
@@ -34,7 +34,7 @@ template <class T, class Check>
 Status hf_typed(const HfKeys& k, std::string_view key, T& out, Check is_type, const char* expected) {
   const json* v = k.find(key);
   if (v == nullptr) return ok_status();
-  if (!is_type(*v)) return parse_error("{}: '{}' must be {}, got {}", k.source(), key, expected, v->dump());
+  if (!is_type(*v)) return parse_error("{}: '{}' must be {}, got {}", k.source(), k.name(key), expected, v->dump());
   out = v->get<T>();
   return ok_status();
 }
@@ -44,7 +44,7 @@ Status hf_typed(const HfKeys& k, std::string_view key, T& out, Check is_type, co
 Status HfKeys::get_opt(std::string_view key, int& out) const {
   int64_t x = out;
   RECUR_RETURN_IF_ERROR(hf_typed(*this, key, x, [](const json& v) { return v.is_number_integer(); }, "an integer"));
-  if (x < INT32_MIN || x > INT32_MAX) return parse_error("{}: '{}' is {}, out of range", source_, key, x);
+  if (x < INT32_MIN || x > INT32_MAX) return parse_error("{}: '{}' is {}, out of range", source_, name(key), x);
   out = int(x);
   return ok_status();
 }
@@ -64,7 +64,7 @@ Status HfKeys::get_opt(std::string_view key, std::string& out) const {
 Status HfKeys::refuse_unless(std::string_view key, bool expected, std::string_view why) const {
   bool value = expected;
   RECUR_RETURN_IF_ERROR(get_opt(key, value));
-  if (value != expected) return unsupported("{}: '{}' is {} ({})", source_, key, value, why);
+  if (value != expected) return unsupported("{}: '{}' is {} ({})", source_, name(key), value, why);
   return ok_status();
 }
 
@@ -98,12 +98,7 @@ Status hf_rope_number(const HfKeys& k, std::string_view old_key, const std::opti
                       std::string_view key, std::optional<float>& out, std::string* out_where) {
   std::optional<float> old_value, new_value;
   if (!old_key.empty() && k.has(old_key)) RECUR_RETURN_IF_ERROR(k.get_opt(old_key, old_value.emplace()));
-  if (entry && entry->has(key)) {
-    new_value.emplace();
-    if (!entry->find(key)->is_number())
-      return parse_error("{}: '{}.{}' must be a number, got {}", k.source(), where, key, entry->find(key)->dump());
-    RECUR_RETURN_IF_ERROR(entry->get_opt(key, *new_value));
-  }
+  if (entry && entry->has(key)) RECUR_RETURN_IF_ERROR(entry->get_opt(key, new_value.emplace()));
   if (old_value && new_value && *old_value != *new_value)
     return parse_error("{}: '{}' {} conflicts with '{}.{}' {} (transformers 5 moved it into rope_parameters; keep one or make "
                        "them equal)",
@@ -134,12 +129,12 @@ Result<HfRope> read_hf_rope(const HfKeys& k, const HfRopeQuery& q) {
                          "type), got {}",
                          k.source(), params->dump());
     if (!hf_rope_per_layer_type(*params)) {
-      entry.emplace(*params, k.source());
+      entry.emplace(*params, k.source(), "rope_parameters.");
     } else {
       where = fmt::format("rope_parameters.{}", q.layer_type);
       auto it = params->find(std::string(q.layer_type));
       const json mine = it == params->end() ? json() : *it;
-      if (it != params->end() && it->is_object()) entry.emplace(*it, k.source());
+      if (it != params->end() && it->is_object()) entry.emplace(*it, k.source(), where + ".");
       if (q.one_rope)
         for (const auto& [type, value] : params->items())
           if (type != q.layer_type && !value.is_null() && value != mine)
@@ -162,10 +157,10 @@ Result<HfRope> read_hf_rope(const HfKeys& k, const HfRopeQuery& q) {
     }
   }
   if (entry) {
-    r.scaling.emplace(entry->object(), k.source());
+    r.scaling.emplace(entry->object(), k.source(), where + ".");
     r.where = where;
   } else if (old_scaling != nullptr) {
-    r.scaling.emplace(*old_scaling, k.source());
+    r.scaling.emplace(*old_scaling, k.source(), "rope_scaling.");
     r.where = "rope_scaling";
   }
   if (r.scaling) {
@@ -529,7 +524,7 @@ Status hf_kimi_linear_keys(const HfKeys& k, ModelConfig& c) {
   else return unsupported("{}: 'moe_router_activation_func' '{}' (softmax or sigmoid)", k.source(), activation);
   const json* la = k.find("linear_attn_config");
   if (la == nullptr || !la->is_object()) return parse_error("{}: missing object 'linear_attn_config'", k.source());
-  const HfKeys l(*la, k.source());
+  const HfKeys l(*la, k.source(), "linear_attn_config.");
   RECUR_RETURN_IF_ERROR(l.get("head_dim", c.kda_head_dim));
   RECUR_RETURN_IF_ERROR(l.get_opt("short_conv_kernel_size", c.conv_size));
   int heads = c.n_heads;

@@ -25,7 +25,9 @@ namespace recur {
 // A key that is absent or JSON null counts as absent (transformers writes null for unset keys).
 class HfKeys {
  public:
-  HfKeys(const nlohmann::json& j, std::string_view source) : j_(j), source_(source) {}
+  // `path`: where the object sits in the file, prefixed to key names in messages ("rope_scaling.").
+  HfKeys(const nlohmann::json& j, std::string_view source, std::string path = "")
+      : j_(j), source_(source), path_(std::move(path)) {}
   const nlohmann::json* find(std::string_view key) const;  // nullptr when absent or null
   bool has(std::string_view key) const { return find(key) != nullptr; }
   Status get(std::string_view key, int& out) const;  // required
@@ -37,10 +39,12 @@ class HfKeys {
   Status refuse_unless(std::string_view key, bool expected, std::string_view why) const;
   std::string_view source() const { return source_; }
   const nlohmann::json& object() const { return j_; }
+  std::string name(std::string_view key) const { return path_ + std::string(key); }  // for messages
 
  private:
   const nlohmann::json& j_;
   std::string_view source_;
+  std::string path_;
 };
 
 // What a row's tensors need beyond renaming (hf_tensor_names.cc applies them).
