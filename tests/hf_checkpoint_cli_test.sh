@@ -3,7 +3,8 @@
 # Hugging Face directory (config.json, safetensors shards, tokenizer.json) of the same weights,
 # and `recur generate` gives the same greedy tokens and text from either, for every Hugging Face
 # row (docs/engine.md "Hugging Face checkpoints"); bad directories are refused with the file,
-# the key or tensor named, and a non-zero exit; gemma3 and qwen3next also through `recur serve`.
+# the key or tensor named, and a non-zero exit; gemma3 and qwen3next also through `recur serve`;
+# gemma3 also as released (Gemma3ForConditionalGeneration, both tensor prefixes).
 # Usage: hf_checkpoint_cli_test.sh /path/to/recur SOURCE_DIR
 set -u
 RECUR="$1"
@@ -27,7 +28,8 @@ QWEN3NEXT="--dim 64 --layers 4 --heads 4 --kv-heads 2 --ffn 32 --kda-heads 4 --k
 i=0
 for spec in "llama --llama3-rope" "qwen2" "qwen3" "qwen2moe" "qwen3moe" "phi3" "gemma2" \
             "deepseek2 --gating sigmoid --q-lora-rank 32 --leading-dense 1" "kimi-linear --pattern kkak --kda-head-dim 32" \
-            "gemma3" "qwen3next"; do
+            "gemma3" "qwen3next" \
+            "gemma3 --hf-multimodal model.language_model" "gemma3 --hf-multimodal language_model.model"; do
   i=$((i + 1))
   arch="${spec%% *}"
   case "$arch" in
@@ -49,6 +51,13 @@ for spec in "llama --llama3-rope" "qwen2" "qwen3" "qwen2moe" "qwen3moe" "phi3" "
   [ "$(field "$T/$i.gguf.json" prompt_ids)" = "$(field "$T/hf$i.json" prompt_ids)" ] || fail "$arch: prompt ids differ"
   [ "$(field "$T/$i.gguf.json" text)" = "$(field "$T/hf$i.json" text)" ] || fail "$arch: texts differ"
 done
+# Gemma 3 as released (Gemma3ForConditionalGeneration, specs 12 and 13): the vision tensors are
+# skipped, and the load says so once.
+"$RECUR" generate -m "$T/hf13" -p hi -n 1 --threads 1 >/dev/null 2>"$T/gen.err" || fail "generate hf13: $(cat "$T/gen.err")"
+[ "$(grep -c "Gemma3ForConditionalGeneration: skipped 2 vision tower / projector tensors" "$T/gen.err")" = 1 ] \
+  || fail "hf13: no single note of the skipped vision tensors: $(cat "$T/gen.err")"
+grep -q '"language_model.model.layers.0.self_attn.q_proj.weight"' "$T/hf13/model.safetensors.index.json" \
+  || fail "hf13: not in transformers 4.50's layout"
 
 # serve: a greedy completion from the qwen2moe, gemma3 and qwen3next directories equals generate's
 # text from the GGUF file.
@@ -81,4 +90,7 @@ c["layer_types"][1] = "full_attention"
 json.dump(c, open(sys.argv[1], "w"))
 PY
 refused "$T/bad" "layer_types[1] is \"full_attention\", expected 'linear_attention'" "qwen3next layer_types"
+rm -rf "$T/bad"; cp -r "$T/hf12" "$T/bad"
+sed -i 's/"text_config": {/"text_config": 7, "unused": {/' "$T/bad/config.json"
+refused "$T/bad" "config.json: 'text_config' must be an object holding the text model's settings" "gemma3 text_config"
 echo "hf_checkpoint_cli_test: ok"

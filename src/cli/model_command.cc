@@ -101,6 +101,7 @@ struct NewFlags {
   bool force = false;  // overwrite an existing OUT
   std::string hf_dir;  // also write the weights as a Hugging Face checkpoint here
   int hf_shards = 1;
+  std::string hf_multimodal;  // --hf: the multimodal form, text model under this prefix (empty: the CausalLM form)
   bool json = false;
 };
 
@@ -206,7 +207,10 @@ int run_new(const NewFlags& f) {
   auto written = gguf::read(f.out);
   if (!written) return report_failure(written.error());
   if (!f.hf_dir.empty()) {
-    if (auto s = export_hf_checkpoint(*written, f.hf_dir, {.shards = f.hf_shards}); !s) return report_failure(s.error());
+    HfExportOptions hf{.shards = f.hf_shards};
+    if (!f.hf_multimodal.empty())
+      hf.multimodal = f.hf_multimodal == "language_model.model" ? HfTextPrefix::kLanguageModelModel : HfTextPrefix::kModelLanguageModel;
+    if (auto s = export_hf_checkpoint(*written, f.hf_dir, hf); !s) return report_failure(s.error());
   }
   uint64_t params = 0, bytes = 0;
   for (const auto& t : written->tensors) {
@@ -277,10 +281,16 @@ void register_model(CLI::App& app, Invocation& inv) {
       ->check(CLI::IsMember({"softmax", "sigmoid"}))->capture_default_str();
   create->add_option("--yarn-factor", nf->yarn_factor, "deepseek2: YaRN RoPE scaling factor (1: none)")->check(CLI::Range(1.0f, 1024.0f))->capture_default_str();
   create->add_flag("--unsplit-kv-b", nf->unsplit_kv_b, "deepseek2: write the older unsplit attn_kv_b");
-  create->add_option("--hf", nf->hf_dir, "also write the same weights as a Hugging Face checkpoint directory (config.json, "
+  CLI::Option* hf_option = create->add_option("--hf", nf->hf_dir, "also write the same weights as a Hugging Face checkpoint directory (config.json, "
                                           "safetensors, tokenizer.json; f32, f16 or bf16)");
   create->add_option("--hf-shards", nf->hf_shards, "--hf: safetensors shards (> 1 adds model.safetensors.index.json)")
       ->check(CLI::Range(1, 64))->capture_default_str();
+  create->add_option("--hf-multimodal", nf->hf_multimodal,
+                     "--hf: gemma3 as released (Gemma3ForConditionalGeneration: text_config, the text model under "
+                     "model.language_model (transformers >= 4.52) or language_model.model (4.50 - 4.51), two small "
+                     "vision tensors the loader skips)")
+      ->check(CLI::IsMember({"model.language_model", "language_model.model"}))
+      ->needs(hf_option);
   create->add_flag("--force", nf->force, "overwrite OUT when it exists (refused otherwise)");
   create->add_flag("--json", nf->json, "Print what was written as a JSON object");
   create->callback([&inv, nf] { inv.run = [nf] { return run_new(*nf); }; });

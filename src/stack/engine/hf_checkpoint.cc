@@ -92,6 +92,12 @@ class HfAssembler {
   std::deque<safetensors::File> shards;
 
   Status add(const safetensors::Tensor& t, std::string_view shard) {
+    if (hf_vision_tensor(*hf_.row, t.name)) {
+      ++vision_tensors_;
+      return ok_status();
+    }
+    if (hf_.row->tensors.multimodal)
+      if (const std::optional<HfTextName> text = hf_text_model_name(t.name)) out_.text_prefix = text->prefix;
     bool ignored = false;
     const std::optional<HfTensorTarget> target = hf_tensor_target(*hf_.row, t.name, c_.n_layers, &ignored);
     if (ignored) return ok_status();
@@ -185,6 +191,9 @@ class HfAssembler {
       RECUR_RETURN_IF_ERROR(put("rope_freqs.weight", gguf::TensorType::kF32, {hf_.rope_freqs.size()}, buf.data(), buf.size(),
                                 "config.json rope_scaling (llama3)"));
     }
+    if (vision_tensors_ > 0)
+      out_.notes.push_back(fmt::format("{}: skipped {} vision tower / projector tensor{} (recur runs the text model)",
+                                       hf_.row->name, vision_tensors_, vision_tensors_ == 1 ? "" : "s"));
     if (!c_.tied_embeddings && out_.file.tensor("output.weight") == nullptr)
       return not_found("{}: tensor 'lm_head.weight' is missing (config.json's tie_word_embeddings is false)",
                        out_.file.source());
@@ -241,6 +250,7 @@ class HfAssembler {
   HfCheckpoint& out_;
   std::deque<std::vector<std::byte>> buffers_;  // deque: growing it never moves a buffer
   std::map<std::string, std::vector<std::pair<const safetensors::Tensor*, std::string>>> experts_;
+  int vision_tensors_ = 0;
 };
 
 }  // namespace
@@ -318,9 +328,22 @@ Result<HfCheckpoint> read_hf_checkpoint(const std::string& dir_name, FileMemory 
   return out;
 }
 
+namespace {
+
+// The Hugging Face name of GGUF tensor `gguf_name` as this checkpoint spells it.
+std::string hf_checkpoint_name(const HfCheckpoint& ck, std::string_view gguf_name) {
+  const std::string name = hf_tensor_name(*ck.row, gguf_name);
+  if (!ck.row->tensors.multimodal || name.empty()) return name;
+  const std::optional<HfTextName> text = hf_text_model_name(name);
+  return text ? hf_multimodal_name(text->name, ck.text_prefix) : name;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Model>> load_hf_model(const std::string& dir, const LoadOptions& options) {
   const FileMemory memory = options.memory == WeightsMemory::kAnon ? FileMemory::kAnonymous : FileMemory::kMap;
   RECUR_ASSIGN_OR_RETURN(HfCheckpoint ck, read_hf_checkpoint(dir, memory));
+  for (const std::string& note : ck.notes) fmt::print(stderr, "{}: {}\n", dir, note);
   auto model = model_from_file(std::move(ck.file), options.model);
   if (model) return model;
   // Name the Hugging Face tensor behind the first GGUF tensor name the message quotes.
@@ -333,7 +356,7 @@ Result<std::unique_ptr<Model>> load_hf_model(const std::string& dir, const LoadO
       return unexpected(Error(model.error().code(),
                               fmt::format("{} (from Hugging Face tensor {}; shapes above are GGUF's, PyTorch's reversed)",
                                           message, it->second)));
-    if (const std::string hf = hf_tensor_name(*ck.row, name); !hf.empty())
+    if (const std::string hf = hf_checkpoint_name(ck, name); !hf.empty())
       return unexpected(
           Error(model.error().code(), fmt::format("{} (Hugging Face tensor '{}', which the checkpoint lacks)", message, hf)));
     open = close;

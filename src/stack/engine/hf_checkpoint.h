@@ -26,6 +26,7 @@
 #include "engine/engine_options.h"
 #include "engine/gguf.h"
 #include "engine/hf_config.h"
+#include "engine/hf_tensor_names.h"
 #include "engine/model.h"
 
 namespace recur {
@@ -47,6 +48,11 @@ struct HfCheckpoint {
   // in 'model.safetensors'"), for messages.
   std::map<std::string, std::string, std::less<>> origin;
   const HfArchitecture* row = nullptr;
+  // A multimodal checkpoint's text-model prefix (the last one seen), for naming missing tensors.
+  HfTextPrefix text_prefix = HfTextPrefix::kModelLanguageModel;
+  // What the load left out, for the user ("skipped 2 vision tower / projector tensors ...");
+  // load_hf_model prints each once on stderr.
+  std::vector<std::string> notes;
 };
 
 // The checkpoint as a GGUF file in llama.cpp's layout. Errors name the file (config.json, a
@@ -56,6 +62,7 @@ Result<HfCheckpoint> read_hf_checkpoint(const std::string& dir, FileMemory memor
 
 // Loads the checkpoint by its architecture's loader (load_model does for a directory); a
 // tensor the loader refuses (missing, mis-shaped) is named with its Hugging Face name and shard.
+// The checkpoint's notes (tensors skipped) go to stderr, once per load.
 Result<std::unique_ptr<Model>> load_hf_model(const std::string& dir, const LoadOptions& options);
 
 }  // namespace recur

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 
 #include <unistd.h>
 
@@ -56,6 +57,7 @@ struct Row {
   const char* label;
   ModelConfig config;
   bool llama3_rope = false;
+  std::optional<HfTextPrefix> multimodal;  // Gemma3ForConditionalGeneration's form, text model under this prefix
 };
 
 ModelConfig dense(Arch arch) {
@@ -128,6 +130,8 @@ std::vector<Row> rows() {
           {"gemma2", dense(Arch::kGemma2)},
           {"gemma3", gemma3(5)},
           {"gemma3_global", gemma3(0)},
+          {"gemma3_multimodal", gemma3(5), false, HfTextPrefix::kModelLanguageModel},
+          {"gemma3_multimodal_legacy", gemma3(5), false, HfTextPrefix::kLanguageModelModel},
           {"deepseek_v2", deepseek_v2()},
           {"deepseek_v3", deepseek_v3()},
           {"kimi_linear", kimi_linear()},
@@ -207,7 +211,7 @@ TEST_P(HfRows, LoadsTheSameWeightsAsTheGgufFile) {
     Gguf g = gguf_model(r, dtype);
     ASSERT_TRUE(g.model);
     TempDir dir;
-    auto exported = export_hf_checkpoint(g.file(), dir.str(), {.shards = shards});
+    auto exported = export_hf_checkpoint(g.file(), dir.str(), {.shards = shards, .multimodal = r.multimodal});
     ASSERT_TRUE(exported.has_value()) << exported.error().message();
     EXPECT_EQ(fs::exists(dir / "model.safetensors.index.json"), shards > 1);
     auto hf = load_model(dir.str(), Config());
@@ -328,6 +332,22 @@ TEST(HfTensorNames, FollowLlamaCppsConverter) {
   EXPECT_EQ(target("Qwen3NextForCausalLM", "model.layers.0.linear_attn.in_proj_ba.weight"), "blk.0.ssm_ba.weight 0");
   EXPECT_EQ(target("Qwen3NextForCausalLM", "mtp.layers.0.self_attn.q_proj.weight"), "ignored");
   EXPECT_EQ(target("Qwen3NextForCausalLM", "model.layers.2.mlp.shared_expert_gate.weight"), "blk.2.ffn_gate_inp_shexp.weight 0");
+  // Gemma3ForConditionalGeneration: the text model under either prefix, the vision tower and
+  // projector skipped (under model. too, as transformers >= 4.52 saves them), nothing unprefixed.
+  for (const char* name : {"model.language_model.layers.1.self_attn.q_norm.weight", "language_model.model.layers.1.self_attn.q_norm.weight"})
+    EXPECT_EQ(target("Gemma3ForConditionalGeneration", name), "blk.1.attn_q_norm.weight 3") << name;
+  EXPECT_EQ(target("Gemma3ForConditionalGeneration", "language_model.lm_head.weight"), "output.weight 0");
+  EXPECT_EQ(target("Gemma3ForConditionalGeneration", "lm_head.weight"), "output.weight 0");
+  EXPECT_EQ(target("Gemma3ForConditionalGeneration", "model.language_model.embed_tokens.weight"), "token_embd.weight 0");
+  for (const char* name : {"vision_tower.vision_model.encoder.layers.0.mlp.fc1.weight", "multi_modal_projector.mm_soft_emb_norm.weight",
+                           "model.vision_tower.vision_model.post_layernorm.bias", "model.multi_modal_projector.mm_input_projection_weight"})
+    EXPECT_EQ(target("Gemma3ForConditionalGeneration", name), "ignored") << name;
+  EXPECT_EQ(target("Gemma3ForConditionalGeneration", "model.layers.1.self_attn.q_norm.weight"), "unknown");
+  EXPECT_EQ(target("Gemma3ForCausalLM", "vision_tower.vision_model.post_layernorm.bias"), "unknown");
+  EXPECT_EQ(hf_tensor_name(*row("Gemma3ForConditionalGeneration"), "blk.0.attn_q.weight"),
+            "model.language_model.layers.0.self_attn.q_proj.weight");
+  EXPECT_EQ(hf_multimodal_name("lm_head.weight", HfTextPrefix::kLanguageModelModel), "language_model.lm_head.weight");
+  EXPECT_EQ(hf_multimodal_name("model.norm.weight", HfTextPrefix::kLanguageModelModel), "language_model.model.norm.weight");
   // Each row writes its own spelling of the GGUF names several rows share.
   EXPECT_EQ(hf_tensor_name(*row("Qwen3NextForCausalLM"), "blk.0.ssm_a"), "model.layers.0.linear_attn.A_log");
   EXPECT_EQ(hf_tensor_name(*row("KimiLinearForCausalLM"), "blk.0.ssm_a"), "model.layers.0.self_attn.A_log");
@@ -472,7 +492,9 @@ class BadCheckpoint : public ::testing::Test {
     restore();
   }
   // The directory as exported, undoing the last edit.
-  void restore() { ASSERT_TRUE(export_hf_checkpoint(g_.file(), dir_.str(), {.shards = 2}).has_value()); }
+  void restore() {
+    ASSERT_TRUE(export_hf_checkpoint(g_.file(), dir_.str(), {.shards = 2, .multimodal = row().multimodal}).has_value());
+  }
   std::string load_error(std::string_view what = "") {
     auto m = load_model(dir_.str(), Config());
     EXPECT_FALSE(m.has_value()) << what;
@@ -483,6 +505,13 @@ class BadCheckpoint : public ::testing::Test {
     json c = read_json("config.json");
     if (value.is_null()) c.erase(key);
     else c[key] = value;
+    write("config.json", c.dump());
+  }
+  // Sets text_config's `key` (a multimodal checkpoint's text model keys) to `value` (null: removes it).
+  void set_text_config(const std::string& key, const json& value) {
+    json c = read_json("config.json");
+    if (value.is_null()) c["text_config"].erase(key);
+    else c["text_config"][key] = value;
     write("config.json", c.dump());
   }
   // The same, returning the load error.
@@ -756,6 +785,284 @@ TEST(HfCheckpoint, Gemma3LayerTypesAndPatternSpellTheSameModel) {
     EXPECT_EQ((*hf)->config().sliding_window, window);
     expect_same_outputs(*g.model, **hf, fmt::format("gemma3 window {}", window));
   }
+}
+
+// ---- Gemma 3 as released (Gemma3ForConditionalGeneration) ----
+
+// The released gemma-3-4b-it config.json: text_config lists only what differs from
+// Gemma3TextConfig's defaults, the model's eos ids stand beside it.
+json gemma3_4b_config() {
+  return json::parse(R"({"architectures": ["Gemma3ForConditionalGeneration"], "boi_token_index": 255999,
+    "eoi_token_index": 256000, "eos_token_id": [1, 106], "image_token_index": 262144, "mm_tokens_per_image": 256,
+    "model_type": "gemma3",
+    "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+                    "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+                    "sliding_window": 1024},
+    "vision_config": {"hidden_size": 1152, "image_size": 896, "intermediate_size": 4304, "model_type": "siglip_vision_model",
+                      "num_attention_heads": 16, "num_hidden_layers": 27, "patch_size": 14, "vision_use_head": false}})");
+}
+
+void expect_gemma3_4b(const HfModelConfig& hf) {
+  const ModelConfig& c = hf.config;
+  EXPECT_EQ(hf.row->name, "Gemma3ForConditionalGeneration");
+  EXPECT_EQ(c.arch, Arch::kGemma3);
+  EXPECT_EQ(c.dim, 2560);
+  EXPECT_EQ(c.ffn_dim, 10240);
+  EXPECT_EQ(c.n_layers, 34);
+  EXPECT_EQ(c.n_heads, 8) << "Gemma3TextConfig's default";
+  EXPECT_EQ(c.n_kv_heads, 4);
+  EXPECT_EQ(c.head_dim, 256);
+  EXPECT_EQ(c.vocab, 262208);
+  EXPECT_EQ(c.context, 131072);
+  EXPECT_FLOAT_EQ(c.rms_eps, 1e-6f);
+  EXPECT_FLOAT_EQ(c.rope_theta, 1e6f);
+  EXPECT_FLOAT_EQ(c.rope_freq_scale, 0.125f);
+  EXPECT_FLOAT_EQ(c.rope_local_theta, 10000.0f);
+  EXPECT_EQ(c.sliding_window, 1024);
+  EXPECT_EQ(c.sliding_window_pattern, 6);
+  EXPECT_TRUE(c.tied_embeddings);
+  EXPECT_EQ(c.final_softcap, 0.0f);
+  EXPECT_EQ(hf.bos, 2);
+  EXPECT_EQ(hf.eos, 1) << "the model's eos_token_id [1, 106], first entry";
+}
+
+TEST(HfConfig, Gemma3AsReleasedTakesTheTextConfigsDefaults) {
+  auto hf = read_hf_config(gemma3_4b_config().dump(), "gemma-3-4b-it/config.json");
+  ASSERT_TRUE(hf.has_value()) << hf.error().message();
+  expect_gemma3_4b(*hf);
+}
+
+// transformers 5 saves the same model with rope_parameters keyed by layer type.
+TEST(HfConfig, Gemma3RopeParametersPerLayerType) {
+  json config = gemma3_4b_config();
+  json& text = config["text_config"];
+  text.erase("rope_scaling");
+  text["rope_parameters"] = {{"full_attention", {{"rope_type", "linear"}, {"factor", 8.0}, {"rope_theta", 1000000.0}}},
+                             {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 10000.0}}}};
+  auto hf = read_hf_config(config.dump(), "config.json");
+  ASSERT_TRUE(hf.has_value()) << hf.error().message();
+  expect_gemma3_4b(*hf);
+  // Old keys beside the new ones load where they agree (a transformers 4 file re-saved by 5).
+  text["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 8}};
+  text["rope_theta"] = 1000000;
+  text["rope_local_base_freq"] = 10000;
+  hf = read_hf_config(config.dump(), "config.json");
+  ASSERT_TRUE(hf.has_value()) << hf.error().message();
+  expect_gemma3_4b(*hf);
+}
+
+TEST(HfConfig, LlamaRopeParametersReadAsRopeThetaAndRopeScaling) {
+  json config = {{"architectures", {"LlamaForCausalLM"}}, {"hidden_size", 64}, {"num_hidden_layers", 2},
+                 {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"intermediate_size", 128}, {"vocab_size", 400}};
+  const json llama3 = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
+                       {"original_max_position_embeddings", 8192}};
+  json old = config;
+  old["rope_theta"] = 500000.0;
+  old["rope_scaling"] = llama3;
+  json v5 = config;
+  v5["rope_parameters"] = llama3;
+  v5["rope_parameters"]["rope_theta"] = 500000.0;
+  auto a = read_hf_config(old.dump(), "old/config.json");
+  auto b = read_hf_config(v5.dump(), "v5/config.json");
+  ASSERT_TRUE(a.has_value()) << a.error().message();
+  ASSERT_TRUE(b.has_value()) << b.error().message();
+  EXPECT_FLOAT_EQ(b->config.rope_theta, 500000.0f);
+  EXPECT_EQ(b->rope_freqs, a->rope_freqs);
+  EXPECT_EQ(b->rope_freqs, llama3_rope_divisors(16, 500000.0, {}));
+  // The per-layer-type form with one entry is the same RoPE.
+  json typed = config;
+  typed["rope_parameters"] = {{"full_attention", v5["rope_parameters"]}};
+  auto c = read_hf_config(typed.dump(), "typed/config.json");
+  ASSERT_TRUE(c.has_value()) << c.error().message();
+  EXPECT_EQ(c->rope_freqs, a->rope_freqs);
+}
+
+std::string hf_config_error(const json& config) {
+  auto hf = read_hf_config(config.dump(), "dir/config.json");
+  EXPECT_FALSE(hf.has_value()) << config.dump();
+  return hf ? "" : hf.error().message();
+}
+
+TEST(HfConfig, ConflictingOrMalformedRopeFieldsAreNamed) {
+  json base = {{"architectures", {"Qwen2ForCausalLM"}}, {"hidden_size", 64}, {"num_hidden_layers", 2},
+               {"num_attention_heads", 4}, {"intermediate_size", 128}, {"vocab_size", 400}};
+  json c = base;
+  c["rope_theta"] = 10000.0;
+  c["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 500000.0}};
+  std::string e = hf_config_error(c);
+  EXPECT_NE(e.find("dir/config.json: 'rope_theta' 10000 conflicts with 'rope_parameters.rope_theta' 500000"), std::string::npos) << e;
+  c = base;
+  c["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
+  c["rope_parameters"] = {{"rope_type", "linear"}, {"factor", 4.0}};
+  e = hf_config_error(c);
+  EXPECT_NE(e.find("'rope_scaling.factor' 2.0 conflicts with 'rope_parameters.factor' 4.0"), std::string::npos) << e;
+  c["rope_parameters"] = {{"rope_type", "default"}};
+  e = hf_config_error(c);
+  EXPECT_NE(e.find("'rope_scaling' type 'linear' conflicts with 'rope_parameters' type 'default'"), std::string::npos) << e;
+  c = base;
+  c["rope_parameters"] = "linear";
+  e = hf_config_error(c);
+  EXPECT_NE(e.find("'rope_parameters' must be an object"), std::string::npos) << e;
+  c["rope_parameters"] = {{"rope_type", "linear"}, {"factor", "eight"}};
+  e = hf_config_error(c);
+  EXPECT_NE(e.find("'rope_parameters.factor' must be a number, got \"eight\""), std::string::npos) << e;
+  c["rope_parameters"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+  e = hf_config_error(c);
+  EXPECT_NE(e.find("rope_parameters type 'yarn' (recur reads linear for qwen2)"), std::string::npos) << e;
+  c["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}, {"rope_theta", "big"}}}};
+  e = hf_config_error(c);
+  EXPECT_NE(e.find("'rope_parameters.full_attention.rope_theta' must be a number, got \"big\""), std::string::npos) << e;
+  // A row that rotates every layer alike refuses per-layer-type entries that differ.
+  c["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 10000.0}}},
+                          {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 5.0}}}};
+  e = hf_config_error(c);
+  EXPECT_NE(e.find("'rope_parameters.sliding_attention' differs from 'rope_parameters.full_attention'"), std::string::npos) << e;
+  // partial_rotary_factor moved into rope_parameters too.
+  c = base;
+  c["architectures"] = {"Phi3ForCausalLM"};
+  c["rope_parameters"] = {{"rope_type", "default"}, {"partial_rotary_factor", 0.5}};
+  e = hf_config_error(c);
+  EXPECT_NE(e.find("'partial_rotary_factor' 0.5 (partial rotary is not supported)"), std::string::npos) << e;
+  c["partial_rotary_factor"] = 1.0;
+  e = hf_config_error(c);
+  EXPECT_NE(e.find("'partial_rotary_factor' 1 conflicts with 'rope_parameters.partial_rotary_factor' 0.5"), std::string::npos) << e;
+  // Gemma 3: the sliding layers' base, either spelling, and unscaled.
+  json g = gemma3_4b_config();
+  g["text_config"]["rope_local_base_freq"] = 10000.0;
+  g["text_config"]["rope_parameters"] = {{"full_attention", {{"rope_type", "linear"}, {"factor", 8.0}}},
+                                         {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 20000.0}}}};
+  g["text_config"].erase("rope_scaling");
+  e = hf_config_error(g);
+  EXPECT_NE(e.find("dir/config.json (text_config): 'rope_local_base_freq' 10000 conflicts with "
+                   "'rope_parameters.sliding_attention.rope_theta' 20000"),
+            std::string::npos)
+      << e;
+  g["text_config"].erase("rope_local_base_freq");
+  e = hf_config_error(g);
+  EXPECT_NE(e.find("'rope_parameters.sliding_attention.rope_theta' is 20000 (llama.cpp's gemma3 rotates the sliding layers at "
+                   "base 10000)"),
+            std::string::npos)
+      << e;
+  g["text_config"]["rope_parameters"]["sliding_attention"] = {{"rope_type", "linear"}, {"factor", 8.0}};
+  e = hf_config_error(g);
+  EXPECT_NE(e.find("rope_parameters.sliding_attention type 'linear' (llama.cpp's gemma3 rotates the sliding layers unscaled)"),
+            std::string::npos)
+      << e;
+}
+
+TEST(HfConfig, Gemma3TextConfigMustBeAnObject) {
+  json g = gemma3_4b_config();
+  g["text_config"] = json::array({1, 2});
+  std::string e = hf_config_error(g);
+  EXPECT_NE(e.find("dir/config.json: 'text_config' must be an object holding the text model's settings "
+                   "(Gemma3ForConditionalGeneration nests them there), got [1,2]"),
+            std::string::npos)
+      << e;
+  g.erase("text_config");
+  e = hf_config_error(g);
+  EXPECT_NE(e.find("'text_config' must be an object"), std::string::npos) << e;
+  g = gemma3_4b_config();
+  g["text_config"]["num_hidden_layers"] = "34";
+  e = hf_config_error(g);
+  EXPECT_NE(e.find("dir/config.json (text_config): 'num_hidden_layers' must be an integer, got \"34\""), std::string::npos) << e;
+}
+
+// rope_theta + rope_scaling (+ Gemma 3's rope_local_base_freq) rewritten as transformers 5 saves
+// them: rope_parameters, one object or (Gemma 3) one per layer type.
+void to_rope_parameters(json& keys, bool per_layer_type) {
+  json full = keys.contains("rope_scaling") ? keys["rope_scaling"] : json{{"rope_type", "default"}};
+  if (keys.contains("rope_theta")) full["rope_theta"] = keys["rope_theta"];
+  if (per_layer_type) {
+    json sliding = {{"rope_type", "default"}, {"rope_theta", keys.value("rope_local_base_freq", 10000.0)}};
+    keys["rope_parameters"] = {{"full_attention", full}, {"sliding_attention", sliding}};
+  } else {
+    keys["rope_parameters"] = full;
+  }
+  for (const char* old : {"rope_theta", "rope_scaling", "rope_local_base_freq"}) keys.erase(old);
+}
+
+TEST(HfCheckpoint, TransformersFiveRopeParametersLoadTheSameModel) {
+  for (const Row& r : {Row{"llama3_rope", dense(Arch::kLlama), true}, Row{"deepseek_v3", deepseek_v3()},
+                       Row{"gemma3", gemma3(5)}, Row{"gemma3_multimodal", gemma3(5), false, HfTextPrefix::kLanguageModelModel}}) {
+    SCOPED_TRACE(r.label);
+    Gguf g = gguf_model(r, gguf::TensorType::kF32);
+    ASSERT_TRUE(g.model);
+    TempDir dir;
+    ASSERT_TRUE(export_hf_checkpoint(g.file(), dir.str(), {.multimodal = r.multimodal}).has_value());
+    std::ifstream in(dir / "config.json");
+    json config = json::parse(in);
+    json& keys = r.multimodal ? config["text_config"] : config;
+    ASSERT_TRUE(keys.contains("rope_scaling")) << "the row under test scales its RoPE";
+    to_rope_parameters(keys, r.config.arch == Arch::kGemma3);
+    std::ofstream(dir / "config.json") << config.dump();
+    auto hf = load_model(dir.str(), Config());
+    ASSERT_TRUE(hf.has_value()) << hf.error().message();
+    expect_same_outputs(*g.model, **hf, r.label);
+  }
+}
+
+TEST(HfCheckpoint, Gemma3MultimodalSkipsTheVisionTensorsAndSaysSo) {
+  Gguf g = gguf_model({"gemma3", gemma3(5)}, gguf::TensorType::kF32);
+  ASSERT_TRUE(g.model);
+  TempDir dir;
+  ASSERT_TRUE(export_hf_checkpoint(g.file(), dir.str(), {.multimodal = HfTextPrefix::kModelLanguageModel}).has_value());
+  auto shard = safetensors::read((dir / "model.safetensors").string());
+  ASSERT_TRUE(shard.has_value());
+  EXPECT_NE(shard->find("model.vision_tower.vision_model.embeddings.patch_embedding.weight"), nullptr);
+  EXPECT_NE(shard->find("model.language_model.layers.0.self_attn.q_proj.weight"), nullptr);
+  auto ck = read_hf_checkpoint(dir.str());
+  ASSERT_TRUE(ck.has_value()) << ck.error().message();
+  ASSERT_EQ(ck->notes.size(), 1u);
+  EXPECT_EQ(ck->notes[0], "Gemma3ForConditionalGeneration: skipped 2 vision tower / projector tensors (recur runs the text model)");
+  EXPECT_EQ(ck->origin["blk.0.attn_q.weight"], "'model.language_model.layers.0.self_attn.q_proj.weight' [64, 64] in 'model.safetensors'");
+}
+
+// The multimodal row's own bad inputs.
+class BadGemma3Multimodal : public BadCheckpoint {
+ protected:
+  Row row() const override { return {"gemma3_multimodal", gemma3(5), false, HfTextPrefix::kModelLanguageModel}; }
+};
+
+TEST_F(BadGemma3Multimodal, MissingTextTensorIsNamedAsTheCheckpointSpellsIt) {
+  const std::string q_norm = "model.language_model.layers.2.self_attn.q_norm.weight";
+  drop(q_norm);
+  std::string e = load_error(q_norm);
+  EXPECT_NE(e.find(fmt::format("'{}', which the checkpoint lacks", q_norm)), std::string::npos) << e;
+  // transformers 4.50's prefix: named with it.
+  for (const auto& entry : fs::directory_iterator(dir_.str())) fs::remove(entry.path());
+  ASSERT_TRUE(export_hf_checkpoint(g_.file(), dir_.str(), {.shards = 2, .multimodal = HfTextPrefix::kLanguageModelModel}).has_value());
+  const std::string legacy = "language_model.model.layers.2.self_attn.q_norm.weight";
+  drop(legacy);
+  e = load_error(legacy);
+  EXPECT_NE(e.find(fmt::format("'{}', which the checkpoint lacks", legacy)), std::string::npos) << e;
+}
+
+TEST_F(BadGemma3Multimodal, TextTensorWithoutItsPrefixIsRefusedByName) {
+  rewrite_shard("model-00001-of-00002.safetensors", [&](std::vector<safetensors::PendingTensor>& ts) {
+    ts.push_back({"model.layers.0.self_attn.q_proj.weight", DType::kF32, {2}, std::vector<std::byte>(8)});
+  });
+  const std::string e = load_error();
+  EXPECT_NE(e.find("model-00001-of-00002.safetensors: tensor 'model.layers.0.self_attn.q_proj.weight' is not one recur maps for "
+                   "Gemma3ForConditionalGeneration"),
+            std::string::npos)
+      << e;
+}
+
+TEST_F(BadGemma3Multimodal, BadTextConfigValuesAreNamedWithinTextConfig) {
+  set_text_config("rope_parameters", {{"full_attention", {{"rope_type", "linear"}, {"factor", 4.0}}},
+                                      {"sliding_attention", {{"rope_type", "default"}}}});
+  std::string e = load_error();
+  EXPECT_NE(e.find("config.json (text_config): 'rope_scaling.factor' 8.0 conflicts with 'rope_parameters.full_attention.factor' 4.0"),
+            std::string::npos)
+      << e;
+  restore();
+  set_text_config("query_pre_attn_scalar", 64);
+  e = load_error();
+  EXPECT_NE(e.find("config.json (text_config): 'query_pre_attn_scalar' is 64, expected 16"), std::string::npos) << e;
+  restore();
+  set_config("text_config", "gemma3_text");
+  e = load_error();
+  EXPECT_NE(e.find("config.json: 'text_config' must be an object"), std::string::npos) << e;
 }
 
 }  // namespace

@@ -23,7 +23,7 @@ const json* HfKeys::find(std::string_view key) const {
 }
 
 Status HfKeys::get(std::string_view key, int& out) const {
-  if (!has(key)) return parse_error("{}: missing '{}'", source_, key);
+  if (!has(key)) return parse_error("{}: missing '{}'", source_, name(key));
   return get_opt(key, out);
 }
 
@@ -34,7 +34,7 @@ template <class T, class Check>
 Status hf_typed(const HfKeys& k, std::string_view key, T& out, Check is_type, const char* expected) {
   const json* v = k.find(key);
   if (v == nullptr) return ok_status();
-  if (!is_type(*v)) return parse_error("{}: '{}' must be {}, got {}", k.source(), key, expected, v->dump());
+  if (!is_type(*v)) return parse_error("{}: '{}' must be {}, got {}", k.source(), k.name(key), expected, v->dump());
   out = v->get<T>();
   return ok_status();
 }
@@ -44,7 +44,7 @@ Status hf_typed(const HfKeys& k, std::string_view key, T& out, Check is_type, co
 Status HfKeys::get_opt(std::string_view key, int& out) const {
   int64_t x = out;
   RECUR_RETURN_IF_ERROR(hf_typed(*this, key, x, [](const json& v) { return v.is_number_integer(); }, "an integer"));
-  if (x < INT32_MIN || x > INT32_MAX) return parse_error("{}: '{}' is {}, out of range", source_, key, x);
+  if (x < INT32_MIN || x > INT32_MAX) return parse_error("{}: '{}' is {}, out of range", source_, name(key), x);
   out = int(x);
   return ok_status();
 }
@@ -64,7 +64,7 @@ Status HfKeys::get_opt(std::string_view key, std::string& out) const {
 Status HfKeys::refuse_unless(std::string_view key, bool expected, std::string_view why) const {
   bool value = expected;
   RECUR_RETURN_IF_ERROR(get_opt(key, value));
-  if (value != expected) return unsupported("{}: '{}' is {} ({})", source_, key, value, why);
+  if (value != expected) return unsupported("{}: '{}' is {} ({})", source_, name(key), value, why);
   return ok_status();
 }
 
@@ -86,40 +86,111 @@ std::vector<float> llama3_rope_divisors(int d, double theta, const Llama3Rope& r
 
 namespace {
 
-// config.json's rope_scaling: its keys and its type ("type" or "rope_type"; "default" when it
-// names none), or nullopt when absent. Not an object: a parse error naming the file.
-struct HfRopeScaling {
-  HfKeys keys;
-  std::string type = "default";
-};
-Result<std::optional<HfRopeScaling>> read_rope_scaling(const HfKeys& k) {
-  const json* s = k.find("rope_scaling");
-  if (s == nullptr) return std::nullopt;
-  if (!s->is_object()) return parse_error("{}: 'rope_scaling' must be an object", k.source());
-  HfRopeScaling r{HfKeys(*s, k.source())};
-  RECUR_RETURN_IF_ERROR(r.keys.get_opt("type", r.type));
-  RECUR_RETURN_IF_ERROR(r.keys.get_opt("rope_type", r.type));
+// A rope_parameters object keyed by layer type ({"full_attention": {...}, ...}) rather than one
+// RoPE ({rope_type, rope_theta, ...}): every value an object or null.
+bool hf_rope_per_layer_type(const json& params) {
+  return !params.empty() && std::all_of(params.begin(), params.end(), [](const json& v) { return v.is_object() || v.is_null(); });
+}
+
+// One number of a RoPE given both ways (rope_theta and rope_parameters' rope_theta, ...): the new
+// one where present, refused when both are given and differ.
+Status hf_rope_number(const HfKeys& k, std::string_view old_key, const std::optional<HfKeys>& entry, std::string_view where,
+                      std::string_view key, std::optional<float>& out, std::string* out_where) {
+  std::optional<float> old_value, new_value;
+  if (!old_key.empty() && k.has(old_key)) RECUR_RETURN_IF_ERROR(k.get_opt(old_key, old_value.emplace()));
+  if (entry && entry->has(key)) RECUR_RETURN_IF_ERROR(entry->get_opt(key, new_value.emplace()));
+  if (old_value && new_value && *old_value != *new_value)
+    return parse_error("{}: '{}' {} conflicts with '{}.{}' {} (transformers 5 moved it into rope_parameters; keep one or make "
+                       "them equal)",
+                       k.source(), old_key, *old_value, where, key, *new_value);
+  out = new_value ? new_value : old_value;
+  if (out_where != nullptr) *out_where = new_value ? fmt::format("{}.{}", where, key) : std::string(old_key);
+  return ok_status();
+}
+
+std::string hf_rope_type(const json& scaling) {
+  for (const char* key : {"rope_type", "type"})
+    if (auto it = scaling.find(key); it != scaling.end() && it->is_string()) return it->get<std::string>();
+  return "default";
+}
+
+}  // namespace
+
+Result<HfRope> read_hf_rope(const HfKeys& k, const HfRopeQuery& q) {
+  HfRope r;
+  const json* old_scaling = q.scaling_key ? k.find("rope_scaling") : nullptr;
+  if (old_scaling != nullptr && !old_scaling->is_object())
+    return parse_error("{}: 'rope_scaling' must be an object, got {}", k.source(), old_scaling->dump());
+  std::optional<HfKeys> entry;
+  std::string where = "rope_parameters";
+  if (const json* params = k.find("rope_parameters")) {
+    if (!params->is_object())
+      return parse_error("{}: 'rope_parameters' must be an object ({{\"rope_type\", \"rope_theta\", ...}} or one such per layer "
+                         "type), got {}",
+                         k.source(), params->dump());
+    if (!hf_rope_per_layer_type(*params)) {
+      entry.emplace(*params, k.source(), "rope_parameters.");
+    } else {
+      where = fmt::format("rope_parameters.{}", q.layer_type);
+      auto it = params->find(std::string(q.layer_type));
+      const json mine = it == params->end() ? json() : *it;
+      if (it != params->end() && it->is_object()) entry.emplace(*it, k.source(), where + ".");
+      if (q.one_rope)
+        for (const auto& [type, value] : params->items())
+          if (type != q.layer_type && !value.is_null() && value != mine)
+            return unsupported("{}: 'rope_parameters.{}' differs from '{}' (recur rotates every layer of this model alike)",
+                               k.source(), type, where);
+    }
+  }
+  if (entry && old_scaling != nullptr) {
+    // transformers 5 reads rope_scaling into rope_parameters: both may stand where they agree.
+    const std::string old_type = hf_rope_type(*old_scaling), new_type = hf_rope_type(entry->object());
+    if (old_type != new_type)
+      return parse_error("{}: 'rope_scaling' type '{}' conflicts with '{}' type '{}' (keep one or make them equal)", k.source(),
+                         old_type, where, new_type);
+    for (const auto& [key, value] : old_scaling->items()) {
+      if (key == "type" || key == "rope_type") continue;
+      const json* other = entry->find(key);
+      if (other == nullptr || *other != value)
+        return parse_error("{}: 'rope_scaling.{}' {} conflicts with '{}.{}' {} (keep one or make them equal)", k.source(), key,
+                           value.dump(), where, key, other == nullptr ? "absent" : other->dump());
+    }
+  }
+  if (entry) {
+    r.scaling.emplace(entry->object(), k.source(), where + ".");
+    r.where = where;
+  } else if (old_scaling != nullptr) {
+    r.scaling.emplace(*old_scaling, k.source(), "rope_scaling.");
+    r.where = "rope_scaling";
+  }
+  if (r.scaling) {
+    std::string type = hf_rope_type(r.scaling->object());
+    RECUR_RETURN_IF_ERROR(r.scaling->get_opt("type", type));  // a non-string type is an error naming it
+    RECUR_RETURN_IF_ERROR(r.scaling->get_opt("rope_type", type));
+    r.type = type;
+  }
+  RECUR_RETURN_IF_ERROR(hf_rope_number(k, q.theta_key, entry, where, "rope_theta", r.theta, &r.theta_where));
+  RECUR_RETURN_IF_ERROR(hf_rope_number(k, "partial_rotary_factor", entry, where, "partial_rotary_factor",
+                                       r.partial_rotary_factor, nullptr));
   return r;
 }
 
-// rope_scaling of the dense rows: none, linear (factor), or Llama 3's (rope_freqs divisors,
+namespace {
+
+// The RoPE scaling of the dense rows: none, linear (factor), or Llama 3's (rope_freqs divisors,
 // read in read_hf_config). Others are refused by name.
 Status hf_rope_scaling(const HfKeys& k, ModelConfig& c, bool llama3_allowed) {
-  auto scaling = read_rope_scaling(k);
-  if (!scaling) return unexpected(scaling.error());
-  if (!*scaling) return ok_status();
-  const HfKeys& r = (*scaling)->keys;
-  const std::string& type = (*scaling)->type;
-  if (type == "default") return ok_status();
-  if (type == "linear") {
+  RECUR_ASSIGN_OR_RETURN(const HfRope rope, read_hf_rope(k, {.one_rope = !hf_architecture_of(c.arch)->rope_per_layer_type}));
+  if (rope.type == "default") return ok_status();
+  if (rope.type == "linear") {
     float factor = 1;
-    RECUR_RETURN_IF_ERROR(r.get_opt("factor", factor));
-    if (!(factor > 0)) return parse_error("{}: rope_scaling.factor {} must be > 0", k.source(), factor);
+    RECUR_RETURN_IF_ERROR(rope.scaling->get_opt("factor", factor));
+    if (!(factor > 0)) return parse_error("{}: {}.factor {} must be > 0", k.source(), rope.where, factor);
     c.rope_freq_scale = 1.0f / factor;
     return ok_status();
   }
-  if (type == "llama3" && llama3_allowed) return ok_status();
-  return unsupported("{}: rope_scaling type '{}' (recur reads linear{} for {})", k.source(), type,
+  if (rope.type == "llama3" && llama3_allowed) return ok_status();
+  return unsupported("{}: {} type '{}' (recur reads linear{} for {})", k.source(), rope.where, rope.type,
                      llama3_allowed ? " and llama3" : "", arch_name(c.arch));
 }
 
@@ -160,8 +231,8 @@ void hf_write_qwen_moe(const ModelConfig& c, json& j) {
 // is ignored as llama.cpp does (architectures.cc).
 Status hf_phi3_keys(const HfKeys& k, ModelConfig& c) {
   RECUR_RETURN_IF_ERROR(hf_rope_scaling(k, c, false));
-  float partial = 1;
-  RECUR_RETURN_IF_ERROR(k.get_opt("partial_rotary_factor", partial));
+  RECUR_ASSIGN_OR_RETURN(const HfRope rope, read_hf_rope(k));
+  const float partial = rope.partial_rotary_factor.value_or(1.0f);
   if (partial != 1) return unsupported("{}: 'partial_rotary_factor' {} (partial rotary is not supported)", k.source(), partial);
   return ok_status();
 }
@@ -210,15 +281,33 @@ json hf_layer_types_list(int n_layers, std::string_view a, std::string_view b, c
 
 // Gemma 3 (text): five sliding layers of each six (sliding_window_pattern 6, or layer_types in
 // that pattern; 1 or every layer full_attention: no window), the sliding layers at RoPE base
-// rope_local_base_freq 10000 unscaled, the global ones at rope_theta with rope_scaling (linear);
-// query_pre_attn_scalar as llama.cpp's gemma3 scales queries; optional final soft-cap, no
-// attention soft-cap. Absent keys take Gemma3TextConfig's defaults.
+// rope_local_base_freq (transformers 5: rope_parameters.sliding_attention.rope_theta) 10000
+// unscaled, the global ones at rope_theta with rope_scaling (linear; transformers 5:
+// rope_parameters.full_attention); query_pre_attn_scalar as llama.cpp's gemma3 scales queries;
+// optional final soft-cap, no attention soft-cap. Absent keys take Gemma3TextConfig's defaults
+// (kGemma3TextDefaults; the global base 1e6).
 constexpr int kGemma3Pattern = 6;
-constexpr float kGemma3LocalTheta = 10000.0f;
+constexpr float kGemma3LocalTheta = 10000.0f, kGemma3GlobalTheta = 1e6f;
+
+// The sliding layers' RoPE: unscaled at llama.cpp's fixed base.
+Status hf_gemma3_local_rope(const HfKeys& k) {
+  RECUR_ASSIGN_OR_RETURN(const HfRope local, read_hf_rope(k, {.layer_type = "sliding_attention",
+                                                              .theta_key = "rope_local_base_freq",
+                                                              .scaling_key = false,
+                                                              .one_rope = false}));
+  if (local.type != "default")
+    return unsupported("{}: {} type '{}' (llama.cpp's gemma3 rotates the sliding layers unscaled)", k.source(), local.where,
+                       local.type);
+  if (local.theta && *local.theta != kGemma3LocalTheta)
+    return unsupported("{}: '{}' is {} (llama.cpp's gemma3 rotates the sliding layers at base 10000)", k.source(),
+                       local.theta_where, *local.theta);
+  return ok_status();
+}
 
 Status hf_gemma3_keys(const HfKeys& k, ModelConfig& c) {
   RECUR_RETURN_IF_ERROR(hf_rope_scaling(k, c, false));
-  if (!k.has("head_dim")) c.head_dim = 256;
+  RECUR_ASSIGN_OR_RETURN(const HfRope global, read_hf_rope(k, {.one_rope = false}));
+  if (!global.theta) c.rope_theta = kGemma3GlobalTheta;
   if (k.has("attn_logit_softcapping"))
     return unsupported("{}: 'attn_logit_softcapping' is set (Gemma 3 has none; llama.cpp's gemma3 applies none)", k.source());
   c.final_softcap = 0;
@@ -245,11 +334,7 @@ Status hf_gemma3_keys(const HfKeys& k, ModelConfig& c) {
   RECUR_RETURN_IF_ERROR(hf_layer_types(k, c.n_layers, "full_attention", "sliding_attention",
                                        [&](int l) { return c.is_sliding_layer(l); },
                                        "llama.cpp's gemma3: layer l slides when l % 6 < 5"));
-  float local = kGemma3LocalTheta;
-  RECUR_RETURN_IF_ERROR(k.get_opt("rope_local_base_freq", local));
-  if (local != kGemma3LocalTheta)
-    return unsupported("{}: 'rope_local_base_freq' is {} (llama.cpp's gemma3 rotates the sliding layers at base 10000)",
-                       k.source(), local);
+  RECUR_RETURN_IF_ERROR(hf_gemma3_local_rope(k));
   c.rope_local_theta = c.sliding_window > 0 ? kGemma3LocalTheta : 0.0f;
   // llama.cpp scales queries by 1/sqrt(key_length), but by 1/sqrt(dim / heads) at 62 layers (27B).
   const int want = c.n_layers == 62 && c.n_heads > 0 ? c.dim / c.n_heads : c.head_dim;
@@ -305,8 +390,8 @@ Status hf_qwen3next_keys(const HfKeys& k, ModelConfig& c) {
                                        fmt::format("llama.cpp's qwen3next: layer l is full attention when (l + 1) % "
                                                    "full_attention_interval {} == 0",
                                                    interval)));
-  float partial = 0.25f;
-  RECUR_RETURN_IF_ERROR(k.get_opt("partial_rotary_factor", partial));
+  RECUR_ASSIGN_OR_RETURN(const HfRope rope, read_hf_rope(k));  // transformers 5 moves it into rope_parameters
+  const float partial = rope.partial_rotary_factor.value_or(0.25f);
   if (!(partial > 0 && partial <= 1))
     return parse_error("{}: 'partial_rotary_factor' {} must be in (0, 1]", k.source(), partial);
   c.rope_dims = int(double(c.head_dim) * double(partial) + 1e-4);  // the converter's int(), past float rounding
@@ -384,13 +469,11 @@ Status hf_deepseek2_keys(const HfKeys& k, ModelConfig& c) {
   if (scoring == "softmax") c.expert_gating = ExpertGating::kSoftmax;
   else if (scoring == "sigmoid") c.expert_gating = ExpertGating::kSigmoid;
   else return unsupported("{}: 'scoring_func' '{}' (recur reads softmax and sigmoid)", k.source(), scoring);
-  auto scaling = read_rope_scaling(k);
-  if (!scaling) return unexpected(scaling.error());
-  if (!*scaling) return ok_status();
-  const HfKeys& r = (*scaling)->keys;
-  const std::string& type = (*scaling)->type;
-  if (type == "default") return ok_status();
-  if (type != "yarn") return unsupported("{}: rope_scaling type '{}' (recur reads yarn for deepseek2)", k.source(), type);
+  RECUR_ASSIGN_OR_RETURN(const HfRope rope, read_hf_rope(k));
+  if (rope.type == "default") return ok_status();
+  if (rope.type != "yarn")
+    return unsupported("{}: {} type '{}' (recur reads yarn for deepseek2)", k.source(), rope.where, rope.type);
+  const HfKeys& r = *rope.scaling;
   RECUR_RETURN_IF_ERROR(r.get_opt("factor", c.rope_yarn_factor));
   RECUR_RETURN_IF_ERROR(r.get("original_max_position_embeddings", c.rope_original_context));
   float mscale_all_dim = 0, beta_fast = 32, beta_slow = 1;
@@ -441,7 +524,7 @@ Status hf_kimi_linear_keys(const HfKeys& k, ModelConfig& c) {
   else return unsupported("{}: 'moe_router_activation_func' '{}' (softmax or sigmoid)", k.source(), activation);
   const json* la = k.find("linear_attn_config");
   if (la == nullptr || !la->is_object()) return parse_error("{}: missing object 'linear_attn_config'", k.source());
-  const HfKeys l(*la, k.source());
+  const HfKeys l(*la, k.source(), "linear_attn_config.");
   RECUR_RETURN_IF_ERROR(l.get("head_dim", c.kda_head_dim));
   RECUR_RETURN_IF_ERROR(l.get_opt("short_conv_kernel_size", c.conv_size));
   int heads = c.n_heads;
@@ -482,10 +565,18 @@ void hf_write_kimi_linear(const ModelConfig& c, json& j) {
 constexpr HfTensorRules kHfPlain{};
 constexpr HfTensorRules kHfLlamaTensors{.permute_qk = true};
 constexpr HfTensorRules kHfGemmaTensors{.norm_plus_one = true, .post_attention_norm_names = true};
+constexpr HfTensorRules kHfGemmaMultimodalTensors{.norm_plus_one = true, .post_attention_norm_names = true, .multimodal = true};
+// Gemma3TextConfig's defaults (transformers' configuration_gemma3.py) but for the RoPE keys, which
+// hf_gemma3_keys defaults itself (the two RoPE spellings must not seem to conflict).
+constexpr std::string_view kGemma3TextDefaults = R"({"vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216,
+  "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+  "hidden_activation": "gelu_pytorch_tanh", "max_position_embeddings": 131072, "rms_norm_eps": 1e-6,
+  "bos_token_id": 2, "eos_token_id": 1, "tie_word_embeddings": true, "query_pre_attn_scalar": 256,
+  "sliding_window": 4096, "sliding_window_pattern": 6})";
 // Qwen3-Next's norms are zero-centred (1 + w) but for the DeltaNet's gated norm (linear_attn.norm).
 constexpr HfTensorRules kHfQwen3NextTensors{.norm_plus_one = true, .post_attention_norm_names = true, .dropped_prefix = "mtp."};
 
-const std::array<HfArchitecture, 13> kHfArchitectures{{
+const std::array<HfArchitecture, 14> kHfArchitectures{{
     {"LlamaForCausalLM", Arch::kLlama, hf_llama_keys, hf_write_nothing, kHfLlamaTensors},
     {"MistralForCausalLM", Arch::kLlama, hf_llama_keys, hf_write_nothing, kHfLlamaTensors},
     {"Qwen2ForCausalLM", Arch::kQwen2, hf_dense_keys, hf_write_nothing, kHfPlain},
@@ -494,7 +585,10 @@ const std::array<HfArchitecture, 13> kHfArchitectures{{
     {"Qwen3MoeForCausalLM", Arch::kQwen3Moe, hf_qwen_moe_keys, hf_write_qwen_moe, kHfPlain},
     {"Phi3ForCausalLM", Arch::kPhi3, hf_phi3_keys, hf_write_nothing, kHfPlain},
     {"Gemma2ForCausalLM", Arch::kGemma2, hf_gemma2_keys, hf_write_gemma2, kHfGemmaTensors},
-    {"Gemma3ForCausalLM", Arch::kGemma3, hf_gemma3_keys, hf_write_gemma3, kHfGemmaTensors},
+    {"Gemma3ForCausalLM", Arch::kGemma3, hf_gemma3_keys, hf_write_gemma3, kHfGemmaTensors, true, "", kGemma3TextDefaults},
+    // Gemma 3 as released (4B, 12B, 27B): the text model of the multimodal checkpoint.
+    {"Gemma3ForConditionalGeneration", Arch::kGemma3, hf_gemma3_keys, hf_write_gemma3, kHfGemmaMultimodalTensors, true,
+     "text_config", kGemma3TextDefaults},
     {"DeepseekV2ForCausalLM", Arch::kDeepseek2, hf_deepseek2_keys, hf_write_deepseek2, kHfPlain},
     {"DeepseekV3ForCausalLM", Arch::kDeepseek2, hf_deepseek2_keys, hf_write_deepseek2, kHfPlain},
     {"KimiLinearForCausalLM", Arch::kKimiLinear, hf_kimi_linear_keys, hf_write_kimi_linear, kHfPlain},
@@ -535,19 +629,52 @@ const HfArchitecture* hf_architecture_of(Arch arch) {
   return nullptr;
 }
 
+const HfArchitecture* hf_multimodal_architecture_of(Arch arch) {
+  for (const HfArchitecture& a : hf_architectures())
+    if (a.arch == arch && !a.text_config.empty()) return &a;
+  return nullptr;
+}
+
+namespace {
+
+// The text model's keys: the object `row.text_config` names (or the top level), over the row's
+// defaults (absent or null keys take them, as the config class's constructor does).
+Result<json> hf_text_keys(const json& top, const HfArchitecture& row, std::string_view source) {
+  const json* text = &top;
+  if (!row.text_config.empty()) {
+    auto it = top.find(std::string(row.text_config));
+    if (it == top.end() || !it->is_object())
+      return parse_error("{}: '{}' must be an object holding the text model's settings ({} nests them there), got {}", source,
+                         row.text_config, row.name, it == top.end() ? "none" : it->dump());
+    text = &*it;
+  }
+  if (row.defaults.empty()) return *text;
+  json merged = json::parse(row.defaults);
+  for (const auto& [key, value] : text->items())
+    if (!value.is_null()) merged[key] = value;
+  return merged;
+}
+
+}  // namespace
+
 Result<HfModelConfig> read_hf_config(std::string_view text, std::string_view source) {
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return parse_error("{}: not a JSON object", source);
-  const HfKeys k(j, source);
+  const HfKeys top(j, source);
   // No 'architectures' (older configs): LlamaForCausalLM, as recur read them before the table.
   std::string name = "LlamaForCausalLM";
-  if (const json* names = k.find("architectures")) {
+  if (const json* names = top.find("architectures")) {
     if (!names->is_array() || names->empty() || !(*names)[0].is_string())
       return parse_error("{}: 'architectures' must be a list naming the model class, e.g. [\"LlamaForCausalLM\"]", source);
     name = (*names)[0].get<std::string>();
   }
   HfModelConfig out;
   RECUR_ASSIGN_OR_RETURN(out.row, find_hf_architecture(name, source));
+  RECUR_ASSIGN_OR_RETURN(const json text_keys, hf_text_keys(j, *out.row, source));
+  // Errors name the nested object: "dir/config.json (text_config): missing 'hidden_size'".
+  const std::string text_source =
+      out.row->text_config.empty() ? std::string(source) : fmt::format("{} ({})", source, out.row->text_config);
+  const HfKeys k(text_keys, text_source);
   ModelConfig& c = out.config;
   c.arch = out.row->arch;
   architecture(c.arch).features(c);
@@ -562,7 +689,8 @@ Result<HfModelConfig> read_hf_config(std::string_view text, std::string_view sou
   c.head_dim = c.n_heads > 0 ? c.dim / c.n_heads : 0;
   RECUR_RETURN_IF_ERROR(k.get_opt("head_dim", c.head_dim));
   RECUR_RETURN_IF_ERROR(k.get_opt("rms_norm_eps", c.rms_eps));
-  RECUR_RETURN_IF_ERROR(k.get_opt("rope_theta", c.rope_theta));
+  RECUR_ASSIGN_OR_RETURN(const HfRope global_rope, read_hf_rope(k, {.one_rope = !out.row->rope_per_layer_type}));
+  if (global_rope.theta) c.rope_theta = *global_rope.theta;
   RECUR_RETURN_IF_ERROR(k.get_opt("tie_word_embeddings", c.tied_embeddings));
   // Bounds before anything is sized by them (the vocabulary's token list, Kimi's layer pattern).
   constexpr int kMaxVocab = 1 << 24, kMaxLayers = 4096;
@@ -571,13 +699,16 @@ Result<HfModelConfig> read_hf_config(std::string_view text, std::string_view sou
     return parse_error("{}: 'num_hidden_layers' {} exceeds recur's limit of {}", source, c.n_layers, kMaxLayers);
   RECUR_RETURN_IF_ERROR(hf_token_id(k, "bos_token_id", out.bos));
   RECUR_RETURN_IF_ERROR(hf_token_id(k, "eos_token_id", out.eos));
+  if (!out.row->text_config.empty()) {  // the model's own ids (released Gemma 3: eos [1, 106]) stand beside text_config
+    RECUR_RETURN_IF_ERROR(hf_token_id(top, "bos_token_id", out.bos));
+    RECUR_RETURN_IF_ERROR(hf_token_id(top, "eos_token_id", out.eos));
+  }
   RECUR_RETURN_IF_ERROR(out.row->read(k, c));
-  if (auto s = c.validate(); !s) return unexpected(s.error().with_context(source));
+  if (auto s = c.validate(); !s) return unexpected(s.error().with_context(text_source));
   if (out.row->arch != Arch::kLlama) return out;
-  auto scaling = read_rope_scaling(k);
-  if (!scaling) return unexpected(scaling.error());
-  if (*scaling && (*scaling)->type == "llama3") {
-    const HfKeys& r = (*scaling)->keys;
+  RECUR_ASSIGN_OR_RETURN(const HfRope hf_rope, read_hf_rope(k));
+  if (hf_rope.type == "llama3") {
+    const HfKeys& r = *hf_rope.scaling;
     Llama3Rope rope;
     float f = float(rope.factor), lo = float(rope.low_freq_factor), hi = float(rope.high_freq_factor);
     int original = int(rope.original_context);
@@ -586,16 +717,42 @@ Result<HfModelConfig> read_hf_config(std::string_view text, std::string_view sou
     RECUR_RETURN_IF_ERROR(r.get_opt("high_freq_factor", hi));
     RECUR_RETURN_IF_ERROR(r.get_opt("original_max_position_embeddings", original));
     if (!(f > 0) || !(lo > 0) || !(hi > lo) || original <= 0)
-      return parse_error("{}: rope_scaling llama3 factor {}, low {} / high {} frequency factors, original context {}: "
+      return parse_error("{}: {} llama3 factor {}, low {} / high {} frequency factors, original context {}: "
                          "need positive values and high > low",
-                         source, f, lo, hi, original);
+                         source, hf_rope.where, f, lo, hi, original);
     out.rope_freqs = llama3_rope_divisors(c.head_dim, c.rope_theta, {f, lo, hi, double(original)});
   }
   return out;
 }
 
-std::string write_hf_config(const ModelConfig& c, int bos, int eos) {
-  const HfArchitecture* row = hf_architecture_of(c.arch);
+namespace {
+
+// A multimodal row's config.json around the text model's keys `text`: those at the config class's
+// defaults left out (transformers' save_pretrained writes the difference; Gemma 3's RoPE bases
+// included), a small vision_config (recur reads none of it), the model's eos id beside them.
+json hf_multimodal_config(const HfArchitecture& row, json text, int eos) {
+  text.erase("architectures");
+  const json defaults = json::parse(row.defaults);
+  for (const auto& [key, value] : defaults.items())
+    if (auto it = text.find(key); it != text.end() && *it == value) text.erase(it);
+  if (text.value("rope_theta", 0.0) == double(kGemma3GlobalTheta)) text.erase("rope_theta");
+  if (text.value("rope_local_base_freq", 0.0) == double(kGemma3LocalTheta)) text.erase("rope_local_base_freq");
+  text["model_type"] = "gemma3_text";
+  json j = {{"architectures", {std::string(row.name)}},
+            {"model_type", "gemma3"},
+            {std::string(row.text_config), text},
+            {"vision_config",
+             {{"model_type", "siglip_vision_model"}, {"hidden_size", 8}, {"intermediate_size", 16}, {"num_hidden_layers", 1},
+              {"num_attention_heads", 2}, {"image_size", 4}, {"patch_size", 2}}},
+            {"mm_tokens_per_image", 4}};
+  if (eos >= 0) j["eos_token_id"] = {eos};
+  return j;
+}
+
+}  // namespace
+
+std::string write_hf_config(const ModelConfig& c, int bos, int eos, const HfArchitecture* row) {
+  if (row == nullptr) row = hf_architecture_of(c.arch);
   json j = json::object();
   j["architectures"] = {std::string(row != nullptr ? row->name : "")};
   j["hidden_size"] = c.dim;
@@ -613,6 +770,7 @@ std::string write_hf_config(const ModelConfig& c, int bos, int eos) {
   if (bos >= 0) j["bos_token_id"] = bos;
   if (eos >= 0) j["eos_token_id"] = eos;
   if (row != nullptr) row->write(c, j);
+  if (row != nullptr && !row->text_config.empty()) return hf_multimodal_config(*row, std::move(j), eos).dump(2);
   return j.dump(2);
 }
 

@@ -186,23 +186,43 @@ class HfExporter {
   const HfArchitecture& row_;
 };
 
+// The text model's tensors under `prefix` (the exporter names them under model.language_model.),
+// and two small tensors standing for the vision tower and projector, which the loader skips.
+void hf_multimodal_layout(std::vector<safetensors::PendingTensor>& out, HfTextPrefix prefix, const ModelConfig& c) {
+  for (safetensors::PendingTensor& t : out)
+    if (const std::optional<HfTextName> text = hf_text_model_name(t.name)) t.name = hf_multimodal_name(text->name, prefix);
+  const std::string outer = prefix == HfTextPrefix::kModelLanguageModel ? "model." : "";
+  auto fake = [&](std::string name, std::vector<uint64_t> shape) {
+    uint64_t n = 1;
+    for (uint64_t d : shape) n *= d;
+    std::vector<float> v(n);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = 0.01f * float(i % 7);
+    out.push_back({outer + name, DType::kF32, std::move(shape), hf_f32_bytes(v)});
+  };
+  fake("vision_tower.vision_model.embeddings.patch_embedding.weight", {8, 3, 2, 2});
+  fake("multi_modal_projector.mm_input_projection_weight", {8, uint64_t(c.dim)});
+}
+
 }  // namespace
 
 Status export_hf_checkpoint(const gguf::File& file, const std::string& dir_name, const HfExportOptions& options) {
   RECUR_ASSIGN_OR_RETURN(const ModelConfig c, ModelConfig::from_gguf(file));
-  const HfArchitecture* row = hf_architecture_of(c.arch);
-  if (row == nullptr) return unsupported("{}: architecture '{}' has no Hugging Face form here", file.source(), arch_name(c.arch));
+  const HfArchitecture* row = options.multimodal ? hf_multimodal_architecture_of(c.arch) : hf_architecture_of(c.arch);
+  if (row == nullptr)
+    return unsupported("{}: architecture '{}' has no {}Hugging Face form here", file.source(), arch_name(c.arch),
+                       options.multimodal ? "multimodal " : "");
   RECUR_ASSIGN_OR_RETURN(const Vocabulary vocab, Vocabulary::from_gguf(file));
   HfExporter ex(file, c, *row);
   for (const gguf::TensorInfo& t : file.tensors) {
     if (auto s = ex.add(t); !s) return unexpected(s.error().with_context(file.source()));
   }
+  if (options.multimodal) hf_multimodal_layout(ex.out, *options.multimodal, c);
   const fs::path dir(dir_name);
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return io_error("{}: cannot create the directory: {}", dir_name, ec.message());
 
-  json config = json::parse(write_hf_config(c, vocab.bos, vocab.eos));
+  json config = json::parse(write_hf_config(c, vocab.bos, vocab.eos, row));
   if (const gguf::TensorInfo* freqs = file.tensor("rope_freqs.weight")) {
     // Llama 3.1's scaling as synthetic.h writes it; anything else has no config.json form.
     const Llama3Rope rope;

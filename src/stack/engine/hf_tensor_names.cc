@@ -156,13 +156,54 @@ int64_t qwen3next_qkvz_row(int64_t r, const QkvzShape& s) {
   return r / GV * per + 2 * K + GV + r % GV;  // z
 }
 
-std::optional<HfTensorTarget> hf_tensor_target(const HfArchitecture& row, std::string_view name, int n_layers,
+bool hf_vision_tensor(const HfArchitecture& row, std::string_view name) {
+  if (!row.tensors.multimodal) return false;
+  if (name.starts_with("model.")) name.remove_prefix(std::string_view("model.").size());
+  for (std::string_view prefix : {"vision_tower.", "multi_modal_projector.", "multimodal_projector.", "vision_model."})
+    if (name.starts_with(prefix)) return true;
+  return false;
+}
+
+namespace {
+
+struct HfTextPrefixes {
+  HfTextPrefix prefix;
+  std::string_view text, multimodal;
+};
+constexpr HfTextPrefixes kHfTextPrefixes[] = {
+    {HfTextPrefix::kModelLanguageModel, "model.", "model.language_model."},
+    {HfTextPrefix::kModelLanguageModel, "lm_head.", "lm_head."},
+    {HfTextPrefix::kLanguageModelModel, "model.", "language_model.model."},
+    {HfTextPrefix::kLanguageModelModel, "lm_head.", "language_model.lm_head."},
+};
+
+}  // namespace
+
+std::string hf_multimodal_name(std::string_view text_name, HfTextPrefix prefix) {
+  for (const HfTextPrefixes& p : kHfTextPrefixes)
+    if (p.prefix == prefix && text_name.starts_with(p.text))
+      return std::string(p.multimodal) + std::string(text_name.substr(p.text.size()));
+  return std::string(text_name);
+}
+
+std::optional<HfTextName> hf_text_model_name(std::string_view name) {
+  for (const HfTextPrefixes& p : kHfTextPrefixes)
+    if (name.starts_with(p.multimodal))
+      return HfTextName{std::string(p.text) + std::string(name.substr(p.multimodal.size())), p.prefix};
+  return std::nullopt;
+}
+
+std::optional<HfTensorTarget> hf_tensor_target(const HfArchitecture& row, std::string_view full_name, int n_layers,
                                                bool* ignored) {
   *ignored = false;
-  if (!row.tensors.dropped_prefix.empty() && name.starts_with(row.tensors.dropped_prefix)) {
+  if ((!row.tensors.dropped_prefix.empty() && full_name.starts_with(row.tensors.dropped_prefix)) ||
+      hf_vision_tensor(row, full_name)) {
     *ignored = true;
     return std::nullopt;
   }
+  std::optional<HfTextName> text;
+  if (row.tensors.multimodal && !(text = hf_text_model_name(full_name))) return std::nullopt;
+  const std::string_view name = text ? std::string_view(text->name) : full_name;
   for (const HfNamePair& p : kHfGlobal)
     if (p.hf == name) return HfTensorTarget{std::string(p.gguf), hf_conversion_for(row, p)};
   constexpr std::string_view kLayers = "model.layers.";
@@ -189,7 +230,9 @@ std::optional<HfTensorTarget> hf_tensor_target(const HfArchitecture& row, std::s
   return std::nullopt;
 }
 
-std::string hf_tensor_name(const HfArchitecture& row, std::string_view gguf_name, int expert) {
+namespace {
+
+std::string hf_text_tensor_name(const HfArchitecture& row, std::string_view gguf_name, int expert) {
   for (const HfNamePair& p : kHfGlobal)
     if (p.gguf == gguf_name) return std::string(p.hf);
   constexpr std::string_view kBlk = "blk.";
@@ -207,6 +250,14 @@ std::string hf_tensor_name(const HfArchitecture& row, std::string_view gguf_name
   for (const HfNamePair& p : kHfLayer)
     if (p.gguf == rest && hf_row_spells(row, p.hf)) return prefix + std::string(p.hf);
   return "";
+}
+
+}  // namespace
+
+std::string hf_tensor_name(const HfArchitecture& row, std::string_view gguf_name, int expert) {
+  const std::string name = hf_text_tensor_name(row, gguf_name, expert);
+  if (name.empty() || !row.tensors.multimodal) return name;
+  return hf_multimodal_name(name, HfTextPrefix::kModelLanguageModel);
 }
 
 }  // namespace recur

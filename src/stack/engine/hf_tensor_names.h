@@ -37,13 +37,15 @@ struct HfTensorTarget {
 
 // What becomes of Hugging Face tensor `name` in a model of `row` with n_layers layers:
 // a target; std::nullopt with *ignored set when the tensor is deliberately dropped (rotary
-// inv_freq buffers, layers past n_layers such as DeepSeek-V3's multi-token-prediction layer);
+// inv_freq buffers, layers past n_layers such as DeepSeek-V3's multi-token-prediction layer, a
+// multimodal row's vision tensors);
 // std::nullopt with *ignored clear when recur maps no such tensor.
 std::optional<HfTensorTarget> hf_tensor_target(const HfArchitecture& row, std::string_view name, int n_layers,
                                                bool* ignored);
 
 // The inverse, for messages and the exporter: the Hugging Face name of GGUF tensor `gguf_name`
-// (for ffn_*_exps, expert `expert`'s); empty when none maps to it.
+// (for ffn_*_exps, expert `expert`'s; for a multimodal row, under model.language_model.); empty
+// when none maps to it.
 std::string hf_tensor_name(const HfArchitecture& row, std::string_view gguf_name, int expert = 0);
 
 // Qwen3-Next's in_proj_qkvz holds, per key head j, [q_j (K rows) | k_j (K) | v_j (G V) | z_j (G V)]
@@ -56,6 +58,25 @@ struct QkvzShape {
   int64_t rows() const { return 2 * key_heads * head_dim * (1 + value_heads_per_key); }
 };
 int64_t qwen3next_qkvz_row(int64_t r, const QkvzShape& s);
+
+// Gemma3ForConditionalGeneration (HfTensorRules::multimodal) keeps the text model's tensors
+// under one of two prefixes, by the transformers version that saved it.
+enum class HfTextPrefix : uint8_t {
+  kModelLanguageModel,  // transformers >= 4.52: model.language_model.*, the head lm_head.*
+  kLanguageModelModel,  // transformers 4.50 - 4.51: language_model.model.*, language_model.lm_head.*
+};
+// Whether `name` is a tensor of a multimodal row's vision tower or projector, which recur skips
+// as llama.cpp's converter does (vision_tower., multi_modal_projector., multimodal_projector.,
+// vision_model., each also under model.).
+bool hf_vision_tensor(const HfArchitecture& row, std::string_view name);
+// The name of text-model tensor `text_name` (model.*, lm_head.*) in a multimodal checkpoint.
+std::string hf_multimodal_name(std::string_view text_name, HfTextPrefix prefix);
+// The inverse: the text-model name and the prefix it had; nullopt under neither prefix.
+struct HfTextName {
+  std::string name;
+  HfTextPrefix prefix;
+};
+std::optional<HfTextName> hf_text_model_name(std::string_view name);
 
 // The Llama Q/K row permutation: row r of the converted tensor is row permuted_row(r) of the
 // Hugging Face one (heads of head_dim rows; inverse = true for the exporter's direction).
