@@ -113,9 +113,11 @@ RECUR_KNOB(engine_attention_operands,
                     "that type before their products and each row's softmax is taken whole, as ggml's non-flash "
                     "attention over an F16 cache (llama.cpp's default); f32: fp32 q and weights, online softmax. "
                     "GQA layers only (not MLA)"});
+// Its own component, not engine:activation: the activation stays knobless for the agent (a slow
+// activation asks for a code change), and this is a parity choice, not a tuning step.
 RECUR_KNOB(engine_gelu,
            {.name = "engine.gelu", .type = KnobType::kEnum, .choices = enum_choices(kGeluFormNames),
-            .default_value = "tanh", .components = {"engine:activation"},
+            .default_value = "tanh", .components = {"engine:gelu"},
             .acts = KnobActs::kEngine,
             .help = "GELU of a gated GELU FFN (gemma2, gemma3): tanh (fp32 tanh approximation) or fp16_table "
                     "(gelu(fp16(x)) rounded to fp16, as the table llama.cpp's CPU build reads)"});
