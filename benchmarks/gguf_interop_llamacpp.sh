@@ -44,7 +44,7 @@ trap 'rm -f "$recur"' EXIT
 shape=(--dim 256 --layers 2 --heads 4 --kv-heads 2 --vocab 4096 --seed 7)
 files=()
 base=${RECUR_INTEROP_BASE:-1}
-archs=${RECUR_INTEROP_ARCHS:-llama qwen2 qwen3 qwen2moe qwen3moe phi3 gemma2 gemma3}
+archs=${RECUR_INTEROP_ARCHS:-llama qwen2 qwen3 qwen2moe qwen3moe phi3 gemma2 gemma3 deepseek2}
 if [ "$base" = 1 ]; then
 for dt in f32 f16 bf16 q8_0; do
   "$recur" model new "$work/recur-$dt.gguf" "${shape[@]}" --dtype "$dt" 2>/dev/null
@@ -65,9 +65,18 @@ fi
 # qwen2moe (raw top-k, gated shared expert of its own width), qwen3moe (renormalised top-k), phi3
 # (fused qkv and gate+up), gemma2 (26 layers: embedding scale, GELU, sandwich norms, soft-caps,
 # tied head; a sliding window of RECUR_INTEROP_WINDOW tokens, default 6, on the even layers, so
-# prompt and generation run past it). Rows whose architecture this llama.cpp lacks (c392e50: qwen3,
-# qwen3moe, gemma3) are reported as such, not as failures (CI checks them against the float64 reference).
+# prompt and generation run past it), deepseek2 (MLA + MoE, shapes of its own below). Rows whose
+# architecture this llama.cpp lacks (c392e50: qwen3, qwen3moe, gemma3) are reported as such, not as
+# failures (CI checks them against the float64 reference).
 arch_shapes=("--dim 256 --layers 2 --heads 4 --kv-heads 2 --ffn 512" "--dim 128 --layers 3 --heads 2 --kv-heads 1 --ffn 256")
+# deepseek2 in the older form c392e50 reads (--unsplit-kv-b: attn_kv_b, per-head key/value
+# lengths). Shape 0 is DeepSeek-V2-Lite's form: q direct (c392e50 takes attn_q only from a
+# 27-layer model, its "lite" test), softmax gating, one leading dense layer, one shared expert.
+# Shape 1 is V3's: low-rank q, sigmoid gating with exp_probs_b and renormalized top-k, two
+# shared experts, YaRN (factor 4 over an original context of 1024).
+mla=(--heads 4 --qk-nope 32 --qk-rope 16 --v-head-dim 32 --leading-dense 1 --experts-used 2 --unsplit-kv-b)
+deepseek2_shapes=("--dim 256 --layers 27 --q-lora-rank 0 --kv-lora-rank 64 --experts 4 --ffn 128 --dense-ffn 512 --shared-experts 1 --gating softmax"
+                  "--dim 256 --layers 3 --q-lora-rank 96 --kv-lora-rank 128 --experts 8 --ffn 64 --dense-ffn 384 --shared-experts 2 --gating sigmoid --yarn-factor 4 --context 4096")
 for arch in $archs; do
   extra=()
   case $arch in
@@ -75,6 +84,7 @@ for arch in $archs; do
     qwen2moe) extra=(--experts 4 --experts-used 2 --shared-ffn 384) ;;
     qwen3moe) extra=(--experts 4 --experts-used 2) ;;
     gemma2|gemma3) extra=(--sliding-window "${RECUR_INTEROP_WINDOW:-6}") ;;
+    deepseek2) extra=("${mla[@]}") ;;
   esac
   for s in 0 1; do
     shape_flags=${arch_shapes[$s]}
@@ -82,6 +92,7 @@ for arch in $archs; do
     [ "$arch" = gemma2 ] && shape_flags=${shape_flags/--layers ?/--layers 26}
     # gemma3: six layers, five sliding and one global (for a llama.cpp that has gemma3).
     [ "$arch" = gemma3 ] && shape_flags=${shape_flags/--layers ?/--layers 6}
+    [ "$arch" = deepseek2 ] && shape_flags=${deepseek2_shapes[$s]}
     for dt in f16 q8_0; do
       out=$work/arch-$arch-$s-$dt.gguf
       # shellcheck disable=SC2086  # the shape is a list of flags
