@@ -143,8 +143,14 @@ try:
     c = post("/completion", {"prompt": prompt, "n_predict": int(ntok), "temperature": 0, "top_k": 1,
                              "return_tokens": True, "cache_prompt": False, "n_probs": 5})
     row["llama_tokens"] = c["tokens"]
-    # llama.cpp's top-5 log-probabilities of the raw logits per step, to size a disagreement
-    row["llama_top"] = [{t["id"]: t["logprob"] for t in p["top_logprobs"]} for p in c["completion_probabilities"]]
+    # llama.cpp's top-5 log-probabilities of the raw logits per step, to size a disagreement. Its
+    # server gives no entry to a token that leaves the text in an incomplete UTF-8 sequence (a
+    # byte-fallback token), so the entries are matched to the steps by their ids, not by position.
+    probs, row["llama_top"] = c["completion_probabilities"], []
+    for t in c["tokens"]:
+        entry = probs[0] if probs and probs[0]["id"] == t else None
+        row["llama_top"].append(entry and {e["id"]: e["logprob"] for e in entry["top_logprobs"]})
+        probs = probs[1:] if entry else probs
 except Exception as e:
     row["llama_error"] = str(e)
     if "unknown model architecture" in open(server_log, errors="replace").read():
@@ -185,8 +191,9 @@ for r in rows:
     k = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
     diff = "-"
     if a != b and k < min(len(a), len(b)):
-        top = {int(i): v for i, v in r["llama_top"][k].items()}
-        gap = f"logit gap {top[b[k]] - top[a[k]]:.3f} in llama.cpp" if a[k] in top else "recur's pick not in llama.cpp's top 5"
+        top = {int(i): v for i, v in (r["llama_top"][k] or {}).items()}
+        gap = (f"logit gap {top[b[k]] - top[a[k]]:.3f} in llama.cpp" if a[k] in top else
+               "recur's pick not in llama.cpp's top 5" if top else "no llama.cpp log-probabilities at a partial UTF-8 byte")
         diff = f"step {k}: recur {a[k]}, llama.cpp {b[k]} ({gap})"
     print(f"{r['writer']:10} {r['dtype']:16} {r['prompt'][:34]:34} {'same' if same_prompt else 'DIFFER':>11} "
           f"{f'{k}/{max(len(a), len(b))}':>20}  {diff}")
