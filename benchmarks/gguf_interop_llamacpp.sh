@@ -52,7 +52,7 @@ fi
 shape=(--dim 256 --layers 2 --heads 4 --kv-heads 2 --vocab 4096 --seed 7)
 files=()
 base=${RECUR_INTEROP_BASE:-1}
-archs=${RECUR_INTEROP_ARCHS:-llama qwen2 qwen3 qwen2moe qwen3moe phi3 gemma2 gemma3}
+archs=${RECUR_INTEROP_ARCHS:-llama qwen2 qwen3 qwen2moe qwen3moe phi3 gemma2 gemma3 deepseek2}
 if [ "$base" = 1 ]; then
 for dt in f32 f16 bf16 q8_0; do
   "$recur" model new "$work/recur-$dt.gguf" "${shape[@]}" --dtype "$dt" 2>/dev/null
@@ -73,9 +73,18 @@ fi
 # qwen2moe (raw top-k, gated shared expert of its own width), qwen3moe (renormalised top-k), phi3
 # (fused qkv and gate+up), gemma2 (26 layers: embedding scale, GELU, sandwich norms, soft-caps,
 # tied head; a sliding window of RECUR_INTEROP_WINDOW tokens, default 6, on the even layers, so
-# prompt and generation run past it). Rows whose architecture this llama.cpp lacks (c392e50: qwen3,
-# qwen3moe, gemma3) are reported as such, not as failures (CI checks them against the float64 reference).
+# prompt and generation run past it), deepseek2 (MLA + MoE, shapes of its own below). Rows whose
+# architecture this llama.cpp lacks (c392e50: qwen3, qwen3moe, gemma3) are reported as such, not as
+# failures (CI checks them against the float64 reference).
 arch_shapes=("--dim 256 --layers 2 --heads 4 --kv-heads 2 --ffn 512" "--dim 128 --layers 3 --heads 2 --kv-heads 1 --ffn 256")
+# deepseek2 in the older form c392e50 reads (--unsplit-kv-b: attn_kv_b, per-head key/value
+# lengths). Shape 0 is DeepSeek-V2-Lite's form: q direct (c392e50 takes attn_q only from a
+# 27-layer model, its "lite" test), softmax gating, one leading dense layer, one shared expert.
+# Shape 1 is V3's: low-rank q, sigmoid gating with exp_probs_b and renormalized top-k, two
+# shared experts, YaRN (factor 4 over an original context of 1024).
+mla=(--heads 4 --qk-nope 32 --qk-rope 16 --v-head-dim 32 --leading-dense 1 --experts-used 2 --unsplit-kv-b)
+deepseek2_shapes=("--dim 256 --layers 27 --q-lora-rank 0 --kv-lora-rank 64 --experts 4 --ffn 128 --dense-ffn 512 --shared-experts 1 --gating softmax"
+                  "--dim 256 --layers 3 --q-lora-rank 96 --kv-lora-rank 128 --experts 8 --ffn 64 --dense-ffn 384 --shared-experts 2 --gating sigmoid --yarn-factor 4 --context 4096")
 for arch in $archs; do
   extra=()
   case $arch in
@@ -83,6 +92,7 @@ for arch in $archs; do
     qwen2moe) extra=(--experts 4 --experts-used 2 --shared-ffn 384) ;;
     qwen3moe) extra=(--experts 4 --experts-used 2) ;;
     gemma2|gemma3) extra=(--sliding-window "${RECUR_INTEROP_WINDOW:-6}") ;;
+    deepseek2) extra=("${mla[@]}") ;;
   esac
   for s in 0 1; do
     shape_flags=${arch_shapes[$s]}
@@ -90,6 +100,7 @@ for arch in $archs; do
     [ "$arch" = gemma2 ] && shape_flags=${shape_flags/--layers ?/--layers 26}
     # gemma3: six layers, five sliding and one global (for a llama.cpp that has gemma3).
     [ "$arch" = gemma3 ] && shape_flags=${shape_flags/--layers ?/--layers 6}
+    [ "$arch" = deepseek2 ] && shape_flags=${deepseek2_shapes[$s]}
     for dt in f16 q8_0; do
       out=$work/arch-$arch-$s-$dt.gguf
       # shellcheck disable=SC2086  # the shape is a list of flags
@@ -140,8 +151,14 @@ try:
     c = post("/completion", {"prompt": prompt, "n_predict": int(ntok), "temperature": 0, "top_k": 1,
                              "return_tokens": True, "cache_prompt": False, "n_probs": 5})
     row["llama_tokens"] = c["tokens"]
-    # llama.cpp's top-5 log-probabilities of the raw logits per step, to size a disagreement
-    row["llama_top"] = [{t["id"]: t["logprob"] for t in p["top_logprobs"]} for p in c["completion_probabilities"]]
+    # llama.cpp's top-5 log-probabilities of the raw logits per step, to size a disagreement. Its
+    # server gives no entry to a token that leaves the text in an incomplete UTF-8 sequence (a
+    # byte-fallback token), so the entries are matched to the steps by their ids, not by position.
+    probs, row["llama_top"] = c["completion_probabilities"], []
+    for t in c["tokens"]:
+        entry = probs[0] if probs and probs[0]["id"] == t else None
+        row["llama_top"].append(entry and {e["id"]: e["logprob"] for e in entry["top_logprobs"]})
+        probs = probs[1:] if entry else probs
 except Exception as e:
     row["llama_error"] = str(e)
     if "unknown model architecture" in open(server_log, errors="replace").read():
@@ -182,8 +199,9 @@ for r in rows:
     k = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
     diff = "-"
     if a != b and k < min(len(a), len(b)):
-        top = {int(i): v for i, v in r["llama_top"][k].items()}
-        gap = f"logit gap {top[b[k]] - top[a[k]]:.3f} in llama.cpp" if a[k] in top else "recur's pick not in llama.cpp's top 5"
+        top = {int(i): v for i, v in (r["llama_top"][k] or {}).items()}
+        gap = (f"logit gap {top[b[k]] - top[a[k]]:.3f} in llama.cpp" if a[k] in top else
+               "recur's pick not in llama.cpp's top 5" if top else "no llama.cpp log-probabilities at a partial UTF-8 byte")
         diff = f"step {k}: recur {a[k]}, llama.cpp {b[k]} ({gap})"
     print(f"{r['writer']:10} {r['dtype']:16} {r['prompt'][:34]:34} {'same' if same_prompt else 'DIFFER':>11} "
           f"{f'{k}/{max(len(a), len(b))}':>20}  {diff}")

@@ -34,6 +34,23 @@ expect 0 "$RECUR" generate -m ds.gguf -p "hello" -n 6 --threads 1 --json --set k
 exact=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tokens"])' "$T/out")
 [ "$ref" = "$exact" ] || fail "greedy tokens: engine $exact, float64 reference $ref (default run: $fast)"
 
+# --unsplit-kv-b: the older form llama.cpp c392e50 reads (attn_kv_b; key/value lengths per head,
+# head_count_kv = heads, no *_mla keys; yarn_log_multiplier even without YaRN), and recur runs it.
+expect 0 "$RECUR" model new dsu.gguf --arch deepseek2 --dim 64 --layers 2 --heads 2 --vocab 400 --context 64 \
+  --kv-lora-rank 64 --qk-nope 32 --qk-rope 16 --v-head-dim 32 --experts 4 --experts-used 2 --ffn 32 \
+  --q-lora-rank 32 --unsplit-kv-b
+expect 0 "$RECUR" model inspect --json dsu.gguf
+/usr/bin/python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1])); m = j["metadata"]; names = str(j)
+want = {"deepseek2.attention.key_length": 48, "deepseek2.attention.value_length": 32,
+        "deepseek2.attention.head_count_kv": 2, "deepseek2.rope.scaling.yarn_log_multiplier": 0}
+got = {k: m.get(k) for k in want}
+assert got == want and "deepseek2.attention.key_length_mla" not in m, got
+assert "blk.0.attn_kv_b.weight" in names and "blk.0.attn_k_b.weight" not in names
+' "$T/out" || fail "--unsplit-kv-b keys: $(head -c 600 "$T/out")"
+expect 0 "$RECUR" generate -m dsu.gguf -p "hello" -n 4 --threads 1 --json
+
 expect 0 "$RECUR" model new kl.gguf --arch kimi-linear --dim 64 --layers 4 --heads 2 --vocab 400 --context 64 \
   --pattern kkka --kda-head-dim 32 --kv-lora-rank 32 --qk-nope 32 --qk-rope 16 --v-head-dim 32 --experts 4 \
   --experts-used 2 --ffn 32

@@ -108,6 +108,7 @@ struct NewFlags {
 void set_deepseek2(const NewFlags& f, ModelConfig& c) {
   c.n_kv_heads = 1;  // MLA runs as MQA over the latent (what llama.cpp writes)
   c.q_lora_rank = f.q_lora_rank;
+  c.mla_unsplit_kv_b = f.unsplit_kv_b;
   c.kv_lora_rank = f.kv_lora_rank;
   c.qk_nope_dim = f.qk_nope;
   c.qk_rope_dim = f.qk_rope;
@@ -198,7 +199,6 @@ int run_new(const NewFlags& f) {
     c.expert_gating = ExpertGating::kSigmoid;
     c.moe_renormalize = true;
   }
-  o.unsplit_kv_b = f.unsplit_kv_b;
   o.seed = f.seed;
   auto dtype = parse_storage_type(f.dtype);
   if (!dtype) return report_failure(dtype.error());
@@ -280,7 +280,7 @@ void register_model(CLI::App& app, Invocation& inv) {
   create->add_option("--gating", nf->gating, "deepseek2: expert scores (sigmoid adds exp_probs_b and renormalizes)")
       ->check(CLI::IsMember({"softmax", "sigmoid"}))->capture_default_str();
   create->add_option("--yarn-factor", nf->yarn_factor, "deepseek2: YaRN RoPE scaling factor (1: none)")->check(CLI::Range(1.0f, 1024.0f))->capture_default_str();
-  create->add_flag("--unsplit-kv-b", nf->unsplit_kv_b, "deepseek2: write the older unsplit attn_kv_b");
+  create->add_flag("--unsplit-kv-b", nf->unsplit_kv_b, "deepseek2: write the older form llama.cpp c392e50 reads (unsplit attn_kv_b, per-head key/value lengths)");
   CLI::Option* hf_option = create->add_option("--hf", nf->hf_dir, "also write the same weights as a Hugging Face checkpoint directory (config.json, "
                                           "safetensors, tokenizer.json; f32, f16 or bf16)");
   create->add_option("--hf-shards", nf->hf_shards, "--hf: safetensors shards (> 1 adds model.safetensors.index.json)")

@@ -16,6 +16,7 @@ Status read_mla_moe_keys(const ArchKeys& k, ModelConfig& c) {
   RECUR_RETURN_IF_ERROR(k.get_opt("attention.value_length", value_length));
   RECUR_RETURN_IF_ERROR(k.get_opt("attention.key_length_mla", key_length));
   RECUR_RETURN_IF_ERROR(k.get_opt("attention.value_length_mla", value_length));
+  c.mla_unsplit_kv_b = f.find(p + "attention.key_length_mla") == nullptr;
   if (value_length == 0) return parse_error("{}: {} needs '{}attention.value_length_mla'", f.source(), arch_name(c.arch), p);
   c.head_dim = key_length;
   c.qk_nope_dim = key_length - c.qk_rope_dim;
@@ -56,10 +57,15 @@ void write_mla_moe_keys(const ModelConfig& c, const std::string& p, gguf::Writer
   w.set(p + "feed_forward_length", Value::of_u32(uint32_t(c.dense_ffn_dim)));
   if (c.q_lora_rank > 0) w.set(p + "attention.q_lora_rank", Value::of_u32(uint32_t(c.q_lora_rank)));
   w.set(p + "attention.kv_lora_rank", Value::of_u32(uint32_t(c.kv_lora_rank)));
-  w.set(p + "attention.key_length", Value::of_u32(uint32_t(c.kv_lora_rank + c.qk_rope_dim)));
-  w.set(p + "attention.value_length", Value::of_u32(uint32_t(c.kv_lora_rank)));
-  w.set(p + "attention.key_length_mla", Value::of_u32(uint32_t(c.qk_nope_dim + c.qk_rope_dim)));
-  w.set(p + "attention.value_length_mla", Value::of_u32(uint32_t(c.v_head_dim)));
+  if (c.mla_unsplit_kv_b) {  // the older form: per-head lengths (c392e50 sizes its K/V cache by them)
+    w.set(p + "attention.key_length", Value::of_u32(uint32_t(c.qk_nope_dim + c.qk_rope_dim)));
+    w.set(p + "attention.value_length", Value::of_u32(uint32_t(c.v_head_dim)));
+  } else {  // the latent as one MQA head: [c ; k_r] keys, c values
+    w.set(p + "attention.key_length", Value::of_u32(uint32_t(c.kv_lora_rank + c.qk_rope_dim)));
+    w.set(p + "attention.value_length", Value::of_u32(uint32_t(c.kv_lora_rank)));
+    w.set(p + "attention.key_length_mla", Value::of_u32(uint32_t(c.qk_nope_dim + c.qk_rope_dim)));
+    w.set(p + "attention.value_length_mla", Value::of_u32(uint32_t(c.v_head_dim)));
+  }
   w.set(p + "rope.dimension_count", Value::of_u32(uint32_t(c.qk_rope_dim)));
   w.set(p + "leading_dense_block_count", Value::of_u32(uint32_t(c.leading_dense_layers)));
   w.set(p + "expert_feed_forward_length", Value::of_u32(uint32_t(c.ffn_dim)));
@@ -73,8 +79,10 @@ void write_mla_moe_keys(const ModelConfig& c, const std::string& p, gguf::Writer
     w.set(p + "rope.scaling.type", Value::of_string("yarn"));
     w.set(p + "rope.scaling.factor", Value::of_f32(c.rope_yarn_factor));
     w.set(p + "rope.scaling.original_context_length", Value::of_u32(uint32_t(c.rope_original_context)));
-    w.set(p + "rope.scaling.yarn_log_multiplier", Value::of_f32(c.rope_yarn_log_mul));
   }
+  // c392e50 requires the multiplier even without YaRN (its mscale is then 1 whatever the value).
+  if (c.rope_yarn_factor > 1 || c.mla_unsplit_kv_b)
+    w.set(p + "rope.scaling.yarn_log_multiplier", Value::of_f32(c.rope_yarn_log_mul));
 }
 
 }  // namespace
@@ -86,7 +94,7 @@ Status read_deepseek2_keys(const ArchKeys& k, ModelConfig& c) {
 }
 
 void write_deepseek2_keys(const ModelConfig& c, gguf::Writer& w) {
-  w.set("deepseek2.attention.head_count_kv", gguf::Value::of_u32(1));
+  w.set("deepseek2.attention.head_count_kv", gguf::Value::of_u32(c.mla_unsplit_kv_b ? uint32_t(c.n_heads) : 1));
   write_mla_moe_keys(c, "deepseek2.", w);
 }
 

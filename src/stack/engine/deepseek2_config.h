@@ -10,6 +10,9 @@
 //   yarn_beta_fast,yarn_beta_slow}.
 // The MLA files llama.cpp writes have head_count_kv 1, key_length kv_lora_rank + rope and
 // value_length kv_lora_rank (the absorbed form runs as MQA over the latent); write does the same.
+// Files without key_length_mla are the older form (ModelConfig::mla_unsplit_kv_b: attn_kv_b,
+// per-head key/value lengths, head_count_kv = heads), which llama.cpp c392e50 reads; write
+// writes it, with yarn_log_multiplier always (c392e50 requires it), when the config says so.
 #pragma once
 
 #include "core/status.h"

@@ -33,9 +33,10 @@ struct Built {
   std::unique_ptr<Model> model;
 };
 
-Built make(const ModelConfig& c, gguf::TensorType dtype, bool unsplit = false) {
+Built make(ModelConfig c, gguf::TensorType dtype, bool unsplit = false) {
   Built b;
-  auto w = synthetic_model({.config = c, .dtype = dtype, .seed = 5, .unsplit_kv_b = unsplit});
+  c.mla_unsplit_kv_b = unsplit;
+  auto w = synthetic_model({.config = c, .dtype = dtype, .seed = 5});
   EXPECT_TRUE(w.has_value()) << (w ? "" : w.error().message());
   b.bytes = w->serialize();
   auto f = gguf::parse(b.bytes, "deepseek2.gguf");
@@ -87,6 +88,38 @@ TEST(Deepseek2, UnsplitKvBMatchesTheFloat64Reference) {
     ASSERT_TRUE(got.has_value() && want.has_value());
     for (size_t v = 0; v < got->size(); ++v) ASSERT_NEAR((*got)[v], (*want)[v], 2e-4 * 4) << v;
   }
+}
+
+// The older form is the one llama.cpp c392e50 reads (llama-model.cpp's LLM_ARCH_DEEPSEEK2):
+// key_length / value_length per head (it sizes its K/V cache and attn_q by them), head_count_kv =
+// heads, no *_mla keys, and yarn_log_multiplier present even without YaRN (a required key there:
+// "key not found in model" otherwise). Reading it back gives the same shape.
+TEST(Deepseek2, UnsplitKvBFileHasTheKeysLlamaCppC392e50Reads) {
+  for (const ModelConfig& shape : {shape_a(), shape_b()}) {
+    Built b = make(shape, gguf::TensorType::kF32, /*unsplit=*/true);
+    ASSERT_TRUE(b.model);
+    const gguf::File& f = static_cast<const TransformerModel&>(*b.model).file();
+    auto u32 = [&](const char* key) { const gguf::Value* v = f.find(key); return v ? v->as_int().value_or(-1) : -1; };
+    EXPECT_EQ(u32("deepseek2.attention.key_length"), shape.qk_nope_dim + shape.qk_rope_dim);
+    EXPECT_EQ(u32("deepseek2.attention.value_length"), shape.v_head_dim);
+    EXPECT_EQ(u32("deepseek2.attention.head_count_kv"), shape.n_heads);
+    EXPECT_EQ(f.find("deepseek2.attention.key_length_mla"), nullptr);
+    EXPECT_EQ(f.find("deepseek2.attention.value_length_mla"), nullptr);
+    const gguf::Value* log_mul = f.find("deepseek2.rope.scaling.yarn_log_multiplier");
+    ASSERT_NE(log_mul, nullptr);
+    EXPECT_FLOAT_EQ(float(log_mul->as_float().value_or(-1)), shape.rope_yarn_log_mul);
+    const ModelConfig& got = b.model->config();
+    EXPECT_TRUE(got.mla_unsplit_kv_b);
+    EXPECT_EQ(got.head_dim, shape.head_dim);
+    EXPECT_EQ(got.qk_nope_dim, shape.qk_nope_dim);
+    EXPECT_EQ(got.v_head_dim, shape.v_head_dim);
+    EXPECT_EQ(got.rope_yarn_factor, shape.rope_yarn_factor);
+  }
+  Built split = make(shape_a(), gguf::TensorType::kF32);  // the latent form keeps its keys
+  ASSERT_TRUE(split.model);
+  const gguf::File& f = static_cast<const TransformerModel&>(*split.model).file();
+  EXPECT_NE(f.find("deepseek2.attention.key_length_mla"), nullptr);
+  EXPECT_FALSE(split.model->config().mla_unsplit_kv_b);
 }
 
 // A prefill of several tokens (mla_prefill, causal within the run) ends where token-by-token

@@ -85,6 +85,10 @@ struct ModelConfig {
   int qk_rope_dim = 0;   // per head: RoPE'd q part; the RoPE'd key part is one, shared by every head
   int v_head_dim = 0;
   bool mla_rope = true;  // kimi-linear's MLA layers apply no RoPE to their rope part
+  // deepseek2's older file form, the one llama.cpp c392e50 reads (its converter's before the MLA
+  // cache): one unsplit attn_kv_b per layer, key_length / value_length per head (nope + rope, v),
+  // head_count_kv = heads and no *_mla keys. false: attn_k_b / attn_v_b with the latent keys.
+  bool mla_unsplit_kv_b = false;
   // YaRN (rope.scaling.type yarn): factor > 1 with the original context, DeepSeek's mscale
   // through yarn_log_multiplier (0.1 * mscale_all_dim).
   float rope_yarn_factor = 1;

@@ -152,8 +152,8 @@ std::vector<float> llama3_rope_factors(int d, double theta) {
 }
 
 // MLA attention in llama.cpp's names (deepseek2.h): a direct or low-rank q, attn_k_b / attn_v_b
-// (or the unsplit attn_kv_b).
-Status mla_attention(TensorMaker& make, const ModelConfig& c, const std::string& p, bool unsplit_kv_b) {
+// (or the unsplit attn_kv_b of the older form, ModelConfig::mla_unsplit_kv_b).
+Status mla_attention(TensorMaker& make, const ModelConfig& c, const std::string& p) {
   const int64_t H = c.n_heads, N = c.qk_nope_dim, E = c.qk_rope_dim, R = c.kv_lora_rank, V = c.v_head_dim;
   const double in_dim = 1.0 / std::sqrt(double(c.dim)), residual = 1.0 / std::sqrt(2.0 * c.n_layers);
   if (c.q_lora_rank > 0) {
@@ -166,7 +166,7 @@ Status mla_attention(TensorMaker& make, const ModelConfig& c, const std::string&
   RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_kv_a_mqa.weight", R + E, c.dim, in_dim));
   RECUR_RETURN_IF_ERROR(make.ones(p + "attn_kv_a_norm.weight", R));
   const double up = 1 / std::sqrt(double(R));
-  if (unsplit_kv_b) {
+  if (c.mla_unsplit_kv_b) {
     RECUR_RETURN_IF_ERROR(make.matrix(p + "attn_kv_b.weight", H * (N + V), R, up));
   } else {
     RECUR_RETURN_IF_ERROR(make.experts(p + "attn_k_b.weight", int(H), R, N, up));
@@ -347,7 +347,7 @@ Result<gguf::Writer> synthetic_model(const SyntheticModelOptions& o) {
     const std::string p = fmt::format("blk.{}.", l);
     RECUR_RETURN_IF_ERROR(make.ones(p + "attn_norm.weight", c.dim));
     if (c.is_mla()) {  // deepseek2, kimi-linear (whose KDA layers have llama.cpp's names)
-      RECUR_RETURN_IF_ERROR(c.is_kda_layer(l) ? kimi_kda(make, c, p) : mla_attention(make, c, p, o.unsplit_kv_b));
+      RECUR_RETURN_IF_ERROR(c.is_kda_layer(l) ? kimi_kda(make, c, p) : mla_attention(make, c, p));
     } else if (c.arch == Arch::kQwen3Next && c.is_kda_layer(l)) {
       RECUR_RETURN_IF_ERROR(qwen3next_deltanet(make, c, p));
     } else if (c.is_kda_layer(l)) {

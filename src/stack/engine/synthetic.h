@@ -30,8 +30,6 @@ struct SyntheticModelOptions {
   // Llama 3 RoPE scaling: a rope_freqs.weight tensor of the divisors Llama 3.1's converter
   // computes (factor 8, low/high frequency factors 1 and 4, original context 8192).
   bool llama3_rope = false;
-  // deepseek2: the unsplit attn_kv_b of older llama.cpp files instead of attn_k_b / attn_v_b.
-  bool unsplit_kv_b = false;
 };
 
 // A SentencePiece vocabulary of exactly `size` tokens (at least 259 + 95).
