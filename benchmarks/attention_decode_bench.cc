@@ -15,7 +15,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -27,6 +26,7 @@
 #include "kernels/attention/attention.h"
 #include "kernels/attention/kv_cache.h"
 #include "probe/sysinfo.h"
+#include "bench_args.h"
 
 namespace {
 
@@ -42,30 +42,16 @@ struct Options {
   int batch = 1, hq = 32, hkv = 8, dim = 128, page = 16;
 };
 
-std::vector<int> parse_list(const char* s) {
-  std::vector<int> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) out.push_back(std::atoi(item.c_str()));
-  return out;
-}
-
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    auto next = [&]() -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "bench_attention_decode: %s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
+    auto next = [&]() -> const char* { return bench::flag_value(argc, argv, i, "bench_attention_decode"); };
     if (a == "--runs") o.runs = std::max(1, std::atoi(next()));
     else if (a == "--sample-ms") o.sample_ms = std::atof(next());
     else if (a == "--threads") o.threads = std::max(1, std::atoi(next()));
     else if (a == "--split-k") o.split_k = std::max(0, std::atoi(next()));
-    else if (a == "--ctx") o.ctx = parse_list(next());
+    else if (a == "--ctx") o.ctx = bench::int_list(next());
     else if (a == "--batch") o.batch = std::max(1, std::atoi(next()));
     else if (a == "--hq") o.hq = std::max(1, std::atoi(next()));
     else if (a == "--hkv") o.hkv = std::max(1, std::atoi(next()));

@@ -28,4 +28,11 @@ inline std::vector<std::string> split_list(const char* text) {
   return out;
 }
 
+// "1,2,4" -> {1, 2, 4} (atoi per item).
+inline std::vector<int> int_list(const char* text) {
+  std::vector<int> out;
+  for (const std::string& item : split_list(text)) out.push_back(std::atoi(item.c_str()));
+  return out;
+}
+
 }  // namespace recur::bench

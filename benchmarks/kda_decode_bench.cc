@@ -22,7 +22,6 @@
 #include <iterator>
 #include <memory>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -37,6 +36,7 @@
 #include "kernels/kda/kda_cost.h"
 #include "kernels/kda/kda_replay.h"
 #include "probe/sysinfo.h"
+#include "bench_args.h"
 
 namespace {
 
@@ -54,33 +54,19 @@ struct Options {
   std::vector<int> batch = {1, 8, 32};
 };
 
-std::vector<int> parse_list(const char* s) {
-  std::vector<int> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) out.push_back(std::atoi(item.c_str()));
-  return out;
-}
-
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    auto next = [&]() -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "bench_kda_decode: %s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
+    auto next = [&]() -> const char* { return bench::flag_value(argc, argv, i, "bench_kda_decode"); };
     if (a == "--runs") o.runs = std::max(1, std::atoi(next()));
     else if (a == "--sample-ms") o.sample_ms = std::atof(next());
     else if (a == "--threads") o.threads = std::atoi(next());
     else if (a == "--spin-us") o.spin_us = std::atoi(next());
     else if (a == "--window") o.window = std::max(1, std::atoi(next()));
     else if (a == "--block-v") o.block_v = std::max(1, std::atoi(next()));
-    else if (a == "--hv") o.hv = parse_list(next());
-    else if (a == "--batch") o.batch = parse_list(next());
+    else if (a == "--hv") o.hv = bench::int_list(next());
+    else if (a == "--batch") o.batch = bench::int_list(next());
     else {
       std::fprintf(stderr, "usage: bench_kda_decode [--runs N] [--sample-ms M] [--threads T] [--window L] [--block-v BV] [--hv a,b] [--batch a,b] [--spin-us S]\n");
       std::exit(2);
