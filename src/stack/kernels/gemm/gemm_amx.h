@@ -31,12 +31,12 @@ enum class TileBackend : uint8_t {
 };
 std::string_view tile_backend_name(TileBackend b);  // "emulator", "hardware"
 
-// The knob kernel.gemm.amx (docs/gemm.md, "AMX"): off (no tiles; the registry's AMX probe
-// variants still run, on the emulator), on (the hardware; refused where the CPU, the OS, Linux's
-// permission or the first-use self-check says no: never a silent fall-back), emulate (the tiles'
-// arithmetic on the emulator, any CPU: slow, for tests). The engine reads it at load
-// (amx_tiles_for); recur's main applies it process-wide for the probes (set_amx_mode). The
-// environment's RECUR_AMX=off|on|emulate, read once, overrides the knob there.
+// The knob kernel.gemm.amx (docs/gemm.md, "AMX"): off (no tiles in the engine; the registry's
+// AMX probe variants still run, on the emulator), on (the hardware; refused where the CPU, the OS,
+// Linux's permission or the first-use self-check says no: never a silent fall-back), emulate (the
+// tiles' arithmetic on the emulator, any CPU: slow, for tests). The engine reads it at load
+// (amx_tiles_for); recur's main also applies it process-wide for the probes
+// (apply_process_amx_mode), where the environment's RECUR_AMX=off|on|emulate, when set, wins.
 enum class AmxMode : uint8_t { kOff, kOn, kEmulate };
 std::string_view amx_mode_name(AmxMode mode);  // "off", "on", "emulate"
 Result<AmxMode> amx_mode_from_config(const Config& config);
@@ -44,6 +44,9 @@ void set_amx_mode(AmxMode mode);
 AmxMode amx_mode();
 // RECUR_AMX's mode when set (off|on|emulate), else nullopt; anything else is an error naming it.
 Result<std::optional<AmxMode>> amx_mode_from_env();
+// recur's main: set_amx_mode from RECUR_AMX if set, else kernel.gemm.amx; on is refused (the
+// reason named) where the hardware would not run.
+Status apply_process_amx_mode(const Config& config);
 
 // What this CPU and OS allow: AMX-TILE, AMX-INT8, AMX-BF16 (CPUID leaf 7, EDX bits 24, 25, 22),
 // the OS enabling tile state (XCR0 bits 17, 18), and Linux granting this process tile data

@@ -90,7 +90,7 @@ Status check_bits(const char* kernel, const std::vector<float>& hw, const std::v
 
 RECUR_KNOB(gemm_amx, {.name = "kernel.gemm.amx", .type = KnobType::kEnum, .choices = enum_choices(kAmxModeNames),
                       .default_value = "off", .components = {"kernel:gemm", "engine:weights"},
-                      .acts = KnobActs::kEngineLoad | KnobActs::kProcess,
+                      .acts = KnobActs::kEngineLoad,
                       .help = "AMX tiles for Q8_0 prefill (m >= 16; Q8_0 projections repacked at load, +1.06x their "
                               "bytes): off, on (the hardware; refused without AMX or if its self-check fails) or "
                               "emulate (the tile emulator: same bits, slow, for tests); the registry's AMX probes "
@@ -205,6 +205,21 @@ Result<std::optional<TileBackend>> amx_tiles_for(AmxMode mode) {
     return unsupported("kernel.gemm.amx=on: {}; kernel.gemm.amx=off keeps the AVX-512 kernels",
                        check.error().message());
   return std::optional<TileBackend>(TileBackend::kHardware);
+}
+
+Status apply_process_amx_mode(const Config& config) {
+  RECUR_ASSIGN_OR_RETURN(std::optional<AmxMode> env, amx_mode_from_env());
+  AmxMode mode = AmxMode::kOff;
+  if (env) {
+    mode = *env;
+  } else {
+    RECUR_ASSIGN_OR_RETURN(mode, amx_mode_from_config(config));
+  }
+  if (mode == AmxMode::kOn) {
+    if (auto tiles = amx_tiles_for(mode); !tiles) return unexpected(tiles.error());
+  }
+  set_amx_mode(mode);
+  return ok_status();
 }
 
 std::string amx_backend_reason() {
