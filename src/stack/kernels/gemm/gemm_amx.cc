@@ -65,13 +65,15 @@ std::span<const amx::Bf16Product> products(Precision p, int w_parts) {
   }
 }
 
-// v split into `parts` bf16 parts (1: RNE; 2: hi + lo; 3: hi + mid + lo, gemm_round.h).
-void split(float v, int parts, uint16_t out[3]) {
-  out[0] = bf16_round(v);
-  if (parts == 1) return;
-  const float r1 = v - bf16_value(out[0]);
-  out[1] = bf16_round(r1);
-  if (parts == 3) out[2] = bf16_round(r1 - bf16_value(out[1]));
+// x [count] split into `parts` bf16 parts, each its own contiguous row (1: RNE; 2: hi + lo;
+// 3: hi + mid + lo, gemm_round.h): plain loops over contiguous rows, which the compiler vectorizes.
+void split_row(const float* x, int64_t count, int parts, uint16_t* const out[3]) {
+  const auto n = size_t(count);
+  if (parts == 3) return split_bf16x3_parts(std::span(x, n), std::span(out[0], n), std::span(out[1], n),
+                                            std::span(out[2], n));
+  for (size_t i = 0; i < n; ++i) out[0][i] = bf16_round(x[i]);
+  if (parts == 2)
+    for (size_t i = 0; i < n; ++i) out[1][i] = bf16_round(x[i] - bf16_value(out[0][i]));
 }
 
 }  // namespace
@@ -227,12 +229,9 @@ Result<AmxBf16Weights> AmxBf16Weights::pack(std::span<const float> w, int64_t n,
   const int parts = x_parts(precision);
   std::vector<uint16_t> split_rows[3];
   for (int p = 0; p < parts; ++p) split_rows[p].resize(size_t(n * k));
-  for (size_t i = 0; i < w.size(); ++i) {
-    uint16_t s[3];
-    split(w[i], parts, s);
-    for (int p = 0; p < parts; ++p) split_rows[p][i] = s[p];
-  }
-  const uint16_t* rows[3] = {split_rows[0].data(), split_rows[1].data(), split_rows[2].data()};
+  uint16_t* const out[3] = {split_rows[0].data(), split_rows[1].data(), split_rows[2].data()};
+  split_row(w.data(), n * k, parts, out);
+  const uint16_t* rows[3] = {out[0], out[1], out[2]};
   return pack_rows(rows, parts, n, k, precision);
 }
 
@@ -255,12 +254,11 @@ Status gemm_bf16_amx(const AmxBf16Weights& w, const float* x, int64_t m, float* 
   xs.assign(size_t(parts * m_pad * k_pad), 0);
   uint16_t* split_x = xs.data();  // a pointer: the lambda runs on pool threads, with their own thread_locals
   over_tokens(m, pool, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t)
-      for (int64_t c = 0; c < k; ++c) {
-        uint16_t s[3];
-        split(x[t * k + c], parts, s);
-        for (int p = 0; p < parts; ++p) split_x[(p * m_pad + t) * k_pad + c] = s[p];
-      }
+    for (int64_t t = t0; t < t1; ++t) {
+      uint16_t* out[3] = {};
+      for (int p = 0; p < parts; ++p) out[p] = split_x + (p * m_pad + t) * k_pad;
+      split_row(x + t * k, k, parts, out);
+    }
   });
   const auto prods = products(w.precision(), w.parts());
   amx::Bf16Args a{.k_pad = k_pad, .m = m, .n = w.n(), .m_pad = m_pad, .products = prods.data(),

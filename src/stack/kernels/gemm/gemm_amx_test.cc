@@ -17,6 +17,7 @@
 #include "core/thread_pool.h"
 #include "kernels/gemm/gemm_internal.h"
 #include "kernels/gemm/gemm_reference.h"
+#include "kernels/gemm/gemm_round.h"
 #include "kernels/gemm/gemm_test_util.h"
 
 namespace recur::gemm {
@@ -232,6 +233,31 @@ TEST(AmxBf16, SplitPrecisionsMeetTheirFloat64Bounds) {
                 std::string(precision_name(p)).c_str(), worst[0], worst[1]);
   }
   EXPECT_FALSE(AmxBf16Weights::pack(std::vector<float>(4), 2, 2, Precision::kF32).has_value());
+}
+
+// The row-wise split (the one the drivers apply to x too) gives each element's hi / mid / lo as
+// gemm_round.h defines them: x6's three parts, x3's two (hi, then bf16 of the residual).
+TEST(AmxBf16, PackedPartsAreTheElementwiseSplit) {
+  const int64_t n = 16, k = 32;  // one group, one 32-k step: part p at [k / 2][16 rows][2]
+  const auto w = random_values(size_t(n * k), 41, 2);
+  for (Precision p : {Precision::kBf16, Precision::kBf16x3, Precision::kBf16x6}) {
+    auto packed = AmxBf16Weights::pack(w, n, k, p);
+    ASSERT_TRUE(packed.has_value());
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t c = 0; c < k; ++c) {
+        const float v = w[size_t(r * k + c)];
+        const uint16_t hi = bf16_round(v), mid = bf16_round(v - bf16_value(hi));
+        const uint16_t lo = bf16_round(v - bf16_value(hi) - bf16_value(mid));
+        const size_t at = size_t(c / 2 * 32 + r * 2 + c % 2);
+        ASSERT_EQ(packed->part(0)[at], hi) << precision_name(p) << " " << r << "," << c;
+        if (packed->parts() > 1) {
+          ASSERT_EQ(packed->part(1)[at], mid) << precision_name(p);
+        }
+        if (packed->parts() > 2) {
+          ASSERT_EQ(packed->part(2)[at], lo) << precision_name(p);
+        }
+      }
+  }
 }
 
 TEST(AmxBf16, Bf16WeightsSplitOnlyTheActivations) {
