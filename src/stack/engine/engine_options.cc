@@ -1,11 +1,11 @@
 #include "engine/engine_options.h"
 
-#include "kernels/gemm/gemm_amx.h"
-
 #include <algorithm>
 #include <cstdlib>
 
 #include <fmt/format.h>
+
+#include "kernels/gemm/gemm_amx.h"
 
 namespace recur {
 

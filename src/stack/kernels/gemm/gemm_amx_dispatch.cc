@@ -7,11 +7,11 @@
 
 #include <array>
 #include <atomic>
-#include <optional>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string_view>
 #include <vector>
 
