@@ -7,8 +7,10 @@
 #include "core/cpu_features.h"
 #include "core/log.h"
 #include "core/spawn.h"
+#include "kernels/gemm/gemm_amx.h"
 
-// core.isa (core/cpu_features.cc) is applied here, once, after --set: a process-wide setting.
+// core.isa (core/cpu_features.cc) and kernel.gemm.amx's probe backend (kernels/gemm/gemm_amx.h) are
+// applied here, once, after --set: process-wide settings.
 int main(int argc, char** argv) {
   using namespace recur;
   CLI::App app{
@@ -56,6 +58,9 @@ int main(int argc, char** argv) {
   if (isa != "auto") {
     if (auto s = set_isa_cap(*parse_isa(isa)); !s) return cli::report_failure(s.error());
   }
+  // kernel.gemm.amx for the registry's AMX probes (RECUR_AMX wins where set); on is refused here,
+  // naming the reason, where the hardware would not run. The engine reads the knob at load.
+  if (auto s = gemm::apply_process_amx_mode(cli::global_config()); !s) return cli::report_failure(s.error());
   if (!inv.run) return cli::kExitUsage;
   // A killed recur takes the programs its probes started with it (core/spawn.h).
   kill_children_on_termination_signals();

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "kernels/gemm/gemm_amx.h"
+
 namespace recur {
 
 namespace {
@@ -247,6 +249,12 @@ Result<LoadOptions> load_options_from(const Config& knobs) {
   RECUR_ASSIGN_OR_RETURN(gemm::Q8Activations q8, gemm::q8_activations_from_config(knobs));
   o.model = {.regroup_q8_0 = layout == WeightLayout::kR16 && q8 == gemm::Q8Activations::kQ8_0,
              .regroup_f16 = layout == WeightLayout::kR16};
+  RECUR_ASSIGN_OR_RETURN(gemm::AmxMode amx, gemm::amx_mode_from_config(knobs));
+  if (amx != gemm::AmxMode::kOff && q8 != gemm::Q8Activations::kQ8_0)
+    return invalid_argument("kernel.gemm.amx={} needs kernel.gemm.q8_0_activations=q8_0 (the tiles multiply Q8_0 "
+                            "activations), not {}",
+                            gemm::amx_mode_name(amx), gemm::q8_activations_name(q8));
+  RECUR_ASSIGN_OR_RETURN(o.model.amx_tiles, gemm::amx_tiles_for(amx));
   return o;
 }
 

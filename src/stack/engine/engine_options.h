@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/enum_names.h"
@@ -99,12 +100,17 @@ struct ModelLoadOptions {
   // kF16R16). Off for a process that only tokenizes.
   bool regroup_q8_0 = true;
   bool regroup_f16 = true;
+  // kernel.gemm.amx: Q8_0 projections also repacked into AMX tiles, run on this backend for
+  // prefill (weights.h, attach_amx_tiles); nullopt (off) keeps none.
+  std::optional<gemm::TileBackend> amx_tiles;
 };
 struct LoadOptions {
   WeightsMemory memory = WeightsMemory::kAnon;
   ModelLoadOptions model;
 };
-// Regrouped Q8_0 always meets Q8_0 activations, so f32 activations keep its rows.
+// Regrouped Q8_0 always meets Q8_0 activations, so f32 activations keep its rows. AMX tiles need
+// Q8_0 activations too: kernel.gemm.amx other than off with other activations is refused, as is
+// kernel.gemm.amx=on where the hardware is not usable (gemm::amx_tiles_for).
 Result<LoadOptions> load_options_from(const Config& knobs);
 
 // The engine's thread pool for `threads` (0: every CPU), pinned, polling as the knob

@@ -100,6 +100,9 @@ Result<std::unique_ptr<Model>> load_model_over(const MappedFile& bytes, const Co
   zone.arg("memory", bytes.anonymous() ? "anon" : "mmap");
   zone.arg("regroup_q8_0", options.regroup_q8_0 ? 1 : 0);
   zone.arg("regroup_f16", options.regroup_f16 ? 1 : 0);
+  zone.arg("amx", !options.amx_tiles ? "off"
+                  : *options.amx_tiles == gemm::TileBackend::kHardware ? "hardware"
+                                                                        : "emulated");
   RECUR_ASSIGN_OR_RETURN(gguf::File file, gguf::parse(bytes.bytes(), bytes.path()));
   return model_from_file(std::move(file), options);
 }

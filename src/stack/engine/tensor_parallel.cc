@@ -59,6 +59,7 @@ Result<std::unique_ptr<OwnedWeight>> weight_cols(const Weight& w, int64_t c0, in
   }
   out->view.data = out->storage.data();
   out->view.storage = nullptr;
+  if (out->view.cols != w.cols) out->view.amx = nullptr;  // the tiles hold every column
   if (out->view.scale != nullptr) refresh_w8a8_compensation(out->view);  // W8A8: sums over the shard's columns
   return out;
 }

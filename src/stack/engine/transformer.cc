@@ -6,6 +6,7 @@
 
 #include "engine/batch_session.h"
 #include "engine/forward.h"
+#include "trace/trace.h"
 
 namespace recur {
 
@@ -29,22 +30,43 @@ Status TransformerModel::bind_common(gguf::File file, Arch arch) {
   return ok_status();
 }
 
-Status TransformerModel::regroup_weights(const ModelLoadOptions& options) {
-  std::vector<Weight*> to_regroup;
-  auto consider = [&](Weight& w) {
-    const bool wanted = w.type == gguf::TensorType::kF16 ? options.regroup_f16 : options.regroup_q8_0;
-    if (w.data != nullptr && wanted && regroupable(w)) to_regroup.push_back(&w);
-  };
-  if (!config_.tied_embeddings) consider(output);  // a tied head is the embedding table, read by rows
+void TransformerModel::for_each_projection(const std::function<void(Weight&)>& fn) {
+  if (!config_.tied_embeddings) fn(output);  // a tied head is the embedding table, read by rows
   // Not the router: it meets fp32 activations (a flip in the top-k is a discontinuity), and
-  // regrouped Q8_0 always meets Q8_0 activations.
+  // regrouped Q8_0 (and the AMX tiles) always meet Q8_0 activations.
   for (LayerWeights& L : layers) {
     for (Weight* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.wf, &L.wb, &L.out_gate, &L.w_gate, &L.w_up, &L.w_down, &L.sh_gate,
                       &L.sh_up, &L.sh_down})
-      consider(*w);
+      fn(*w);
     for (auto* experts : {&L.exp_gate, &L.exp_up, &L.exp_down})
-      for (Weight& w : *experts) consider(w);
+      for (Weight& w : *experts) fn(w);
   }
+}
+
+Status TransformerModel::attach_amx_tiles(const ModelLoadOptions& options) {
+  if (!options.amx_tiles) return ok_status();
+  RECUR_ZONE("amx_repack");
+  Status status = ok_status();
+  size_t bytes = 0;
+  int64_t weights = 0;
+  for_each_projection([&](Weight& w) {
+    if (!status || !amx_tileable(w)) return;
+    status = recur::attach_amx_tiles(w, *options.amx_tiles);
+    if (status) bytes += w.amx->bytes(), ++weights;
+  });
+  zone.arg("weights", weights);
+  zone.arg("bytes", int64_t(bytes));
+  return status;
+}
+
+Status TransformerModel::regroup_weights(const ModelLoadOptions& options) {
+  // The tiles are repacked from the file's rows, before regrouping may release those pages.
+  RECUR_RETURN_IF_ERROR(attach_amx_tiles(options));
+  std::vector<Weight*> to_regroup;
+  for_each_projection([&](Weight& w) {
+    const bool wanted = w.type == gguf::TensorType::kF16 ? options.regroup_f16 : options.regroup_q8_0;
+    if (w.data != nullptr && wanted && regroupable(w)) to_regroup.push_back(&w);
+  });
   auto bytes_of = [](const Weight* w) { return w->row_bytes() * size_t(w->rows); };
   auto slot_of = [&](const Weight* w) { return (bytes_of(w) + 63) / 64 * 64; };  // each copy 64-byte aligned
   size_t total = 0;

@@ -7,6 +7,7 @@
 // Immutable after load; may be shared by threads.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -71,6 +72,8 @@ class TransformerModel : public Model {
   // Regroups every Q8_0 / F16 projection (as `options` say; not the embedding table, a tied head
   // or a MoE router) into 16-row groups (docs/engine.md "Weight layout"), releasing each
   // source's file pages once its copy exists: the peak is the model plus one matrix.
+  // Before that, with kernel.gemm.amx on or emulate, repacks the same Q8_0 projections into AMX
+  // tiles as well (attach_amx_tiles: +1.06x their bytes; decode keeps the rows or groups).
   Status regroup_weights(const ModelLoadOptions& options);
   // Numerics::kF64Reference: the float64 reference session, or why there is none.
   virtual Result<std::unique_ptr<Session>> reference_session(int max_tokens) const = 0;
@@ -80,6 +83,9 @@ class TransformerModel : public Model {
   std::unique_ptr<Tokenizer> tokenizer_;
 
  private:
+  // fn on each projection regrouping and the AMX tiles consider (see regroup_weights).
+  void for_each_projection(const std::function<void(Weight&)>& fn);
+  Status attach_amx_tiles(const ModelLoadOptions& options);
   AlignedBuffer regrouped_;
 };
 

@@ -119,13 +119,32 @@ Weight weight_rows(const Weight& w, int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) ungroup_row(w, r, copy->data() + size_t(r - r0) * rb);
     v.data = copy->data();
     v.regrouped = false;
+    v.amx = nullptr;
     v.storage = std::move(copy);
     return v;
   }
+  if (v.rows != w.rows) v.amx = nullptr;  // the tiles hold every row
   v.data = w.data + size_t(r0) * w.row_bytes();
   if (w.scale != nullptr) v.scale = w.scale + r0;
   if (w.comp != nullptr) v.comp = w.comp + r0;
   return v;
+}
+
+bool amx_tileable(const Weight& w) {
+  return w.type == gguf::TensorType::kQ8_0 && w.cols % gemm::kQ8Block == 0 && w.data != nullptr && !w.regrouped &&
+         w.amx == nullptr;
+}
+
+Status attach_amx_tiles(Weight& w, gemm::TileBackend backend) {
+  if (!amx_tileable(w))
+    return invalid_argument("tensor '{}' ({} [{}, {}]{}): only Q8_0 rows with whole 32-blocks repack into AMX tiles",
+                            w.name, gguf::tensor_type_name_static(w.type), w.rows, w.cols,
+                            w.regrouped ? ", regrouped" : "");
+  auto tiles = gemm::AmxQ8Weights::repack(w.data, w.rows, w.cols);
+  if (!tiles) return invalid_argument("tensor '{}': {}", w.name, tiles.error().message());
+  w.amx = std::make_shared<const gemm::AmxQ8Weights>(std::move(*tiles));
+  w.amx_backend = backend;
+  return ok_status();
 }
 
 bool regroupable(const Weight& w) {
@@ -166,6 +185,14 @@ void matmul(const Weight& w, const float* x, int64_t m, float* y, ThreadPool* po
     zone.arg("streams", int64_t(gemm::group_streams(act.streams, w.type == gguf::TensorType::kF16
                                                                      ? gemm::WeightFormat::kF16R16
                                                                      : gemm::WeightFormat::kQ8_0R16)));
+  // Prefill on AMX tiles, in the fp32 order of the layout the weights are stored in: the same bits.
+  if (w.amx != nullptr && m >= kAmxMinTokens && act.q8 == gemm::Q8Activations::kQ8_0 && w.amx->n() == w.rows &&
+      w.amx->k() == w.cols) {
+    zone.arg("amx", w.amx_backend == gemm::TileBackend::kHardware ? "hardware" : "emulated");
+    if (gemm::gemm_q8_0_amx(*w.amx, x, m, y, pool, w.amx_backend,
+                            w.regrouped ? gemm::AmxQ8Order::kR16 : gemm::AmxQ8Order::kRowPrefill))
+      return;
+  }
   if (w.type == gguf::TensorType::kI8 && w.scale != nullptr && matmul_w8a8(w, x, m, y, pool)) return;
   // F32 / F16 / BF16 / Q8_0: the vectorized kernels of kernels/gemm, weights read in place.
   if (auto format = stored_format(w);

@@ -14,6 +14,7 @@
 #include "core/status.h"
 #include "engine/gguf.h"
 #include "kernels/gemm/gemm.h"
+#include "kernels/gemm/gemm_amx.h"
 
 namespace recur {
 
@@ -36,6 +37,11 @@ struct Weight {
   // owns), not into the file.
   bool regrouped = false;
   std::shared_ptr<const void> storage;
+  // Q8_0 also repacked into AMX tiles at load (kernel.gemm.amx, attach_amx_tiles): matmul runs
+  // m >= kAmxMinTokens on them, on `amx_backend`, with the bits of the stored layout's prefill.
+  // Views of other rows or columns (tensor-parallel shards) drop it.
+  std::shared_ptr<const gemm::AmxQ8Weights> amx;
+  gemm::TileBackend amx_backend = gemm::TileBackend::kEmulator;
 
   size_t row_bytes() const;
   // Row r as fp32 into out[cols].
@@ -71,6 +77,14 @@ Weight weight_rows(const Weight& w, int64_t r0, int64_t r1);
 // view of them; errors name the tensor unless it is Q8_0 or F16 with rows % 16 == 0
 // (gemm::repack_q8_0_r16, gemm::repack_f16_r16).
 Result<Weight> regroup_weight(const Weight& w, std::byte* into);
+// The fewest tokens a matmul runs on AMX tiles: one full A tile. Fewer (decode, batched decode)
+// keep the GEMV / small-M kernels, which are bound by reading the weights.
+inline constexpr int64_t kAmxMinTokens = 16;
+// Whether attach_amx_tiles takes w: Q8_0 with whole blocks and no tiles yet.
+bool amx_tileable(const Weight& w);
+// w's rows (read before any regrouping) repacked into AMX tiles (gemm::AmxQ8Weights: 36 bytes per
+// 32 weights) and attached, to run on `backend`; errors name the tensor.
+Status attach_amx_tiles(Weight& w, gemm::TileBackend backend);
 // Whether regroup_weight takes w.
 bool regroupable(const Weight& w);
 // Row r of a regrouped weight in the file's row form, into out[row_bytes()].

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/convert.h"
+#include "core/cpu_features.h"
 #include "core/thread_pool.h"
 #include "kernels/gemm/gemm_amx_kernels.h"
 #include "kernels/gemm/gemm_internal.h"
@@ -32,6 +33,16 @@ void over_groups(int64_t groups, ThreadPool* pool, const Fn& fn) {
   else body(0, pairs, 0);
 }
 
+// fn(t0, t1) over the m tokens, in parallel over the pool where there is more than one chunk of
+// 16; each token is prepared by one thread from its own x row, so the bits do not depend on the pool.
+template <class Fn>
+void over_tokens(int64_t m, ThreadPool* pool, const Fn& fn) {
+  const int64_t chunks = (m + amx::kRows - 1) / amx::kRows;
+  auto body = [&](int64_t c0, int64_t c1, int) { fn(c0 * amx::kRows, std::min(m, c1 * amx::kRows)); };
+  if (pool != nullptr && chunks > 1) pool->parallel_for(chunks, body);
+  else body(0, chunks, 0);
+}
+
 Status check_call(const char* what, int64_t wn, const float* x, int64_t m, const float* y) {
   if (m < 1 || x == nullptr || y == nullptr || wn < 1)
     return invalid_argument("{}: m={}: expected m >= 1, x and y set and packed weights", what, m);
@@ -54,13 +65,15 @@ std::span<const amx::Bf16Product> products(Precision p, int w_parts) {
   }
 }
 
-// v split into `parts` bf16 parts (1: RNE; 2: hi + lo; 3: hi + mid + lo, gemm_round.h).
-void split(float v, int parts, uint16_t out[3]) {
-  out[0] = bf16_round(v);
-  if (parts == 1) return;
-  const float r1 = v - bf16_value(out[0]);
-  out[1] = bf16_round(r1);
-  if (parts == 3) out[2] = bf16_round(r1 - bf16_value(out[1]));
+// x [count] split into `parts` bf16 parts, each its own contiguous row (1: RNE; 2: hi + lo;
+// 3: hi + mid + lo, gemm_round.h): plain loops over contiguous rows, which the compiler vectorizes.
+void split_row(const float* x, int64_t count, int parts, uint16_t* const out[3]) {
+  const auto n = size_t(count);
+  if (parts == 3) return split_bf16x3_parts(std::span(x, n), std::span(out[0], n), std::span(out[1], n),
+                                            std::span(out[2], n));
+  for (size_t i = 0; i < n; ++i) out[0][i] = bf16_round(x[i]);
+  if (parts == 2)
+    for (size_t i = 0; i < n; ++i) out[1][i] = bf16_round(x[i] - bf16_value(out[0][i]));
 }
 
 }  // namespace
@@ -94,16 +107,27 @@ Result<AmxQ8Weights> AmxQ8Weights::repack(const void* q8_0_rows, int64_t n, int6
 }
 
 Status gemm_q8_0_amx(const AmxQ8Weights& w, const float* x, int64_t m, float* y, ThreadPool* pool,
-                     TileBackend backend) {
+                     TileBackend backend, AmxQ8Order order) {
   RECUR_RETURN_IF_ERROR(check_call("gemm_q8_0_amx", w.n(), x, m, y));
   const int64_t k = w.k(), m_pad = round_up(m, amx::kRows), blocks = k / kQ8Block;
   thread_local std::vector<int8_t> xq;
   thread_local std::vector<float> dx;
-  xq.assign(size_t(m_pad * k), 0);
-  dx.assign(size_t(m_pad * blocks), 0.0f);
-  quantize_q8_0_rows(x, m, k, xq.data(), dx.data());
-  const amx::Q8Args a{.k = k, .m = m, .n = w.n(), .m_pad = m_pad, .xq = xq.data(), .dx = dx.data(),
-                      .wq = w.quants(), .dw = w.scales(), .y = y, .ldy = w.n()};
+  thread_local std::vector<int32_t> corr;  // the 16-row groups' offset sums: computed, not read
+  xq.resize(size_t(m_pad * k));
+  dx.resize(size_t(m_pad * blocks));
+  corr.resize(size_t(m * blocks));
+  std::fill(xq.begin() + m * k, xq.end(), int8_t{0});  // the padding tokens
+  std::fill(dx.begin() + m * blocks, dx.end(), 0.0f);
+  // The vectorized quantizer of the 16-row groups' kernels: quantize_q8_0_rows' bits (tested there).
+  const Q8R16Kernels& quantizer = q8r16_kernels(active_isa());
+  // (Pointers, not the thread_local vectors: named in the lambda, those would be the pool thread's own.)
+  int8_t* q = xq.data();
+  float* d = dx.data();
+  int32_t* c = corr.data();
+  over_tokens(m, pool, [&](int64_t t0, int64_t t1) { quantizer.prepare(x, k, t0, t1, q, d, c); });
+  const amx::Q8Args a{.k = k, .chain_blocks = order == AmxQ8Order::kR16 ? blocks : amx::kQ8KBlock / kQ8Block,
+                      .m = m, .n = w.n(), .m_pad = m_pad, .xq = q, .dx = d, .wq = w.quants(),
+                      .dw = w.scales(), .y = y, .ldy = w.n()};
   const auto fn = kernels(backend).q8;
   over_groups((w.n() + amx::kRows - 1) / amx::kRows, pool, [&](int64_t g0, int64_t g1) { fn(a, g0, g1); });
   return ok_status();
@@ -138,14 +162,30 @@ Status gemm_w8a8_amx(const AmxI8Weights& w, const float* x, int64_t m, float* y,
                      TileBackend backend) {
   RECUR_RETURN_IF_ERROR(check_call("gemm_w8a8_amx", w.n(), x, m, y));
   const int64_t k = w.k(), k_pad = round_up(k, amx::kI8Step), m_pad = round_up(m, amx::kRows);
-  thread_local std::vector<int8_t> rows, xq;
+  thread_local std::vector<int8_t> xq;
   thread_local std::vector<float> xs;
-  rows.resize(size_t(m * k));
   xs.assign(size_t(m_pad), 0.0f);
-  RECUR_RETURN_IF_ERROR(quantize_int8_rows(std::span(x, size_t(m * k)), size_t(m), size_t(k), std::span(rows),
-                                           std::span(xs.data(), size_t(m))));
-  xq.assign(size_t(m_pad * k_pad), 0);
-  for (int64_t t = 0; t < m; ++t) std::memcpy(xq.data() + t * k_pad, rows.data() + t * k, size_t(k));
+  xq.resize(size_t(m_pad * k_pad));
+  std::fill(xq.begin() + m * k_pad, xq.end(), int8_t{0});  // the padding tokens
+  // Each token quantized straight into its padded row, tokens in parallel; the first refusal
+  // (a non-finite x) in token order is returned.
+  std::vector<Status> refused(size_t((m + amx::kRows - 1) / amx::kRows), ok_status());
+  int8_t* q = xq.data();  // pointers: the lambda runs on pool threads, with their own thread_locals
+  float* scales = xs.data();
+  over_tokens(m, pool, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      int8_t* row = q + t * k_pad;
+      std::fill(row + k, row + k_pad, int8_t{0});
+      Status s = quantize_int8_rows(std::span(x + t * k, size_t(k)), 1, size_t(k), std::span(row, size_t(k)),
+                                    std::span(scales + t, 1));
+      if (!s) {
+        refused[size_t(t0 / amx::kRows)] =
+            invalid_argument("gemm_w8a8_amx: token {} of {}: {}", t, m, s.error().message());
+        return;
+      }
+    }
+  });
+  for (Status& s : refused) RECUR_RETURN_IF_ERROR(std::move(s));
   const amx::I8Args a{.k_pad = k_pad, .m = m, .n = w.n(), .m_pad = m_pad, .xq = xq.data(), .xs = xs.data(),
                       .wq = w.quants(), .ws = w.scales(), .y = y, .ldy = w.n()};
   const auto fn = kernels(backend).i8;
@@ -189,12 +229,9 @@ Result<AmxBf16Weights> AmxBf16Weights::pack(std::span<const float> w, int64_t n,
   const int parts = x_parts(precision);
   std::vector<uint16_t> split_rows[3];
   for (int p = 0; p < parts; ++p) split_rows[p].resize(size_t(n * k));
-  for (size_t i = 0; i < w.size(); ++i) {
-    uint16_t s[3];
-    split(w[i], parts, s);
-    for (int p = 0; p < parts; ++p) split_rows[p][i] = s[p];
-  }
-  const uint16_t* rows[3] = {split_rows[0].data(), split_rows[1].data(), split_rows[2].data()};
+  uint16_t* const out[3] = {split_rows[0].data(), split_rows[1].data(), split_rows[2].data()};
+  split_row(w.data(), n * k, parts, out);
+  const uint16_t* rows[3] = {out[0], out[1], out[2]};
   return pack_rows(rows, parts, n, k, precision);
 }
 
@@ -215,12 +252,14 @@ Status gemm_bf16_amx(const AmxBf16Weights& w, const float* x, int64_t m, float* 
   const int parts = x_parts(w.precision());
   thread_local std::vector<uint16_t> xs;
   xs.assign(size_t(parts * m_pad * k_pad), 0);
-  for (int64_t t = 0; t < m; ++t)
-    for (int64_t c = 0; c < k; ++c) {
-      uint16_t s[3];
-      split(x[t * k + c], parts, s);
-      for (int p = 0; p < parts; ++p) xs[size_t((p * m_pad + t) * k_pad + c)] = s[p];
+  uint16_t* split_x = xs.data();  // a pointer: the lambda runs on pool threads, with their own thread_locals
+  over_tokens(m, pool, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      uint16_t* out[3] = {};
+      for (int p = 0; p < parts; ++p) out[p] = split_x + (p * m_pad + t) * k_pad;
+      split_row(x + t * k, k, parts, out);
     }
+  });
   const auto prods = products(w.precision(), w.parts());
   amx::Bf16Args a{.k_pad = k_pad, .m = m, .n = w.n(), .m_pad = m_pad, .products = prods.data(),
                   .product_count = int(prods.size()), .y = y, .ldy = w.n()};

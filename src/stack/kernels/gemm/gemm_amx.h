@@ -9,11 +9,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 
 #include "core/aligned_buffer.h"
+#include "core/knobs.h"
 #include "core/status.h"
 #include "kernels/gemm/gemm.h"
 
@@ -29,12 +31,22 @@ enum class TileBackend : uint8_t {
 };
 std::string_view tile_backend_name(TileBackend b);  // "emulator", "hardware"
 
-// The opt-in to the hardware path, off by default (not yet validated on AMX hardware): the
-// environment's RECUR_AMX=on|off, read once per process, or set_amx_mode (tests). Not a knob yet:
-// a process-wide knob needs a reader in the knob-efficacy check (docs/gemm.md, "AMX").
-enum class AmxMode : uint8_t { kOff, kOn };
+// The knob kernel.gemm.amx (docs/gemm.md, "AMX"): off (no tiles in the engine; the registry's
+// AMX probe variants still run, on the emulator), on (the hardware; refused where the CPU, the OS,
+// Linux's permission or the first-use self-check says no: never a silent fall-back), emulate (the
+// tiles' arithmetic on the emulator, any CPU: slow, for tests). The engine reads it at load
+// (amx_tiles_for); recur's main also applies it process-wide for the probes
+// (apply_process_amx_mode), where the environment's RECUR_AMX=off|on|emulate, when set, wins.
+enum class AmxMode : uint8_t { kOff, kOn, kEmulate };
+std::string_view amx_mode_name(AmxMode mode);  // "off", "on", "emulate"
+Result<AmxMode> amx_mode_from_config(const Config& config);
 void set_amx_mode(AmxMode mode);
 AmxMode amx_mode();
+// RECUR_AMX's mode when set (off|on|emulate), else nullopt; anything else is an error naming it.
+Result<std::optional<AmxMode>> amx_mode_from_env();
+// recur's main: set_amx_mode from RECUR_AMX if set, else kernel.gemm.amx; on is refused (the
+// reason named) where the hardware would not run.
+Status apply_process_amx_mode(const Config& config);
 
 // What this CPU and OS allow: AMX-TILE, AMX-INT8, AMX-BF16 (CPUID leaf 7, EDX bits 24, 25, 22),
 // the OS enabling tile state (XCR0 bits 17, 18), and Linux granting this process tile data
@@ -48,15 +60,19 @@ struct AmxSupport {
 };
 const AmxSupport& amx_support();
 
-// The backend the AMX kernels run on here: kHardware only when RECUR_AMX=on, the CPU
-// and OS support AMX, the permission was granted and the first call's self-check (one small GEMM
-// per kernel on both backends: int8 bit for bit, bf16 within the fp32 accumulation bound)
-// passed; otherwise the emulator, and amx_backend_reason() says why (a failed self-check also
-// logs a warning).
+// The backend the registry's AMX probe variants run on here: kHardware only when amx_mode() is
+// on, the CPU and OS support AMX, the permission was granted and the first call's self-check
+// (one small GEMM per kernel on both backends: int8 bit for bit, bf16 within the fp32
+// accumulation bound) passed; otherwise the emulator, and amx_backend_reason() says why (a
+// failed self-check also logs a warning). recur's main refuses kernel.gemm.amx=on where this would
+// not be the hardware (amx_tiles_for).
 TileBackend amx_backend();
 std::string amx_backend_reason();
 // The self-check itself (hardware against emulator); also the hardware tests' core.
 Status amx_self_check();
+// Where kernel.gemm.amx=mode runs the tiles: nullopt for off, the emulator for emulate, the
+// hardware for on, or an error naming the knob and why the hardware is not usable here.
+Result<std::optional<TileBackend>> amx_tiles_for(AmxMode mode);
 
 // int8 B tiles in groups of 16 rows (n padded with zero rows) plus fp32 scales: the two int8 forms.
 class AmxInt8Tiles {
@@ -80,10 +96,16 @@ class AmxQ8Weights : public AmxInt8Tiles {
   // q8_0_rows: [n][k / 32] Q8_0 blocks (34 bytes: fp16 d, 32 int8 q).
   static Result<AmxQ8Weights> repack(const void* q8_0_rows, int64_t n, int64_t k);
 };
-// y [m][n] = x [m][k] against w with x quantized to Q8_0 per token (quantize_q8_0_rows): the bits
-// of gemm_stored's Q8_0 x Q8_0 prefill on AVX-512 VNNI (for any m; the engine's prefill is m > 8).
+// Whose fp32 order the Q8_0 tiles' epilogue follows (Q8Args::chain_blocks): the VNNI row-layout
+// prefill's (gemm_stored on kQ8_0 at m > 8 on AVX-512 VNNI: one fma chain per K block of 1024,
+// the blocks' sums added in order) or the 16-row groups' (kQ8_0R16, every ISA and m: one chain
+// over the whole K). The integer block dots are exact either way.
+enum class AmxQ8Order : uint8_t { kRowPrefill, kR16 };
+// y [m][n] = x [m][k] against w with x quantized to Q8_0 per token (quantize_q8_0_rows' bits, by
+// the vectorized quantizer of the 16-row groups, in parallel over tokens): the bits of
+// gemm_stored on the same weights in `order`'s layout (for any m; the engine uses it at m >= 16).
 Status gemm_q8_0_amx(const AmxQ8Weights& w, const float* x, int64_t m, float* y, ThreadPool* pool,
-                     TileBackend backend);
+                     TileBackend backend, AmxQ8Order order = AmxQ8Order::kRowPrefill);
 
 // ---- W8A8 weights in tile layout ----
 // k padded to a multiple of 64; per group and 64-k step one 1024-byte B tile [16 k-quads][16

@@ -1,20 +1,24 @@
 // Whether the AMX kernels may run on the hardware (gemm_amx.h): CPUID and XCR0, Linux's
-// permission for tile data, the user's opt-in (RECUR_AMX=on) and a first-use self-check of
-// every kernel against the emulator. Anything missing keeps them on the emulator.
+// permission for tile data, the user's opt-in (kernel.gemm.amx=on, or RECUR_AMX=on) and a
+// first-use self-check of every kernel against the emulator. The probes keep the emulator when
+// anything is missing; the engine and recur's main refuse `on` then (amx_tiles_for).
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string_view>
-#include <mutex>
 #include <vector>
 
 #include "core/convert.h"
 #include "core/cpu_features.h"
+#include "core/enum_names.h"
+#include "core/knobs.h"
 #include "core/log.h"
 #include "kernels/gemm/gemm_amx.h"
 
@@ -25,13 +29,17 @@ namespace {
 constexpr int kArchReqXcompPerm = 0x1023;  // arch_prctl: request permission for an XSTATE feature
 constexpr int kXfeatureXtiledata = 18;
 
-// RECUR_AMX=on|off, read once; anything else keeps the hardware path off, with a warning.
+constexpr std::array kAmxModeNames{EnumName<AmxMode>{AmxMode::kOff, "off"}, EnumName<AmxMode>{AmxMode::kOn, "on"},
+                                   EnumName<AmxMode>{AmxMode::kEmulate, "emulate"}};
+
+// RECUR_AMX when set, else the knob's default (recur's main applies the knob over it).
 AmxMode initial_mode() {
-  const char* env = std::getenv("RECUR_AMX");
-  if (env == nullptr || *env == '\0' || std::string_view(env) == "off") return AmxMode::kOff;
-  if (std::string_view(env) == "on") return AmxMode::kOn;
-  log(LogLevel::kWarn, "RECUR_AMX='{}' is not on or off; the AMX hardware path stays off", env);
-  return AmxMode::kOff;
+  auto env = amx_mode_from_env();
+  if (!env) {
+    log(LogLevel::kWarn, "{}; the AMX mode stays off", env.error().message());
+    return AmxMode::kOff;
+  }
+  return env->value_or(AmxMode::kOff);
 }
 
 std::atomic<AmxMode>& mode_cell() {
@@ -78,12 +86,30 @@ Status check_bits(const char* kernel, const std::vector<float>& hw, const std::v
   return ok_status();
 }
 
-struct Decision {
-  bool checked = false;
-  Status check = ok_status();
-};
-
 }  // namespace
+
+RECUR_KNOB(gemm_amx, {.name = "kernel.gemm.amx", .type = KnobType::kEnum, .choices = enum_choices(kAmxModeNames),
+                      .default_value = "off", .components = {"kernel:gemm", "engine:weights"},
+                      .acts = KnobActs::kEngineLoad,
+                      .help = "AMX tiles for Q8_0 prefill (m >= 16; Q8_0 projections repacked at load, +1.06x their "
+                              "bytes): off, on (the hardware; refused without AMX or if its self-check fails) or "
+                              "emulate (the tile emulator: same bits, slow, for tests); the registry's AMX probes "
+                              "run on the hardware only at on (RECUR_AMX=off|on|emulate overrides it there)"});
+
+std::string_view amx_mode_name(AmxMode mode) { return enum_name(kAmxModeNames, mode); }
+
+Result<AmxMode> amx_mode_from_config(const Config& config) {
+  RECUR_ASSIGN_OR_RETURN(std::string v, config.get("kernel.gemm.amx"));
+  if (auto mode = enum_from_name(kAmxModeNames, v)) return *mode;
+  return invalid_argument("kernel.gemm.amx={}: expected off, on or emulate", v);
+}
+
+Result<std::optional<AmxMode>> amx_mode_from_env() {
+  const char* env = std::getenv("RECUR_AMX");
+  if (env == nullptr || *env == '\0') return std::optional<AmxMode>();
+  if (auto mode = enum_from_name(kAmxModeNames, env)) return std::optional<AmxMode>(*mode);
+  return invalid_argument("RECUR_AMX='{}': expected off, on or emulate", env);
+}
 
 std::string_view tile_backend_name(TileBackend b) { return b == TileBackend::kHardware ? "hardware" : "emulator"; }
 
@@ -149,22 +175,56 @@ Status amx_self_check() {
   return ok_status();
 }
 
+namespace {
+
+// The self-check, run once per process on first need (it needs usable AMX); a failure is logged.
+const Status& self_check_once() {
+  static const Status check = [] {
+    Status s = amx_self_check();
+    if (!s) log(LogLevel::kWarn, "AMX kernels disabled: {}", s.error().message());
+    return s;
+  }();
+  return check;
+}
+
+}  // namespace
+
 TileBackend amx_backend() {
   if (amx_mode() != AmxMode::kOn || !amx_support().usable()) return TileBackend::kEmulator;
-  static std::once_flag once;
-  static Decision decision;
-  std::call_once(once, [] {
-    decision.check = amx_self_check();
-    decision.checked = true;
-    if (!decision.check)
-      log(LogLevel::kWarn, "AMX kernels disabled, running on the tile emulator: {}", decision.check.error().message());
-  });
-  return decision.check ? TileBackend::kHardware : TileBackend::kEmulator;
+  return self_check_once() ? TileBackend::kHardware : TileBackend::kEmulator;
+}
+
+Result<std::optional<TileBackend>> amx_tiles_for(AmxMode mode) {
+  if (mode == AmxMode::kOff) return std::optional<TileBackend>();
+  if (mode == AmxMode::kEmulate) return std::optional<TileBackend>(TileBackend::kEmulator);
+  if (!amx_support().usable())
+    return unsupported("kernel.gemm.amx=on: {}; kernel.gemm.amx=emulate runs the tiles' arithmetic on the emulator "
+                       "(slow, for tests), off keeps the AVX-512 / AVX2 kernels",
+                       amx_support().reason);
+  if (const Status& check = self_check_once(); !check)
+    return unsupported("kernel.gemm.amx=on: {}; kernel.gemm.amx=off keeps the AVX-512 kernels",
+                       check.error().message());
+  return std::optional<TileBackend>(TileBackend::kHardware);
+}
+
+Status apply_process_amx_mode(const Config& config) {
+  RECUR_ASSIGN_OR_RETURN(std::optional<AmxMode> env, amx_mode_from_env());
+  AmxMode mode = AmxMode::kOff;
+  if (env) {
+    mode = *env;
+  } else {
+    RECUR_ASSIGN_OR_RETURN(mode, amx_mode_from_config(config));
+  }
+  if (mode == AmxMode::kOn) {
+    if (auto tiles = amx_tiles_for(mode); !tiles) return unexpected(tiles.error());
+  }
+  set_amx_mode(mode);
+  return ok_status();
 }
 
 std::string amx_backend_reason() {
   if (amx_mode() != AmxMode::kOn)
-    return "RECUR_AMX is not on (the hardware path is opt-in until validated on an AMX machine)";
+    return "kernel.gemm.amx is not on (the hardware path is opt-in until validated on an AMX machine)";
   if (!amx_support().usable()) return amx_support().reason;
   if (amx_backend() == TileBackend::kEmulator) return "the first-use self-check against the emulator failed";
   return "AMX on: CPU, OS and permission present, self-check passed";

@@ -1,7 +1,7 @@
 // The AMX kernels on the real tile instructions. This translation unit alone is compiled with
 // -mamx-tile -mamx-int8 -mamx-bf16 (and the AVX-512 flags, for the epilogues): nothing here runs
 // unless gemm_amx.cc found AMX in CPUID and XCR0, got the kernel's permission for tile data and
-// the user opted in (RECUR_AMX=on), and the first call's self-check against the emulator
+// the user opted in (kernel.gemm.amx=on), and the first call's self-check against the emulator
 // passed.
 #include <immintrin.h>
 

@@ -22,11 +22,13 @@ inline constexpr int kI8Step = 64;           // k per W8A8 step: [16 quads][16 r
 inline constexpr int kBf16Step = 32;         // k per bf16 step: [16 pairs][16 rows][2 bf16]
 inline constexpr int64_t kQ8KBlock = 1024;   // the VNNI prefill's K block (kPrefillKc)
 
-// Q8_0 x Q8_0: y[t][r] = per K block of 1024, sum over its 32-blocks b in order of
-// fma(float(dot_b), d_x * d_w, acc), the blocks' sums added to y in order — the VNNI prefill's
-// arithmetic (gemm_prefill_q8_avx512.cc), so the same bits.
+// Q8_0 x Q8_0: y[t][r] = per chain of `chain_blocks` 32-blocks, sum over its blocks b in order of
+// fma(float(dot_b), d_x * d_w, acc), the chains' sums added to y in order. Chains of 32 blocks
+// (K = 1024) are the VNNI row-layout prefill's arithmetic (gemm_prefill_q8_avx512.cc), one chain
+// over the whole K the 16-row groups' (gemm_q8r16.cc): so the bits of either.
 struct Q8Args {
   int64_t k = 0;               // multiple of 32
+  int64_t chain_blocks = kQ8KBlock / 32;
   int64_t m = 0, n = 0;        // valid tokens / rows (y's extent)
   int64_t m_pad = 0;           // tokens in xq / dx, a multiple of 16 (zero past m)
   const int8_t* xq = nullptr;  // [m_pad][k] quantized x
@@ -75,8 +77,8 @@ struct Kernels {
     const int64_t blocks = a.k / 32;
     alignas(64) int32_t c[4][kRows * kRows];
     alignas(64) float acc[4][kRows * kRows];
-    for (int64_t b0 = 0; b0 < blocks; b0 += kQ8KBlock / 32) {
-      const int64_t b1 = std::min(blocks, b0 + kQ8KBlock / 32);
+    for (int64_t b0 = 0; b0 < blocks; b0 += a.chain_blocks) {
+      const int64_t b1 = std::min(blocks, b0 + a.chain_blocks);
       std::fill(&acc[0][0], &acc[0][0] + 4 * kRows * kRows, 0.0f);
       for (int64_t b = b0; b < b1; ++b) {
         tl.template zero<0>();

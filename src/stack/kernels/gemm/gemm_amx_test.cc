@@ -17,6 +17,7 @@
 #include "core/thread_pool.h"
 #include "kernels/gemm/gemm_internal.h"
 #include "kernels/gemm/gemm_reference.h"
+#include "kernels/gemm/gemm_round.h"
 #include "kernels/gemm/gemm_test_util.h"
 
 namespace recur::gemm {
@@ -81,9 +82,15 @@ TEST(AmxQ8, GivesTheVnniPrefillBitsOnTheEmulator) {
     ASSERT_TRUE(packed.has_value()) << packed.error().message();
     std::vector<float> y(size_t(s.m * s.n)), y_pool(y.size());
     ASSERT_TRUE(gemm_q8_0_amx(*packed, x.data(), s.m, y.data(), nullptr, kEmu));
-    ASSERT_TRUE(gemm_q8_0_amx(*packed, x.data(), s.m, y_pool.data(), &pool, kEmu));
-    EXPECT_TRUE(same_bits(y, y_pool)) << "pool changed the bits at " << s.m << "x" << s.n << "x" << s.k;
     EXPECT_TRUE(same_bits(y, q8_vnni_order(w, s.n, s.k, x, s.m))) << s.m << "x" << s.n << "x" << s.k;
+    // x is quantized by the ISA's vectorized quantizer, in parallel over tokens: every one gives
+    // the scalar quantize_q8_0_rows' bits, with and without a pool.
+    for (Isa isa : runnable_isas()) {
+      ScopedIsaCap cap(isa);
+      ASSERT_TRUE(gemm_q8_0_amx(*packed, x.data(), s.m, y_pool.data(), &pool, kEmu));
+      EXPECT_TRUE(same_bits(y, y_pool)) << isa_name(isa) << " quantizer or the pool changed the bits at " << s.m
+                                        << "x" << s.n << "x" << s.k;
+    }
     if (has_vnni_prefill() && s.m > 8) {  // gemm_stored's prefill (M > 8) on AVX-512 VNNI itself
       std::vector<float> vnni(y.size());
       const WeightView view{.format = WeightFormat::kQ8_0, .n = s.n, .k = s.k, .data = w.data()};
@@ -92,6 +99,34 @@ TEST(AmxQ8, GivesTheVnniPrefillBitsOnTheEmulator) {
     }
   }
   if (!has_vnni_prefill()) std::printf("[ note ] no AVX-512 VNNI here: compared with its arithmetic written out only\n");
+}
+
+// In the 16-row groups' order (one fp32 chain over the whole K) the tiles give gemm_stored's
+// bits on kQ8_0R16 weights, on every ISA path: the engine's prefill under engine.weight_layout=r16.
+TEST(AmxQ8, GivesTheSixteenRowGroupsBitsInTheirOrder) {
+  auto pool_owner = ThreadPool::create({.threads = 2, .pin = false});
+  ThreadPool& pool = **pool_owner;
+  for (const Shape& s : {Shape{16, 16, 32}, Shape{17, 48, 1056}, Shape{40, 64, 2080}, Shape{33, 32, 3104}}) {
+    const auto w = encode(WeightFormat::kQ8_0, random_values(size_t(s.n * s.k), 11 + s.n, 0), s.n, s.k);
+    const auto x = random_values(size_t(s.m * s.k), 5 + s.m, 2);
+    std::vector<std::byte> grouped(w.size());
+    ASSERT_TRUE(repack_q8_0_r16(w.data(), s.n, s.k, grouped.data()));
+    auto packed = AmxQ8Weights::repack(w.data(), s.n, s.k);
+    ASSERT_TRUE(packed.has_value()) << packed.error().message();
+    std::vector<float> y(size_t(s.m * s.n)), rows_order(y.size());
+    ASSERT_TRUE(gemm_q8_0_amx(*packed, x.data(), s.m, y.data(), &pool, kEmu, AmxQ8Order::kR16));
+    ASSERT_TRUE(gemm_q8_0_amx(*packed, x.data(), s.m, rows_order.data(), &pool, kEmu, AmxQ8Order::kRowPrefill));
+    if (s.k > 1024) {
+      EXPECT_FALSE(same_bits(y, rows_order)) << "the two orders should differ past K = 1024";
+    }
+    const WeightView view{.format = WeightFormat::kQ8_0R16, .n = s.n, .k = s.k, .data = grouped.data()};
+    for (Isa isa : runnable_isas()) {
+      ScopedIsaCap cap(isa);
+      std::vector<float> ref(y.size());
+      ASSERT_TRUE(gemm_stored(view, x.data(), s.m, ref.data(), &pool, nullptr, Activations(Q8Activations::kQ8_0)));
+      EXPECT_TRUE(same_bits(y, ref)) << isa_name(isa) << " " << s.m << "x" << s.n << "x" << s.k;
+    }
+  }
 }
 
 TEST(AmxQ8, RepackRefusesBadShapes) {
@@ -200,6 +235,31 @@ TEST(AmxBf16, SplitPrecisionsMeetTheirFloat64Bounds) {
   EXPECT_FALSE(AmxBf16Weights::pack(std::vector<float>(4), 2, 2, Precision::kF32).has_value());
 }
 
+// The row-wise split (the one the drivers apply to x too) gives each element's hi / mid / lo as
+// gemm_round.h defines them: x6's three parts, x3's two (hi, then bf16 of the residual).
+TEST(AmxBf16, PackedPartsAreTheElementwiseSplit) {
+  const int64_t n = 16, k = 32;  // one group, one 32-k step: part p at [k / 2][16 rows][2]
+  const auto w = random_values(size_t(n * k), 41, 2);
+  for (Precision p : {Precision::kBf16, Precision::kBf16x3, Precision::kBf16x6}) {
+    auto packed = AmxBf16Weights::pack(w, n, k, p);
+    ASSERT_TRUE(packed.has_value());
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t c = 0; c < k; ++c) {
+        const float v = w[size_t(r * k + c)];
+        const uint16_t hi = bf16_round(v), mid = bf16_round(v - bf16_value(hi));
+        const uint16_t lo = bf16_round(v - bf16_value(hi) - bf16_value(mid));
+        const size_t at = size_t(c / 2 * 32 + r * 2 + c % 2);
+        ASSERT_EQ(packed->part(0)[at], hi) << precision_name(p) << " " << r << "," << c;
+        if (packed->parts() > 1) {
+          ASSERT_EQ(packed->part(1)[at], mid) << precision_name(p);
+        }
+        if (packed->parts() > 2) {
+          ASSERT_EQ(packed->part(2)[at], lo) << precision_name(p);
+        }
+      }
+  }
+}
+
 TEST(AmxBf16, Bf16WeightsSplitOnlyTheActivations) {
   const Shape s{20, 19, 77};
   const auto wf = random_values(size_t(s.n * s.k), 31, 0);
@@ -218,7 +278,7 @@ TEST(AmxBf16, Bf16WeightsSplitOnlyTheActivations) {
 TEST(AmxDispatch, HardwarePathIsOptInAndChecked) {
   set_amx_mode(AmxMode::kOff);
   EXPECT_EQ(amx_backend(), TileBackend::kEmulator);
-  EXPECT_NE(amx_backend_reason().find("RECUR_AMX is not on"), std::string::npos);
+  EXPECT_NE(amx_backend_reason().find("kernel.gemm.amx is not on"), std::string::npos);
   set_amx_mode(AmxMode::kOn);
   if (!amx_support().usable()) {
     EXPECT_EQ(amx_backend(), TileBackend::kEmulator);
@@ -226,6 +286,49 @@ TEST(AmxDispatch, HardwarePathIsOptInAndChecked) {
     EXPECT_FALSE(amx_self_check());
   }
   set_amx_mode(AmxMode::kOff);
+}
+
+// kernel.gemm.amx: off gives no tiles, emulate the emulator on any CPU, on the hardware or a
+// refusal that names the knob and the reason (never a silent fall-back to the emulator).
+TEST(AmxDispatch, TheKnobPicksTheTilesOrRefusesOn) {
+  Config config;
+  for (const char* v : {"off", "on", "emulate"}) {
+    ASSERT_TRUE(config.set("kernel.gemm.amx", v).has_value());
+    auto mode = amx_mode_from_config(config);
+    ASSERT_TRUE(mode.has_value()) << mode.error().message();
+    EXPECT_EQ(amx_mode_name(*mode), v);
+  }
+  EXPECT_FALSE(config.set("kernel.gemm.amx", "auto").has_value());
+  auto off = amx_tiles_for(AmxMode::kOff);
+  ASSERT_TRUE(off.has_value());
+  EXPECT_FALSE(off->has_value());
+  auto emulate = amx_tiles_for(AmxMode::kEmulate);
+  ASSERT_TRUE(emulate.has_value());
+  EXPECT_EQ(**emulate, TileBackend::kEmulator);
+  auto on = amx_tiles_for(AmxMode::kOn);
+  if (amx_support().usable()) {
+    if (on.has_value()) EXPECT_EQ(**on, TileBackend::kHardware);
+    else EXPECT_NE(on.error().message().find("self-check"), std::string::npos) << on.error().message();
+  } else {
+    ASSERT_FALSE(on.has_value());
+    EXPECT_NE(on.error().message().find("kernel.gemm.amx=on: " + amx_support().reason), std::string::npos)
+        << on.error().message();
+  }
+}
+
+TEST(AmxDispatch, TheEnvironmentOverrideIsCheckedByName) {
+  ASSERT_EQ(setenv("RECUR_AMX", "emulate", 1), 0);
+  auto mode = amx_mode_from_env();
+  ASSERT_TRUE(mode.has_value());
+  EXPECT_EQ(*mode, AmxMode::kEmulate);
+  ASSERT_EQ(setenv("RECUR_AMX", "yes", 1), 0);
+  mode = amx_mode_from_env();
+  ASSERT_FALSE(mode.has_value());
+  EXPECT_NE(mode.error().message().find("RECUR_AMX='yes'"), std::string::npos) << mode.error().message();
+  ASSERT_EQ(unsetenv("RECUR_AMX"), 0);
+  mode = amx_mode_from_env();
+  ASSERT_TRUE(mode.has_value());
+  EXPECT_FALSE(mode->has_value());
 }
 
 // Real tiles: only on an AMX CPU and when asked for (RECUR_TEST_AMX_HW=1).

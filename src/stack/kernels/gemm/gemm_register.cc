@@ -80,7 +80,7 @@ Result<std::shared_ptr<const gemm::PackedWeights>> packed_for(const float* w, in
 }
 
 // The AMX variants: weights in tile layout (W8A8: quantized per row as PackedWeights does), on
-// the backend amx_backend() picks (the emulator unless RECUR_AMX=on on an AMX CPU).
+// the backend amx_backend() picks (the emulator unless kernel.gemm.amx=on, or RECUR_AMX=on, on an AMX CPU).
 Status run_amx(Precision p, const float* x, const float* w, int64_t m, int64_t n, int64_t k, float* y) {
   const gemm::TileBackend backend = gemm::amx_backend();
   if (p == Precision::kW8A8) {
@@ -145,7 +145,7 @@ void reference_w8a8(const Shape& s, std::span<const std::vector<double>> in, std
 std::map<DType, Tolerance> rtol(double r) { return {{DType::kF32, Tolerance{.atol = 1e-30, .rtol = r}}}; }
 
 constexpr const char* kAmxNote =
-    "; AMX tiles (gemm_amx.h), on the tile emulator unless RECUR_AMX=on on an AMX CPU (not yet validated on AMX "
+    "; AMX tiles (gemm_amx.h), on the tile emulator unless kernel.gemm.amx=on on an AMX CPU (not yet validated on AMX "
     "hardware)";
 
 constexpr const char* kAmxProbeOnly =

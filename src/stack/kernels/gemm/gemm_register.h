@@ -11,7 +11,7 @@ namespace recur::kernels {
 KernelSpec gemm_spec();
 // W8A8 (int8 X per token, int8 W per channel) judged against the same quantization in float64.
 KernelSpec gemm_w8a8_spec();
-// The AMX kernels (gemm_amx.h; on the tile emulator unless RECUR_AMX=on on an AMX CPU), probe
+// The AMX kernels (gemm_amx.h; on the tile emulator unless kernel.gemm.amx=on on an AMX CPU), probe
 // only until an AMX session integrates them in the engine: gemm_amx (bf16, bf16x3, bf16x6 against
 // the exact product), gemm_w8a8_amx (w8a8 against gemm_w8a8's reference) and gemm_q8_0 (Q8_0 x
 // Q8_0: variants stored, gemm_stored's kernels, and amx; shape M, N, B with K = 32 B).

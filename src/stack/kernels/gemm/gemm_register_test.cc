@@ -55,7 +55,7 @@ TEST(GemmRegister, EveryVariantPassesOnEveryIsa) {
   }
 }
 
-// The AMX variants (on the tile emulator here, or the hardware where RECUR_AMX=on is set)
+// The AMX variants (on the tile emulator here, or the hardware under kernel.gemm.amx=on)
 // pass the same check, N split over shards included.
 TEST(GemmRegister, AmxVariantsPassCheck) {
   for (const char* shape : {"M1,N67,K300", "M17,N33,K515"}) {
