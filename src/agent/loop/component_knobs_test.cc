@@ -138,3 +138,25 @@ TEST(ComponentKnobs, KnoblessComponentsAreTheFinding) {
 
 }  // namespace
 }  // namespace recur::agent
+
+namespace recur::agent {
+namespace {
+
+// A choice that exists for tests (the AMX tile emulator: the same bits, far slower) is never a
+// tuning step: neither the component's candidates nor the random proposer's changes offer it.
+TEST(ComponentKnobs, TestOnlyChoicesAreNeverProposed) {
+  const KnobSpec* amx = KnobRegistry::global().find("kernel.gemm.amx");
+  ASSERT_NE(amx, nullptr);
+  ASSERT_NE(std::ranges::find(amx->test_only, "emulate"), amx->test_only.end());
+  bool offers_on = false;
+  for (const Candidate& c : changes_of(*amx, amx->name, "off")) {
+    EXPECT_NE(c.value, "emulate");
+    offers_on |= c.value == "on";
+  }
+  EXPECT_TRUE(offers_on) << "the other choices stay";
+  Config current;
+  for (const Candidate& c : candidates_for("kernel:gemm", current, {})) EXPECT_NE(c.key(), "kernel.gemm.amx=emulate");
+}
+
+}  // namespace
+}  // namespace recur::agent

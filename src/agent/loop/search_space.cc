@@ -52,7 +52,8 @@ void value_candidates(const KnobSpec& knob, const std::string& current, std::vec
   switch (knob.type) {
     case KnobType::kEnum:
       for (const std::string& c : knob.choices)
-        if (c != current && c != "auto") out.push_back({knob.name, c, current, "", "another choice"});
+        if (c != current && c != "auto" && std::ranges::find(knob.test_only, c) == knob.test_only.end())
+          out.push_back({knob.name, c, current, "", "another choice"});
       break;
     case KnobType::kBool:
       out.push_back({knob.name, current == "true" ? "false" : "true", current, "", "the other setting"});

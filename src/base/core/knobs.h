@@ -60,6 +60,9 @@ struct KnobSpec {
   std::vector<std::string> components;  // "kernel:kda_decode", "lock:gil", "thread:kv_transfer"
   KnobActs acts = KnobActs::kNone;       // where it acts; kNone: undeclared (the efficacy test fails)
   std::string help;
+  // kEnum choices that exist for tests and checks (an emulator: the same bits, far slower): they
+  // run when set, but the agent never proposes them as a tuning step.
+  std::vector<std::string> test_only;
 
   // Checks `value` against the type, choices and range; errors say what was expected.
   Status check(std::string_view value) const;

@@ -94,7 +94,8 @@ RECUR_KNOB(gemm_amx, {.name = "kernel.gemm.amx", .type = KnobType::kEnum, .choic
                       .help = "AMX tiles for Q8_0 prefill (m >= 16; Q8_0 projections repacked at load, +1.06x their "
                               "bytes): off, on (the hardware; refused without AMX or if its self-check fails) or "
                               "emulate (the tile emulator: same bits, slow, for tests); the registry's AMX probes "
-                              "run on the hardware only at on (RECUR_AMX=off|on|emulate overrides it there)"});
+                              "run on the hardware only at on (RECUR_AMX=off|on|emulate overrides it there)",
+                      .test_only = {"emulate"}});
 
 std::string_view amx_mode_name(AmxMode mode) { return enum_name(kAmxModeNames, mode); }
 
