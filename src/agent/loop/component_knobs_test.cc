@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "loop/search_space.h"
+#include "core/cpu_features.h"
 #include "core/thread_pool.h"
 #include "engine/synthetic.h"
 #include "engine/test_models.h"
@@ -142,9 +143,10 @@ TEST(ComponentKnobs, KnoblessComponentsAreTheFinding) {
 namespace recur::agent {
 namespace {
 
-// A choice that exists for tests (the AMX tile emulator: the same bits, far slower) is never a
-// tuning step: neither the component's candidates nor the random proposer's changes offer it.
-TEST(ComponentKnobs, TestOnlyChoicesAreNeverProposed) {
+// A choice that exists for tests (the AMX tile emulator: the same bits, far slower), or that the
+// machine cannot run, is never a tuning step: neither the component's candidates nor the random
+// proposer's changes offer it.
+TEST(ComponentKnobs, TestOnlyAndUnavailableChoicesAreNeverProposed) {
   const KnobSpec* amx = KnobRegistry::global().find("kernel.gemm.amx");
   ASSERT_NE(amx, nullptr);
   ASSERT_NE(std::ranges::find(amx->test_only, "emulate"), amx->test_only.end());
@@ -153,7 +155,11 @@ TEST(ComponentKnobs, TestOnlyChoicesAreNeverProposed) {
     EXPECT_NE(c.value, "emulate");
     offers_on |= c.value == "on";
   }
-  EXPECT_TRUE(offers_on) << "the other choices stay";
+  // `on` is offered exactly where the CPU has AMX (a choice the machine cannot run is not a step).
+  const CpuFeatures& f = cpu_features();
+  EXPECT_EQ(offers_on, f.amx_tile && f.amx_int8 && f.amx_bf16);
+  ASSERT_NE(amx->available, nullptr);
+  EXPECT_TRUE(amx->available("off"));
   Config current;
   for (const Candidate& c : candidates_for("kernel:gemm", current, {})) EXPECT_NE(c.key(), "kernel.gemm.amx=emulate");
 }

@@ -52,7 +52,8 @@ void value_candidates(const KnobSpec& knob, const std::string& current, std::vec
   switch (knob.type) {
     case KnobType::kEnum:
       for (const std::string& c : knob.choices)
-        if (c != current && c != "auto" && std::ranges::find(knob.test_only, c) == knob.test_only.end())
+        if (c != current && c != "auto" && std::ranges::find(knob.test_only, c) == knob.test_only.end() &&
+            (knob.available == nullptr || knob.available(c)))
           out.push_back({knob.name, c, current, "", "another choice"});
       break;
     case KnobType::kBool:

@@ -63,6 +63,9 @@ struct KnobSpec {
   // kEnum choices that exist for tests and checks (an emulator: the same bits, far slower): they
   // run when set, but the agent never proposes them as a tuning step.
   std::vector<std::string> test_only;
+  // kEnum: whether a choice can run on this machine (null: every choice can). A choice it
+  // rejects still parses (and is refused by name where it is read), but is never proposed.
+  bool (*available)(std::string_view choice) = nullptr;
 
   // Checks `value` against the type, choices and range; errors say what was expected.
   Status check(std::string_view value) const;

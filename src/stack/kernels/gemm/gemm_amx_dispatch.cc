@@ -95,7 +95,12 @@ RECUR_KNOB(gemm_amx, {.name = "kernel.gemm.amx", .type = KnobType::kEnum, .choic
                               "bytes): off, on (the hardware; refused without AMX or if its self-check fails) or "
                               "emulate (the tile emulator: same bits, slow, for tests); the registry's AMX probes "
                               "run on the hardware only at on (RECUR_AMX=off|on|emulate overrides it there)",
-                      .test_only = {"emulate"}});
+                      .test_only = {"emulate"},
+                      // `on` where CPUID has AMX (the OS permission and self-check decide at load).
+                      .available = [](std::string_view choice) {
+                        const CpuFeatures& f = cpu_features();
+                        return choice != "on" || (f.amx_tile && f.amx_int8 && f.amx_bf16);
+                      }});
 
 std::string_view amx_mode_name(AmxMode mode) { return enum_name(kAmxModeNames, mode); }
 
