@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
   if (!setup) die(setup.error());
   const Roofline* roof = &setup->roof;
   std::unique_ptr<ThreadPool> pool = std::move(setup->pool);
-  const double roof_bw = pool->size() == 1 ? roof->read_bw_1t.median : roof->read_bw_all.median;
+  const double roof_bw = bench::read_roof_gbps(*roof, pool->size());
   fmt::print("# bench_attention_decode: {} threads, B {}, HQ {}, HKV {}, D {}, page {}, split_k {}, {} runs, sample {} ms\n",
              pool->size(), opt.batch, opt.hq, opt.hkv, opt.dim, opt.page, opt.split_k, opt.runs, opt.sample_ms);
   fmt::print("# roofline: read bandwidth {:.1f} GB/s ({} threads; 1 thread {:.1f}, all {:.1f}); detected isa {}\n\n", roof_bw,

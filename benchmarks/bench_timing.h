@@ -26,6 +26,14 @@ inline Result<Bench> bench_setup(int threads) {
   return Bench{roof, std::move(pool)};
 }
 
+// The roofs a run on `threads` threads is judged against: one thread's, or all threads'.
+inline double read_roof_gbps(const Roofline& r, int threads) {
+  return threads == 1 ? r.read_bw_1t.median : r.read_bw_all.median;
+}
+inline double fma_roof_gflops(const Roofline& r, int threads) {
+  return threads == 1 ? r.fp32_fma_1t.median : r.fp32_fma_all.median;
+}
+
 // Calls call() once untimed, then repeatedly until sample_ms have passed; seconds per call.
 template <class Call>
 double seconds_per_call(Call&& call, double sample_ms) {

@@ -37,6 +37,7 @@
 #include <sys/mman.h>
 
 #include "bench_args.h"
+#include "bench_timing.h"
 #include "bench_peaks.h"
 #include "core/aligned_buffer.h"
 #include "core/clock.h"
@@ -261,8 +262,8 @@ std::vector<std::byte> encode(WeightFormat f, const std::vector<float>& w, int64
 
 void bench_gemv(const Opts& o, ThreadPool* pool, const Roofline& roof) {
   const int64_t n = o.n, k = o.k, m = o.gemv_m;
-  const double bw = pool->size() == 1 ? roof.read_bw_1t.median : roof.read_bw_all.median;
-  const double fl = pool->size() == 1 ? roof.fp32_fma_1t.median : roof.fp32_fma_all.median;
+  const double bw = bench::read_roof_gbps(roof, pool->size());
+  const double fl = bench::fma_roof_gflops(roof, pool->size());
   auto w = randn(size_t(n * k), 1);
   auto x = randn(size_t(m * k), 2);
   std::vector<float> y(size_t(m * n));
@@ -360,8 +361,8 @@ void bench_gemv(const Opts& o, ThreadPool* pool, const Roofline& roof) {
 
 void bench_gemm(const Opts& o, ThreadPool* pool, const Roofline& roof) {
   const int64_t m = o.m, n = o.n, k = o.k;
-  const double bw = pool->size() == 1 ? roof.read_bw_1t.median : roof.read_bw_all.median;
-  const double fl = pool->size() == 1 ? roof.fp32_fma_1t.median : roof.fp32_fma_all.median;
+  const double bw = bench::read_roof_gbps(roof, pool->size());
+  const double fl = bench::fma_roof_gflops(roof, pool->size());
   auto w = randn(size_t(n * k), 3);
   auto x = randn(size_t(m * k), 4);
   auto y = std::make_shared<std::vector<float>>(size_t(m * n));
@@ -476,8 +477,8 @@ int main(int argc, char** argv) {
   fmt::print("# bench_gemm: isa {}, {} threads, {} runs, {} time; roofline: read {:.1f} GB/s, fp32 FMA {:.1f} GFLOP/s "
              "({} threads), bf16 dot {:.0f}, int8 dot {:.0f} per thread\n",
              isa_name(active_isa()), pool->size(), o.runs, o.cpu_time ? "cpu" : "wall",
-             pool->size() == 1 ? roof->read_bw_1t.median : roof->read_bw_all.median,
-             pool->size() == 1 ? roof->fp32_fma_1t.median : roof->fp32_fma_all.median, pool->size(),
+             bench::read_roof_gbps(*roof, pool->size()),
+             bench::fma_roof_gflops(*roof, pool->size()), pool->size(),
              roof->bf16_dot_1t.median, roof->int8_dot_1t.median);
   if (o.mode == "gemv" || o.mode == "all") bench_gemv(o, pool, *roof);
   if (o.mode == "gemm" || o.mode == "all") bench_gemm(o, pool, *roof);

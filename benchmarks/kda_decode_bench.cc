@@ -37,6 +37,7 @@
 #include "kernels/kda/kda_replay.h"
 #include "probe/sysinfo.h"
 #include "bench_args.h"
+#include "bench_timing.h"
 
 namespace {
 
@@ -129,8 +130,8 @@ int main(int argc, char** argv) {
   AlignedBuffer peak_buf(size_t(256) << 20);
   std::memset(peak_buf.data(), 1, peak_buf.size());
   size_t peak_off = 0;
-  const double bw = pool->size() == 1 ? roof->read_bw_1t.median : roof->read_bw_all.median;
-  const double fl = pool->size() == 1 ? roof->fp32_fma_1t.median : roof->fp32_fma_all.median;
+  const double bw = bench::read_roof_gbps(*roof, pool->size());
+  const double fl = bench::fma_roof_gflops(*roof, pool->size());
   fmt::print("# bench_kda_decode: isa {}, {} threads (pool polls {} us before sleeping, as the engine's), K=V=128, "
              "HK=HV, softplus gate, block_v {}, window {}, {} runs\n",
              isa_name(active_isa()), pool->size(), opt.spin_us, opt.block_v, opt.window, opt.runs);

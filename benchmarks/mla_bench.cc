@@ -139,8 +139,8 @@ int main(int argc, char** argv) {
   if (!setup) die(setup.error());
   const Roofline* roof = &setup->roof;
   std::unique_ptr<ThreadPool> pool = std::move(setup->pool);
-  const double peak = pool->size() == 1 ? roof->fp32_fma_1t.median : roof->fp32_fma_all.median;
-  const double bw = pool->size() == 1 ? roof->read_bw_1t.median : roof->read_bw_all.median;
+  const double peak = bench::fma_roof_gflops(*roof, pool->size());
+  const double bw = bench::read_roof_gbps(*roof, pool->size());
   fmt::print("# {}: {} threads, {} runs, sample {} ms, prefill {} tokens, decode ctx {}\n", kProgram, pool->size(),
              opt.runs, opt.sample_ms, opt.tokens, fmt::join(opt.ctx, ","));
   fmt::print("# roofline ({} threads): fp32 FMA peak {:.1f} GFLOP/s, read bandwidth {:.1f} GB/s; detected isa {}\n\n",
