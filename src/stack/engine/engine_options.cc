@@ -123,6 +123,18 @@ RECUR_KNOB(engine_gelu,
             .acts = KnobActs::kEngine,
             .help = "GELU of a gated GELU FFN (gemma2, gemma3): tanh (fp32 tanh approximation) or fp16_table "
                     "(gelu(fp16(x)) rounded to fp16, as the table llama.cpp's CPU build reads)"});
+// Its own component too: a parity choice (llama.cpp's bits), never a tuning step for the agent.
+RECUR_KNOB(engine_ggml_arithmetic,
+           {.name = "engine.ggml_arithmetic", .type = KnobType::kEnum,
+            .choices = enum_choices(kGgmlArithmeticNames), .default_value = "off",
+            .components = {"engine:ggml_arithmetic"},
+            .acts = KnobActs::kEngine,
+            .help = "off: recur's own arithmetic; avx512 / avx2: llama.cpp's CPU arithmetic as a ggml build for that "
+                    "ISA computes it (kernels/ggml_arith): RMSNorm with the squares summed in double, RoPE angles "
+                    "chained in float, SiLU and softmax through ggml's vector exp with its tails and sums, the MoE "
+                    "experts added in ggml's order, and attention over f16 / f32 KV layers in ggml's non-flash "
+                    "orders. With engine.gelu=fp16_table and kernel.gemm.q8_0_activations=q8_0_ggml a model "
+                    "computes llama.cpp's bits (docs/engine.md)"});
 RECUR_KNOB(engine_hybrid_kv_pages,
            {.name = "engine.hybrid.kv_pages", .type = KnobType::kInt, .min = 0, .max = 1 << 30, .default_value = "0",
             .components = {"engine:kv_cache"},
@@ -205,6 +217,7 @@ Result<EngineOptions> engine_options_from(const Config& knobs, const ModelConfig
   if (sixteen_bit_cache && !c.is_mla()) {
     RECUR_ASSIGN_OR_RETURN(o.attention_operands, read_enum(knobs, "engine.attention.operands", kAttentionOperandsNames));
   }
+  RECUR_ASSIGN_OR_RETURN(o.ggml, read_enum(knobs, "engine.ggml_arithmetic", kGgmlArithmeticNames));
   if (c.ffn_gelu) {
     RECUR_ASSIGN_OR_RETURN(o.gelu, read_enum(knobs, "engine.gelu", kGeluFormNames));
   }

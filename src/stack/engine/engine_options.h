@@ -26,6 +26,7 @@
 #include "engine/weights.h"
 #include "kernels/attention/attention.h"
 #include "kernels/gemm/gemm.h"
+#include "kernels/ggml_arith/ggml_arith.h"
 #include "kernels/kda/kda.h"
 
 namespace recur {
@@ -54,6 +55,11 @@ inline constexpr std::array kAttentionOperandsNames{
 enum class GeluForm : uint8_t { kTanh, kFp16Table };
 inline constexpr std::array kGeluFormNames{EnumName<GeluForm>{GeluForm::kTanh, "tanh"},
                                            EnumName<GeluForm>{GeluForm::kFp16Table, "fp16_table"}};
+// engine.ggml_arithmetic: off, or the ISA of the llama.cpp build whose arithmetic to reproduce.
+inline constexpr std::array kGgmlArithmeticNames{
+    EnumName<std::optional<ggml_arith::GgmlIsa>>{std::nullopt, "off"},
+    EnumName<std::optional<ggml_arith::GgmlIsa>>{ggml_arith::GgmlIsa::kAvx512, "avx512"},
+    EnumName<std::optional<ggml_arith::GgmlIsa>>{ggml_arith::GgmlIsa::kAvx2, "avx2"}};
 inline constexpr std::array kOnOffNames{EnumName<bool>{false, "off"}, EnumName<bool>{true, "on"}};
 // engine.tp and engine.ep: rank counts.
 inline constexpr std::array kRankCountNames{EnumName<int>{1, "1"}, EnumName<int>{2, "2"}, EnumName<int>{4, "4"},
@@ -87,6 +93,9 @@ struct EngineOptions {
   // engine.attention.operands: how q and the softmax weights meet an f16 / bf16 cache.
   kernels::attention::AttentionOperands attention_operands = kernels::attention::AttentionOperands::kF32;
   GeluForm gelu = GeluForm::kTanh;  // engine.gelu (models with a GELU FFN)
+  // engine.ggml_arithmetic: llama.cpp's CPU arithmetic for a build of this ISA (kernels/ggml_arith)
+  // in RMSNorm, RoPE, SiLU, the softmaxes, the MoE combine and attention; nullopt: recur's own.
+  std::optional<ggml_arith::GgmlIsa> ggml;
   EngineKernels kernels;  // kernel.<name>.variant of the registered kernels the forward calls
 };
 
