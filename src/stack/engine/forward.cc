@@ -1,9 +1,11 @@
 #include "engine/forward.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "engine/blocks/block.h"
+#include "engine/ggml_matmul.h"
 #include "trace/trace.h"
 
 namespace recur {
@@ -128,6 +130,10 @@ void Forward::rank_forward(ForwardRank& r, const BatchPlan& p) {
     add_partial_norm_rows(s, L.ffn_norm);
     tap(L.kda ? Op::kKdaMixResidual : Op::kAttnMixResidual, l, r.x.data(), dim);
     tap(Op::kFfnNorm, l, r.h.data(), dim);
+    // ggml_arithmetic: llama.cpp runs the last layer's FFN on the rows that want logits only, so
+    // its matmuls choose tinyBLAS or vec_dot by their count (ggml_matmul.h).
+    std::optional<GgmlTileTokensScope> outputs_only;
+    if (options_.ggml && l == c.n_layers - 1) outputs_only.emplace(std::max<int64_t>(1, int64_t(p.want.size())));
     if (c.is_dense_ffn_layer(l)) {
       dense_ffn(s, l);
       all_reduce(s, l, Op::kFfnAllReduce);

@@ -18,8 +18,9 @@ Status Forward::add_rank(int index) {
   const int64_t M = b.max_batch_tokens, K = c.kda_head_dim, hd = c.head_dim;
   const int64_t kv_pages = o.kv_pages > 0 ? o.kv_pages : b.max_sequences * batch_kv_pages_for(b.max_tokens);
   auto r = std::make_unique<ForwardRank>();
-  RECUR_ASSIGN_OR_RETURN(r->w, shard_rank(m_, index, o.tp, ep, o.precision, ProjectionForm{.act = o.act, .kernels = o.kernels.projections},
-                                             o.layer_split && o.tp > 1));
+  ProjectionForm form{.act = o.act, .kernels = o.kernels.projections};
+  if (o.ggml) form.ggml = GgmlMatmul{.isa = *o.ggml};
+  RECUR_ASSIGN_OR_RETURN(r->w, shard_rank(m_, index, o.tp, ep, o.precision, form, o.layer_split && o.tp > 1));
   int64_t q_w = 0, k_w = 0, v_w = 0, hv = 0, kv_heads = 0, gate_w = 0;
   std::vector<paged_kv::KvDType> kv_dtypes;  // of the layers this rank holds KV for
   bool any_attention = false;

@@ -49,6 +49,10 @@ Result<Projection> Projection::create(const Weight& w, gemm::Precision precision
   p.precision_ = precision;
   p.act_ = form.act;
   p.kernels_ = form.kernels;
+  if (form.ggml && precision == gemm::Precision::kF32 && ggml_matmul_takes(w)) {
+    p.ggml_ = form.ggml;
+    return p;  // matmul_ggml reads the stored weights: nothing to pack
+  }
   if (form.kernels.gemm) {
     RECUR_ASSIGN_OR_RETURN(p.gemm_packed_, packed(w, form.kernels.gemm->precision));
   }
@@ -112,6 +116,7 @@ void Projection::apply_gemm(const float* x, int64_t m, float* y, ThreadPool* poo
 }
 
 void Projection::apply(const float* x, int64_t m, float* y, ThreadPool* pool) const {
+  if (ggml_) return matmul_ggml(view_, x, m, y, pool, *ggml_);
   if (m > 1 && gemm_packed_) return apply_gemm(x, m, y, pool);
   if (m == 1 && kernels_.gemv && precision_ == gemm::Precision::kF32) {
     if (view_.type == gguf::TensorType::kF32 && !view_.regrouped) return apply_gemv(x, y, pool);

@@ -27,6 +27,7 @@
 
 #include "core/status.h"
 #include "engine/engine_kernels.h"
+#include "engine/ggml_matmul.h"
 #include "engine/tensor_parallel.h"
 #include "engine/weights.h"
 #include "kernels/gemm/gemm.h"
@@ -40,6 +41,9 @@ class ThreadPool;
 struct ProjectionForm {
   gemm::Activations act = kDefaultActivations;
   ProjectionKernels kernels;
+  // engine.ggml_arithmetic: F32 and F16 weights at f32 precision multiply in ggml's order
+  // (matmul_ggml), ahead of the kernel variants; other storage types keep the paths above.
+  std::optional<GgmlMatmul> ggml;
 };
 
 class Projection {
@@ -79,6 +83,7 @@ class Projection {
   gemm::Precision precision_ = gemm::Precision::kF32;
   gemm::Activations act_ = kDefaultActivations;
   ProjectionKernels kernels_;
+  std::optional<GgmlMatmul> ggml_;
 };
 
 }  // namespace recur

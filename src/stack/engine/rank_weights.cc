@@ -68,6 +68,14 @@ Status rank_mla_shard(const LayerWeights& L, const ModelConfig& c, Span heads, i
   return ok_status();
 }
 
+// The routed experts' form: under engine.ggml_arithmetic they are ggml_mul_mat_id's products,
+// which take the vec_dot loop at any token count (the shared expert is a plain mul_mat).
+ProjectionForm routed_expert_form(const ProjectionForm& form) {
+  ProjectionForm f = form;
+  if (f.ggml) f.ggml->vec_dot_only = true;
+  return f;
+}
+
 }  // namespace
 
 Status check_tp_split(const ModelConfig& c, int tp, int64_t block, bool layer_split) {
@@ -201,21 +209,24 @@ Result<RankWeights> shard_rank(const TransformerModel& m, int rank, int tp, int 
       const Span cols = rank_span(L.w_gate.rows, tp, index);
       RECUR_ASSIGN_OR_RETURN(S.dense, rank_ffn_shard(L.w_gate, L.w_up, L.w_down, cols, tp, p, form, copied));
     } else if (ep > 1) {
+      const ProjectionForm expert_form = routed_expert_form(form);
       // Whole experts (views, no copy), and the whole shared expert for the rank's own tokens.
       const Span all{0, c.ffn_dim};
       S.experts.resize(size_t(c.n_experts));
       for (int64_t e = r.experts.begin; e < r.experts.end; ++e) {
         RECUR_ASSIGN_OR_RETURN(S.experts[size_t(e)], rank_ffn_shard(L.exp_gate[size_t(e)], L.exp_up[size_t(e)],
-                                                                      L.exp_down[size_t(e)], all, 1, p, form, copied));
+                                                                      L.exp_down[size_t(e)], all, 1, p, expert_form,
+                                                                      copied));
       }
       if (c.shared_expert) {
         RECUR_ASSIGN_OR_RETURN(S.shared, rank_ffn_shard(L.sh_gate, L.sh_up, L.sh_down, {0, c.shared_width()}, 1, p,
                                                         form, copied));
       }
     } else {
+      const ProjectionForm expert_form = routed_expert_form(form);
       for (int e = 0; e < c.n_experts; ++e) {
         RECUR_ASSIGN_OR_RETURN(FfnShard x, rank_ffn_shard(L.exp_gate[size_t(e)], L.exp_up[size_t(e)],
-                                                            L.exp_down[size_t(e)], r.ffn, tp, p, form, copied));
+                                                            L.exp_down[size_t(e)], r.ffn, tp, p, expert_form, copied));
         S.experts.push_back(std::move(x));
       }
       if (c.shared_expert) {

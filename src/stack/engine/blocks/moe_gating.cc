@@ -2,13 +2,16 @@
 // route_topk kernel; deepseek2's through route_topk when the layer has no selection bias (then
 // scaled), else here: scores s = sigmoid or softmax of the logits, the k largest s + bias chosen
 // (ties -> lower expert), weighted by their s, renormalized when moe_renormalize, times
-// expert_weights_scale (llama.cpp's build_moe_ffn).
+// expert_weights_scale (llama.cpp's build_moe_ffn). Under engine.ggml_arithmetic every gating
+// runs as ggml computes it (ggml_arith::moe_route: ggml's softmax or sigmoid, the selection on
+// the probabilities in ggml_argsort's order, the renormalizing sum in double).
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <vector>
 
 #include "engine/blocks/block.h"
+#include "kernels/ggml_arith/ggml_moe.h"
 #include "kernels/layer/layer.h"
 #include "trace/trace.h"
 
@@ -46,16 +49,36 @@ Status route_biased(const Step& s, const float* bias, int32_t* ids, float* weigh
   return ok_status();
 }
 
+Status route_ggml(const Step& s, const float* bias, int32_t* ids, float* weights) {
+  const ModelConfig& c = s.c();
+  const int64_t E = c.n_experts, k = c.n_experts_used;
+  const ggml_arith::MoeRouting routing{
+      .gate = c.expert_gating == ExpertGating::kSigmoid ? ggml_arith::MoeGate::kSigmoid : ggml_arith::MoeGate::kSoftmax,
+      .experts = E, .k = k, .bias = bias, .renormalize = c.moe_renormalize, .scale = c.expert_weights_scale};
+  std::vector<float> probs(static_cast<size_t>(2 * E));
+  for (int64_t i = 0; i < s.rows(); ++i)
+    ggml_arith::moe_route(*s.o.ggml, routing, s.r.router.data() + i * E, probs.data(), ids + i * k, weights + i * k);
+  return ok_status();
+}
+
 }  // namespace
 
 Status route_rows(const Step& s, int l, int32_t* ids, float* weights) {
   const ModelConfig& c = s.c();
   const Weight& bias = s.m.layers[size_t(l)].exp_probs_b;
+  std::vector<float> b;
+  if (bias.data != nullptr) {
+    b.resize(static_cast<size_t>(c.n_experts));
+    bias.dequantize_row(0, b.data());
+  }
+  if (s.o.ggml) {
+    RECUR_ZONE("route_ggml");
+    zone.arg("rows", s.rows());
+    return route_ggml(s, b.empty() ? nullptr : b.data(), ids, weights);
+  }
   if (bias.data != nullptr) {
     RECUR_ZONE("route_biased");
     zone.arg("rows", s.rows());
-    std::vector<float> b(static_cast<size_t>(c.n_experts));
-    bias.dequantize_row(0, b.data());
     return route_biased(s, b.data(), ids, weights);
   }
   // The registered route_topk (one variant): softmax or sigmoid, the k largest, renormalized or not.

@@ -18,6 +18,7 @@ constexpr int64_t kBlockRows = 16;  // the GEMV's row block: one cache line of y
 bool fusable(const Step& s, std::span<const ProjectionOut> outs, int64_t m) {
   if (m != 1 || s.intra == nullptr || s.intra->size() == 1 || outs.size() < 2) return false;
   if (s.o.precision != gemm::Precision::kF32) return false;  // Projection::apply is then matmul
+  if (s.o.ggml) return false;  // F32 weights then multiply in ggml's order (matmul_ggml)
   return std::all_of(outs.begin(), outs.end(), [&](const ProjectionOut& o) {
     const Weight& w = o.p->weight();
     return w.type == gguf::TensorType::kF32 && w.scale == nullptr && w.cols == outs[0].p->weight().cols;
