@@ -75,35 +75,59 @@ namespace {
 
 struct RopeCase {
   int head_dim, n_dims;
-  bool neox, freq_factors, yarn;
   float freq_base;
+  int first_pos;  // the tokens sit at first_pos, first_pos + 1, ...
+  bool neox = false, freq_factors = false, yarn = false;
 };
 
-// recur's RoPE of x [tokens][heads][head_dim] at positions 0..tokens-1: the first n_dims of each
-// head rotated, the rest copied.
-std::vector<float> recur_rope(const RopeCase& c, const ggml_arith::RopeParams& rp, const float* factors, int64_t tokens,
-                              int64_t heads, const std::vector<float>& x) {
+// recur's RoPE of x [tokens][heads][head_dim]: the first n_dims of each head rotated, the rest
+// copied.
+std::vector<float> recur_rope(const RopeCase& c, const ggml_arith::RopeParams& rp, const float* factors,
+                              const std::vector<int32_t>& pos, int64_t heads, const std::vector<float>& x) {
   std::vector<float> y = x, cs(size_t(c.n_dims));
-  for (int64_t p = 0; p < tokens; ++p) {
-    ggml_arith::rope_cache(p, rp, factors, cs.data());
+  for (size_t t = 0; t < pos.size(); ++t) {
+    ggml_arith::rope_cache(pos[t], rp, factors, cs.data());
     for (int64_t h = 0; h < heads; ++h) {
-      const size_t at = size_t((p * heads + h) * c.head_dim);
+      const size_t at = (t * size_t(heads) + size_t(h)) * size_t(c.head_dim);
       ggml_arith::rope_rotate(c.n_dims, c.neox, cs.data(), &x[at], &y[at]);
     }
   }
   return y;
 }
 
+void compare_rope(const Api& api, const RopeCase& c, std::mt19937_64& rng, Tally& tally) {
+  constexpr int64_t kTokens = 301, kHeads = 2;
+  std::vector<int32_t> pos(kTokens);
+  for (int64_t t = 0; t < kTokens; ++t) pos[size_t(t)] = int32_t(c.first_pos + t);
+  const ggml_arith::RopeParams rp{.n_dims = c.n_dims, .freq_base = c.freq_base, .freq_scale = c.yarn ? 0.25f : 1.0f,
+                                  .ext_factor = c.yarn ? 1.0f : 0.0f, .attn_factor = c.yarn ? 1.3f : 1.0f,
+                                  .beta_fast = 32.0f, .beta_slow = 1.0f, .n_ctx_orig = 4096};
+  std::vector<float> ff(size_t(c.n_dims / 2));
+  for (size_t i = 0; i < ff.size(); ++i) ff[i] = 1.0f + 0.37f * float(i % 11);
+  const auto x = random_floats(rng, size_t(kTokens * kHeads * c.head_dim), 1.5f);
+  const auto mine = recur_rope(c, rp, c.freq_factors ? ff.data() : nullptr, pos, kHeads, x);
+  for (int threads : kThreadCounts) {
+    Scratch s(api, kScratchBytes);
+    Tensor* xt = s.tensor(Type::kF32, {c.head_dim, kHeads, kTokens}, x.data());
+    Tensor* pt = s.tensor(Type::kI32, {kTokens}, pos.data());
+    Tensor* ft = c.freq_factors ? s.tensor(Type::kF32, {int64_t(ff.size())}, ff.data()) : nullptr;
+    Tensor* out = api.rope_ext(s.ctx(), xt, pt, ft, c.n_dims, c.neox ? kRopeNeox : kRopeNorm, rp.n_ctx_orig, rp.freq_base,
+                               rp.freq_scale, rp.ext_factor, rp.attn_factor, rp.beta_fast, rp.beta_slow);
+    tally.compare(s.compute(out, int64_t(x.size()), threads), mine,
+                  fmt::format("head_dim {} n_dims {} {} base {} positions from {} factors {} yarn {} threads {}",
+                              c.head_dim, c.n_dims, c.neox ? "neox" : "norm", c.freq_base, c.first_pos, c.freq_factors,
+                              c.yarn, threads));
+  }
+}
+
 }  // namespace
 
 bool check_rope(const Api& api, std::mt19937_64& rng) {
   Tally tally("rope_ext");
-  constexpr int64_t kTokens = 301, kHeads = 2;  // positions 0..300
-  std::vector<int32_t> pos(kTokens);
-  for (int64_t p = 0; p < kTokens; ++p) pos[size_t(p)] = int32_t(p);
-  // Whole heads rotated, and a partial rotation (the rest of the head copied).
-  for (const RopeCase base : {RopeCase{64, 64, false, false, false, 10000.0f}, RopeCase{128, 128, false, false, false, 1e6f},
-                              RopeCase{80, 32, false, false, false, 10000.0f}})
+  // Whole heads rotated, a partial rotation (the rest of the head copied), positions 0..300 and
+  // further out.
+  for (const RopeCase base : {RopeCase{64, 64, 10000.0f, 0}, RopeCase{128, 128, 1e6f, 0}, RopeCase{80, 32, 10000.0f, 0},
+                              RopeCase{128, 128, 1e6f, 3900}})
     for (bool neox : {false, true})
       for (bool factors : {false, true})
         for (bool yarn : {false, true}) {
@@ -111,25 +135,7 @@ bool check_rope(const Api& api, std::mt19937_64& rng) {
           c.neox = neox;
           c.freq_factors = factors;
           c.yarn = yarn;
-          const ggml_arith::RopeParams rp{.n_dims = c.n_dims, .freq_base = c.freq_base, .freq_scale = yarn ? 0.25f : 1.0f,
-                                          .ext_factor = yarn ? 1.0f : 0.0f, .attn_factor = yarn ? 1.3f : 1.0f,
-                                          .beta_fast = 32.0f, .beta_slow = 1.0f, .n_ctx_orig = 4096};
-          std::vector<float> ff(size_t(c.n_dims / 2));
-          for (size_t i = 0; i < ff.size(); ++i) ff[i] = 1.0f + 0.37f * float(i % 11);
-          const auto x = random_floats(rng, size_t(kTokens * kHeads * c.head_dim), 1.5f);
-          const auto mine = recur_rope(c, rp, factors ? ff.data() : nullptr, kTokens, kHeads, x);
-          for (int threads : kThreadCounts) {
-            Scratch s(api, kScratchBytes);
-            Tensor* xt = s.tensor(Type::kF32, {c.head_dim, kHeads, kTokens}, x.data());
-            Tensor* pt = s.tensor(Type::kI32, {kTokens}, pos.data());
-            Tensor* ft = factors ? s.tensor(Type::kF32, {int64_t(ff.size())}, ff.data()) : nullptr;
-            Tensor* out = api.rope_ext(s.ctx(), xt, pt, ft, c.n_dims, neox ? kRopeNeox : kRopeNorm, rp.n_ctx_orig,
-                                       rp.freq_base, rp.freq_scale, rp.ext_factor, rp.attn_factor, rp.beta_fast,
-                                       rp.beta_slow);
-            tally.compare(s.compute(out, int64_t(x.size()), threads), mine,
-                          fmt::format("head_dim {} n_dims {} {} base {} factors {} yarn {} threads {}", c.head_dim,
-                                      c.n_dims, neox ? "neox" : "norm", c.freq_base, factors, yarn, threads));
-          }
+          compare_rope(api, c, rng, tally);
         }
   return tally.report();
 }

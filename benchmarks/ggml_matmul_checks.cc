@@ -37,9 +37,9 @@ bool check_mul_mat(const Api& api, GgmlIsa isa, std::mt19937_64& rng) {
   Tally f16("mul_mat F16 x F32"), f32("mul_mat F32 x F32");
   // k: whole steps of 64; of 16 but not 64; tails of every kind (vec_dot's rounded vector part and
   // fused remainder); shorter than one step. m: with and without m % 4 == 0 (tinyBLAS declines the
-  // latter).
+  // latter), and m % 16 == 0 (its widest blocking).
   for (int64_t k : {256, 4096, 48, 100, 13, 7, 63, 1000})
-    for (int64_t m : {8, 12, 6, 13})
+    for (int64_t m : {8, 12, 6, 13, 64})
       for (int64_t n = 1; n <= 7; ++n) {
         const auto w = random_floats(rng, size_t(m * k), 0.5f), x = random_floats(rng, size_t(n * k), 1.0f);
         const auto wh = to_fp16(w);
