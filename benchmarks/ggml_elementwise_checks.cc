@@ -141,27 +141,34 @@ bool check_rope(const Api& api, std::mt19937_64& rng) {
 }
 
 bool check_unary(const Api& api, GgmlIsa isa, std::mt19937_64& rng) {
-  Tally silu("silu"), sigmoid("sigmoid");
+  Tally silu("silu"), silu_shards("silu_span (2 shards)"), sigmoid("sigmoid");
   for (int64_t n : kLengths)
     for (float spread : kSpreads) {
       const auto x = random_floats(rng, size_t(n * kRows), spread);
-      std::vector<float> mine_silu(x.size()), mine_sigmoid(x.size());
+      std::vector<float> mine_silu(x.size()), mine_shards(x.size()), mine_sigmoid(x.size());
+      const int64_t split = n / 3;  // a tensor-parallel cut, mostly not on a vector boundary
       for (int64_t r = 0; r < kRows; ++r) {
-        ggml_arith::silu_row(isa, n, &mine_silu[size_t(r * n)], &x[size_t(r * n)]);
-        ggml_arith::sigmoid_row(n, &mine_sigmoid[size_t(r * n)], &x[size_t(r * n)]);
+        const size_t at = size_t(r * n);
+        ggml_arith::silu_row(isa, n, &mine_silu[at], &x[at]);
+        ggml_arith::silu_span(isa, n, 0, split, &mine_shards[at], &x[at]);
+        ggml_arith::silu_span(isa, n, split, n - split, &mine_shards[at + size_t(split)], &x[at + size_t(split)]);
+        ggml_arith::sigmoid_row(n, &mine_sigmoid[at], &x[at]);
       }
       for (int threads : kThreadCounts) {
         const std::string where = fmt::format("n {} spread {} threads {}", n, spread, threads);
         Scratch s(api, kScratchBytes);
-        silu.compare(s.compute(api.silu(s.ctx(), s.tensor(Type::kF32, {n, kRows}, x.data())), n * kRows, threads),
-                     mine_silu, where);
+        const auto ggml_silu =
+            s.compute(api.silu(s.ctx(), s.tensor(Type::kF32, {n, kRows}, x.data())), n * kRows, threads);
+        silu.compare(ggml_silu, mine_silu, where);
+        silu_shards.compare(ggml_silu, mine_shards, fmt::format("{} split {}", where, split));
         Scratch t(api, kScratchBytes);
         sigmoid.compare(t.compute(api.sigmoid(t.ctx(), t.tensor(Type::kF32, {n, kRows}, x.data())), n * kRows, threads),
                         mine_sigmoid, where);
       }
-  }
+    }
   const bool silu_ok = silu.report();
-  return sigmoid.report() && silu_ok;
+  const bool shards_ok = silu_shards.report();
+  return sigmoid.report() && silu_ok && shards_ok;
 }
 
 bool check_soft_max(const Api& api, GgmlIsa isa, std::mt19937_64& rng) {
