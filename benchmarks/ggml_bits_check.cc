@@ -6,7 +6,10 @@
 //     ggml_vec_dot_q8_0_q8_0 (one token; for contrast, how many outputs the default q8_0 order
 //     changes) and llamafile_sgemm (several tokens; called with c392e50's ggml_compute_params);
 //   - the GELU table: engine.gelu=fp16_table's values for all 65,536 fp16 inputs against ggml's
-//     ggml_table_gelu_f16, a local symbol found by the offsets the script reads with nm.
+//     ggml_table_gelu_f16, a local symbol found by the offsets the script reads with nm;
+//   - every ggml_arith function (engine.ggml_arithmetic) against ggml's ops run as graphs through
+//     ggml's public API from libggml-base.so next to it (ggml_arith_checks.h), for the ISA the
+//     library was built for.
 //
 //   ggml_bits_check LIBGGML_CPU_SO [INIT_OFFSET GELU_TABLE_OFFSET]   (hex offsets of ggml_cpu_init
 //   and ggml_table_gelu_f16 in the library; benchmarks/ggml_bits_check.sh passes them)
@@ -21,6 +24,7 @@
 #include <vector>
 
 #include "core/convert.h"
+#include "ggml_arith_checks.h"
 #include "engine/blocks/block.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/gemm/gemm_internal.h"
@@ -105,6 +109,32 @@ int check_quantize_and_dot(QuantizeRow quantize, VecDot dot, Sgemm sgemm) {
   return bytes_differ == 0 && differ == 0 && differ_gemm <= 0 ? 0 : 1;
 }
 
+// The ggml_arith checks, for the ISA the library was compiled for (ggml_cpu_has_avx512 answers at
+// compile time).
+int check_graphs(const std::string& bin_dir) {
+  auto api = ggml_graph::load_api(bin_dir);
+  if (!api) {
+    std::fprintf(stderr, "%s\n", api.error().message().c_str());
+    return 1;
+  }
+  if (api->cpu_has_avx512() == 0 && api->cpu_has_avx2() == 0) {
+    std::printf("ggml build ISA:           neither avx512 nor avx2: the ggml_arith forms are not checked\n");
+    return 0;
+  }
+  const auto isa = api->cpu_has_avx512() != 0 ? ggml_arith::GgmlIsa::kAvx512 : ggml_arith::GgmlIsa::kAvx2;
+  const std::string name(enum_name(ggml_arith::kGgmlIsaNames, isa));
+  std::printf("ggml build ISA:           %s (ggml_cpu_has_avx512 %d): ggml_arith's %s forms checked\n", name.c_str(),
+              api->cpu_has_avx512(), name.c_str());
+  std::mt19937_64 rng(27);
+  bool ok = ggml_graph::check_rms_norm(*api, rng);
+  ok = ggml_graph::check_rope(*api, rng) && ok;
+  ok = ggml_graph::check_unary(*api, isa, rng) && ok;
+  ok = ggml_graph::check_soft_max(*api, isa, rng) && ok;
+  ok = ggml_graph::check_mul_mat(*api, isa, rng) && ok;
+  ok = ggml_graph::check_attention(*api, isa, rng) && ok;
+  return ok ? 0 : 1;
+}
+
 int check_gelu(void* init, uintptr_t init_offset, uintptr_t table_offset) {
   const auto* table = reinterpret_cast<const uint16_t*>(static_cast<const char*>(init) - init_offset + table_offset);
   int differ = 0, compared = 0;
@@ -143,5 +173,8 @@ int main(int argc, char** argv) {
   int rc = check_quantize_and_dot(quantize, dot, reinterpret_cast<Sgemm>(dlsym(so, "llamafile_sgemm")));
   if (argc == 4) rc |= check_gelu(init, std::stoul(argv[2], nullptr, 16), std::stoul(argv[3], nullptr, 16));
   else std::printf("ggml_table_gelu_f16:      not checked (no symbol offsets given)\n");
+  const std::string so_path = argv[1];
+  const size_t slash = so_path.rfind('/');
+  rc |= check_graphs(slash == std::string::npos ? "." : so_path.substr(0, slash));
   return rc;
 }

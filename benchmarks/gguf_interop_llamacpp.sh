@@ -27,6 +27,11 @@
 # RECUR_INTEROP_RECUR_SET="engine.attention.operands=cache_type engine.gelu=fp16_table" sets knobs of
 # recur's runs, and RECUR_INTEROP_RECUR_KV=f16 every layer's KV cache type: with both, recur runs
 # ggml's 16-bit arithmetic of llama.cpp's default configuration (docs/engine.md).
+# RECUR_INTEROP_PARITY=ggml does all of that at once for llama.cpp's default configuration: an f16
+# cache in every layer, engine.attention.operands=cache_type, engine.gelu=fp16_table,
+# kernel.gemm.q8_0_activations=q8_0_ggml and engine.ggml_arithmetic set to the ISA the build's
+# libggml-cpu.so was compiled for (avx512 or avx2, asked of the library itself): recur then
+# computes llama.cpp's bits (docs/engine.md "ggml's arithmetic in recur").
 # Then, with llama.cpp's source tree's models/ (LLAMA_CPP_VOCAB_DIR, default BIN_DIR/../../models),
 # recur's tokenizer on llama.cpp's vocabulary files against their reference tokenizations.
 set -euo pipefail
@@ -44,6 +49,14 @@ recur=$work/recur.$$
 cp "$root/build/recur" "$recur"
 trap 'rm -f "$recur"' EXIT
 recur_sets=()
+if [ "${RECUR_INTEROP_PARITY:-}" = ggml ]; then
+  isa=$(/usr/bin/python3 -c "import ctypes,sys; l = ctypes.CDLL(sys.argv[1]); print('avx512' if l.ggml_cpu_has_avx512() else 'avx2' if l.ggml_cpu_has_avx2() else '')" "$bin/libggml-cpu.so") ||
+    { echo "RECUR_INTEROP_PARITY=ggml: cannot ask $bin/libggml-cpu.so for its ISA" >&2; exit 2; }
+  [ -n "$isa" ] || { echo "RECUR_INTEROP_PARITY=ggml: $bin/libggml-cpu.so has neither AVX-512 nor AVX2 (no ggml_arith form for it)" >&2; exit 2; }
+  echo "llama.cpp's build: $isa; recur runs engine.ggml_arithmetic=$isa"
+  RECUR_INTEROP_RECUR_KV=f16
+  RECUR_INTEROP_RECUR_SET="engine.attention.operands=cache_type engine.gelu=fp16_table kernel.gemm.q8_0_activations=q8_0_ggml engine.ggml_arithmetic=$isa ${RECUR_INTEROP_RECUR_SET:-}"
+fi
 for a in ${RECUR_INTEROP_RECUR_SET:-}; do recur_sets+=(--set "$a"); done
 if [ -n "${RECUR_INTEROP_RECUR_KV:-}" ]; then  # every layer a file of this script can have
   for i in $(seq 0 63); do recur_sets+=(--set "engine.kv_dtype.layer[$i]=$RECUR_INTEROP_RECUR_KV"); done

@@ -55,7 +55,8 @@ float reduce_add_16(const float* v);
 float hsum_8(const float* v);
 // ggml_vec_dot_f16 / ggml_vec_dot_f32 (one token's products, n = 1): four accumulators of `lanes`
 // floats over whole steps of 4 * lanes, fma, reduced pairwise (ggml's GGML_F32_VEC_REDUCE), then
-// the tail: f16 adds each fp32 product in double, f32 contracts each product into the fp32 sum.
+// the tail: f16 adds each fp32 product in double; f32 adds in fp32, the products rounded except
+// the last n % (lanes / 2), which are fused (gcc's vectorized in-order reduction of that loop).
 float vec_dot_f16(GgmlIsa isa, int64_t n, const uint16_t* x, const uint16_t* y);
 float vec_dot_f32(GgmlIsa isa, int64_t n, const float* x, const float* y);
 // One output of llamafile_sgemm's tinyBLAS (several tokens): one accumulator of `lanes` floats,

@@ -115,6 +115,23 @@ TEST(GgmlDot, VecDotFoldsFourAccumulatorsPairwiseThenTheTail) {
   }
 }
 
+TEST(GgmlDot, VecDotF32TailRoundsItsVectorPartAndFusesOnlyTheLastFew) {
+  // gcc's vectorized tail: products rounded for all but the last n % (lanes / 2), which are fused.
+  // a * a = 1 + 2^-11 + 2^-24 exactly; rounded, the 2^-24 is lost.
+  const float a = 1.0f + 0x1p-12f;
+  for (GgmlIsa isa : kBoth) {
+    const int half = lanes(isa) / 2;
+    std::vector<float> x(size_t(half + 2), 0.0f), y(x.size(), 0.0f);
+    x[0] = -1.0f, y[0] = 1.0f;  // rounded part: -1 + round(a * a) = 2^-11
+    x[1] = y[1] = a;
+    x[size_t(half)] = -1.0f, y[size_t(half)] = 1.0f + 0x1p-11f;  // back to -1 exactly
+    x[size_t(half) + 1] = y[size_t(half) + 1] = a;              // fused: -1 + a * a, kept whole
+    // All fused (the form before the check against libggml-cpu.so) gives 2^-11 + 2^-23; all
+    // rounded 2^-11.
+    EXPECT_EQ(vec_dot_f32(isa, int64_t(x.size()), x.data(), y.data()), 0x1p-11f + 0x1p-24f) << half;
+  }
+}
+
 TEST(GgmlDot, TilesSumEachLaneAlongKThenReduce) {
   for (GgmlIsa isa : kBoth) {
     const int l = lanes(isa);
@@ -184,6 +201,23 @@ TEST(GgmlRope, YarnMixesTheAnglesAndScalesTheMagnitude) {
   EXPECT_NEAR(cs[0], std::cos(100.0) * mscale, 1e-5);
   const double last = 100.0 * std::pow(10000.0, -30.0 / 32.0);
   EXPECT_NEAR(cs[30], std::cos(last * 0.25) * mscale, 1e-5);
+}
+
+TEST(GgmlRope, YarnFusesTheInterpolatedAngleLikeLibggmlCpu) {
+  // theta_interp * (1 - ramp_mix) + theta_extrap * ramp_mix with the first product fused: the
+  // values libggml-cpu.so (c392e50, gcc 12) computes for these pairs of the ramp, where fusing the
+  // second product instead changes the last bits.
+  const RopeParams rp{.n_dims = 32, .freq_base = 10000.0f, .freq_scale = 0.25f, .ext_factor = 1.0f,
+                      .attn_factor = 1.3f, .n_ctx_orig = 4096};
+  std::vector<float> cs(32);
+  rope_cache(100, rp, nullptr, cs.data());
+  EXPECT_EQ(cs[13], 0x1.da1c6ep-2f);
+  EXPECT_EQ(cs[16], 0x1.26fd82p+0f);
+  rope_cache(300, rp, nullptr, cs.data());
+  EXPECT_EQ(cs[14], -0x1.790d16p-1f);
+  EXPECT_EQ(cs[15], -0x1.48b5dap+0f);
+  EXPECT_EQ(cs[16], -0x1.53ca9cp-1f);
+  EXPECT_EQ(cs[17], 0x1.52b708p+0f);
 }
 
 }  // namespace

@@ -78,7 +78,12 @@ float vec_dot_f16(GgmlIsa isa, int64_t n, const uint16_t* x, const uint16_t* y) 
 float vec_dot_f32(GgmlIsa isa, int64_t n, const float* x, const float* y) {
   int64_t i = 0;
   float sum = vec_dot_body(isa, n, x, y, &i);
-  // The tail is `sumf += x[i] * y[i]` in fp32, contracted by the build (-march=native).
+  // The tail, `sumf += x[i] * y[i]` in fp32: gcc vectorizes it as an in-order reduction (the
+  // loop of `lanes`, then one of lanes / 2: products rounded, added one by one) and fuses only the
+  // scalar remainder, its last n % (lanes / 2) (libggml-cpu.so's ggml_vec_dot_f32: vmulps, vaddss
+  // in order, then vfmadd231ss).
+  const int64_t fused_from = n - (n - i) % (lanes(isa) / 2);
+  for (; i < fused_from; ++i) sum += x[i] * y[i];
   for (; i < n; ++i) sum = std::fma(x[i], y[i], sum);
   return sum;
 }

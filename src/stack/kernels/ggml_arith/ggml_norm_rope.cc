@@ -44,8 +44,9 @@ void rope_cache(int64_t p, const RopeParams& rp, const float* freq_factors, floa
     if (rp.ext_factor != 0.0f) {
       const float y = (float(i0 / 2) - corr[0]) / std::max(0.001f, corr[1] - corr[0]);
       const float ramp_mix = (1.0f - std::min(1.0f, std::max(0.0f, y))) * rp.ext_factor;
-      // theta_interp * (1 - ramp_mix) + theta_extrap * ramp_mix, the second product fused.
-      angle = std::fma(extrap, ramp_mix, interp * (1.0f - ramp_mix));
+      // theta_interp * (1 - ramp_mix) + theta_extrap * ramp_mix: gcc fuses the first product
+      // (rope_yarn in libggml-cpu.so: vmulss extrap*ramp_mix, then vfmadd132ss).
+      angle = std::fma(interp, 1.0f - ramp_mix, extrap * ramp_mix);
       mscale *= std::fma(0.1f, std::log(1.0f / rp.freq_scale), 1.0f);
     }
     cos_sin[i0] = std::cos(angle) * mscale;
