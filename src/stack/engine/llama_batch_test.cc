@@ -9,6 +9,7 @@
 #include "engine/batch_scenario_test_util.h"
 #include "engine/forward.h"
 #include "engine/op_capture.h"
+#include "kernels/ggml_arith/ggml_arith.h"
 #include "engine/reference/llama_session.h"
 
 #include <gtest/gtest.h>
@@ -190,6 +191,61 @@ TEST(LlamaBatch, OpTapsNameEveryOpAndAgreeAcrossRanks) {
       ASSERT_EQ(a.size(), b.size()) << op->name;
       EXPECT_LT(llama_rel_diff(b, a), 1e-5) << op->name << " step " << step;
     }
+  }
+}
+
+// engine.ggml_arithmetic: each RMSNorm is ggml_arith's row (the squares summed in double, then
+// (x * scale) * w) and the FFN's activation ggml's SiLU times up, bit for bit, on every path; the
+// knob changes the logits' bits.
+TEST(LlamaBatch, GgmlArithmeticRunsGgmlsNormAndSilu) {
+  LlamaTiny t = llama_tiny();
+  auto file = gguf::parse(t.storage, "llama_batch.gguf");
+  ASSERT_TRUE(file.has_value());
+  auto pool = ThreadPool::create({.threads = 2, .pin = false});
+  ASSERT_TRUE(pool.has_value());
+  auto capture = [&](const Config& knobs) {
+    auto c = std::make_unique<OpCapture>();
+    auto s = t.model->new_session(**pool, 16, knobs);
+    EXPECT_TRUE(s.has_value()) << (s ? "" : s.error().message());
+    (*s)->set_op_tap(c.get());
+    c->begin_step();
+    EXPECT_TRUE((*s)->prefill(llama_prompt(5, 3)).has_value());  // one forward of 5 rows
+    c->begin_step();
+    EXPECT_TRUE((*s)->step(TokenId(17)).has_value());  // then a decode step
+    return c;
+  };
+  const auto floats = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
+  for (const char* isa : {"avx512", "avx2"}) {
+    const ggml_arith::GgmlIsa g = std::string_view(isa) == "avx512" ? ggml_arith::GgmlIsa::kAvx512 : ggml_arith::GgmlIsa::kAvx2;
+    auto ggml = capture(llama_knobs({{"engine.ggml_arithmetic", isa}}));
+    const float eps = t.model->config().rms_eps;
+    for (int l = 0; l < t.model->config().n_layers; ++l) {
+      const std::string layer = "layer." + std::to_string(l);
+      const gguf::TensorInfo* w = file->tensor("blk." + std::to_string(l) + ".attn_norm.weight");
+      ASSERT_NE(w, nullptr);
+      const auto* wf = reinterpret_cast<const float*>(w->data);
+      const OpCapture::Op* in = ggml->find(l == 0 ? "embed" : "layer." + std::to_string(l - 1) + ".residual");
+      const OpCapture::Op* norm = ggml->find(layer + ".attn_norm");
+      const OpCapture::Op* gate = ggml->find(layer + ".ffn.gate");
+      const OpCapture::Op* up = ggml->find(layer + ".ffn.up");
+      const OpCapture::Op* act = ggml->find(layer + ".ffn.act");
+      ASSERT_TRUE(in && norm && gate && up && act) << layer;
+      for (int step = 0; step < 2; ++step) {
+        const std::vector<float> x = floats(in->steps[size_t(step)]), h = floats(norm->steps[size_t(step)]);
+        const int64_t dim = t.model->config().dim, rows = int64_t(x.size()) / dim;
+        std::vector<float> want(x.size());
+        for (int64_t r = 0; r < rows; ++r) ggml_arith::rms_norm_row(dim, want.data() + r * dim, x.data() + r * dim, eps, wf);
+        EXPECT_EQ(h, want) << isa << " " << layer << " step " << step;
+        const std::vector<float> a = floats(gate->steps[size_t(step)]), b = floats(up->steps[size_t(step)]);
+        const int64_t n = t.model->config().ffn_dim;
+        std::vector<float> silu(a.size());
+        for (int64_t r = 0; r < int64_t(a.size()) / n; ++r) ggml_arith::silu_row(g, n, silu.data() + r * n, a.data() + r * n);
+        for (size_t i = 0; i < silu.size(); ++i) silu[i] *= b[i];
+        EXPECT_EQ(floats(act->steps[size_t(step)]), silu) << isa << " " << layer << " step " << step;
+      }
+    }
+    auto own = capture(Config());
+    EXPECT_NE(floats(own->find("lm_head")->steps[1]), floats(ggml->find("lm_head")->steps[1])) << isa;
   }
 }
 

@@ -34,7 +34,7 @@ void add_bias_rows(ThreadPool* pool, float* x, int64_t rows, const std::vector<f
 // when w is empty), by the registered rmsnorm kernel.
 void norm_heads(const Step& s, float* x, int64_t head_rows, int64_t hd, const std::vector<float>& w) {
   if (w.empty()) return;
-  const kernels::RmsNormFn fn = kernels::rmsnorm_fn(s.o.kernels.rmsnorm.isa);
+  const kernels::RmsNormFn fn = rmsnorm_for(s);
   const float eps = s.c().rms_eps;
   for_rows(s.intra, head_rows, [&](int64_t i0, int64_t i1) { fn(x + i0 * hd, w.data(), x + i0 * hd, i1 - i0, hd, eps); });
 }

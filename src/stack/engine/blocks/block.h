@@ -20,6 +20,7 @@
 #include "engine/transformer.h"
 #include "kernels/attention/kv_cache.h"
 #include "kernels/kda/kda.h"
+#include "kernels/rmsnorm/rmsnorm.h"
 
 namespace recur {
 
@@ -88,6 +89,9 @@ void add_partial_norm_rows(const Step& s, const Weight& w);
 // partial = RMSNorm(partial) * w in place (post_norms: after the all-reduce, so every rank has it whole).
 void norm_partial_rows(const Step& s, const Weight& w);
 const float* norm_weight(const Step& s, const Weight& w);
+// The RMSNorm every block runs: the registered rmsnorm kernel at its variant, or ggml's
+// (ggml_arith::rms_norm_row) under engine.ggml_arithmetic.
+kernels::RmsNormFn rmsnorm_for(const Step& s);
 // ffn.cc: rows [m, dim] of x through one FFN (shard): out = down(silu(gate x) * up x); with
 // tap_layer >= 0 the gate, up and activation are tapped as layer tap_layer's dense FFN.
 void ffn_rows(const Step& s, const FfnShard& f, const float* x, int64_t m, float* out, int tap_layer = -1);

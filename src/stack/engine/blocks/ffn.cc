@@ -6,6 +6,7 @@
 #include "core/convert.h"
 
 #include "engine/blocks/block.h"
+#include "kernels/ggml_arith/ggml_arith.h"
 #include "kernels/layer/layer.h"
 #include "trace/trace.h"
 
@@ -61,6 +62,16 @@ void ffn_rows(const Step& s, const FfnShard& f, const float* x, int64_t m, float
     zone.arg("gelu", table ? "fp16_table" : "tanh");
     for_rows(s.intra, m, [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0 * n; i < i1 * n; ++i) a[i] = (table ? gelu_fp16_table(a[i]) : gelu_tanh(a[i])) * b[i];
+    });
+  } else if (s.o.ggml) {
+    // ggml_silu over each row of the gate (its columns' place in the whole row picks the vector exp
+    // or expf), then ggml_mul by up.
+    RECUR_ZONE("swiglu");
+    zone.arg("variant", "ggml");
+    zone.arg("rows", m);
+    for_rows(s.intra, m, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) ggml_arith::silu_span(*s.o.ggml, whole, cols.begin, n, a + i * n, a + i * n);
+      for (int64_t i = i0 * n; i < i1 * n; ++i) a[i] *= b[i];
     });
   } else {
     const KernelChoice& k = s.o.kernels.swiglu;

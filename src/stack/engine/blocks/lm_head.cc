@@ -38,7 +38,7 @@ void lm_head(const Step& s) {
     RECUR_ZONE("rmsnorm");
     zone.arg("variant", k.variant.data());
     zone.arg("rows", n);
-    const kernels::RmsNormFn fn = kernels::rmsnorm_fn(k.isa);
+    const kernels::RmsNormFn fn = rmsnorm_for(s);
     const float* wf = norm_weight(s, s.m.output_norm);
     for (int64_t j = 0; j < n; ++j) fn(r.x.data() + s.p.want[size_t(j)] * dim, wf, r.h.data() + j * dim, 1, dim, c.rms_eps);
   }
@@ -46,6 +46,12 @@ void lm_head(const Step& s) {
   // gemma2's final soft-capping, on the logits this rank wrote.
   auto cap = [&](float* y, int64_t count) {
     if (c.final_softcap <= 0) return;
+    if (s.o.ggml) {
+      // ggml_scale by 1 / cap, ggml_tanh, ggml_scale by cap: a product with the reciprocal, not a quotient.
+      const float inv = 1.0f / c.final_softcap;
+      for (int64_t i = 0; i < count; ++i) y[i] = std::tanh(y[i] * inv) * c.final_softcap;
+      return;
+    }
     for (int64_t i = 0; i < count; ++i) y[i] = c.final_softcap * std::tanh(y[i] / c.final_softcap);
   };
   if (s.o.tp == 1) {

@@ -23,7 +23,7 @@ kernels::mla::Dims mla_dims(const ModelConfig& c, int heads) {
 
 // y[m, n] = RMSNorm(x[m, n] at stride ld) * w in place, through the registered rmsnorm.
 void norm_in_place(const Step& s, const Weight& w, float* x, int64_t n, int64_t ld) {
-  const kernels::RmsNormFn fn = kernels::rmsnorm_fn(s.o.kernels.rmsnorm.isa);
+  const kernels::RmsNormFn fn = rmsnorm_for(s);
   std::vector<float> wf(static_cast<size_t>(n));
   w.dequantize_row(0, wf.data());
   for_rows(s.intra, s.rows(), [&](int64_t i0, int64_t i1) {

@@ -21,6 +21,19 @@ const float* norm_weight(const Step& s, const Weight& w) {
 
 namespace {
 
+// kernels::RmsNormFn's shape over ggml_arith's row: (x * scale) * w, the squares summed in double.
+void ggml_rmsnorm(const float* x, const float* w, float* y, int64_t rows, int64_t n, float eps) {
+  for (int64_t i = 0; i < rows; ++i) ggml_arith::rms_norm_row(n, y + i * n, x + i * n, eps, w);
+}
+
+}  // namespace
+
+kernels::RmsNormFn rmsnorm_for(const Step& s) {
+  return s.o.ggml ? ggml_rmsnorm : kernels::rmsnorm_fn(s.o.kernels.rmsnorm.isa);
+}
+
+namespace {
+
 // The registered embedding kernel's table type for the model's token embedding; none for a
 // table it does not read (W8A8's I8 rows, a regrouped table): those rows are dequantized.
 std::optional<kernels::TableType> table_type(const Weight& w) {
@@ -132,7 +145,7 @@ void norm_rows(const Step& s, const Weight& w) {
   RECUR_ZONE("rmsnorm");
   zone.arg("variant", k.variant.data());
   zone.arg("rows", s.rows());
-  const kernels::RmsNormFn fn = kernels::rmsnorm_fn(k.isa);
+  const kernels::RmsNormFn fn = rmsnorm_for(s);
   const int64_t dim = s.c().dim;
   const float eps = s.c().rms_eps;
   const float* wf = norm_weight(s, w);
@@ -142,7 +155,7 @@ void norm_rows(const Step& s, const Weight& w) {
 }
 
 void norm_partial_rows(const Step& s, const Weight& w) {
-  const kernels::RmsNormFn fn = kernels::rmsnorm_fn(s.o.kernels.rmsnorm.isa);
+  const kernels::RmsNormFn fn = rmsnorm_for(s);
   const int64_t dim = s.c().dim;
   const float eps = s.c().rms_eps;
   const float* wf = norm_weight(s, w);
@@ -162,6 +175,14 @@ void add_partial_norm_rows(const Step& s, const Weight& w) {
   float* x = s.r.x.data();
   float* h = s.r.h.data();
   const float* partial = s.r.partial.data();
+  if (s.o.ggml) {
+    // ggml_add, then ggml_rms_norm and ggml_mul: the sum is exact in either order of its two terms.
+    for_rows(s.intra, s.rows(), [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0 * dim; i < i1 * dim; ++i) x[i] += partial[i];
+      ggml_rmsnorm(x + i0 * dim, wf, h + i0 * dim, i1 - i0, dim, eps);
+    });
+    return;
+  }
   for_rows(s.intra, s.rows(), [&](int64_t i0, int64_t i1) {
     const int64_t at = i0 * dim;
     kernels::rmsnorm_residual(x + at, partial + at, wf, x + at, h + at, i1 - i0, dim, eps, ops);

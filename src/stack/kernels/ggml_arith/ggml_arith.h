@@ -35,6 +35,9 @@ float v_expf(GgmlIsa isa, float x);
 // ggml_vec_silu_f32: whole vectors through x / (1 + v_expf(0 - x)), the n % lanes tail through
 // x / (1 + expf(-x)).
 void silu_row(GgmlIsa isa, int64_t n, float* y, const float* x);
+// Columns [begin, begin + count) of such a row of row_len (a tensor-parallel shard of it): each
+// column takes the form its place in the whole row gives it.
+void silu_span(GgmlIsa isa, int64_t row_len, int64_t begin, int64_t count, float* y, const float* x);
 // ggml_vec_sigmoid_f32 (a scalar loop in every build): 1 / (1 + expf(-x)).
 void sigmoid_row(int64_t n, float* y, const float* x);
 // ggml_vec_soft_max_f32: y = exp(x - max) (v_expf for whole vectors, expf for the tail); returns

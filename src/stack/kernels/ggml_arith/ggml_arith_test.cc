@@ -52,6 +52,17 @@ TEST(GgmlSilu, WholeVectorsTakeTheVectorExpAndTheTailTakesExpf) {
   }
 }
 
+TEST(GgmlSilu, AShardTakesTheFormsOfItsPlaceInTheWholeRow) {
+  std::vector<float> x(40), whole(40), part(40);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::cos(float(i)) * 5.0f;
+  for (GgmlIsa isa : kBoth) {
+    silu_row(isa, 40, whole.data(), x.data());
+    silu_span(isa, 40, 0, 20, part.data(), x.data());
+    silu_span(isa, 40, 20, 20, part.data() + 20, x.data() + 20);
+    for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(part[i], whole[i]) << i;
+  }
+}
+
 TEST(GgmlSoftMax, RowsSumToOneMaskedEntriesAreZeroAndTheSumIsPerVector) {
   std::vector<float> x(37), mask(37, 0.0f), y(37);
   for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(float(i)) * 4.0f;

@@ -61,11 +61,13 @@ int lanes(GgmlIsa isa) { return isa == GgmlIsa::kAvx512 ? 16 : 8; }
 
 float v_expf(GgmlIsa isa, float x) { return isa == GgmlIsa::kAvx512 ? expf_avx512(x) : expf_avx2(x); }
 
-void silu_row(GgmlIsa isa, int64_t n, float* y, const float* x) {
-  const int64_t whole = n - n % lanes(isa);
-  for (int64_t i = 0; i < whole; ++i) y[i] = x[i] / (1.0f + v_expf(isa, 0.0f - x[i]));
-  for (int64_t i = whole; i < n; ++i) y[i] = x[i] / (1.0f + std::exp(-x[i]));
+void silu_span(GgmlIsa isa, int64_t row_len, int64_t begin, int64_t count, float* y, const float* x) {
+  const int64_t vectors_end = row_len - row_len % lanes(isa) - begin;  // this span's first tail column
+  for (int64_t i = 0; i < count; ++i)
+    y[i] = x[i] / (1.0f + (i < vectors_end ? v_expf(isa, 0.0f - x[i]) : std::exp(-x[i])));
 }
+
+void silu_row(GgmlIsa isa, int64_t n, float* y, const float* x) { silu_span(isa, n, 0, n, y, x); }
 
 void sigmoid_row(int64_t n, float* y, const float* x) {
   for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / (1.0f + std::exp(-x[i]));
