@@ -304,6 +304,59 @@ TEST(ArchitectureFeatures, GgmlsSixteenBitArithmeticMovesTheLogitsOnlyByItsRound
   EXPECT_GT(worst_rel(ggml, want), worst_rel(base, want));
 }
 
+// engine.ggml_arithmetic's attention (RoPE by ggml's caches and rotation, Q scaled first on gemma2 /
+// gemma3 / phi3, the core as llm_build_kqv on f16 and f32 layers): on each attention shape it moves
+// the logits (the path is taken), yet decode and prefill stay within 16-bit rounding of the
+// float64 reference (a scale applied twice or a wrong rotation would not).
+TEST(ArchitectureFeatures, GgmlArithmeticAttentionMovesTheLogitsOnlyByItsRounding) {
+  auto pool = ThreadPool::create({.threads = 2, .pin = false});
+  using Knobs = std::vector<std::pair<std::string, std::string>>;
+  for (const Variant* v : {&kVariants[1], &kVariants[3], &kVariants[7], &kGemma2Window, &kGemma3})
+    for (const char* dtype : {"f16", "f32"}) {
+      Built b = build(*v, 0, gguf::TensorType::kF32);
+      ASSERT_TRUE(b.model);
+      Knobs off = {{"kernel.gemm.f16_activations", "f32"}};
+      for (int l = 0; l < b.model->config().n_layers; ++l) off.push_back({fmt::format("engine.kv_dtype.layer[{}]", l), dtype});
+      Knobs on = off;
+      on.push_back({"engine.ggml_arithmetic", "avx512"});
+      auto session = [&](const Knobs& kv) {
+        Config knobs;
+        for (const auto& [k, val] : kv) EXPECT_TRUE(knobs.set(k, val).has_value()) << k;
+        auto s = b.model->new_session(**pool, 64, knobs);
+        EXPECT_TRUE(s.has_value());
+        return std::move(*s);
+      };
+      auto decode = [&](const Knobs& kv) {
+        auto s = session(kv);
+        std::vector<float> out;
+        for (int i = 0; i < 40; ++i) {
+          auto l = s->step(kTokens[size_t(i) % kTokens.size()]);
+          out.insert(out.end(), l->begin(), l->end());
+        }
+        return out;
+      };
+      const std::string where = fmt::format("{} {} cache", v->label, dtype);
+      const std::vector<float> plain = decode(off), ggml = decode(on);
+      double moved = 0;
+      for (size_t i = 0; i < plain.size(); ++i) moved = std::max(moved, std::fabs(double(plain[i]) - double(ggml[i])));
+      EXPECT_GT(moved, 0.0) << where;
+      HybridReference ref(b.file(), b.model->config());
+      std::vector<double> want;
+      for (int i = 0; i < 40; ++i) {
+        const std::vector<double> l = ref.step(kTokens[size_t(i) % kTokens.size()]);
+        want.insert(want.end(), l.begin(), l.end());
+      }
+      EXPECT_LT(worst_rel(ggml, want), 1e-2) << where;
+      // A prefill of the first 10 tokens (one product of 10 tokens per layer) ends where decode does.
+      auto batched = session(on);
+      auto got = batched->prefill(kTokens);
+      ASSERT_TRUE(got.has_value()) << got.error().message();
+      const size_t vocab = got->size();
+      EXPECT_LT(worst_rel(*got, std::vector<double>(want.begin() + 9 * int64_t(vocab), want.begin() + 10 * int64_t(vocab))), 1e-2)
+          << where;
+    }
+}
+
 // ggml's GELU table: fp16 in, fp16 out, gelu_tanh between; the tails as ggml_vec_gelu_f32 has them.
 TEST(ArchitectureFeatures, TheGeluTableIsGeluOfFp16RoundedToFp16) {
   EXPECT_EQ(gelu_fp16_table(-10.0f), 0.0f);

@@ -3,13 +3,15 @@
 // rotary_dims of each head; gemma3's sliding layers by their own tables), the paged KV cache
 // (kernels/attention: a forward of one-token runs appends and runs the paged decode kernel,
 // otherwise the paged prefill kernel, causal within each run, within the sliding window on sliding
-// layers), qwen3next's sigmoid output gate and the output projection.
+// layers), qwen3next's sigmoid output gate and the output projection. engine.ggml_arithmetic:
+// ggml's RoPE rotation, Q scale (gemma2, phi3) and attention core (AttentionOptions::ggml).
 #include <algorithm>
 #include <cmath>
 
 #include "engine/blocks/block.h"
 #include "engine/layers.h"
 #include "kernels/attention/attention.h"
+#include "kernels/ggml_arith/ggml_arith.h"
 #include "kernels/layer/layer_ops.h"
 #include "kernels/rmsnorm/rmsnorm.h"
 #include "trace/trace.h"
@@ -52,6 +54,14 @@ void apply_output_gate(ThreadPool* pool, float* out, const float* gate, int64_t 
   for_rows(pool, rows, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0 * n; i < i1 * n; ++i) out[i] /= 1.0f + std::exp(-gate[i]);
   });
+}
+
+// llama.cpp c392e50's gemma2 and phi3 graphs (and gemma3's later one) scale Q in fp32 after RoPE
+// (ggml_scale) and run the softmax at scale 1; llama, qwen2, qwen2moe scale inside the softmax.
+// The Q scale of the first kind (the model's attention scale, else 1 / sqrtf(head_dim)); 0 else.
+float ggml_query_scale(const ModelConfig& c) {
+  if (c.arch != Arch::kGemma2 && c.arch != Arch::kGemma3 && c.arch != Arch::kPhi3) return 0.0f;
+  return c.attn_scale != 0 ? c.attn_scale : 1.0f / std::sqrt(float(c.head_dim));
 }
 
 }  // namespace
@@ -99,16 +109,24 @@ void attention_mixer(const Step& s, int l) {
     const int64_t rd = c.rotary_dims();
     const bool sliding = c.is_sliding_layer(l);
     const std::vector<float>& tables = sliding && !r.rope_local.empty() ? r.rope_local : r.rope;
+    // engine.ggml_arithmetic: ggml's rotation by ggml's caches (rows.cc), then the Q scale of
+    // the graphs that scale Q.
+    const bool ggml = s.o.ggml.has_value();
+    const float q_scale = ggml ? ggml_query_scale(c) : 0.0f;
     for_rows(s.intra, M, [&](int64_t i0, int64_t i1) {
       for (int64_t i = i0; i < i1; ++i) {
         const float* cs = tables.data() + i * 2 * hd;
         for (int h = 0; h < heads; ++h) {
           float* q = r.q.data() + i * q_local + h * hd;
-          ops.rope_row(q, q, cs, cs + rd, rd, c.rope_neox);
+          if (ggml) ggml_arith::rope_rotate(int(rd), c.rope_neox, cs, q, q);
+          else ops.rope_row(q, q, cs, cs + rd, rd, c.rope_neox);
+          if (q_scale != 0)
+            for (int64_t d = 0; d < hd; ++d) q[d] *= q_scale;
         }
         for (int h = 0; h < kv_heads; ++h) {
           float* k = r.k.data() + i * kv_local + h * hd;
-          ops.rope_row(k, k, cs, cs + rd, rd, c.rope_neox);
+          if (ggml) ggml_arith::rope_rotate(int(rd), c.rope_neox, cs, k, k);
+          else ops.rope_row(k, k, cs, cs + rd, rd, c.rope_neox);
         }
       }
     });
@@ -124,6 +142,8 @@ void attention_mixer(const Step& s, int l) {
   const EngineKernels& ek = s.o.kernels;
   // Sliding layers attend to the last sliding_window positions; every page stays in the cache.
   const int64_t window = c.is_sliding_layer(l) ? c.sliding_window : 0;
+  // Q already scaled (ggml_query_scale): the softmax at scale 1.
+  const float softmax_scale = s.o.ggml && ggml_query_scale(c) != 0 ? 1.0f : c.attn_scale;
   Status st;
   if (s.p.all_single) {
     // Batched decode: append each sequence's token, then one paged decode over all of them, at
@@ -135,17 +155,19 @@ void attention_mixer(const Step& s, int l) {
       st = r.kv->append(seqs[i], layer, std::span<const float>(r.k.data() + int64_t(i) * kv_local, size_t(kv_local)),
                         std::span<const float>(r.v.data() + int64_t(i) * kv_local, size_t(kv_local)));
     const paged::AttentionOptions o{.isa = ek.attention_decode.isa, .split_k = ek.attention_decode_split_k,
-                                    .scale = c.attn_scale, .softcap = c.attn_softcap, .window = window,
-                                    .operands = s.o.attention_operands};
+                                    .scale = softmax_scale, .softcap = c.attn_softcap, .window = window,
+                                    .operands = s.o.attention_operands, .ggml = s.o.ggml};
     if (o.operands != paged::AttentionOperands::kF32) zone.arg("operands", "cache_type");
+    if (o.ggml) zone.arg("arithmetic", "ggml");
     if (st) st = paged::decode(*r.kv, layer, seqs, r.q.data(), heads, r.o.data(), o, s.intra);
   } else {
     RECUR_ZONE("attention_prefill");
     zone.arg("variant", ek.attention_prefill.variant.data());
     zone.arg("rows", M);
-    const paged::AttentionOptions o{.isa = ek.attention_prefill.isa, .scale = c.attn_scale, .softcap = c.attn_softcap,
-                                    .window = window, .operands = s.o.attention_operands};
+    const paged::AttentionOptions o{.isa = ek.attention_prefill.isa, .scale = softmax_scale, .softcap = c.attn_softcap,
+                                    .window = window, .operands = s.o.attention_operands, .ggml = s.o.ggml};
     if (o.operands != paged::AttentionOperands::kF32) zone.arg("operands", "cache_type");
+    if (o.ggml) zone.arg("arithmetic", "ggml");
     st = paged::prefill(*r.kv, layer, seqs, counts, r.q.data(), r.k.data(), r.v.data(), heads, r.o.data(), o,
                         s.intra);
   }

@@ -67,6 +67,21 @@ void gather_rows(const Step& s, kernels::TableType type, trace::Zone& zone) {
   }
 }
 
+// engine.ggml_arithmetic: each row's cache of ggml_rope_ext (ggml_arith::rope_cache: rd floats,
+// cos and sin of each pair, the angles chained in float) at the start of its 2 hd floats; the
+// sliding layers' own (gemma3: the local base, unscaled) likewise in rope_local.
+void ggml_rope_tables(const Step& s, const float* freq_factors) {
+  const ModelConfig& c = s.c();
+  const int64_t hd = c.head_dim;
+  const ggml_arith::RopeParams global{.n_dims = c.rotary_dims(), .freq_base = c.rope_theta, .freq_scale = c.rope_freq_scale};
+  const ggml_arith::RopeParams local{.n_dims = c.rotary_dims(), .freq_base = c.rope_local_theta};
+  for (int64_t i = 0; i < s.rows(); ++i) {
+    const int64_t pos = s.p.positions[size_t(i)];
+    ggml_arith::rope_cache(pos, global, freq_factors, s.r.rope.data() + i * 2 * hd);
+    if (!s.r.rope_local.empty()) ggml_arith::rope_cache(pos, local, nullptr, s.r.rope_local.data() + i * 2 * hd);
+  }
+}
+
 void embed_tokens(const Step& s) {
   const std::optional<kernels::TableType> type = table_type(s.m.token_embedding);
   if (!type) return batch_embed_rows(s.p, s.m.token_embedding, s.c().dim, s.r.x.data());
@@ -111,6 +126,7 @@ void embed_rows(const Step& s) {
     s.r.rope_freqs.resize(size_t(hd / 2));
     s.m.rope_freqs.dequantize_row(0, s.r.rope_freqs.data());
   }
+  if (s.o.ggml) return ggml_rope_tables(s, factors ? s.r.rope_freqs.data() : nullptr);
   for (int64_t i = 0; i < s.rows(); ++i) {
     float* cs = s.r.rope.data() + i * 2 * hd;
     const double pos = double(s.p.positions[size_t(i)]);

@@ -14,7 +14,8 @@
 // i.e. over what the cache stores (quantized keys and values), as decode later sees them.
 //
 // Paths: options.isa picks AVX-512, AVX2 or scalar (default: the best at active_isa()); the
-// three agree to fp32 rounding (docs/attention.md gives the tolerances).
+// three agree to fp32 rounding (docs/attention.md gives the tolerances). options.ggml replaces
+// all of this on f16 and f32 layers by llama.cpp's arithmetic (attention_ggml.cc).
 // Thread-safety: calls are reentrant; the cache must not be written concurrently for the
 // sequences a decode reads. The calling thread takes part when a pool is given.
 #pragma once
@@ -26,6 +27,7 @@
 #include "core/cpu_features.h"
 #include "core/status.h"
 #include "core/thread_pool.h"
+#include "kernels/ggml_arith/ggml_arith.h"
 #include "kernels/attention/kv_cache.h"
 
 namespace recur::kernels::attention {
@@ -51,6 +53,16 @@ struct AttentionOptions {
   // to the cache type, then their sum with V in fp32. Decode then runs one split (split_k is
   // ignored). Other layer types are unaffected.
   AttentionOperands operands = AttentionOperands::kF32;
+  // Set (engine.ggml_arithmetic): on f16 and f32 layers, the bits of llama.cpp c392e50's non-flash
+  // attention (llm_build_kqv) on a CPU build of this ISA, in ggml_arith's scalar emulations. Each
+  // sequence's new tokens form one product over n_kv = its cache length padded to 32 cells (cell
+  // c holding position c, as one llama-server slot): scores per (token, cell) by ggml_arith's
+  // tinyBLAS or vec_dot (tiles_take) of q (rounded to f16 on f16) with K, soft-capped as ggml
+  // (x * (1 / cap), tanhf, * cap), soft_max_row with `scale` (0: 1 / sqrtf(head_dim)) and -inf
+  // for masked and padding cells, then per (token, dim) the weights (rounded to f16 on f16)
+  // dotted with V's column over the n_kv cells. isa, split_k and operands do not apply there;
+  // other layer types keep the paths above. Scalar code: a parity option, not a fast path.
+  std::optional<ggml_arith::GgmlIsa> ggml;
 };
 
 // One decode step: q is [seqs.size(), q_heads, head_dim] (fp32), out the same shape. Every

@@ -64,6 +64,10 @@ Status decode(const PagedKvCache& cache, int layer, std::span<const int> seqs, c
     max_pages = std::max<int64_t>(max_pages, (lens[size_t(b)] + P - 1) / P - first[size_t(b)] / P);
   }
   const LayerView view = cache.layer_view(layer);
+  if (internal::uses_ggml(options, view.dtype)) {
+    const std::vector<int64_t> ones(seqs.size(), 1);
+    return internal::ggml_attention(cache, layer, seqs, ones, q, q_heads, out, options, pool);
+  }
   const bool rounded = internal::rounds_operands(options, view.dtype);
   // The rounded path normalizes each row over its whole context: one split.
   const int S = rounded ? 1 : resolve_split_k(options, int64_t(B) * H, max_pages, pool ? pool->size() : 1);

@@ -35,4 +35,12 @@ inline bool rounds_operands(const AttentionOptions& o, KvDType t) {
   return o.operands == AttentionOperands::kCacheType && (t == KvDType::kF16 || t == KvDType::kBF16);
 }
 
+// Whether options.ggml runs a layer of type t (f16 and f32: attention_ggml.cc).
+bool uses_ggml(const AttentionOptions& o, KvDType t);
+
+// options.ggml's attention of tokens[i] query rows per sequence (q and out [sum tokens, q_heads,
+// head_dim]), whose K and V the cache already holds at its last tokens[i] positions.
+Status ggml_attention(const PagedKvCache& cache, int layer, std::span<const int> seqs, std::span<const int64_t> tokens,
+                      const float* q, int q_heads, float* out, const AttentionOptions& o, ThreadPool* pool);
+
 }  // namespace recur::kernels::attention::internal

@@ -47,6 +47,8 @@ Status prefill(PagedKvCache& cache, int layer, std::span<const int> seqs, std::s
       RECUR_RETURN_IF_ERROR(cache.append(seqs[i], layer, std::span<const float>(k + r * kv_row, kv_row),
                                          std::span<const float>(v + r * kv_row, kv_row)));
     }
+  if (internal::uses_ggml(options, cache.layer_view(layer).dtype))
+    return internal::ggml_attention(cache, layer, seqs, tokens, q, q_heads, out, options, pool);
   std::vector<Item> items;
   std::vector<std::span<const int32_t>> tables(seqs.size());
   for (size_t i = 0; i < seqs.size(); ++i) {
