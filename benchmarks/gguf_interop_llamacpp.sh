@@ -58,9 +58,19 @@ if [ "${RECUR_INTEROP_PARITY:-}" = ggml ]; then
   RECUR_INTEROP_RECUR_SET="engine.attention.operands=cache_type engine.gelu=fp16_table kernel.gemm.q8_0_activations=q8_0_ggml engine.ggml_arithmetic=$isa ${RECUR_INTEROP_RECUR_SET:-}"
 fi
 for a in ${RECUR_INTEROP_RECUR_SET:-}; do recur_sets+=(--set "$a"); done
+kv_sets=()
 if [ -n "${RECUR_INTEROP_RECUR_KV:-}" ]; then  # every layer a file of this script can have
-  for i in $(seq 0 63); do recur_sets+=(--set "engine.kv_dtype.layer[$i]=$RECUR_INTEROP_RECUR_KV"); done
+  for i in $(seq 0 63); do kv_sets+=(--set "engine.kv_dtype.layer[$i]=$RECUR_INTEROP_RECUR_KV"); done
 fi
+# The KV settings for one file: none for deepseek2 under RECUR_INTEROP_PARITY, whose MLA layers
+# cache the latent where c392e50 caches the expanded per-head K and V (rounded to f16): an f16
+# latent is a rounding llama.cpp does not make, recur's f32 latent is the nearer arithmetic.
+kv_sets_for() {
+  case "$1" in
+    deepseek2-*) [ "${RECUR_INTEROP_PARITY:-}" = ggml ] && return ;;
+  esac
+  [ ${#kv_sets[@]} -eq 0 ] || printf '%s\n' "${kv_sets[@]}"
+}
 
 shape=(--dim 256 --layers 2 --heads 4 --kv-heads 2 --vocab 4096 --seed 7)
 files=()
@@ -134,7 +144,8 @@ for entry in "${files[@]}"; do
     ${RECUR_INTEROP_LLAMA_ARGS:-} > "$work/server-$writer-$dtype.log" 2>&1 &
   server=$!
   for prompt in "${prompts[@]}"; do
-    recur_json=$("$recur" "${recur_sets[@]}" generate -m "$path" -p "$prompt" -n "$ntok" --threads 1 --json 2>/dev/null || echo '{}')
+    mapfile -t file_kv < <(kv_sets_for "$dtype")
+    recur_json=$("$recur" "${recur_sets[@]}" "${file_kv[@]}" generate -m "$path" -p "$prompt" -n "$ntok" --threads 1 --json 2>/dev/null || echo '{}')
     /usr/bin/python3 - "$port" "$writer" "$dtype" "$prompt" "$ntok" "$recur_json" "$work/server-$writer-$dtype.log" \
       "$server" >> "$results" <<'PY'
 import json, os, sys, time, urllib.request
