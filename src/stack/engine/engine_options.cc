@@ -131,10 +131,13 @@ RECUR_KNOB(engine_ggml_arithmetic,
             .acts = KnobActs::kEngine,
             .help = "off: recur's own arithmetic; avx512 / avx2: llama.cpp's CPU arithmetic as a ggml build for that "
                     "ISA computes it (kernels/ggml_arith): RMSNorm with the squares summed in double, RoPE angles "
-                    "chained in float, SiLU and softmax through ggml's vector exp with its tails and sums, the MoE "
-                    "experts added in ggml's order, and attention over f16 / f32 KV layers in ggml's non-flash "
-                    "orders. With engine.gelu=fp16_table and kernel.gemm.q8_0_activations=q8_0_ggml a model "
-                    "computes llama.cpp's bits (docs/engine.md)"});
+                    "chained in float, SiLU and softmax through ggml's vector exp with its tails and sums, F32 / F16 "
+                    "matmuls in llamafile's or vec_dot's order, the MoE as llm_build_moe_ffn, and attention over "
+                    "f16 / f32 KV layers in ggml's non-flash orders (scalar loops: slow). With an f16 cache, "
+                    "engine.attention.operands=cache_type, engine.gelu=fp16_table and "
+                    "kernel.gemm.q8_0_activations=q8_0_ggml a model computes llama.cpp's bits (docs/engine.md)",
+            // Scalar emulations for another engine's bits: they run when set, but are no tuning step.
+            .test_only = {"avx512", "avx2"}});
 RECUR_KNOB(engine_hybrid_kv_pages,
            {.name = "engine.hybrid.kv_pages", .type = KnobType::kInt, .min = 0, .max = 1 << 30, .default_value = "0",
             .components = {"engine:kv_cache"},
