@@ -4,11 +4,14 @@
 #include "kernels/ggml_arith/ggml_arith.h"
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "core/convert.h"
+#include "core/cpu_features.h"
+#include "kernels/ggml_arith/ggml_dot_loops.h"
 
 namespace recur::ggml_arith {
 namespace {
@@ -129,6 +132,37 @@ TEST(GgmlDot, VecDotF32TailRoundsItsVectorPartAndFusesOnlyTheLastFew) {
     // All fused (the form before the check against libggml-cpu.so) gives 2^-11 + 2^-23; all
     // rounded 2^-11.
     EXPECT_EQ(vec_dot_f32(isa, int64_t(x.size()), x.data(), y.data()), 0x1p-11f + 0x1p-24f) << half;
+  }
+}
+
+// The loops compiled for any x86-64 and with AVX2/FMA/F16C give the same accumulators bit for bit
+// (fmas and fp16 widenings are exact operations), on values with every exponent and subnormals.
+TEST(GgmlDot, BothLoopBuildsGiveTheSameBits) {
+  if (detected_isa() < Isa::kAvx2) GTEST_SKIP() << "this CPU has no AVX2: only the portable loops run";
+  std::vector<float> x(4 * 64 * 3), y(x.size());
+  std::vector<uint16_t> xh(x.size()), yh(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = std::ldexp(std::sin(float(i) * 1.7f), int(i % 41) - 30);
+    y[i] = std::ldexp(std::cos(float(i) * 0.3f), int(i % 23) - 12);
+    xh[i] = fp32_to_fp16(x[i]);
+    yh[i] = uint16_t(i * 2654435761u >> 16);  // every fp16 pattern class, subnormals and NaNs too
+    if ((yh[i] & 0x7c00) == 0x7c00) yh[i] &= 0x3fff;  // but finite
+  }
+  const int64_t n = int64_t(x.size());
+  for (int l : {16, 8}) {
+    float a[4][16] = {}, b[4][16] = {}, ta[16] = {}, tb[16] = {};
+    kDotLoopsScalar.vec_f32(l, n, x.data(), y.data(), a);
+    kDotLoopsAvx2.vec_f32(l, n, x.data(), y.data(), b);
+    EXPECT_EQ(0, std::memcmp(a, b, sizeof a)) << l;
+    kDotLoopsScalar.vec_f16(l, n, xh.data(), yh.data(), a);
+    kDotLoopsAvx2.vec_f16(l, n, xh.data(), yh.data(), b);
+    EXPECT_EQ(0, std::memcmp(a, b, sizeof a)) << l;
+    kDotLoopsScalar.tile_f32(l, n, x.data(), y.data(), ta);
+    kDotLoopsAvx2.tile_f32(l, n, x.data(), y.data(), tb);
+    EXPECT_EQ(0, std::memcmp(ta, tb, sizeof ta)) << l;
+    kDotLoopsScalar.tile_f16(l, n, xh.data(), yh.data(), ta);
+    kDotLoopsAvx2.tile_f16(l, n, xh.data(), yh.data(), tb);
+    EXPECT_EQ(0, std::memcmp(ta, tb, sizeof ta)) << l;
   }
 }
 

@@ -1,16 +1,17 @@
 // ggml's reductions and dot products (ggml_arith.h): the vec_dot loops of one token and
 // llamafile's tinyBLAS tiles.
 #include <cmath>
+#include <type_traits>
 
 #include "core/convert.h"
 #include "kernels/ggml_arith/ggml_arith.h"
+#include "kernels/ggml_arith/ggml_dot_loops.h"
 
 namespace recur::ggml_arith {
 
 namespace {
 
 float load(const uint16_t* p, int64_t i) { return fp16_to_fp32(p[i]); }
-float load(const float* p, int64_t i) { return p[i]; }
 
 // GGML_F32x8_REDUCE's last step (AVX2): halves added, then two horizontal adds:
 // (t0 + t1) + (t2 + t3).
@@ -28,12 +29,8 @@ float vec_dot_body(GgmlIsa isa, int64_t n, const T* x, const T* y, int64_t* done
   const int64_t step = 4 * l;
   const int64_t np = n - n % step;
   float acc[4][16] = {};
-  for (int64_t i = 0; i < np; i += step)
-    for (int a = 0; a < 4; ++a)
-      for (int j = 0; j < l; ++j) {
-        const int64_t at = i + a * l + j;
-        acc[a][j] = std::fma(load(x, at), load(y, at), acc[a][j]);
-      }
+  if constexpr (std::is_same_v<T, uint16_t>) dot_loops().vec_f16(l, np, x, y, acc);
+  else dot_loops().vec_f32(l, np, x, y, acc);
   for (int j = 0; j < l; ++j) {
     acc[0][j] += acc[2][j];
     acc[1][j] += acc[3][j];
@@ -47,8 +44,8 @@ template <class T>
 float tile_dot(GgmlIsa isa, int64_t k, const T* a, const T* b) {
   const int l = lanes(isa);
   float acc[16] = {};
-  for (int64_t i = 0; i < k; i += l)
-    for (int j = 0; j < l; ++j) acc[j] = std::fma(load(a, i + j), load(b, i + j), acc[j]);
+  if constexpr (std::is_same_v<T, uint16_t>) dot_loops().tile_f16(l, k, a, b, acc);
+  else dot_loops().tile_f32(l, k, a, b, acc);
   return isa == GgmlIsa::kAvx512 ? reduce_add_16(acc) : hsum_8(acc);
 }
 
