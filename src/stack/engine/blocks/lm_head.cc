@@ -36,7 +36,7 @@ void lm_head(const Step& s) {
   {
     const KernelChoice& k = s.o.kernels.rmsnorm;
     RECUR_ZONE("rmsnorm");
-    zone.arg("variant", k.variant.data());
+    zone.arg("variant", s.o.ggml ? "ggml" : k.variant.data());
     zone.arg("rows", n);
     const kernels::RmsNormFn fn = rmsnorm_for(s);
     const float* wf = norm_weight(s, s.m.output_norm);

@@ -143,7 +143,7 @@ void embed_rows(const Step& s) {
 void norm_rows(const Step& s, const Weight& w) {
   const KernelChoice& k = s.o.kernels.rmsnorm;
   RECUR_ZONE("rmsnorm");
-  zone.arg("variant", k.variant.data());
+  zone.arg("variant", s.o.ggml ? "ggml" : k.variant.data());  // the function that ran
   zone.arg("rows", s.rows());
   const kernels::RmsNormFn fn = rmsnorm_for(s);
   const int64_t dim = s.c().dim;
@@ -166,7 +166,7 @@ void norm_partial_rows(const Step& s, const Weight& w) {
 void add_partial_norm_rows(const Step& s, const Weight& w) {
   const KernelChoice& k = s.o.kernels.rmsnorm_residual;
   RECUR_ZONE("rmsnorm_residual");
-  zone.arg("variant", k.variant.data());
+  zone.arg("variant", s.o.ggml ? "ggml" : k.variant.data());
   zone.arg("rows", s.rows());
   const kernels::LayerOps& ops = kernels::layer_ops(k.isa);
   const int64_t dim = s.c().dim;
